@@ -1,0 +1,272 @@
+//! Admin changes to one user (`set`, `add`, `deduct`, `set_unlimited`) and batches of them.
+
+use serde::Serialize;
+
+use crate::error::QuotaError;
+use crate::ledger::{self, Entry};
+use crate::limits;
+use crate::names::normalize_username;
+use crate::store::{Store, TransactionType};
+use crate::time::Timestamp;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AdminAction {
+    /// The balance becomes the amount (>= 0).
+    Set(i64),
+    /// The signed amount is added.
+    Add(i64),
+    /// The amount (> 0) is subtracted; refused when the balance is smaller.
+    Deduct(i64),
+    SetUnlimited(bool),
+}
+
+impl AdminAction {
+    pub fn name(self) -> &'static str {
+        match self {
+            AdminAction::Set(_) => "set",
+            AdminAction::Add(_) => "add",
+            AdminAction::Deduct(_) => "deduct",
+            AdminAction::SetUnlimited(_) => "set_unlimited",
+        }
+    }
+
+    /// Checks the amount's bounds for this action.
+    pub fn validate(self) -> Result<(), QuotaError> {
+        let max = limits::amount_abs_max;
+        let (amount, lo) = match self {
+            AdminAction::Set(a) => (a, 0),
+            AdminAction::Add(a) => (a, -max),
+            AdminAction::Deduct(a) => (a, 1),
+            AdminAction::SetUnlimited(_) => return Ok(()),
+        };
+        if (lo..=max).contains(&amount) {
+            Ok(())
+        } else {
+            Err(QuotaError::invalid(
+                "amount",
+                format!(
+                    "must be between {lo} and {max} for `{}`, got {amount}",
+                    self.name()
+                ),
+            ))
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AdminRequest {
+    pub username: String,
+    pub action: AdminAction,
+    pub description: Option<String>,
+}
+
+/// `{username, balance, action, amount}`, plus `unlimited` for `set_unlimited` (amount null).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct AdminResult {
+    pub username: String,
+    pub balance: i64,
+    pub action: &'static str,
+    pub amount: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unlimited: Option<bool>,
+}
+
+fn check_description(d: Option<&str>) -> Result<String, QuotaError> {
+    let d = d.unwrap_or("");
+    if d.chars().count() > limits::description_chars_max {
+        return Err(QuotaError::invalid(
+            "description",
+            format!("must be at most {} characters", limits::description_chars_max),
+        ));
+    }
+    Ok(d.to_string())
+}
+
+/// Applies one admin change made by `caller`. Creates the record (balance 0) if there is none.
+pub fn admin_update(
+    store: &mut dyn Store,
+    req: &AdminRequest,
+    caller: &str,
+    now: Timestamp,
+) -> Result<AdminResult, QuotaError> {
+    let username = normalize_username("username", &req.username)?;
+    req.action.validate()?;
+    let description = check_description(req.description.as_deref())?;
+    apply_action(store, &username, req.action, description, caller, now)
+}
+
+fn apply_action(
+    store: &mut dyn Store,
+    username: &str,
+    action: AdminAction,
+    description: String,
+    caller: &str,
+    now: Timestamp,
+) -> Result<AdminResult, QuotaError> {
+    let mut user = ledger::user_or_new(store, username, now)?;
+    let cur = i128::from(user.balance);
+    let (kind, new_balance, amount, unlimited) = match action {
+        AdminAction::Set(a) => (TransactionType::Set, i128::from(a), Some(a), None),
+        AdminAction::Add(a) => (TransactionType::Add, cur + i128::from(a), Some(a), None),
+        AdminAction::Deduct(a) => {
+            if user.balance < a {
+                return Err(QuotaError::InsufficientBalance);
+            }
+            (TransactionType::Deduct, cur - i128::from(a), Some(a), None)
+        }
+        AdminAction::SetUnlimited(flag) => {
+            user.unlimited = flag;
+            let kind = if flag {
+                TransactionType::SetUnlimited
+            } else {
+                TransactionType::UnsetUnlimited
+            };
+            (kind, cur, None, Some(flag))
+        }
+    };
+    let new_balance = ledger::checked_balance(new_balance, "This change")?;
+    let entry = Entry {
+        kind,
+        resource_type: None,
+        description,
+        created_by: Some(caller),
+    };
+    ledger::apply(store, &mut user, new_balance, entry, now)?;
+    Ok(AdminResult {
+        username: user.username,
+        balance: user.balance,
+        action: action.name(),
+        amount,
+        unlimited,
+    })
+}
+
+/// One entry of a batch: set the balance, the unlimited flag, or both (balance first).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BatchEntry {
+    pub username: String,
+    pub amount: Option<i64>,
+    pub unlimited: Option<bool>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct BatchDetail {
+    pub username: String,
+    pub status: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub balance: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unlimited: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct BatchResult {
+    pub success: usize,
+    pub failed: usize,
+    pub details: Vec<BatchDetail>,
+}
+
+/// Description of the transactions a batch writes.
+pub const batch_description: &str = "Batch update";
+
+/// An entry the caller could not even read (wrong JSON types): reported as failed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RejectedEntry {
+    pub username: String,
+    pub error: QuotaError,
+}
+
+pub type BatchItem = Result<BatchEntry, RejectedEntry>;
+
+/// Applies each valid entry; an invalid one is counted in `failed` and changes nothing.
+pub fn batch(
+    store: &mut dyn Store,
+    entries: &[BatchItem],
+    caller: &str,
+    now: Timestamp,
+) -> Result<BatchResult, QuotaError> {
+    if entries.len() > limits::batch_users_max {
+        return Err(QuotaError::invalid(
+            "users",
+            format!("must have at most {} entries", limits::batch_users_max),
+        ));
+    }
+    let mut result = BatchResult {
+        success: 0,
+        failed: 0,
+        details: Vec::with_capacity(entries.len()),
+    };
+    for item in entries {
+        let (username, outcome) = match item {
+            Ok(e) => (&e.username, batch_one(store, e, caller, now)),
+            Err(r) => (&r.username, Err(r.error.clone())),
+        };
+        match outcome {
+            Ok(detail) => {
+                result.success += 1;
+                result.details.push(detail);
+            }
+            Err(QuotaError::Store(s)) => return Err(QuotaError::Store(s)),
+            Err(err) => {
+                result.failed += 1;
+                result.details.push(BatchDetail {
+                    username: username.clone(),
+                    status: "failed",
+                    balance: None,
+                    unlimited: None,
+                    error: Some(err.to_string()),
+                });
+            }
+        }
+    }
+    Ok(result)
+}
+
+fn batch_one(
+    store: &mut dyn Store,
+    e: &BatchEntry,
+    caller: &str,
+    now: Timestamp,
+) -> Result<BatchDetail, QuotaError> {
+    let username = normalize_username("username", &e.username)?;
+    if e.amount.is_none() && e.unlimited.is_none() {
+        return Err(QuotaError::invalid(
+            "amount",
+            "an entry needs `amount`, `unlimited` or both",
+        ));
+    }
+    if let Some(a) = e.amount {
+        AdminAction::Set(a).validate()?;
+    }
+    let mut last = None;
+    if let Some(a) = e.amount {
+        last = Some(apply_action(
+            store,
+            &username,
+            AdminAction::Set(a),
+            batch_description.into(),
+            caller,
+            now,
+        )?);
+    }
+    if let Some(flag) = e.unlimited {
+        last = Some(apply_action(
+            store,
+            &username,
+            AdminAction::SetUnlimited(flag),
+            batch_description.into(),
+            caller,
+            now,
+        )?);
+    }
+    let balance = last.map_or(0, |r| r.balance);
+    Ok(BatchDetail {
+        username,
+        status: "success",
+        balance: Some(balance),
+        unlimited: e.unlimited,
+        error: None,
+    })
+}

@@ -1,0 +1,462 @@
+//! Deployment configuration: `custom.quota`, `custom.accelerators` and `custom.authMode` of a
+//! Helm-style values file (hosts turn the YAML into JSON first). Loading reports every problem with
+//! its key path, so an operator fixes a file in one pass.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use serde::{Deserialize, Deserializer, Serialize};
+use serde_json::Value;
+
+use crate::cron::Cron;
+use crate::error::QuotaError;
+use crate::json::{kind, Fields};
+use crate::limits;
+use crate::milli::Milli;
+use crate::refresh::{RefreshAction, RefreshParams};
+use crate::targets::Targets;
+
+/// The resource type of a CPU-only server.
+pub const cpu_resource: &str = "cpu";
+
+/// The engine's configuration, validated.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Config {
+    /// Resolved from `enabled` and `authMode`.
+    pub enabled: bool,
+    pub auth_mode: Option<String>,
+    pub cpu_rate: Milli,
+    pub minimum_to_start: Milli,
+    pub default_quota: i64,
+    pub accelerators: BTreeMap<String, Accelerator>,
+    pub refresh_rules: BTreeMap<String, RefreshRule>,
+}
+
+/// One `custom.accelerators.<key>` entry. Unknown keys are kept in `extra` but never exposed.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Accelerator {
+    #[serde(rename = "displayName")]
+    pub display_name: String,
+    pub description: String,
+    #[serde(rename = "nodeSelector")]
+    pub node_selector: BTreeMap<String, String>,
+    #[serde(rename = "quotaRate")]
+    pub quota_rate: Milli,
+    #[serde(skip)]
+    pub extra: serde_json::Map<String, Value>,
+}
+
+/// One `custom.quota.refreshRules.<name>` entry.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RefreshRule {
+    pub name: String,
+    pub enabled: bool,
+    pub schedule: Cron,
+    pub params: RefreshParams,
+}
+
+/// Every problem found while loading, each with its key path.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ConfigError(pub Vec<QuotaError>);
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, p) in self.0.iter().enumerate() {
+            if i > 0 {
+                f.write_str("\n")?;
+            }
+            write!(f, "{p}")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+impl Config {
+    /// Loads from a whole values document (`{custom: {quota, accelerators, authMode}, ...}`); keys
+    /// outside those three belong to other parts of the chart and are ignored.
+    pub fn from_values(values: &Value) -> Result<Config, ConfigError> {
+        let mut problems = Vec::new();
+        let custom = match values {
+            Value::Object(m) => m.get("custom"),
+            Value::Null => None,
+            other => {
+                problems.push(QuotaError::invalid(
+                    "values",
+                    format!("must be a mapping, got {}", kind(other)),
+                ));
+                None
+            }
+        };
+        let mut c = Fields::new("custom", custom, true);
+        let auth_mode = c.opt_str("authMode").map(str::to_string);
+        let quota = c.raw("quota");
+        let accels = c.raw("accelerators");
+        problems.extend(c.finish_lenient());
+
+        let mut q = Fields::new("custom.quota", quota, true);
+        let enabled_setting = q.opt_bool("enabled");
+        let rate_max = Milli(limits::rate_max_milli);
+        let cpu_rate = q.opt_milli("cpuRate", rate_max).unwrap_or(Milli(1000));
+        let minimum_to_start = q
+            .opt_milli("minimumToStart", Milli(limits::amount_abs_max * 1000))
+            .unwrap_or(Milli(10_000));
+        let default_quota = q.opt_int("defaultQuota", 0, limits::amount_abs_max).unwrap_or(0);
+        let rules_value = q.raw("refreshRules");
+        problems.extend(q.finish());
+
+        let enabled = match (enabled_setting, auth_mode.as_deref()) {
+            (Some(e), _) => e,
+            (None, Some("github" | "multi")) => true,
+            (None, Some("auto-login" | "dummy")) => false,
+            (None, Some(other)) => {
+                problems.push(QuotaError::invalid(
+                    "custom.authMode",
+                    format!(
+                        "`{other}` is not one of github, multi, auto-login, dummy (needed because custom.quota.enabled is null)"
+                    ),
+                ));
+                false
+            }
+            (None, None) => {
+                problems.push(QuotaError::invalid(
+                    "custom.authMode",
+                    "is required when custom.quota.enabled is null (one of github, multi, auto-login, dummy)",
+                ));
+                false
+            }
+        };
+
+        let accelerators = read_accelerators(accels, &mut problems);
+        let refresh_rules = read_rules(rules_value, &mut problems);
+
+        if problems.is_empty() {
+            Ok(Config {
+                enabled,
+                auth_mode,
+                cpu_rate,
+                minimum_to_start,
+                default_quota,
+                accelerators,
+                refresh_rules,
+            })
+        } else {
+            Err(ConfigError(problems))
+        }
+    }
+
+    /// The rate of a resource type (`cpu` or an accelerator key).
+    pub fn rate_of(&self, resource: &str) -> Option<Milli> {
+        if resource == cpu_resource {
+            Some(self.cpu_rate)
+        } else {
+            self.accelerators.get(resource).map(|a| a.quota_rate)
+        }
+    }
+
+    /// `{cpu: cpuRate, <accelerator>: quotaRate, ...}` as JSON numbers.
+    pub fn rates_json(&self) -> Value {
+        let mut m = serde_json::Map::new();
+        m.insert(cpu_resource.to_string(), self.cpu_rate.to_json());
+        for (k, a) in &self.accelerators {
+            m.insert(k.clone(), a.quota_rate.to_json());
+        }
+        Value::Object(m)
+    }
+}
+
+/// Builds the config from a JSON/YAML-shaped value via serde, so hosts can deserialize it directly.
+impl<'de> Deserialize<'de> for Config {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Config, D::Error> {
+        let v = Value::deserialize(d)?;
+        Config::from_values(&v).map_err(serde::de::Error::custom)
+    }
+}
+
+fn valid_key(field: &str, key: &str) -> Result<(), QuotaError> {
+    if key.is_empty() || key.len() > 63 {
+        return Err(QuotaError::invalid(field, "name must be 1 to 63 characters"));
+    }
+    if key
+        .chars()
+        .any(|c| c.is_whitespace() || c.is_control() || c == '/')
+    {
+        return Err(QuotaError::invalid(
+            field,
+            "name must not contain whitespace, control characters or `/`",
+        ));
+    }
+    Ok(())
+}
+
+fn read_accelerators(v: Option<&Value>, problems: &mut Vec<QuotaError>) -> BTreeMap<String, Accelerator> {
+    let mut out = BTreeMap::new();
+    let map = match v {
+        None | Some(Value::Null) => return out,
+        Some(Value::Object(m)) => m,
+        Some(other) => {
+            problems.push(QuotaError::invalid(
+                "custom.accelerators",
+                format!("must be a mapping, got {}", kind(other)),
+            ));
+            return out;
+        }
+    };
+    for (key, entry) in map {
+        let path = format!("custom.accelerators.{key}");
+        if key == cpu_resource {
+            problems.push(QuotaError::invalid(
+                &path,
+                "`cpu` is reserved for CPU-only servers",
+            ));
+            continue;
+        }
+        if let Err(e) = valid_key(&path, key) {
+            problems.push(e);
+            continue;
+        }
+        let mut f = Fields::new(&path, Some(entry), false);
+        if !f.is_object() {
+            problems.extend(f.finish_lenient());
+            continue;
+        }
+        let display_name = f.opt_str("displayName").unwrap_or(key).to_string();
+        let description = f.opt_str("description").unwrap_or("").to_string();
+        let quota_rate_present = f.raw("quotaRate").is_some();
+        let quota_rate = f.opt_milli("quotaRate", Milli(limits::rate_max_milli));
+        if !quota_rate_present {
+            let p = f.path_of("quotaRate");
+            f.problem(&p, "is required (credits per minute)");
+        }
+        let mut node_selector = BTreeMap::new();
+        match f.raw("nodeSelector") {
+            None => {}
+            Some(Value::Object(m)) => {
+                for (k, v) in m {
+                    match v {
+                        Value::String(s) => {
+                            node_selector.insert(k.clone(), s.clone());
+                        }
+                        other => f.problem(
+                            &format!("{path}.nodeSelector.{k}"),
+                            format!("must be a string (quote it), got {}", kind(other)),
+                        ),
+                    }
+                }
+            }
+            Some(other) => {
+                let p = f.path_of("nodeSelector");
+                f.problem(&p, format!("must be a mapping of strings, got {}", kind(other)));
+            }
+        }
+        let extra = entry
+            .as_object()
+            .map(|m| {
+                m.iter()
+                    .filter(|(k, _)| {
+                        !["displayName", "description", "quotaRate", "nodeSelector"].contains(&k.as_str())
+                    })
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let errs = f.finish_lenient();
+        if errs.is_empty() {
+            if let Some(quota_rate) = quota_rate {
+                out.insert(
+                    key.clone(),
+                    Accelerator {
+                        display_name,
+                        description,
+                        node_selector,
+                        quota_rate,
+                        extra,
+                    },
+                );
+            }
+        }
+        problems.extend(errs);
+    }
+    out
+}
+
+fn read_rules(v: Option<&Value>, problems: &mut Vec<QuotaError>) -> BTreeMap<String, RefreshRule> {
+    let mut out = BTreeMap::new();
+    let map = match v {
+        None | Some(Value::Null) => return out,
+        Some(Value::Object(m)) => m,
+        Some(other) => {
+            problems.push(QuotaError::invalid(
+                "custom.quota.refreshRules",
+                format!("must be a mapping of rule name to rule, got {}", kind(other)),
+            ));
+            return out;
+        }
+    };
+    for (name, entry) in map {
+        let path = format!("custom.quota.refreshRules.{name}");
+        if let Err(e) = valid_key(&path, name) {
+            problems.push(e);
+            continue;
+        }
+        let mut f = Fields::new(&path, Some(entry), false);
+        if !f.is_object() {
+            problems.extend(f.finish_lenient());
+            continue;
+        }
+        let enabled = f.opt_bool("enabled").unwrap_or(false);
+        let schedule = f.req_str("schedule").and_then(|s| match Cron::parse(s) {
+            Ok(c) => Some(c),
+            Err(e) => {
+                let p = f.path_of("schedule");
+                f.problem(&p, e);
+                None
+            }
+        });
+        let action = match f.opt_str("action").unwrap_or("add") {
+            "add" => Some(RefreshAction::Add),
+            "set" => Some(RefreshAction::Set),
+            other => {
+                let p = f.path_of("action");
+                f.problem(&p, format!("must be `add` or `set`, got `{other}`"));
+                None
+            }
+        };
+        let min_amount = if action == Some(RefreshAction::Set) {
+            0
+        } else {
+            -limits::amount_abs_max
+        };
+        let amount = f.req_int("amount", min_amount, limits::amount_abs_max);
+        let max_balance = f.opt_int("maxBalance", 0, limits::balance_abs_max);
+        let min_balance = f.opt_int("minBalance", 0, limits::balance_abs_max);
+        let mut target_problems = Vec::new();
+        let targets_value = f.raw("targets");
+        let targets = Targets::read(&f.path_of("targets"), targets_value, &mut target_problems);
+        let mut errs = f.finish();
+        errs.extend(target_problems);
+        if errs.is_empty() {
+            if let (Some(schedule), Some(action), Some(amount)) = (schedule, action, amount) {
+                let params = RefreshParams {
+                    rule_name: name.clone(),
+                    action,
+                    amount,
+                    max_balance,
+                    min_balance,
+                    targets,
+                };
+                out.insert(
+                    name.clone(),
+                    RefreshRule {
+                        name: name.clone(),
+                        enabled,
+                        schedule,
+                        params,
+                    },
+                );
+            }
+        }
+        problems.extend(errs);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn load(json: &str) -> Result<Config, ConfigError> {
+        Config::from_values(&serde_json::from_str(json).unwrap())
+    }
+
+    #[test]
+    fn defaults_and_auto_enable() {
+        let c = load(r#"{"custom": {"authMode": "github"}}"#).unwrap();
+        assert!(c.enabled);
+        assert_eq!(
+            (c.cpu_rate, c.minimum_to_start, c.default_quota),
+            (Milli(1000), Milli(10_000), 0)
+        );
+        assert!(c.refresh_rules.is_empty());
+        assert!(load(r#"{"custom": {"authMode": "multi"}}"#).unwrap().enabled);
+        assert!(!load(r#"{"custom": {"authMode": "dummy"}}"#).unwrap().enabled);
+        assert!(!load(r#"{"custom": {"authMode": "auto-login"}}"#).unwrap().enabled);
+        assert!(
+            load(r#"{"custom": {"authMode": "dummy", "quota": {"enabled": true}}}"#)
+                .unwrap()
+                .enabled
+        );
+        assert!(
+            !load(r#"{"custom": {"authMode": "github", "quota": {"enabled": false}}}"#)
+                .unwrap()
+                .enabled
+        );
+    }
+
+    #[test]
+    fn unknown_auth_mode_with_null_enabled_is_an_error() {
+        let e = load(r#"{"custom": {"authMode": "ldap", "quota": {"enabled": null}}}"#).unwrap_err();
+        assert!(e.to_string().starts_with("custom.authMode: `ldap`"), "{e}");
+        assert!(load(r#"{"custom": {"authMode": "ldap", "quota": {"enabled": true}}}"#).is_ok());
+    }
+
+    #[test]
+    fn every_problem_is_reported_with_its_key_path() {
+        let e = load(
+            r#"{"custom": {"authMode": "github",
+                "quota": {"cpuRate": 0.0001, "minimumToStart": "ten", "defaultQuota": -1, "cpurate": 1,
+                  "refreshRules": {"daily": {"schedule": "0 25 * * *", "amount": 5, "targets": {"includeUsers": []}}}},
+                "accelerators": {"cpu": {"quotaRate": 1}, "a100": {"quotaRate": -2}, "v100": {}}}}"#,
+        )
+        .unwrap_err();
+        let text = e.to_string();
+        for path in [
+            "custom.quota.cpuRate:",
+            "custom.quota.minimumToStart:",
+            "custom.quota.defaultQuota:",
+            "custom.quota.cpurate: unknown field",
+            "custom.quota.refreshRules.daily.schedule: hour field",
+            "custom.quota.refreshRules.daily.targets.includeUsers:",
+            "custom.accelerators.cpu:",
+            "custom.accelerators.a100.quotaRate:",
+            "custom.accelerators.v100.quotaRate: is required",
+        ] {
+            assert!(
+                text.lines().any(|l| l.starts_with(path)),
+                "missing {path} in\n{text}"
+            );
+        }
+        assert_eq!(e.0.len(), 9, "{text}");
+    }
+
+    #[test]
+    fn accelerators_keep_extra_keys_and_exact_rates() {
+        let c = load(
+            r#"{"hub": {"x": 1}, "custom": {"authMode": "github", "accelerators": {
+                "phx": {"displayName": "PHX", "quotaRate": 2.5, "nodeSelector": {"gpu": "phx"}, "resources": {"limits": 1}}}}}"#,
+        )
+        .unwrap();
+        let a = &c.accelerators["phx"];
+        assert_eq!(a.quota_rate, Milli(2500));
+        assert_eq!(a.extra["resources"]["limits"], 1);
+        let shown = serde_json::to_value(a).unwrap();
+        assert_eq!(shown.as_object().unwrap().len(), 4);
+        assert_eq!(c.rates_json().to_string(), r#"{"cpu":1,"phx":2.5}"#);
+    }
+
+    #[test]
+    fn refresh_rules_load() {
+        let c = load(
+            r#"{"custom": {"authMode": "github", "quota": {"refreshRules": {"weekly": {"enabled": true,
+                "schedule": "0 0 * * 1", "action": "add", "amount": 100, "maxBalance": 500,
+                "targets": {"usernamePattern": "stu"}}}}}}"#,
+        )
+        .unwrap();
+        let r = &c.refresh_rules["weekly"];
+        assert!(r.enabled);
+        assert_eq!(r.params.amount, 100);
+        assert_eq!(r.params.max_balance, Some(500));
+        assert_eq!(r.schedule.to_string(), "0 0 * * 1");
+    }
+}

@@ -1,0 +1,193 @@
+//! The spawn gate: may this user start this server now?
+
+use serde::Serialize;
+
+use crate::config::{cpu_resource, Config};
+use crate::error::QuotaError;
+use crate::ledger::{self, Entry};
+use crate::limits;
+use crate::milli::Milli;
+use crate::names::{normalize_username, validate_server_name};
+use crate::sessions::{self, find_active};
+use crate::store::{NewSession, SessionStatus, Store, TransactionType, UserRecord};
+use crate::time::Timestamp;
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StartRequest {
+    pub username: String,
+    /// An accelerator key, or `None` for CPU only.
+    pub resource: Option<String>,
+    pub runtime_minutes: i64,
+    /// JupyterHub's server name; `""` is the default server.
+    pub server_name: String,
+    /// When the server starts; `now` when absent.
+    pub started_at: Option<Timestamp>,
+}
+
+/// A started session, in its wire form.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Started {
+    pub session_id: i64,
+    pub username: String,
+    pub server_name: String,
+    pub resource_type: String,
+    pub rate: Milli,
+    pub runtime_minutes: i64,
+    pub estimated_cost: Milli,
+    pub balance: i64,
+    pub status: SessionStatus,
+}
+
+/// A refused start: nothing was started. `message` is the byte-exact 403 text.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Refusal {
+    pub message: String,
+    pub balance: i64,
+    pub held: i64,
+    pub estimated_cost: Milli,
+}
+
+/// The gate's decision. A refusal is a normal outcome, not an error.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum StartDecision {
+    Allowed(Started),
+    Refused(Refusal),
+}
+
+/// Validates a start request, closes an orphaned session of the same server, creates the user's
+/// record on the first attempt, and decides.
+pub fn check_start(
+    config: &Config,
+    store: &mut dyn Store,
+    req: &StartRequest,
+    now: Timestamp,
+) -> Result<StartDecision, QuotaError> {
+    let username = normalize_username("username", &req.username)?;
+    let server_name = validate_server_name("server_name", &req.server_name)?;
+    if !(limits::runtime_minutes_min..=limits::runtime_minutes_max).contains(&req.runtime_minutes) {
+        return Err(QuotaError::invalid(
+            "runtime_minutes",
+            format!(
+                "must be a whole number of minutes from {} to {}, got {}",
+                limits::runtime_minutes_min,
+                limits::runtime_minutes_max,
+                req.runtime_minutes
+            ),
+        ));
+    }
+    let resource = req.resource.as_deref().unwrap_or(cpu_resource);
+    let rate = config.rate_of(resource).ok_or_else(|| {
+        let known: Vec<&str> = std::iter::once(cpu_resource)
+            .chain(config.accelerators.keys().map(String::as_str))
+            .collect();
+        QuotaError::invalid(
+            "resource_type",
+            format!("unknown accelerator `{resource}` (known: {})", known.join(", ")),
+        )
+    })?;
+    // rate <= rate_max and minutes <= 480, so this cannot overflow.
+    let estimated_cost = rate.times(req.runtime_minutes).unwrap_or(Milli(i64::MAX));
+    let start = req.started_at.unwrap_or(now);
+
+    // A hub starts only a server that is not running: an active session of this server is an orphan.
+    if let Some(orphan) = find_active(store, &username, &server_name)? {
+        let limit_end = orphan.start_time.plus_seconds(orphan.runtime_minutes * 60);
+        let end = start.min(limit_end);
+        let minutes =
+            sessions::billed_minutes(end.seconds() - orphan.start_time.seconds()).min(orphan.runtime_minutes);
+        sessions::close(store, orphan, end, minutes, SessionStatus::Completed, now)?;
+    }
+
+    let mut user: Option<UserRecord> = None;
+    let mut billable = false;
+    if config.enabled {
+        let u = match store.get_user(&username)? {
+            Some(u) => u,
+            None => create_record(config, store, &username, now)?,
+        };
+        if !u.unlimited {
+            let held: i64 = store
+                .active_sessions(&username)?
+                .iter()
+                .filter(|s| s.billable)
+                .map(|s| s.estimated_cost.raw())
+                .sum();
+            let available = i128::from(u.balance) * 1000 - i128::from(held);
+            let needed = i128::from(estimated_cost.raw()).max(i128::from(config.minimum_to_start.raw()));
+            if available < needed {
+                let held = Milli(held);
+                let balance_text = if held.raw() > 0 {
+                    format!("{} ({held} reserved by running servers)", u.balance)
+                } else {
+                    u.balance.to_string()
+                };
+                let message = format!(
+                    "Cannot start container: Insufficient quota. Current balance: {balance_text}, estimated cost: {estimated_cost} ({rate} quota/min x {} min). Please contact administrator to add quota.",
+                    req.runtime_minutes
+                );
+                return Ok(StartDecision::Refused(Refusal {
+                    message,
+                    balance: u.balance,
+                    held: held.ceil(),
+                    estimated_cost,
+                }));
+            }
+            billable = true;
+        }
+        user = Some(u);
+    }
+
+    let session = NewSession {
+        username: username.clone(),
+        server_name: server_name.clone(),
+        resource_type: resource.to_string(),
+        rate,
+        runtime_minutes: req.runtime_minutes,
+        estimated_cost,
+        start_time: start,
+        billable,
+    };
+    let session_id = store.insert_session(&session)?;
+    let balance = match user {
+        Some(u) => u.balance,
+        None => store.get_user(&username)?.map_or(0, |u| u.balance),
+    };
+    Ok(StartDecision::Allowed(Started {
+        session_id,
+        username,
+        server_name,
+        resource_type: session.resource_type,
+        rate,
+        runtime_minutes: req.runtime_minutes,
+        estimated_cost,
+        balance,
+        status: SessionStatus::Active,
+    }))
+}
+
+/// The first start attempt ever for a username: its record, with `defaultQuota` granted once.
+fn create_record(
+    config: &Config,
+    store: &mut dyn Store,
+    username: &str,
+    now: Timestamp,
+) -> Result<UserRecord, QuotaError> {
+    let mut u = UserRecord {
+        username: username.to_string(),
+        balance: 0,
+        unlimited: false,
+        updated_at: now,
+    };
+    if config.default_quota > 0 {
+        let entry = Entry {
+            kind: TransactionType::InitialGrant,
+            resource_type: None,
+            description: "Default quota for new user".to_string(),
+            created_by: None,
+        };
+        ledger::apply(store, &mut u, config.default_quota, entry, now)?;
+    } else {
+        store.put_user(&u)?;
+    }
+    Ok(u)
+}

@@ -1,0 +1,40 @@
+//! `quota-core`: the compute-credit quota engine, sans-IO.
+//!
+//! Every operation is a function of (request, stored state through [`Store`], `now`). The crate
+//! reads no clock, opens no file or socket and starts no thread, so the same code runs natively,
+//! inside the WebAssembly component, and in the browser.
+//!
+//! - [`gate::check_start`], [`sessions::end_session`], [`sessions::cleanup_stale`]: the spawn gate and
+//!   usage sessions.
+//! - [`admin`]: `set` / `add` / `deduct` / `set_unlimited` and batches.
+//! - [`refresh::refresh`]: add-or-set over filtered users, at most once per `run_id`.
+//! - [`reads`]: list, detail, me, rates, accelerators, sessions, the ledger.
+//! - [`api::handle_request`]: the HTTP-shaped front door every host serves.
+#![allow(non_upper_case_globals)]
+
+pub mod admin;
+pub mod api;
+pub mod config;
+pub mod cron;
+pub mod error;
+pub mod gate;
+pub mod json;
+pub mod ledger;
+pub mod limits;
+pub mod memstore;
+pub mod milli;
+pub mod names;
+pub mod reads;
+pub mod refresh;
+pub mod sessions;
+pub mod store;
+pub mod targets;
+pub mod time;
+
+pub use api::{handle_request, Caller, Request, Response};
+pub use config::{Config, ConfigError};
+pub use error::{QuotaError, StoreError};
+pub use memstore::MemStore;
+pub use milli::Milli;
+pub use store::Store;
+pub use time::Timestamp;

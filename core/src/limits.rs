@@ -1,0 +1,42 @@
+//! Every limit of the engine, as a named constant with its unit last.
+//!
+//! Values that leave the engine must stay exact in JavaScript (a double), so balances are bounded
+//! by `2^53 - 1` even though they are held as `i64`.
+
+/// Largest magnitude of any balance or ledger value (exact in a JavaScript number).
+pub const balance_abs_max: i64 = 9_007_199_254_740_991;
+/// Largest magnitude of one admin or refresh `amount`.
+pub const amount_abs_max: i64 = 10_000_000;
+/// Requested runtime bounds, in minutes. The maximum is also the stale threshold.
+pub const runtime_minutes_min: i64 = 1;
+pub const runtime_minutes_max: i64 = 480;
+/// A session active for more than this is stale and cleaned up without charge.
+pub const stale_after_seconds: i64 = 8 * 60 * 60;
+/// Shortest billed duration.
+pub const billed_minutes_min: i64 = 1;
+/// Username length in characters.
+pub const username_chars_max: usize = 255;
+/// Server name length in characters (JupyterHub's named servers).
+pub const server_name_chars_max: usize = 255;
+/// Admin description length in characters.
+pub const description_chars_max: usize = 500;
+/// Entries in one batch request.
+pub const batch_users_max: usize = 1000;
+/// Length of a refresh `usernamePattern`, in characters.
+pub const pattern_chars_max: usize = 256;
+/// Usernames in one `includeUsers` / `excludeUsers` list.
+pub const target_users_max: usize = 10_000;
+/// Length of a refresh `rule_name` / `run_id`, in characters.
+pub const rule_name_chars_max: usize = 255;
+/// Newest transactions returned with a user's detail.
+pub const recent_transactions_max: usize = 20;
+/// Rates are held in thousandths: at most 3 fractional digits.
+pub const rate_fraction_digits_max: u32 = 3;
+/// Largest rate (credits per minute) a configuration may set.
+pub const rate_max_milli: i64 = 1_000_000 * 1000;
+/// Users read per page while scanning (refresh, list).
+pub const scan_page_users: usize = 1000;
+/// Transactions returned by one ledger page.
+pub const ledger_page_max: usize = 1000;
+/// Sessions returned by one session listing.
+pub const sessions_list_max: usize = 1000;

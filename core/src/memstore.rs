@@ -1,0 +1,166 @@
+//! An in-memory `Store` for tests, benchmarks and hosts that need no persistence.
+
+use std::collections::BTreeMap;
+
+use crate::error::StoreError;
+use crate::store::{
+    NewSession, NewTransaction, RefreshRun, Session, SessionStatus, Store, Transaction, UserRecord,
+};
+use crate::time::Timestamp;
+
+#[derive(Clone, Debug, Default)]
+pub struct MemStore {
+    pub users: BTreeMap<String, UserRecord>,
+    pub transactions: Vec<Transaction>,
+    pub sessions: BTreeMap<i64, Session>,
+    /// Active session ids by username, so the gate reads one user's sessions without a scan.
+    active_by_user: BTreeMap<String, Vec<i64>>,
+    pub refresh_runs: BTreeMap<String, RefreshRun>,
+    next_session_id: i64,
+}
+
+impl MemStore {
+    pub fn new() -> MemStore {
+        MemStore::default()
+    }
+
+    fn reindex(&mut self, session: &Session) {
+        let ids = self.active_by_user.entry(session.username.clone()).or_default();
+        ids.retain(|id| *id != session.id);
+        if session.status == SessionStatus::Active {
+            ids.push(session.id);
+            ids.sort_unstable();
+        }
+    }
+}
+
+impl Store for MemStore {
+    fn get_user(&mut self, username: &str) -> Result<Option<UserRecord>, StoreError> {
+        Ok(self.users.get(username).cloned())
+    }
+
+    fn put_user(&mut self, user: &UserRecord) -> Result<(), StoreError> {
+        match self.users.get_mut(&user.username) {
+            Some(existing) => existing.clone_from(user),
+            None => {
+                self.users.insert(user.username.clone(), user.clone());
+            }
+        }
+        Ok(())
+    }
+
+    fn scan_users(&mut self, after: Option<&str>, limit: usize) -> Result<Vec<UserRecord>, StoreError> {
+        let iter: Box<dyn Iterator<Item = &UserRecord>> = match after {
+            Some(a) => Box::new(
+                self.users
+                    .range::<str, _>((std::ops::Bound::Excluded(a), std::ops::Bound::Unbounded))
+                    .map(|(_, u)| u),
+            ),
+            None => Box::new(self.users.values()),
+        };
+        Ok(iter.take(limit).cloned().collect())
+    }
+
+    fn append_transaction(&mut self, tx: &NewTransaction) -> Result<i64, StoreError> {
+        let id = self.transactions.len() as i64 + 1;
+        self.transactions.push(tx.clone().with_id(id));
+        Ok(id)
+    }
+
+    fn recent_transactions(&mut self, username: &str, limit: usize) -> Result<Vec<Transaction>, StoreError> {
+        let mut out: Vec<Transaction> = self
+            .transactions
+            .iter()
+            .filter(|t| t.username == username)
+            .cloned()
+            .collect();
+        out.sort_by(|a, b| b.created_at.cmp(&a.created_at).then(b.id.cmp(&a.id)));
+        out.truncate(limit);
+        Ok(out)
+    }
+
+    fn scan_transactions(
+        &mut self,
+        username: Option<&str>,
+        after_id: i64,
+        limit: usize,
+    ) -> Result<Vec<Transaction>, StoreError> {
+        let start = usize::try_from(after_id.max(0)).unwrap_or(usize::MAX);
+        Ok(self
+            .transactions
+            .iter()
+            .skip(start)
+            .filter(|t| username.is_none_or(|u| t.username == u))
+            .take(limit)
+            .cloned()
+            .collect())
+    }
+
+    fn insert_session(&mut self, session: &NewSession) -> Result<i64, StoreError> {
+        self.next_session_id += 1;
+        let s = session.clone().with_id(self.next_session_id);
+        self.reindex(&s);
+        self.sessions.insert(s.id, s);
+        Ok(self.next_session_id)
+    }
+
+    fn get_session(&mut self, id: i64) -> Result<Option<Session>, StoreError> {
+        Ok(self.sessions.get(&id).cloned())
+    }
+
+    fn update_session(&mut self, session: &Session) -> Result<(), StoreError> {
+        if !self.sessions.contains_key(&session.id) {
+            return Err(StoreError(format!("session {} does not exist", session.id)));
+        }
+        self.reindex(session);
+        self.sessions.insert(session.id, session.clone());
+        Ok(())
+    }
+
+    fn active_sessions(&mut self, username: &str) -> Result<Vec<Session>, StoreError> {
+        Ok(self
+            .active_by_user
+            .get(username)
+            .map(|ids| {
+                ids.iter()
+                    .filter_map(|id| self.sessions.get(id).cloned())
+                    .collect()
+            })
+            .unwrap_or_default())
+    }
+
+    fn stale_sessions(&mut self, cutoff: Timestamp) -> Result<Vec<Session>, StoreError> {
+        Ok(self
+            .sessions
+            .values()
+            .filter(|s| s.status == SessionStatus::Active && s.start_time < cutoff)
+            .cloned()
+            .collect())
+    }
+
+    fn scan_sessions(
+        &mut self,
+        username: Option<&str>,
+        status: Option<SessionStatus>,
+        after_id: i64,
+        limit: usize,
+    ) -> Result<Vec<Session>, StoreError> {
+        Ok(self
+            .sessions
+            .range(after_id.saturating_add(1)..)
+            .map(|(_, s)| s)
+            .filter(|s| username.is_none_or(|u| s.username == u) && status.is_none_or(|st| s.status == st))
+            .take(limit)
+            .cloned()
+            .collect())
+    }
+
+    fn get_refresh_run(&mut self, run_id: &str) -> Result<Option<RefreshRun>, StoreError> {
+        Ok(self.refresh_runs.get(run_id).cloned())
+    }
+
+    fn put_refresh_run(&mut self, run: &RefreshRun) -> Result<(), StoreError> {
+        self.refresh_runs.insert(run.run_id.clone(), run.clone());
+        Ok(())
+    }
+}

@@ -1,0 +1,127 @@
+//! Read-only views: the user list, a user's detail, `me`, rates, accelerators, sessions, the ledger.
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::config::{Accelerator, Config};
+use crate::error::QuotaError;
+use crate::limits;
+use crate::milli::Milli;
+use crate::names::normalize_username;
+use crate::sessions::SessionView;
+use crate::store::{SessionStatus, Store, Transaction, UserRecord};
+
+/// Every record, sorted by username (read page by page).
+pub fn list_users(store: &mut dyn Store) -> Result<Vec<UserRecord>, QuotaError> {
+    let mut out = Vec::new();
+    let mut after: Option<String> = None;
+    loop {
+        let page = store.scan_users(after.as_deref(), limits::scan_page_users)?;
+        let full = page.len() == limits::scan_page_users;
+        after = page.last().map(|u| u.username.clone());
+        out.extend(page);
+        if !full {
+            return Ok(out);
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct UserDetail {
+    pub username: String,
+    pub balance: i64,
+    pub unlimited: bool,
+    pub recent_transactions: Vec<Transaction>,
+}
+
+/// A user's balance and newest 20 transactions; an unknown user reads as zeros (nothing created).
+pub fn user_detail(store: &mut dyn Store, username: &str) -> Result<UserDetail, QuotaError> {
+    let username = normalize_username("username", username)?;
+    let user = store.get_user(&username)?;
+    let recent_transactions = store.recent_transactions(&username, limits::recent_transactions_max)?;
+    Ok(UserDetail {
+        balance: user.as_ref().map_or(0, |u| u.balance),
+        unlimited: user.as_ref().is_some_and(|u| u.unlimited),
+        username,
+        recent_transactions,
+    })
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Me {
+    pub username: String,
+    pub balance: i64,
+    pub unlimited: bool,
+    pub rates: Value,
+    pub enabled: bool,
+}
+
+pub fn me(config: &Config, store: &mut dyn Store, username: &str) -> Result<Me, QuotaError> {
+    let d = user_detail_head(store, username)?;
+    Ok(Me {
+        username: d.0,
+        balance: d.1,
+        unlimited: d.2,
+        rates: config.rates_json(),
+        enabled: config.enabled,
+    })
+}
+
+fn user_detail_head(store: &mut dyn Store, username: &str) -> Result<(String, i64, bool), QuotaError> {
+    let username = normalize_username("username", username)?;
+    let user = store.get_user(&username)?;
+    Ok((
+        username,
+        user.as_ref().map_or(0, |u| u.balance),
+        user.is_some_and(|u| u.unlimited),
+    ))
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Rates {
+    pub enabled: bool,
+    pub rates: Value,
+    pub minimum_to_start: Milli,
+}
+
+pub fn rates(config: &Config) -> Rates {
+    Rates {
+        enabled: config.enabled,
+        rates: config.rates_json(),
+        minimum_to_start: config.minimum_to_start,
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Accelerators<'a> {
+    pub accelerators: &'a std::collections::BTreeMap<String, Accelerator>,
+}
+
+pub fn accelerators(config: &Config) -> Accelerators<'_> {
+    Accelerators {
+        accelerators: &config.accelerators,
+    }
+}
+
+/// Sessions filtered by username and status, by id, at most `sessions_list_max` after `after_id`.
+pub fn list_sessions(
+    store: &mut dyn Store,
+    username: Option<&str>,
+    status: Option<SessionStatus>,
+    after_id: i64,
+) -> Result<Vec<SessionView>, QuotaError> {
+    let username = username.map(|u| normalize_username("username", u)).transpose()?;
+    let sessions = store.scan_sessions(username.as_deref(), status, after_id, limits::sessions_list_max)?;
+    Ok(sessions.iter().map(SessionView::from).collect())
+}
+
+/// The audit log by id, oldest first, a page at a time.
+pub fn ledger(
+    store: &mut dyn Store,
+    username: Option<&str>,
+    after_id: i64,
+    limit: usize,
+) -> Result<Vec<Transaction>, QuotaError> {
+    let username = username.map(|u| normalize_username("username", u)).transpose()?;
+    Ok(store.scan_transactions(username.as_deref(), after_id, limit.min(limits::ledger_page_max))?)
+}

@@ -1,0 +1,222 @@
+//! Ending usage sessions: billing at stop, the `failed` outcome, idempotent ends, and stale cleanup.
+
+use serde::Serialize;
+
+use crate::error::QuotaError;
+use crate::ledger::{self, Entry};
+use crate::limits;
+use crate::names::{normalize_username, validate_server_name};
+use crate::store::{Session, SessionStatus, Store, TransactionType};
+use crate::time::Timestamp;
+
+/// Which session to end.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum EndTarget {
+    Id(i64),
+    /// The active session of a user's server, for a hub that lost the id.
+    Server {
+        username: String,
+        server_name: String,
+    },
+}
+
+/// How the session ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// The server ran and stopped: billed.
+    Completed,
+    /// The spawn failed before the server was ready: not billed.
+    Failed,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EndRequest {
+    pub target: EndTarget,
+    /// When the server stopped; `now` when absent.
+    pub ended_at: Option<Timestamp>,
+    pub outcome: Outcome,
+}
+
+/// The wire form of an ended session.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct EndResult {
+    pub session_id: i64,
+    pub status: SessionStatus,
+    pub duration_minutes: i64,
+    /// Credits charged (positive; 0 when not charged).
+    pub cost: i64,
+    pub balance: i64,
+}
+
+/// Billed minutes for an elapsed time: whole minutes, at least one (a clock that went backwards
+/// bills one minute).
+pub fn billed_minutes(elapsed_seconds: i64) -> i64 {
+    (elapsed_seconds.div_euclid(60)).max(limits::billed_minutes_min)
+}
+
+pub fn end_session(store: &mut dyn Store, req: &EndRequest, now: Timestamp) -> Result<EndResult, QuotaError> {
+    let session = match &req.target {
+        EndTarget::Id(id) => store
+            .get_session(*id)?
+            .ok_or_else(|| QuotaError::NotFound(format!("Session {id} not found")))?,
+        EndTarget::Server {
+            username,
+            server_name,
+        } => {
+            let username = normalize_username("username", username)?;
+            let server_name = validate_server_name("server_name", server_name)?;
+            find_active(store, &username, &server_name)?.ok_or_else(|| {
+                QuotaError::NotFound(format!(
+                    "No active session for user {username} server `{server_name}`"
+                ))
+            })?
+        }
+    };
+    if session.status != SessionStatus::Active {
+        let balance = store.get_user(&session.username)?.map_or(0, |u| u.balance);
+        return Ok(EndResult {
+            session_id: session.id,
+            status: session.status,
+            duration_minutes: session.duration_minutes.unwrap_or(0),
+            cost: session.cost,
+            balance,
+        });
+    }
+    let end = req.ended_at.unwrap_or(now);
+    let minutes = billed_minutes(end.seconds() - session.start_time.seconds());
+    let status = match req.outcome {
+        Outcome::Completed => SessionStatus::Completed,
+        Outcome::Failed => SessionStatus::Failed,
+    };
+    close(store, session, end, minutes, status, now)
+}
+
+/// The active session of (username, server_name), if any.
+pub fn find_active(
+    store: &mut dyn Store,
+    username: &str,
+    server_name: &str,
+) -> Result<Option<Session>, QuotaError> {
+    Ok(store
+        .active_sessions(username)?
+        .into_iter()
+        .find(|s| s.server_name == server_name))
+}
+
+/// Ends an active session: records status, end time and minutes, and charges a billable completed
+/// session of a user who is not unlimited now. `now` stamps the transaction.
+pub fn close(
+    store: &mut dyn Store,
+    mut session: Session,
+    end: Timestamp,
+    minutes: i64,
+    status: SessionStatus,
+    now: Timestamp,
+) -> Result<EndResult, QuotaError> {
+    let mut cost = 0;
+    let mut balance = 0;
+    let user = store.get_user(&session.username)?;
+    if let Some(u) = &user {
+        balance = u.balance;
+    }
+    let charge =
+        session.billable && status == SessionStatus::Completed && !user.as_ref().is_some_and(|u| u.unlimited);
+    if charge {
+        let mut u = ledger::user_or_new(store, &session.username, now)?;
+        let exact = session.rate.times(minutes).ok_or_else(|| {
+            QuotaError::OutOfRange(format!(
+                "Session {} cost is too large; nothing was changed",
+                session.id
+            ))
+        })?;
+        cost = exact.ceil();
+        let new_balance = ledger::checked_balance(i128::from(u.balance) - i128::from(cost), "This charge")?;
+        let description = format!("Session {}: {} min @ {}/min", session.id, minutes, session.rate);
+        let entry = Entry {
+            kind: TransactionType::Usage,
+            resource_type: Some(&session.resource_type),
+            description,
+            created_by: None,
+        };
+        ledger::apply(store, &mut u, new_balance, entry, now)?;
+        balance = u.balance;
+    }
+    session.status = status;
+    session.end_time = Some(end);
+    session.duration_minutes = Some(minutes);
+    session.cost = cost;
+    store.update_session(&session)?;
+    Ok(EndResult {
+        session_id: session.id,
+        status,
+        duration_minutes: minutes,
+        cost,
+        balance,
+    })
+}
+
+/// A session closed by stale cleanup, for the host's log line.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct CleanedSession {
+    pub session_id: i64,
+    pub username: String,
+    pub server_name: String,
+    pub start_time: Timestamp,
+    pub duration_minutes: i64,
+}
+
+/// Closes every session active for more than 8 hours as `cleaned_up`, without charge.
+pub fn cleanup_stale(store: &mut dyn Store, now: Timestamp) -> Result<Vec<CleanedSession>, QuotaError> {
+    let cutoff = now.plus_seconds(-limits::stale_after_seconds);
+    let mut cleaned = Vec::new();
+    for mut s in store.stale_sessions(cutoff)? {
+        let minutes = (now.seconds() - s.start_time.seconds()).div_euclid(60);
+        s.status = SessionStatus::CleanedUp;
+        s.end_time = Some(now);
+        s.duration_minutes = Some(minutes);
+        s.cost = 0;
+        store.update_session(&s)?;
+        cleaned.push(CleanedSession {
+            session_id: s.id,
+            username: s.username,
+            server_name: s.server_name,
+            start_time: s.start_time,
+            duration_minutes: minutes,
+        });
+    }
+    Ok(cleaned)
+}
+
+/// The wire form of a session in listings.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct SessionView {
+    pub session_id: i64,
+    pub username: String,
+    pub server_name: String,
+    pub resource_type: String,
+    pub status: SessionStatus,
+    pub start_time: Timestamp,
+    pub end_time: Option<Timestamp>,
+    pub duration_minutes: Option<i64>,
+    pub cost: i64,
+    pub rate: crate::milli::Milli,
+    pub estimated_cost: crate::milli::Milli,
+}
+
+impl From<&Session> for SessionView {
+    fn from(s: &Session) -> SessionView {
+        SessionView {
+            session_id: s.id,
+            username: s.username.clone(),
+            server_name: s.server_name.clone(),
+            resource_type: s.resource_type.clone(),
+            status: s.status,
+            start_time: s.start_time,
+            end_time: s.end_time,
+            duration_minutes: s.duration_minutes,
+            cost: s.cost,
+            rate: s.rate,
+            estimated_cost: s.estimated_cost,
+        }
+    }
+}

@@ -1,0 +1,250 @@
+//! What the engine keeps, and the small storage trait every backend implements.
+//!
+//! The trait is shaped for real databases: one call per row read or write, and paged scans where a
+//! whole set must be visited (refresh, the list). There is no "load everything" call. Each engine
+//! operation is run by its host inside one database transaction, so the engine never needs locks.
+
+use serde::Serialize;
+
+use crate::error::StoreError;
+use crate::milli::Milli;
+use crate::time::Timestamp;
+
+/// A user's quota record.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct UserRecord {
+    pub username: String,
+    pub balance: i64,
+    pub unlimited: bool,
+    pub updated_at: Timestamp,
+}
+
+/// The kinds of audit-log transaction.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TransactionType {
+    Usage,
+    InitialGrant,
+    Set,
+    Add,
+    Deduct,
+    SetUnlimited,
+    UnsetUnlimited,
+    AutoRefresh,
+}
+
+impl TransactionType {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TransactionType::Usage => "usage",
+            TransactionType::InitialGrant => "initial_grant",
+            TransactionType::Set => "set",
+            TransactionType::Add => "add",
+            TransactionType::Deduct => "deduct",
+            TransactionType::SetUnlimited => "set_unlimited",
+            TransactionType::UnsetUnlimited => "unset_unlimited",
+            TransactionType::AutoRefresh => "auto_refresh",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<TransactionType> {
+        Some(match s {
+            "usage" => TransactionType::Usage,
+            "initial_grant" => TransactionType::InitialGrant,
+            "set" => TransactionType::Set,
+            "add" => TransactionType::Add,
+            "deduct" => TransactionType::Deduct,
+            "set_unlimited" => TransactionType::SetUnlimited,
+            "unset_unlimited" => TransactionType::UnsetUnlimited,
+            "auto_refresh" => TransactionType::AutoRefresh,
+            _ => return None,
+        })
+    }
+}
+
+/// An audit-log entry before the store gives it an id.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NewTransaction {
+    pub username: String,
+    pub amount: i64,
+    pub transaction_type: TransactionType,
+    pub resource_type: Option<String>,
+    pub description: String,
+    pub balance_before: i64,
+    pub balance_after: i64,
+    pub created_at: Timestamp,
+    pub created_by: Option<String>,
+}
+
+/// An audit-log entry as stored. Invariant: `amount == balance_after - balance_before`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Transaction {
+    pub id: i64,
+    pub username: String,
+    pub amount: i64,
+    pub transaction_type: TransactionType,
+    pub resource_type: Option<String>,
+    pub description: String,
+    pub balance_before: i64,
+    pub balance_after: i64,
+    pub created_at: Timestamp,
+    pub created_by: Option<String>,
+}
+
+impl NewTransaction {
+    pub fn with_id(self, id: i64) -> Transaction {
+        Transaction {
+            id,
+            username: self.username,
+            amount: self.amount,
+            transaction_type: self.transaction_type,
+            resource_type: self.resource_type,
+            description: self.description,
+            balance_before: self.balance_before,
+            balance_after: self.balance_after,
+            created_at: self.created_at,
+            created_by: self.created_by,
+        }
+    }
+}
+
+/// Where a usage session is in its life.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SessionStatus {
+    Active,
+    Completed,
+    Failed,
+    CleanedUp,
+}
+
+impl SessionStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SessionStatus::Active => "active",
+            SessionStatus::Completed => "completed",
+            SessionStatus::Failed => "failed",
+            SessionStatus::CleanedUp => "cleaned_up",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<SessionStatus> {
+        Some(match s {
+            "active" => SessionStatus::Active,
+            "completed" => SessionStatus::Completed,
+            "failed" => SessionStatus::Failed,
+            "cleaned_up" => SessionStatus::CleanedUp,
+            _ => return None,
+        })
+    }
+}
+
+/// A usage session before the store gives it an id.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NewSession {
+    pub username: String,
+    pub server_name: String,
+    pub resource_type: String,
+    /// Rate snapshot at start: a later rate change never re-prices a running session.
+    pub rate: Milli,
+    pub runtime_minutes: i64,
+    pub estimated_cost: Milli,
+    pub start_time: Timestamp,
+    /// False when quota was disabled or the user unlimited at start: never charged.
+    pub billable: bool,
+}
+
+/// A usage session as stored.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Session {
+    pub id: i64,
+    pub username: String,
+    pub server_name: String,
+    pub resource_type: String,
+    pub rate: Milli,
+    pub runtime_minutes: i64,
+    pub estimated_cost: Milli,
+    pub start_time: Timestamp,
+    pub billable: bool,
+    pub status: SessionStatus,
+    pub end_time: Option<Timestamp>,
+    pub duration_minutes: Option<i64>,
+    /// Credits charged at the end (positive; 0 when not charged).
+    pub cost: i64,
+}
+
+impl NewSession {
+    pub fn with_id(self, id: i64) -> Session {
+        Session {
+            id,
+            username: self.username,
+            server_name: self.server_name,
+            resource_type: self.resource_type,
+            rate: self.rate,
+            runtime_minutes: self.runtime_minutes,
+            estimated_cost: self.estimated_cost,
+            start_time: self.start_time,
+            billable: self.billable,
+            status: SessionStatus::Active,
+            end_time: None,
+            duration_minutes: None,
+            cost: 0,
+        }
+    }
+}
+
+/// The recorded outcome of a refresh run with a `run_id` (at-most-once).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RefreshRun {
+    pub run_id: String,
+    /// Canonical JSON of the run's parameters; a reuse with other parameters is a conflict.
+    pub params: String,
+    /// The JSON response of the first run, replayed verbatim.
+    pub result: String,
+    pub created_at: Timestamp,
+}
+
+/// Storage as the engine sees it. Every method is one row read or write, or one page of a scan.
+///
+/// Hosts run each engine operation inside one transaction and roll it back when the operation
+/// returns a `StoreError` (or the guest traps), so implementations need no atomicity of their own.
+pub trait Store {
+    fn get_user(&mut self, username: &str) -> Result<Option<UserRecord>, StoreError>;
+    /// Inserts or replaces the record.
+    fn put_user(&mut self, user: &UserRecord) -> Result<(), StoreError>;
+    /// Up to `limit` records with `username > after` (all when `after` is `None`), by username.
+    fn scan_users(&mut self, after: Option<&str>, limit: usize) -> Result<Vec<UserRecord>, StoreError>;
+
+    /// Appends to the audit log and returns the new id (ids increase).
+    fn append_transaction(&mut self, tx: &NewTransaction) -> Result<i64, StoreError>;
+    /// A user's newest transactions, newest first (ties by id desc).
+    fn recent_transactions(&mut self, username: &str, limit: usize) -> Result<Vec<Transaction>, StoreError>;
+    /// Up to `limit` transactions with `id > after_id`, by id; only `username`'s when given.
+    fn scan_transactions(
+        &mut self,
+        username: Option<&str>,
+        after_id: i64,
+        limit: usize,
+    ) -> Result<Vec<Transaction>, StoreError>;
+
+    /// Records a new active session and returns its id (ids increase).
+    fn insert_session(&mut self, session: &NewSession) -> Result<i64, StoreError>;
+    fn get_session(&mut self, id: i64) -> Result<Option<Session>, StoreError>;
+    /// Replaces a stored session (same id).
+    fn update_session(&mut self, session: &Session) -> Result<(), StoreError>;
+    /// The user's active sessions, by id.
+    fn active_sessions(&mut self, username: &str) -> Result<Vec<Session>, StoreError>;
+    /// Active sessions that started strictly before `cutoff`, by id.
+    fn stale_sessions(&mut self, cutoff: Timestamp) -> Result<Vec<Session>, StoreError>;
+    /// Up to `limit` sessions with `id > after_id`, by id, filtered by username and status when given.
+    fn scan_sessions(
+        &mut self,
+        username: Option<&str>,
+        status: Option<SessionStatus>,
+        after_id: i64,
+        limit: usize,
+    ) -> Result<Vec<Session>, StoreError>;
+
+    fn get_refresh_run(&mut self, run_id: &str) -> Result<Option<RefreshRun>, StoreError>;
+    fn put_refresh_run(&mut self, run: &RefreshRun) -> Result<(), StoreError>;
+}

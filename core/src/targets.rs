@@ -1,0 +1,221 @@
+//! Refresh targets: the filters that pick which users a refresh touches. All given filters AND.
+
+use std::collections::BTreeSet;
+
+use regex_lite::{Regex, RegexBuilder};
+use serde_json::Value;
+
+use crate::json::Fields;
+use crate::limits;
+use crate::names::normalize_username;
+use crate::store::UserRecord;
+
+#[derive(Clone, Debug, Default)]
+pub struct Targets {
+    pub include_unlimited: bool,
+    pub balance_below: Option<i64>,
+    pub balance_above: Option<i64>,
+    pub include_users: Option<BTreeSet<String>>,
+    pub exclude_users: BTreeSet<String>,
+    pub username_pattern: Option<Pattern>,
+}
+
+/// A `usernamePattern`: anchored at the start and case-insensitive, as Python's `re.match`.
+#[derive(Clone, Debug)]
+pub struct Pattern {
+    pub text: String,
+    regex: Regex,
+}
+
+impl PartialEq for Targets {
+    fn eq(&self, o: &Targets) -> bool {
+        self.include_unlimited == o.include_unlimited
+            && self.balance_below == o.balance_below
+            && self.balance_above == o.balance_above
+            && self.include_users == o.include_users
+            && self.exclude_users == o.exclude_users
+            && self.username_pattern.as_ref().map(|p| &p.text) == o.username_pattern.as_ref().map(|p| &p.text)
+    }
+}
+
+impl Targets {
+    /// Reads a targets object (values-file and REST keys are the same). Unknown keys are problems:
+    /// a typo must never widen the target set.
+    pub fn read(path: &str, value: Option<&Value>, problems: &mut Vec<crate::QuotaError>) -> Targets {
+        let mut f = Fields::new(path, value, true);
+        let bound = limits::balance_abs_max;
+        let mut t = Targets {
+            include_unlimited: f.opt_bool("includeUnlimited").unwrap_or(false),
+            balance_below: f.opt_int("balanceBelow", -bound, bound),
+            balance_above: f.opt_int("balanceAbove", -bound, bound),
+            ..Targets::default()
+        };
+        for (key, is_include) in [("includeUsers", true), ("excludeUsers", false)] {
+            let p = f.path_of(key);
+            let Some(list) = f.opt_str_list(key, limits::target_users_max) else {
+                continue;
+            };
+            if is_include && list.is_empty() {
+                f.problem(&p, "must not be empty (omit it to target every user)");
+                continue;
+            }
+            let mut names = BTreeSet::new();
+            for (i, raw) in list.iter().enumerate() {
+                match normalize_username(&format!("{p}[{i}]"), raw) {
+                    Ok(n) => {
+                        names.insert(n);
+                    }
+                    Err(e) => f.problems.push(e),
+                }
+            }
+            if is_include {
+                t.include_users = Some(names);
+            } else {
+                t.exclude_users = names;
+            }
+        }
+        if let Some(text) = f.opt_str("usernamePattern") {
+            let p = f.path_of("usernamePattern");
+            if text.chars().count() > limits::pattern_chars_max {
+                f.problem(
+                    &p,
+                    format!("must be at most {} characters", limits::pattern_chars_max),
+                );
+            } else {
+                match RegexBuilder::new(&format!("^(?:{text})"))
+                    .case_insensitive(true)
+                    .build()
+                {
+                    Ok(regex) => {
+                        t.username_pattern = Some(Pattern {
+                            text: text.to_string(),
+                            regex,
+                        })
+                    }
+                    Err(e) => f.problem(&p, format!("is not a valid regular expression: {e}")),
+                }
+            }
+        }
+        problems.extend(f.finish());
+        t
+    }
+
+    pub fn matches(&self, user: &UserRecord) -> bool {
+        (self.include_unlimited || !user.unlimited)
+            && self.balance_below.is_none_or(|b| user.balance < b)
+            && self.balance_above.is_none_or(|a| user.balance > a)
+            && self
+                .include_users
+                .as_ref()
+                .is_none_or(|s| s.contains(&user.username))
+            && !self.exclude_users.contains(&user.username)
+            && self
+                .username_pattern
+                .as_ref()
+                .is_none_or(|p| p.regex.is_match(&user.username))
+    }
+
+    /// Canonical JSON (camelCase keys, sorted lists), used to fingerprint a run's parameters.
+    pub fn to_json(&self) -> Value {
+        let mut m = serde_json::Map::new();
+        m.insert("includeUnlimited".into(), self.include_unlimited.into());
+        if let Some(b) = self.balance_below {
+            m.insert("balanceBelow".into(), b.into());
+        }
+        if let Some(a) = self.balance_above {
+            m.insert("balanceAbove".into(), a.into());
+        }
+        if let Some(s) = &self.include_users {
+            m.insert(
+                "includeUsers".into(),
+                s.iter().cloned().collect::<Vec<_>>().into(),
+            );
+        }
+        if !self.exclude_users.is_empty() {
+            m.insert(
+                "excludeUsers".into(),
+                self.exclude_users.iter().cloned().collect::<Vec<_>>().into(),
+            );
+        }
+        if let Some(p) = &self.username_pattern {
+            m.insert("usernamePattern".into(), p.text.clone().into());
+        }
+        Value::Object(m)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::time::Timestamp;
+
+    fn user(name: &str, balance: i64, unlimited: bool) -> UserRecord {
+        UserRecord {
+            username: name.into(),
+            balance,
+            unlimited,
+            updated_at: Timestamp(0),
+        }
+    }
+
+    fn targets(json: &str) -> Result<Targets, Vec<crate::QuotaError>> {
+        let v: Value = serde_json::from_str(json).unwrap();
+        let mut problems = Vec::new();
+        let t = Targets::read("targets", Some(&v), &mut problems);
+        if problems.is_empty() {
+            Ok(t)
+        } else {
+            Err(problems)
+        }
+    }
+
+    #[test]
+    fn pattern_is_anchored_at_start_and_case_insensitive() {
+        let t = targets(r#"{"usernamePattern": "STU"}"#).unwrap();
+        assert!(t.matches(&user("student1", 0, false)));
+        assert!(!t.matches(&user("xstudent", 0, false)));
+        // Anchored at the start only, like re.match: a prefix match is enough.
+        let t = targets(r#"{"usernamePattern": "a|b"}"#).unwrap();
+        assert!(t.matches(&user("bob", 0, false)));
+        assert!(!t.matches(&user("cab", 0, false)));
+    }
+
+    #[test]
+    fn filters_and_together() {
+        let t = targets(r#"{"balanceBelow": 10, "balanceAbove": 2, "excludeUsers": ["Eve"]}"#).unwrap();
+        assert!(t.matches(&user("bob", 5, false)));
+        assert!(!t.matches(&user("bob", 10, false)), "balanceBelow is strict");
+        assert!(!t.matches(&user("bob", 2, false)), "balanceAbove is strict");
+        assert!(
+            !t.matches(&user("eve", 5, false)),
+            "exclude compares case-insensitively"
+        );
+        assert!(
+            !t.matches(&user("bob", 5, true)),
+            "unlimited users excluded by default"
+        );
+        let t = targets(r#"{"includeUnlimited": true, "includeUsers": ["BOB"]}"#).unwrap();
+        assert!(t.matches(&user("bob", 5, true)));
+        assert!(!t.matches(&user("alice", 5, false)));
+    }
+
+    #[test]
+    fn bad_targets_are_refused_with_their_key() {
+        for (json, field) in [
+            (r#"{"includeUsers": []}"#, "targets.includeUsers"),
+            (r#"{"includeuser": ["a"]}"#, "targets.includeuser"),
+            (r#"{"usernamePattern": "("}"#, "targets.usernamePattern"),
+            (r#"{"balanceBelow": "5"}"#, "targets.balanceBelow"),
+            (r#"{"excludeUsers": [1]}"#, "targets.excludeUsers[0]"),
+            (r#"[]"#, "targets"),
+        ] {
+            let errs = targets(json).unwrap_err();
+            assert!(
+                errs[0].to_string().starts_with(&format!("{field}:")),
+                "{json}: {errs:?}"
+            );
+        }
+        let long = format!(r#"{{"usernamePattern": "{}"}}"#, "a".repeat(257));
+        assert!(targets(&long).is_err());
+    }
+}
