@@ -8,7 +8,7 @@ use crate::store::{
 };
 use crate::time::Timestamp;
 
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct MemStore {
     pub users: BTreeMap<String, UserRecord>,
     pub transactions: Vec<Transaction>,

@@ -1,0 +1,154 @@
+#![allow(non_upper_case_globals)]
+//! Rules that need a seeded store (balances near the exact-integer bound) or the typed API.
+
+use quota_core::admin::{admin_update, AdminAction, AdminRequest};
+use quota_core::gate::{check_start, StartDecision, StartRequest};
+use quota_core::limits::balance_abs_max;
+use quota_core::refresh::{refresh, RefreshAction, RefreshParams, RefreshRequest};
+use quota_core::sessions::{end_session, EndRequest, EndTarget, Outcome};
+use quota_core::store::{Store, UserRecord};
+use quota_core::targets::Targets;
+use quota_core::{Config, MemStore, QuotaError, Timestamp};
+
+const t0: Timestamp = Timestamp(1_795_000_000);
+
+fn config() -> Config {
+    serde_json::from_value(serde_json::json!({"custom": {"authMode": "github",
+        "accelerators": {"phx": {"quotaRate": 2}, "dgpu": {"quotaRate": 4}}}}))
+    .expect("fixture config deserializes through serde")
+}
+
+fn store_with(name: &str, balance: i64) -> MemStore {
+    let mut s = MemStore::new();
+    s.put_user(&UserRecord {
+        username: name.into(),
+        balance,
+        unlimited: false,
+        updated_at: t0,
+    })
+    .unwrap();
+    s
+}
+
+#[test]
+fn admin_add_past_the_exact_range_is_refused_and_changes_nothing() {
+    let mut store = store_with("alice", balance_abs_max - 5);
+    let before = store.clone();
+    let req = AdminRequest {
+        username: "alice".into(),
+        action: AdminAction::Add(6),
+        description: None,
+    };
+    let err = admin_update(&mut store, &req, "root", t0).unwrap_err();
+    assert!(matches!(err, QuotaError::OutOfRange(_)), "{err:?}");
+    assert_eq!(err.status(), 400);
+    assert_eq!(store, before);
+    let req = AdminRequest {
+        username: "alice".into(),
+        action: AdminAction::Add(5),
+        description: None,
+    };
+    assert_eq!(
+        admin_update(&mut store, &req, "root", t0).unwrap().balance,
+        balance_abs_max
+    );
+}
+
+#[test]
+fn refresh_that_would_overflow_for_one_user_changes_nobody() {
+    let mut store = store_with("zed", balance_abs_max - 1);
+    store
+        .put_user(&UserRecord {
+            username: "amy".into(),
+            balance: 0,
+            unlimited: false,
+            updated_at: t0,
+        })
+        .unwrap();
+    let before = store.clone();
+    let params = RefreshParams {
+        rule_name: "r".into(),
+        action: RefreshAction::Add,
+        amount: 10,
+        max_balance: None,
+        min_balance: None,
+        targets: Targets::default(),
+    };
+    let err = refresh(
+        &mut store,
+        &RefreshRequest {
+            params,
+            run_id: None,
+            dry_run: false,
+        },
+        t0,
+    )
+    .unwrap_err();
+    assert!(matches!(err, QuotaError::OutOfRange(_)), "{err:?}");
+    assert_eq!(store, before, "amy, scanned first, must not have been topped up");
+}
+
+#[test]
+fn usage_charge_past_the_exact_range_is_refused_and_the_session_stays_active() {
+    let mut store = store_with("alice", 1000);
+    let cfg = config();
+    let req = StartRequest {
+        username: "alice".into(),
+        resource: Some("dgpu".into()),
+        runtime_minutes: 5,
+        server_name: String::new(),
+        started_at: None,
+    };
+    let StartDecision::Allowed(s) = check_start(&cfg, &mut store, &req, t0).unwrap() else {
+        panic!("allowed")
+    };
+    // Drive the balance to the bottom of the range, then end: the charge would cross it.
+    let mut u = store.get_user("alice").unwrap().unwrap();
+    u.balance = -balance_abs_max + 1;
+    store.put_user(&u).unwrap();
+    let before = store.clone();
+    let end = EndRequest {
+        target: EndTarget::Id(s.session_id),
+        ended_at: None,
+        outcome: Outcome::Completed,
+    };
+    let err = end_session(&mut store, &end, t0.plus_seconds(600)).unwrap_err();
+    assert!(matches!(err, QuotaError::OutOfRange(_)), "{err:?}");
+    assert_eq!(store, before);
+}
+
+#[test]
+fn deduct_more_than_the_balance_is_insufficient_balance() {
+    let mut store = store_with("alice", 5);
+    let before = store.clone();
+    let req = AdminRequest {
+        username: "alice".into(),
+        action: AdminAction::Deduct(6),
+        description: None,
+    };
+    assert_eq!(
+        admin_update(&mut store, &req, "root", t0).unwrap_err(),
+        QuotaError::InsufficientBalance
+    );
+    assert_eq!(store, before);
+}
+
+#[test]
+fn refusal_message_is_byte_exact() {
+    let mut store = store_with("bob", 19);
+    let req = StartRequest {
+        username: "bob".into(),
+        resource: Some("dgpu".into()),
+        runtime_minutes: 5,
+        server_name: String::new(),
+        started_at: None,
+    };
+    let StartDecision::Refused(r) = check_start(&config(), &mut store, &req, t0).unwrap() else {
+        panic!("refused")
+    };
+    assert_eq!(
+        r.message,
+        "Cannot start container: Insufficient quota. Current balance: 19, estimated cost: 20 (4 quota/min x 5 min). Please contact administrator to add quota."
+    );
+    assert!(store.sessions.is_empty());
+}

@@ -1,0 +1,44 @@
+//! Replays every scenario file of `tests/scenarios/` against the native core.
+
+use std::path::PathBuf;
+
+use quota_core::scenario::{replay, NativeHost};
+
+fn scenario_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/scenarios")
+}
+
+#[test]
+fn every_scenario_replays_on_the_native_core() {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(scenario_dir())
+        .expect("tests/scenarios exists")
+        .map(|e| e.expect("readable entry").path())
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .collect();
+    files.sort();
+    assert!(
+        files.len() >= 25,
+        "expected at least 25 scenarios, found {}",
+        files.len()
+    );
+    let mut failed = Vec::new();
+    for file in &files {
+        let text = std::fs::read_to_string(file).expect("readable scenario");
+        let scenario: serde_json::Value =
+            serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: not JSON: {e}", file.display()));
+        let mut host = NativeHost::default();
+        let name = file.file_name().unwrap_or_default().to_string_lossy().to_string();
+        match replay(&mut host, &scenario) {
+            Ok(r) if r.failures.is_empty() => println!("ok   {name} ({} requests)", r.transcript.len()),
+            Ok(r) => failed.push(format!("{name}:\n  {}", r.failures.join("\n  "))),
+            Err(e) => failed.push(format!("{name}: {e}")),
+        }
+    }
+    assert!(
+        failed.is_empty(),
+        "{} of {} scenarios failed:\n{}",
+        failed.len(),
+        files.len(),
+        failed.join("\n")
+    );
+}

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Runs every check and test of the project from a fresh clone. Installs what it needs.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+started=$(date +%s)
+step() { printf '\n== %s (%ss)\n' "$*" "$(( $(date +%s) - started ))"; }
+
+step "toolchain"
+command -v cargo >/dev/null || { echo "cargo is required (rustup)"; exit 1; }
+rustup component list --installed 2>/dev/null | grep -q '^rustfmt' || rustup component add rustfmt
+rustup component list --installed 2>/dev/null | grep -q '^clippy' || rustup component add clippy
+cargo --version
+
+step "format"
+cargo fmt --all -- --check
+
+step "clippy"
+cargo clippy --workspace --all-targets --locked -- -D warnings
+
+step "tests"
+cargo test --workspace --locked
+
+step "done in $(( $(date +%s) - started ))s"
