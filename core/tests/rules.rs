@@ -152,3 +152,34 @@ fn refusal_message_is_byte_exact() {
     );
     assert!(store.sessions.is_empty());
 }
+
+#[test]
+fn bodies_over_one_mebibyte_are_413_and_change_nothing() {
+    use quota_core::{handle_request, Caller, Request};
+    let cfg = config();
+    let mut store = MemStore::new();
+    let admin = Caller {
+        name: "admin".into(),
+        admin: true,
+        scopes: vec![],
+    };
+    let pad = " ".repeat(quota_core::api::body_bytes_max);
+    let body = format!(r#"{{"action": "set", "amount": 5}}{pad}"#);
+    let req = Request {
+        method: "POST",
+        path: "/admin/api/quota/users/alice",
+        query: "",
+        body: &body,
+        caller: Some(&admin),
+    };
+    let r = handle_request(&cfg, &mut store, &req, t0).unwrap();
+    assert_eq!(r.status, 413, "{}", r.body);
+    assert!(r.body.starts_with(r#"{"error":"body: larger than"#), "{}", r.body);
+    assert_eq!(store, MemStore::new());
+    // Exactly at the limit is accepted (JSON allows trailing whitespace).
+    let json = r#"{"action": "set", "amount": 5}"#;
+    let body = format!("{json}{}", &pad[json.len()..]);
+    assert_eq!(body.len(), quota_core::api::body_bytes_max);
+    let req = Request { body: &body, ..req };
+    assert_eq!(handle_request(&cfg, &mut store, &req, t0).unwrap().status, 200);
+}
