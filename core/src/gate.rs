@@ -8,7 +8,7 @@ use crate::ledger::{self, Entry};
 use crate::limits;
 use crate::milli::Milli;
 use crate::names::{normalize_username, validate_server_name};
-use crate::sessions::{self, find_active};
+use crate::sessions;
 use crate::store::{NewSession, SessionStatus, Store, TransactionType, UserRecord};
 use crate::time::Timestamp;
 
@@ -90,7 +90,10 @@ pub fn check_start(
     let start = req.started_at.unwrap_or(now);
 
     // A hub starts only a server that is not running: an active session of this server is an orphan.
-    if let Some(orphan) = find_active(store, &username, &server_name)? {
+    // One read of the user's active sessions serves both the orphan check and the reservations.
+    let mut active = store.active_sessions(&username)?;
+    if let Some(pos) = active.iter().position(|s| s.server_name == server_name) {
+        let orphan = active.remove(pos);
         let limit_end = orphan.start_time.plus_seconds(orphan.runtime_minutes * 60);
         let end = start.min(limit_end);
         let minutes =
@@ -106,8 +109,7 @@ pub fn check_start(
             None => create_record(config, store, &username, now)?,
         };
         if !u.unlimited {
-            let held: i64 = store
-                .active_sessions(&username)?
+            let held: i64 = active
                 .iter()
                 .filter(|s| s.billable)
                 .map(|s| s.estimated_cost.raw())
