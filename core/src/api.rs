@@ -532,6 +532,12 @@ fn batch_body(body: &Value) -> Result<Vec<BatchItem>, QuotaError> {
         .collect())
 }
 
+/// Parses a refresh REST body (`{action, amount, rule_name?, max_balance?, min_balance?, targets?,
+/// run_id?, dry_run?}`), strictly.
+pub fn refresh_request_from_json(body: &str) -> Result<RefreshRequest, QuotaError> {
+    refresh_body(&parse_body(body)?)
+}
+
 fn refresh_body(body: &Value) -> Result<RefreshRequest, QuotaError> {
     let mut f = Fields::new("", Some(body), false);
     let mut target_problems = Vec::new();

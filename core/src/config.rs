@@ -155,6 +155,11 @@ impl Config {
         }
     }
 
+    /// The first firing minute of rule `name` strictly after `after`.
+    pub fn next_fire(&self, name: &str, after: crate::Timestamp) -> Option<crate::Timestamp> {
+        self.refresh_rules.get(name)?.schedule.next_after(after)
+    }
+
     /// `{cpu: cpuRate, <accelerator>: quotaRate, ...}` as JSON numbers.
     pub fn rates_json(&self) -> Value {
         let mut m = serde_json::Map::new();

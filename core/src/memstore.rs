@@ -24,6 +24,31 @@ impl MemStore {
         MemStore::default()
     }
 
+    /// Puts a user record back as it was (`None`: absent). For hosts that undo a failed call.
+    pub fn restore_user(&mut self, username: &str, prev: Option<UserRecord>) {
+        match prev {
+            Some(u) => {
+                self.users.insert(username.to_string(), u);
+            }
+            None => {
+                self.users.remove(username);
+            }
+        }
+    }
+
+    /// Puts a session back as it was (`None`: absent). For hosts that undo a failed call.
+    pub fn restore_session(&mut self, id: i64, prev: Option<Session>) {
+        if let Some(old) = self.sessions.remove(&id) {
+            if let Some(ids) = self.active_by_user.get_mut(&old.username) {
+                ids.retain(|i| *i != id);
+            }
+        }
+        if let Some(s) = prev {
+            self.reindex(&s);
+            self.sessions.insert(id, s);
+        }
+    }
+
     fn reindex(&mut self, session: &Session) {
         let ids = self.active_by_user.entry(session.username.clone()).or_default();
         ids.retain(|id| *id != session.id);

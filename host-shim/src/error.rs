@@ -1,0 +1,20 @@
+//! Errors at the host boundary.
+
+use thiserror::Error;
+
+#[derive(Debug, Error)]
+pub enum HostError {
+    /// The component could not be read, compiled or linked.
+    #[error("loading the engine component: {0}")]
+    Load(String),
+    /// The values document was refused; every problem with its key path.
+    #[error("invalid configuration:\n{}", .0.iter().map(|(f, m)| format!("  {f}: {m}")).collect::<Vec<_>>().join("\n"))]
+    Config(Vec<(String, String)>),
+    /// The guest trapped, ran past its deadline, or hit its memory limit. Nothing it wrote was kept,
+    /// and the worker was given a fresh instance.
+    #[error("the engine stopped abnormally ({0}); the call was rolled back")]
+    Trap(String),
+    /// Storage failed; nothing the call wrote was kept.
+    #[error("{0}; the call was rolled back")]
+    Storage(String),
+}

@@ -1,0 +1,489 @@
+//! The SQLite backend: an embedded file, WAL, `synchronous=FULL` by default, a versioned schema with
+//! migrations, and one prepared statement per row operation.
+
+use std::path::Path;
+use std::time::Duration;
+
+use quota_core::milli::Milli;
+use quota_core::store::{
+    NewSession, NewTransaction, RefreshRun, Session, SessionStatus, Store, Transaction, TransactionType,
+    UserRecord,
+};
+use quota_core::{StoreError, Timestamp};
+use rusqlite::{params, Connection, OptionalExtension, Row};
+
+use crate::backend::Backend;
+
+/// How long a writer waits for another process's write lock before failing.
+const busy_timeout_ms: u64 = 10_000;
+
+/// Schema migrations; `PRAGMA user_version` is the number applied. Append only.
+const migrations: &[&str] = &[
+    // 1: the initial schema. Ids use AUTOINCREMENT so an id is never reused, even after a rollback
+    // or a deleted row: the audit log and session ids stay unambiguous forever.
+    "CREATE TABLE users (
+        username TEXT PRIMARY KEY,
+        balance INTEGER NOT NULL,
+        unlimited INTEGER NOT NULL,
+        updated_at INTEGER NOT NULL
+     ) WITHOUT ROWID;
+     CREATE TABLE transactions (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        username TEXT NOT NULL,
+        amount INTEGER NOT NULL,
+        transaction_type TEXT NOT NULL,
+        resource_type TEXT,
+        description TEXT NOT NULL,
+        balance_before INTEGER NOT NULL,
+        balance_after INTEGER NOT NULL,
+        created_at INTEGER NOT NULL,
+        created_by TEXT
+     );
+     CREATE INDEX transactions_by_user ON transactions (username, created_at, id);
+     CREATE TABLE sessions (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        username TEXT NOT NULL,
+        server_name TEXT NOT NULL,
+        resource_type TEXT NOT NULL,
+        rate_milli INTEGER NOT NULL,
+        runtime_minutes INTEGER NOT NULL,
+        estimated_cost_milli INTEGER NOT NULL,
+        start_time INTEGER NOT NULL,
+        billable INTEGER NOT NULL,
+        status TEXT NOT NULL,
+        end_time INTEGER,
+        duration_minutes INTEGER,
+        cost INTEGER NOT NULL
+     );
+     CREATE INDEX sessions_active_by_user ON sessions (username) WHERE status = 'active';
+     CREATE INDEX sessions_active_by_start ON sessions (start_time) WHERE status = 'active';
+     CREATE INDEX sessions_by_user ON sessions (username, id);
+     CREATE TABLE refresh_runs (
+        run_id TEXT PRIMARY KEY,
+        params TEXT NOT NULL,
+        result TEXT NOT NULL,
+        created_at INTEGER NOT NULL
+     ) WITHOUT ROWID;",
+];
+
+/// How hard SQLite works to make a commit durable.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Durability {
+    /// `synchronous=FULL`: an acknowledged commit survives power loss (the default).
+    Full,
+    /// `synchronous=NORMAL`: survives a process crash, may lose the last commits on power loss.
+    Normal,
+}
+
+pub struct SqliteBackend {
+    conn: Connection,
+}
+
+fn db_err(e: rusqlite::Error) -> StoreError {
+    StoreError(format!("sqlite: {e}"))
+}
+
+const session_columns: &str = "id, username, server_name, resource_type, rate_milli, runtime_minutes, \
+     estimated_cost_milli, start_time, billable, status, end_time, duration_minutes, cost";
+const transaction_columns: &str = "id, username, amount, transaction_type, resource_type, description, \
+     balance_before, balance_after, created_at, created_by";
+
+fn user_row(r: &Row<'_>) -> rusqlite::Result<UserRecord> {
+    Ok(UserRecord {
+        username: r.get(0)?,
+        balance: r.get(1)?,
+        unlimited: r.get(2)?,
+        updated_at: Timestamp(r.get(3)?),
+    })
+}
+
+fn bad_value(col: usize, what: String) -> rusqlite::Error {
+    rusqlite::Error::FromSqlConversionFailure(col, rusqlite::types::Type::Text, what.into())
+}
+
+fn transaction_row(r: &Row<'_>) -> rusqlite::Result<Transaction> {
+    let kind: String = r.get(3)?;
+    Ok(Transaction {
+        id: r.get(0)?,
+        username: r.get(1)?,
+        amount: r.get(2)?,
+        transaction_type: TransactionType::parse(&kind)
+            .ok_or_else(|| bad_value(3, format!("unknown transaction type `{kind}`")))?,
+        resource_type: r.get(4)?,
+        description: r.get(5)?,
+        balance_before: r.get(6)?,
+        balance_after: r.get(7)?,
+        created_at: Timestamp(r.get(8)?),
+        created_by: r.get(9)?,
+    })
+}
+
+fn session_row(r: &Row<'_>) -> rusqlite::Result<Session> {
+    let status: String = r.get(9)?;
+    Ok(Session {
+        id: r.get(0)?,
+        username: r.get(1)?,
+        server_name: r.get(2)?,
+        resource_type: r.get(3)?,
+        rate: Milli(r.get(4)?),
+        runtime_minutes: r.get(5)?,
+        estimated_cost: Milli(r.get(6)?),
+        start_time: Timestamp(r.get(7)?),
+        billable: r.get(8)?,
+        status: SessionStatus::parse(&status)
+            .ok_or_else(|| bad_value(9, format!("unknown status `{status}`")))?,
+        end_time: r.get::<_, Option<i64>>(10)?.map(Timestamp),
+        duration_minutes: r.get(11)?,
+        cost: r.get(12)?,
+    })
+}
+
+impl SqliteBackend {
+    /// Opens (creating if needed) and migrates the database file.
+    pub fn open(path: &Path, durability: Durability) -> Result<SqliteBackend, StoreError> {
+        let conn = Connection::open(path).map_err(db_err)?;
+        Self::setup(conn, durability)
+    }
+
+    /// A private in-memory database (tests).
+    pub fn in_memory() -> Result<SqliteBackend, StoreError> {
+        Self::setup(Connection::open_in_memory().map_err(db_err)?, Durability::Full)
+    }
+
+    fn setup(conn: Connection, durability: Durability) -> Result<SqliteBackend, StoreError> {
+        conn.busy_timeout(Duration::from_millis(busy_timeout_ms))
+            .map_err(db_err)?;
+        conn.pragma_update(None, "journal_mode", "WAL").map_err(db_err)?;
+        let sync = match durability {
+            Durability::Full => "FULL",
+            Durability::Normal => "NORMAL",
+        };
+        conn.pragma_update(None, "synchronous", sync).map_err(db_err)?;
+        conn.set_prepared_statement_cache_capacity(64);
+        let mut backend = SqliteBackend { conn };
+        backend.migrate()?;
+        Ok(backend)
+    }
+
+    /// The schema version of this file.
+    pub fn schema_version(&self) -> Result<i64, StoreError> {
+        self.conn
+            .query_row("PRAGMA user_version", [], |r| r.get(0))
+            .map_err(db_err)
+    }
+
+    /// Applies the migrations this file has not seen, in one transaction (several processes may
+    /// start at once: the write lock makes one of them do it).
+    fn migrate(&mut self) -> Result<(), StoreError> {
+        self.conn.execute_batch("BEGIN IMMEDIATE").map_err(db_err)?;
+        let result = (|| {
+            let current = usize::try_from(self.schema_version()?).unwrap_or(usize::MAX);
+            if current > migrations.len() {
+                return Err(StoreError(format!(
+                    "the database has schema version {current}, newer than this program's {}",
+                    migrations.len()
+                )));
+            }
+            for (i, sql) in migrations.iter().enumerate().skip(current) {
+                self.conn.execute_batch(sql).map_err(db_err)?;
+                self.conn
+                    .pragma_update(None, "user_version", i64::try_from(i + 1).unwrap_or(i64::MAX))
+                    .map_err(db_err)?;
+            }
+            Ok(())
+        })();
+        match result {
+            Ok(()) => self.conn.execute_batch("COMMIT").map_err(db_err),
+            Err(e) => {
+                let _ = self.conn.execute_batch("ROLLBACK");
+                Err(e)
+            }
+        }
+    }
+
+    /// The connection, for tools and tests.
+    pub fn connection(&self) -> &Connection {
+        &self.conn
+    }
+}
+
+impl Backend for SqliteBackend {
+    fn begin(&mut self) -> Result<(), StoreError> {
+        self.conn.execute_batch("BEGIN IMMEDIATE").map_err(db_err)
+    }
+
+    fn commit(&mut self) -> Result<(), StoreError> {
+        self.conn.execute_batch("COMMIT").map_err(db_err)
+    }
+
+    fn rollback(&mut self) -> Result<(), StoreError> {
+        if self.conn.is_autocommit() {
+            return Ok(());
+        }
+        self.conn.execute_batch("ROLLBACK").map_err(db_err)
+    }
+
+    fn dump(&mut self) -> Result<String, StoreError> {
+        let mut out = String::new();
+        for (table, order) in [
+            ("users", "username"),
+            ("transactions", "id"),
+            ("sessions", "id"),
+            ("refresh_runs", "run_id"),
+        ] {
+            let mut stmt = self
+                .conn
+                .prepare(&format!("SELECT * FROM {table} ORDER BY {order}"))
+                .map_err(db_err)?;
+            let n = stmt.column_count();
+            let rows = stmt
+                .query_map([], |r| {
+                    (0..n)
+                        .map(|i| r.get::<_, rusqlite::types::Value>(i).map(|v| format!("{v:?}")))
+                        .collect::<Result<Vec<_>, _>>()
+                })
+                .map_err(db_err)?;
+            for row in rows {
+                out.push_str(table);
+                out.push('|');
+                out.push_str(&row.map_err(db_err)?.join("|"));
+                out.push('\n');
+            }
+        }
+        Ok(out)
+    }
+}
+
+impl Store for SqliteBackend {
+    fn get_user(&mut self, username: &str) -> Result<Option<UserRecord>, StoreError> {
+        let mut st = self
+            .conn
+            .prepare_cached("SELECT username, balance, unlimited, updated_at FROM users WHERE username = ?1")
+            .map_err(db_err)?;
+        st.query_row([username], user_row).optional().map_err(db_err)
+    }
+
+    fn put_user(&mut self, u: &UserRecord) -> Result<(), StoreError> {
+        let mut st = self
+            .conn
+            .prepare_cached(
+                "INSERT INTO users (username, balance, unlimited, updated_at) VALUES (?1, ?2, ?3, ?4)
+                 ON CONFLICT (username) DO UPDATE SET balance = excluded.balance,
+                   unlimited = excluded.unlimited, updated_at = excluded.updated_at",
+            )
+            .map_err(db_err)?;
+        st.execute(params![
+            u.username,
+            u.balance,
+            u.unlimited,
+            u.updated_at.seconds()
+        ])
+        .map_err(db_err)?;
+        Ok(())
+    }
+
+    fn scan_users(&mut self, after: Option<&str>, limit: usize) -> Result<Vec<UserRecord>, StoreError> {
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let mut st = self
+            .conn
+            .prepare_cached(
+                "SELECT username, balance, unlimited, updated_at FROM users
+                 WHERE ?1 IS NULL OR username > ?1 ORDER BY username LIMIT ?2",
+            )
+            .map_err(db_err)?;
+        let rows = st.query_map(params![after, limit], user_row).map_err(db_err)?;
+        rows.collect::<Result<_, _>>().map_err(db_err)
+    }
+
+    fn append_transaction(&mut self, t: &NewTransaction) -> Result<i64, StoreError> {
+        let mut st = self
+            .conn
+            .prepare_cached(
+                "INSERT INTO transactions (username, amount, transaction_type, resource_type, description,
+                   balance_before, balance_after, created_at, created_by)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+            )
+            .map_err(db_err)?;
+        st.execute(params![
+            t.username,
+            t.amount,
+            t.transaction_type.as_str(),
+            t.resource_type,
+            t.description,
+            t.balance_before,
+            t.balance_after,
+            t.created_at.seconds(),
+            t.created_by
+        ])
+        .map_err(db_err)?;
+        Ok(self.conn.last_insert_rowid())
+    }
+
+    fn recent_transactions(&mut self, username: &str, limit: usize) -> Result<Vec<Transaction>, StoreError> {
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let mut st = self
+            .conn
+            .prepare_cached(&format!(
+                "SELECT {transaction_columns} FROM transactions WHERE username = ?1
+                 ORDER BY created_at DESC, id DESC LIMIT ?2"
+            ))
+            .map_err(db_err)?;
+        let rows = st
+            .query_map(params![username, limit], transaction_row)
+            .map_err(db_err)?;
+        rows.collect::<Result<_, _>>().map_err(db_err)
+    }
+
+    fn scan_transactions(
+        &mut self,
+        username: Option<&str>,
+        after_id: i64,
+        limit: usize,
+    ) -> Result<Vec<Transaction>, StoreError> {
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let mut st = self
+            .conn
+            .prepare_cached(&format!(
+                "SELECT {transaction_columns} FROM transactions
+                 WHERE id > ?1 AND (?2 IS NULL OR username = ?2) ORDER BY id LIMIT ?3"
+            ))
+            .map_err(db_err)?;
+        let rows = st
+            .query_map(params![after_id, username, limit], transaction_row)
+            .map_err(db_err)?;
+        rows.collect::<Result<_, _>>().map_err(db_err)
+    }
+
+    fn insert_session(&mut self, s: &NewSession) -> Result<i64, StoreError> {
+        let mut st = self
+            .conn
+            .prepare_cached(
+                "INSERT INTO sessions (username, server_name, resource_type, rate_milli, runtime_minutes,
+                   estimated_cost_milli, start_time, billable, status, cost)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 'active', 0)",
+            )
+            .map_err(db_err)?;
+        st.execute(params![
+            s.username,
+            s.server_name,
+            s.resource_type,
+            s.rate.raw(),
+            s.runtime_minutes,
+            s.estimated_cost.raw(),
+            s.start_time.seconds(),
+            s.billable
+        ])
+        .map_err(db_err)?;
+        Ok(self.conn.last_insert_rowid())
+    }
+
+    fn get_session(&mut self, id: i64) -> Result<Option<Session>, StoreError> {
+        let mut st = self
+            .conn
+            .prepare_cached(&format!("SELECT {session_columns} FROM sessions WHERE id = ?1"))
+            .map_err(db_err)?;
+        st.query_row([id], session_row).optional().map_err(db_err)
+    }
+
+    fn update_session(&mut self, s: &Session) -> Result<(), StoreError> {
+        let mut st = self
+            .conn
+            .prepare_cached(
+                "UPDATE sessions SET status = ?2, end_time = ?3, duration_minutes = ?4, cost = ?5 WHERE id = ?1",
+            )
+            .map_err(db_err)?;
+        let n = st
+            .execute(params![
+                s.id,
+                s.status.as_str(),
+                s.end_time.map(Timestamp::seconds),
+                s.duration_minutes,
+                s.cost
+            ])
+            .map_err(db_err)?;
+        if n != 1 {
+            return Err(StoreError(format!("session {} does not exist", s.id)));
+        }
+        Ok(())
+    }
+
+    fn active_sessions(&mut self, username: &str) -> Result<Vec<Session>, StoreError> {
+        let mut st = self
+            .conn
+            .prepare_cached(&format!(
+                "SELECT {session_columns} FROM sessions WHERE username = ?1 AND status = 'active' ORDER BY id"
+            ))
+            .map_err(db_err)?;
+        let rows = st.query_map([username], session_row).map_err(db_err)?;
+        rows.collect::<Result<_, _>>().map_err(db_err)
+    }
+
+    fn stale_sessions(&mut self, cutoff: Timestamp) -> Result<Vec<Session>, StoreError> {
+        let mut st = self
+            .conn
+            .prepare_cached(&format!(
+                "SELECT {session_columns} FROM sessions WHERE status = 'active' AND start_time < ?1 ORDER BY id"
+            ))
+            .map_err(db_err)?;
+        let rows = st.query_map([cutoff.seconds()], session_row).map_err(db_err)?;
+        rows.collect::<Result<_, _>>().map_err(db_err)
+    }
+
+    fn scan_sessions(
+        &mut self,
+        username: Option<&str>,
+        status: Option<SessionStatus>,
+        after_id: i64,
+        limit: usize,
+    ) -> Result<Vec<Session>, StoreError> {
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let mut st = self
+            .conn
+            .prepare_cached(&format!(
+                "SELECT {session_columns} FROM sessions WHERE id > ?1 AND (?2 IS NULL OR username = ?2)
+                 AND (?3 IS NULL OR status = ?3) ORDER BY id LIMIT ?4"
+            ))
+            .map_err(db_err)?;
+        let rows = st
+            .query_map(
+                params![after_id, username, status.map(SessionStatus::as_str), limit],
+                session_row,
+            )
+            .map_err(db_err)?;
+        rows.collect::<Result<_, _>>().map_err(db_err)
+    }
+
+    fn get_refresh_run(&mut self, run_id: &str) -> Result<Option<RefreshRun>, StoreError> {
+        let mut st = self
+            .conn
+            .prepare_cached("SELECT run_id, params, result, created_at FROM refresh_runs WHERE run_id = ?1")
+            .map_err(db_err)?;
+        st.query_row([run_id], |r| {
+            Ok(RefreshRun {
+                run_id: r.get(0)?,
+                params: r.get(1)?,
+                result: r.get(2)?,
+                created_at: Timestamp(r.get(3)?),
+            })
+        })
+        .optional()
+        .map_err(db_err)
+    }
+
+    fn put_refresh_run(&mut self, run: &RefreshRun) -> Result<(), StoreError> {
+        let mut st = self
+            .conn
+            .prepare_cached(
+                "INSERT INTO refresh_runs (run_id, params, result, created_at) VALUES (?1, ?2, ?3, ?4)",
+            )
+            .map_err(db_err)?;
+        st.execute(params![
+            run.run_id,
+            run.params,
+            run.result,
+            run.created_at.seconds()
+        ])
+        .map_err(db_err)?;
+        Ok(())
+    }
+}

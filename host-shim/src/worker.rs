@@ -1,0 +1,247 @@
+//! A worker: one engine instance and one storage backend, used by one thread at a time.
+//!
+//! Instantiating a component costs tens of microseconds, more than a whole call, so a worker keeps
+//! its instance between calls (the guest keeps nothing but its parsed configuration). Each call:
+//! `begin` a storage transaction, set the epoch deadline, call, then `commit` if the call returned
+//! normally and storage never failed, else `rollback`. After a trap, a deadline or a memory-limit
+//! breach the instance is thrown away and a fresh one is configured, so the worker keeps serving.
+
+use std::sync::Arc;
+
+use wasmtime::{Store, StoreLimitsBuilder};
+
+use crate::backend::Backend;
+use crate::bindings::{api, QuotaEngine};
+use crate::error::HostError;
+use crate::runtime::Runtime;
+use crate::state::HostState;
+
+pub struct Worker {
+    runtime: Arc<Runtime>,
+    store: Option<Store<HostState>>,
+    bindings: QuotaEngine,
+    values_json: String,
+    summary: api::ConfigSummary,
+}
+
+fn trap(e: wasmtime::Error) -> HostError {
+    HostError::Trap(format!("{e:#}").lines().next().unwrap_or("trap").to_string())
+}
+
+impl Worker {
+    /// A worker over `backend`, configured with the values document (JSON).
+    pub fn new(
+        runtime: Arc<Runtime>,
+        backend: Box<dyn Backend>,
+        values_json: &str,
+    ) -> Result<Worker, HostError> {
+        let (store, bindings) = instantiate(&runtime, backend)?;
+        let mut w = Worker {
+            runtime,
+            store: Some(store),
+            bindings,
+            values_json: String::new(),
+            summary: api::ConfigSummary {
+                enabled: false,
+                rules: Vec::new(),
+            },
+        };
+        w.configure(values_json)?;
+        Ok(w)
+    }
+
+    /// Replaces the configuration (a refused one leaves the previous in force).
+    pub fn configure(&mut self, values_json: &str) -> Result<&api::ConfigSummary, HostError> {
+        let store = self
+            .store
+            .as_mut()
+            .unwrap_or_else(|| unreachable!("worker store is missing"));
+        let answer = self
+            .bindings
+            .quota_engine_api()
+            .call_configure(store, values_json);
+        match answer {
+            Ok(Ok(summary)) => {
+                self.summary = summary;
+                self.values_json = values_json.to_string();
+                Ok(&self.summary)
+            }
+            Ok(Err(problems)) => Err(HostError::Config(
+                problems.into_iter().map(|p| (p.field, p.message)).collect(),
+            )),
+            Err(e) => {
+                let err = trap(e);
+                self.replace_instance()?;
+                Err(err)
+            }
+        }
+    }
+
+    pub fn summary(&self) -> &api::ConfigSummary {
+        &self.summary
+    }
+
+    fn store_mut(&mut self) -> &mut Store<HostState> {
+        // Present except inside `replace_instance`, which always puts one back or fails the worker.
+        self.store
+            .as_mut()
+            .unwrap_or_else(|| unreachable!("worker store is missing"))
+    }
+
+    /// Runs one engine call in one storage transaction.
+    pub fn call<T>(
+        &mut self,
+        f: impl FnOnce(&QuotaEngine, &mut Store<HostState>) -> wasmtime::Result<T>,
+    ) -> Result<T, HostError> {
+        let ticks = self.runtime.limits.deadline_ticks();
+        let store = self
+            .store
+            .as_mut()
+            .unwrap_or_else(|| unreachable!("worker store is missing"));
+        store.data_mut().storage_failed = None;
+        store
+            .data_mut()
+            .backend
+            .begin()
+            .map_err(|e| HostError::Storage(e.to_string()))?;
+        store.set_epoch_deadline(ticks);
+        let answer = f(&self.bindings, store);
+        let failed = store.data_mut().storage_failed.take();
+        match (answer, failed) {
+            (Ok(v), None) => match store.data_mut().backend.commit() {
+                Ok(()) => Ok(v),
+                Err(e) => {
+                    let _ = store.data_mut().backend.rollback();
+                    Err(HostError::Storage(e.to_string()))
+                }
+            },
+            (Ok(_), Some(msg)) => {
+                store
+                    .data_mut()
+                    .backend
+                    .rollback()
+                    .map_err(|e| HostError::Storage(e.to_string()))?;
+                Err(HostError::Storage(msg))
+            }
+            (Err(e), _) => {
+                let err = trap(e);
+                store
+                    .data_mut()
+                    .backend
+                    .rollback()
+                    .map_err(|e| HostError::Storage(e.to_string()))?;
+                self.replace_instance()?;
+                Err(err)
+            }
+        }
+    }
+
+    /// A fresh instance over the same backend, configured as before.
+    fn replace_instance(&mut self) -> Result<(), HostError> {
+        let old = self
+            .store
+            .take()
+            .unwrap_or_else(|| unreachable!("worker store is missing"));
+        let backend = old.into_data().backend;
+        let (store, bindings) = instantiate(&self.runtime, backend)?;
+        self.store = Some(store);
+        self.bindings = bindings;
+        let values = std::mem::take(&mut self.values_json);
+        self.configure(&values).map(|_| ())
+    }
+
+    /// Answers one REST request through the component.
+    pub fn handle_request(
+        &mut self,
+        req: &quota_core::Request<'_>,
+        now: quota_core::Timestamp,
+    ) -> Result<quota_core::Response, HostError> {
+        let wreq = api::HttpRequest {
+            method: req.method.to_string(),
+            path: req.path.to_string(),
+            query: req.query.to_string(),
+            body: req.body.to_string(),
+            caller: req.caller.map(|c| api::Caller {
+                name: c.name.clone(),
+                admin: c.admin,
+                scopes: c.scopes.clone(),
+            }),
+        };
+        let r = self.call(|b, s| b.quota_engine_api().call_handle_request(s, &wreq, now.0))?;
+        let r = r.map_err(HostError::Storage)?;
+        Ok(quota_core::Response {
+            status: r.status,
+            body: r.body,
+        })
+    }
+
+    /// The spawn gate.
+    pub fn check_start(
+        &mut self,
+        req: &api::StartRequest,
+        now: quota_core::Timestamp,
+    ) -> Result<Result<api::StartDecision, api::QuotaError>, HostError> {
+        self.call(|b, s| b.quota_engine_api().call_check_start(s, req, now.0))
+    }
+
+    /// Ends a session.
+    pub fn end_session(
+        &mut self,
+        req: &api::EndRequest,
+        now: quota_core::Timestamp,
+    ) -> Result<Result<api::EndResult, api::QuotaError>, HostError> {
+        self.call(|b, s| b.quota_engine_api().call_end_session(s, req, now.0))
+    }
+
+    /// Runs a configured refresh rule.
+    pub fn run_rule(
+        &mut self,
+        name: &str,
+        run_id: Option<&str>,
+        dry_run: bool,
+        now: quota_core::Timestamp,
+    ) -> Result<Result<api::RefreshResult, api::QuotaError>, HostError> {
+        self.call(|b, s| {
+            b.quota_engine_api()
+                .call_run_rule(s, name, run_id, dry_run, now.0)
+        })
+    }
+
+    /// Closes stale sessions.
+    pub fn cleanup_stale(
+        &mut self,
+        now: quota_core::Timestamp,
+    ) -> Result<Result<Vec<api::CleanedSession>, api::QuotaError>, HostError> {
+        self.call(|b, s| b.quota_engine_api().call_cleanup_stale(s, now.0))
+    }
+
+    /// The backend, e.g. to dump it in a test.
+    pub fn backend(&mut self) -> &mut dyn Backend {
+        self.store_mut().data_mut().backend.as_mut()
+    }
+}
+
+fn instantiate(
+    runtime: &Runtime,
+    backend: Box<dyn Backend>,
+) -> Result<(Store<HostState>, QuotaEngine), HostError> {
+    let limits = StoreLimitsBuilder::new()
+        .memory_size(runtime.limits.memory_bytes)
+        .instances(4)
+        .build();
+    let mut store = Store::new(
+        &runtime.engine,
+        HostState {
+            backend,
+            limits,
+            storage_failed: None,
+        },
+    );
+    store.limiter(|s| &mut s.limits);
+    store.set_epoch_deadline(runtime.limits.deadline_ticks());
+    let bindings = runtime
+        .pre
+        .instantiate(&mut store)
+        .map_err(|e| HostError::Load(format!("{e:#}")))?;
+    Ok((store, bindings))
+}

@@ -1,0 +1,11 @@
+//! Generated bindings for the `quota-engine` world (private to this crate).
+#![allow(clippy::all, unsafe_op_in_unsafe_fn, missing_docs)]
+
+wit_bindgen::generate!({
+    path: "../wit",
+    world: "quota-engine",
+    generate_all,
+});
+
+pub(crate) use exports::quota::engine::api;
+pub(crate) use quota::engine::{storage, types};

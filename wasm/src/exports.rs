@@ -1,0 +1,356 @@
+//! The exported `api` interface: each function converts, calls `quota-core`, converts back.
+
+use std::cell::RefCell;
+
+use quota_core::admin::{self, AdminAction, AdminRequest, BatchEntry};
+use quota_core::gate::{self, StartDecision, StartRequest};
+use quota_core::refresh::{self, RefreshResult};
+use quota_core::sessions::{self, EndRequest, EndTarget, Outcome};
+use quota_core::{api as core_api, Config, QuotaError, Timestamp};
+
+use crate::bindings::api::{self as wit, Guest};
+use crate::convert as cv;
+use crate::guest_store::HostStore;
+
+thread_local! {
+    /// The configuration set by `configure`: the only state kept between calls.
+    static CONFIG: RefCell<Option<Config>> = const { RefCell::new(None) };
+}
+
+fn not_configured() -> QuotaError {
+    QuotaError::Store(quota_core::StoreError(
+        "the host did not call `configure` first".into(),
+    ))
+}
+
+/// Runs `f` with the configuration, or reports that `configure` was not called.
+fn with_config<T>(f: impl FnOnce(&Config) -> Result<T, QuotaError>) -> Result<T, wit::QuotaError> {
+    CONFIG
+        .with(|c| match c.borrow().as_ref() {
+            Some(cfg) => f(cfg),
+            None => Err(not_configured()),
+        })
+        .map_err(error_out)
+}
+
+fn error_out(e: QuotaError) -> wit::QuotaError {
+    match e {
+        QuotaError::Invalid { field, message } => wit::QuotaError::Invalid(wit::Problem { field, message }),
+        QuotaError::InsufficientBalance => wit::QuotaError::InsufficientBalance,
+        QuotaError::OutOfRange(m) => wit::QuotaError::OutOfRange(m),
+        QuotaError::NotFound(m) => wit::QuotaError::NotFound(m),
+        QuotaError::Conflict(m) => wit::QuotaError::Conflict(m),
+        QuotaError::Store(s) => wit::QuotaError::Storage(s.0),
+    }
+}
+
+fn refresh_out(r: RefreshResult) -> Result<wit::RefreshResult, QuotaError> {
+    let json =
+        serde_json::to_string(&r).map_err(|e| QuotaError::Store(quota_core::StoreError(e.to_string())))?;
+    Ok(wit::RefreshResult {
+        users_updated: r.users_updated,
+        total_change: r.total_change,
+        skipped: r.skipped,
+        action: r.action.as_str().to_string(),
+        rule_name: r.rule_name,
+        json,
+    })
+}
+
+struct Component;
+
+impl Guest for Component {
+    fn configure(values_json: String) -> Result<wit::ConfigSummary, Vec<wit::Problem>> {
+        let problem = |field: &str, message: String| wit::Problem {
+            field: field.into(),
+            message,
+        };
+        let values: serde_json::Value = serde_json::from_str(&values_json)
+            .map_err(|e| vec![problem("values", format!("is not valid JSON: {e}"))])?;
+        let config = Config::from_values(&values).map_err(|e| {
+            e.0.into_iter()
+                .map(|p| match p {
+                    QuotaError::Invalid { field, message } => wit::Problem { field, message },
+                    other => problem("values", other.to_string()),
+                })
+                .collect::<Vec<_>>()
+        })?;
+        let summary = wit::ConfigSummary {
+            enabled: config.enabled,
+            rules: config
+                .refresh_rules
+                .values()
+                .map(|r| wit::RuleInfo {
+                    name: r.name.clone(),
+                    enabled: r.enabled,
+                    schedule: r.schedule.to_string(),
+                })
+                .collect(),
+        };
+        CONFIG.with(|c| *c.borrow_mut() = Some(config));
+        Ok(summary)
+    }
+
+    fn next_fire(name: String, after: i64) -> Option<i64> {
+        CONFIG.with(|c| {
+            c.borrow()
+                .as_ref()?
+                .next_fire(&name, Timestamp(after))
+                .map(Timestamp::seconds)
+        })
+    }
+
+    fn check_start(req: wit::StartRequest, now: i64) -> Result<wit::StartDecision, wit::QuotaError> {
+        let req = StartRequest {
+            username: req.username,
+            resource: req.accelerator,
+            runtime_minutes: req.runtime_minutes,
+            server_name: req.server_name,
+            started_at: req.started_at.map(Timestamp),
+        };
+        with_config(|cfg| {
+            Ok(
+                match gate::check_start(cfg, &mut HostStore, &req, Timestamp(now))? {
+                    StartDecision::Allowed(s) => wit::StartDecision::Allowed(wit::Started {
+                        session_id: s.session_id,
+                        username: s.username,
+                        server_name: s.server_name,
+                        resource_type: s.resource_type,
+                        rate: s.rate.raw(),
+                        runtime_minutes: s.runtime_minutes,
+                        estimated_cost: s.estimated_cost.raw(),
+                        balance: s.balance,
+                    }),
+                    StartDecision::Refused(r) => wit::StartDecision::Refused(wit::Refusal {
+                        message: r.message,
+                        balance: r.balance,
+                        held: r.held,
+                        estimated_cost: r.estimated_cost.raw(),
+                    }),
+                },
+            )
+        })
+    }
+
+    fn end_session(req: wit::EndRequest, now: i64) -> Result<wit::EndResult, wit::QuotaError> {
+        let target = match req.target {
+            wit::EndTarget::Id(id) => EndTarget::Id(id),
+            wit::EndTarget::Server((username, server_name)) => EndTarget::Server {
+                username,
+                server_name,
+            },
+        };
+        let outcome = match req.outcome {
+            wit::Outcome::Completed => Outcome::Completed,
+            wit::Outcome::Failed => Outcome::Failed,
+        };
+        let req = EndRequest {
+            target,
+            ended_at: req.ended_at.map(Timestamp),
+            outcome,
+        };
+        let r = sessions::end_session(&mut HostStore, &req, Timestamp(now)).map_err(error_out)?;
+        Ok(wit::EndResult {
+            session_id: r.session_id,
+            status: cv::status_out(r.status),
+            duration_minutes: r.duration_minutes,
+            cost: r.cost,
+            balance: r.balance,
+        })
+    }
+
+    fn cleanup_stale(now: i64) -> Result<Vec<wit::CleanedSession>, wit::QuotaError> {
+        let cleaned = sessions::cleanup_stale(&mut HostStore, Timestamp(now)).map_err(error_out)?;
+        Ok(cleaned
+            .into_iter()
+            .map(|c| wit::CleanedSession {
+                session_id: c.session_id,
+                username: c.username,
+                server_name: c.server_name,
+                start_time: c.start_time.seconds(),
+                duration_minutes: c.duration_minutes,
+            })
+            .collect())
+    }
+
+    fn admin_update(
+        username: String,
+        action: wit::AdminAction,
+        description: Option<String>,
+        caller: String,
+        now: i64,
+    ) -> Result<wit::AdminResult, wit::QuotaError> {
+        let action = match action {
+            wit::AdminAction::Set(a) => AdminAction::Set(a),
+            wit::AdminAction::Add(a) => AdminAction::Add(a),
+            wit::AdminAction::Deduct(a) => AdminAction::Deduct(a),
+            wit::AdminAction::SetUnlimited(f) => AdminAction::SetUnlimited(f),
+        };
+        let req = AdminRequest {
+            username,
+            action,
+            description,
+        };
+        let r = admin::admin_update(&mut HostStore, &req, &caller, Timestamp(now)).map_err(error_out)?;
+        Ok(wit::AdminResult {
+            username: r.username,
+            balance: r.balance,
+            action: r.action.to_string(),
+            amount: r.amount,
+            unlimited: r.unlimited,
+        })
+    }
+
+    fn batch(
+        entries: Vec<wit::BatchEntry>,
+        caller: String,
+        now: i64,
+    ) -> Result<wit::BatchResult, wit::QuotaError> {
+        let items: Vec<admin::BatchItem> = entries
+            .into_iter()
+            .map(|e| {
+                Ok(BatchEntry {
+                    username: e.username,
+                    amount: e.amount,
+                    unlimited: e.unlimited,
+                })
+            })
+            .collect();
+        let r = admin::batch(&mut HostStore, &items, &caller, Timestamp(now)).map_err(error_out)?;
+        Ok(wit::BatchResult {
+            success: cv::clamp_u32(r.success),
+            failed: cv::clamp_u32(r.failed),
+            details: r
+                .details
+                .into_iter()
+                .map(|d| wit::BatchDetail {
+                    username: d.username,
+                    status: d.status.to_string(),
+                    balance: d.balance,
+                    unlimited: d.unlimited,
+                    error: d.error,
+                })
+                .collect(),
+        })
+    }
+
+    fn refresh(body_json: String, now: i64) -> Result<wit::RefreshResult, wit::QuotaError> {
+        let run = || {
+            let req = core_api::refresh_request_from_json(&body_json)?;
+            refresh_out(refresh::refresh(&mut HostStore, &req, Timestamp(now))?)
+        };
+        run().map_err(error_out)
+    }
+
+    fn run_rule(
+        name: String,
+        run_id: Option<String>,
+        dry_run: bool,
+        now: i64,
+    ) -> Result<wit::RefreshResult, wit::QuotaError> {
+        with_config(|cfg| {
+            refresh_out(refresh::run_rule(
+                cfg,
+                &mut HostStore,
+                &name,
+                run_id,
+                dry_run,
+                Timestamp(now),
+            )?)
+        })
+    }
+
+    fn list_users() -> Result<Vec<crate::bindings::types::UserRecord>, wit::QuotaError> {
+        let users = quota_core::reads::list_users(&mut HostStore).map_err(error_out)?;
+        Ok(users.iter().map(cv::user_out).collect())
+    }
+
+    fn user_detail(username: String) -> Result<wit::UserView, wit::QuotaError> {
+        let d = quota_core::reads::user_detail(&mut HostStore, &username).map_err(error_out)?;
+        Ok(wit::UserView {
+            username: d.username,
+            balance: d.balance,
+            unlimited: d.unlimited,
+            recent_transactions: d.recent_transactions.iter().map(cv::tx_out).collect(),
+        })
+    }
+
+    fn get_rates() -> wit::Rates {
+        CONFIG.with(|c| match c.borrow().as_ref() {
+            Some(cfg) => wit::Rates {
+                enabled: cfg.enabled,
+                rates: std::iter::once(("cpu".to_string(), cfg.cpu_rate.raw()))
+                    .chain(
+                        cfg.accelerators
+                            .iter()
+                            .map(|(k, a)| (k.clone(), a.quota_rate.raw())),
+                    )
+                    .collect(),
+                minimum_to_start: cfg.minimum_to_start.raw(),
+            },
+            None => wit::Rates {
+                enabled: false,
+                rates: Vec::new(),
+                minimum_to_start: 0,
+            },
+        })
+    }
+
+    fn handle_request(req: wit::HttpRequest, now: i64) -> Result<wit::HttpResponse, String> {
+        let caller = req.caller.map(|c| quota_core::Caller {
+            name: c.name,
+            admin: c.admin,
+            scopes: c.scopes,
+        });
+        #[cfg(feature = "fault-injection")]
+        if let Some(r) = crate::exports::fault(&req.path) {
+            return r;
+        }
+        let request = quota_core::Request {
+            method: &req.method,
+            path: &req.path,
+            query: &req.query,
+            body: &req.body,
+            caller: caller.as_ref(),
+        };
+        let answer = CONFIG.with(|c| match c.borrow().as_ref() {
+            Some(cfg) => {
+                quota_core::handle_request(cfg, &mut HostStore, &request, Timestamp(now)).map_err(|e| e.0)
+            }
+            None => Err("the host did not call `configure` first".to_string()),
+        })?;
+        Ok(wit::HttpResponse {
+            status: answer.status,
+            body: answer.body,
+        })
+    }
+}
+
+/// Test-only faults: trap after writing a row, or spin until the host's deadline stops the guest.
+#[cfg(feature = "fault-injection")]
+fn fault(path: &str) -> Option<Result<wit::HttpResponse, String>> {
+    use quota_core::Store;
+    match path {
+        "/__fault/trap-after-write" => {
+            let user = quota_core::store::UserRecord {
+                username: "fault-written".into(),
+                balance: 123,
+                unlimited: false,
+                updated_at: Timestamp(0),
+            };
+            if let Err(e) = HostStore.put_user(&user) {
+                return Some(Err(e.0));
+            }
+            panic!("injected trap after a write");
+        }
+        "/__fault/spin" => {
+            let mut n: u64 = 0;
+            loop {
+                n = std::hint::black_box(n.wrapping_add(1));
+            }
+        }
+        _ => None,
+    }
+}
+
+crate::bindings::export!(Component with_types_in crate::bindings);

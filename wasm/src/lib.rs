@@ -1,0 +1,10 @@
+//! `quota-wasm`: the engine as a WebAssembly component. Bindings, type conversion and a `Store`
+//! over the imported storage functions; every rule lives in `quota-core`.
+//!
+//! The one piece of state kept between calls is the parsed configuration (set by `configure`), so a
+//! host can reuse an instance for many calls.
+
+mod bindings;
+mod convert;
+mod exports;
+mod guest_store;
