@@ -11,11 +11,15 @@ rustup component list --installed 2>/dev/null | grep -q '^rustfmt' || rustup com
 rustup component list --installed 2>/dev/null | grep -q '^clippy' || rustup component add clippy
 cargo --version
 
+step "wasm components (shipped and fault-injection)"
+bash scripts/build-wasm.sh --fault
+
 step "format"
 cargo fmt --all -- --check
 
 step "clippy"
 cargo clippy --workspace --all-targets --locked -- -D warnings
+cargo clippy -p quota-wasm --target wasm32-unknown-unknown --features fault-injection --locked -- -D warnings
 
 step "tests"
 cargo test --workspace --locked

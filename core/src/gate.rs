@@ -90,9 +90,11 @@ pub fn check_start(
     let start = req.started_at.unwrap_or(now);
 
     // A hub starts only a server that is not running: an active session of this server is an orphan.
-    // One read of the user's active sessions serves both the orphan check and the reservations.
-    let mut active = store.active_sessions(&username)?;
+    // One read serves the orphan check, the record and the reservations.
+    let (stored_user, mut active) = store.gate_state(&username)?;
+    let mut orphan_closed = false;
     if let Some(pos) = active.iter().position(|s| s.server_name == server_name) {
+        orphan_closed = true;
         let orphan = active.remove(pos);
         let limit_end = orphan.start_time.plus_seconds(orphan.runtime_minutes * 60);
         let end = start.min(limit_end);
@@ -104,7 +106,13 @@ pub fn check_start(
     let mut user: Option<UserRecord> = None;
     let mut billable = false;
     if config.enabled {
-        let u = match store.get_user(&username)? {
+        // Closing an orphan may have charged the user: re-read only in that case.
+        let current = if orphan_closed {
+            store.get_user(&username)?
+        } else {
+            stored_user
+        };
+        let u = match current {
             Some(u) => u,
             None => create_record(config, store, &username, now)?,
         };
@@ -139,9 +147,13 @@ pub fn check_start(
         user = Some(u);
     }
 
+    let balance = match user {
+        Some(u) => u.balance,
+        None => store.get_user(&username)?.map_or(0, |u| u.balance),
+    };
     let session = NewSession {
-        username: username.clone(),
-        server_name: server_name.clone(),
+        username,
+        server_name,
         resource_type: resource.to_string(),
         rate,
         runtime_minutes: req.runtime_minutes,
@@ -150,14 +162,11 @@ pub fn check_start(
         billable,
     };
     let session_id = store.insert_session(&session)?;
-    let balance = match user {
-        Some(u) => u.balance,
-        None => store.get_user(&username)?.map_or(0, |u| u.balance),
-    };
+    // The session's strings move into the answer: no copies on the hot path.
     Ok(StartDecision::Allowed(Started {
         session_id,
-        username,
-        server_name,
+        username: session.username,
+        server_name: session.server_name,
         resource_type: session.resource_type,
         rate,
         runtime_minutes: req.runtime_minutes,

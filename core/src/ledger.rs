@@ -4,7 +4,7 @@
 
 use crate::error::QuotaError;
 use crate::limits;
-use crate::store::{NewTransaction, Store, TransactionType, UserRecord};
+use crate::store::{Change, NewTransaction, Store, TransactionType, UserRecord};
 use crate::time::Timestamp;
 
 /// Narrows an exact result to a balance, refusing values outside the exact range.
@@ -39,19 +39,25 @@ pub struct Entry<'a> {
     pub created_by: Option<&'a str>,
 }
 
-/// Moves `user` to `new_balance`, writes the row and appends the transaction. Returns its id.
+/// Moves `user` to `new_balance`, writing the row and its transaction in one storage call.
 pub fn apply(
     store: &mut dyn Store,
     user: &mut UserRecord,
     new_balance: i64,
     entry: Entry<'_>,
     now: Timestamp,
-) -> Result<i64, QuotaError> {
+) -> Result<(), QuotaError> {
+    let c = change(user, new_balance, entry, now);
+    store.record_changes(std::slice::from_ref(&c))?;
+    Ok(())
+}
+
+/// Moves `user` to `new_balance` and returns the change to write (refresh writes them in pages).
+pub fn change(user: &mut UserRecord, new_balance: i64, entry: Entry<'_>, now: Timestamp) -> Change {
     let before = user.balance;
     user.balance = new_balance;
     user.updated_at = now;
-    store.put_user(user)?;
-    let id = store.append_transaction(&NewTransaction {
+    let tx = NewTransaction {
         username: user.username.clone(),
         amount: new_balance - before,
         transaction_type: entry.kind,
@@ -61,6 +67,9 @@ pub fn apply(
         balance_after: new_balance,
         created_at: now,
         created_by: entry.created_by.map(str::to_string),
-    })?;
-    Ok(id)
+    };
+    Change {
+        user: user.clone(),
+        entry: tx,
+    }
 }

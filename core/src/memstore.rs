@@ -3,9 +3,7 @@
 use std::collections::BTreeMap;
 
 use crate::error::StoreError;
-use crate::store::{
-    NewSession, NewTransaction, RefreshRun, Session, SessionStatus, Store, Transaction, UserRecord,
-};
+use crate::store::{Change, NewSession, RefreshRun, Session, SessionStatus, Store, Transaction, UserRecord};
 use crate::time::Timestamp;
 
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -86,10 +84,13 @@ impl Store for MemStore {
         Ok(iter.take(limit).cloned().collect())
     }
 
-    fn append_transaction(&mut self, tx: &NewTransaction) -> Result<i64, StoreError> {
-        let id = self.transactions.len() as i64 + 1;
-        self.transactions.push(tx.clone().with_id(id));
-        Ok(id)
+    fn record_changes(&mut self, changes: &[Change]) -> Result<(), StoreError> {
+        for c in changes {
+            self.put_user(&c.user)?;
+            let id = self.transactions.len() as i64 + 1;
+            self.transactions.push(c.entry.clone().with_id(id));
+        }
+        Ok(())
     }
 
     fn recent_transactions(&mut self, username: &str, limit: usize) -> Result<Vec<Transaction>, StoreError> {

@@ -230,6 +230,7 @@ pub fn refresh(
         return Ok(result);
     }
     let description = format!("Auto {}: {}", p.action.as_str(), p.rule_name);
+    let mut page = Vec::with_capacity(limits::scan_page_users.min(changes.len()));
     for (mut user, new) in changes {
         let entry = Entry {
             kind: TransactionType::AutoRefresh,
@@ -237,7 +238,14 @@ pub fn refresh(
             description: description.clone(),
             created_by: None,
         };
-        ledger::apply(store, &mut user, new, entry, now)?;
+        page.push(ledger::change(&mut user, new, entry, now));
+        if page.len() == limits::scan_page_users {
+            store.record_changes(&page)?;
+            page.clear();
+        }
+    }
+    if !page.is_empty() {
+        store.record_changes(&page)?;
     }
     if let Some(run_id) = &req.run_id {
         let json = serde_json::to_string(&result).map_err(|e| crate::StoreError(e.to_string()))?;

@@ -76,6 +76,13 @@ pub struct NewTransaction {
     pub created_by: Option<String>,
 }
 
+/// A balance change as storage writes it: the user's new row and its audit entry, together.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Change {
+    pub user: UserRecord,
+    pub entry: NewTransaction,
+}
+
 /// An audit-log entry as stored. Invariant: `amount == balance_after - balance_before`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Transaction {
@@ -215,8 +222,10 @@ pub trait Store {
     /// Up to `limit` records with `username > after` (all when `after` is `None`), by username.
     fn scan_users(&mut self, after: Option<&str>, limit: usize) -> Result<Vec<UserRecord>, StoreError>;
 
-    /// Appends to the audit log and returns the new id (ids increase).
-    fn append_transaction(&mut self, tx: &NewTransaction) -> Result<i64, StoreError>;
+    /// For each change in order: writes the user row and appends the transaction (ids increase).
+    /// Every operation passes one change, except refresh, which passes a page of them: the one bulk
+    /// write, so a refresh of many users costs a few calls, not two per user.
+    fn record_changes(&mut self, changes: &[Change]) -> Result<(), StoreError>;
     /// A user's newest transactions, newest first (ties by id desc).
     fn recent_transactions(&mut self, username: &str, limit: usize) -> Result<Vec<Transaction>, StoreError>;
     /// Up to `limit` transactions with `id > after_id`, by id; only `username`'s when given.
@@ -234,6 +243,11 @@ pub trait Store {
     fn update_session(&mut self, session: &Session) -> Result<(), StoreError>;
     /// The user's active sessions, by id.
     fn active_sessions(&mut self, username: &str) -> Result<Vec<Session>, StoreError>;
+    /// The user's record and active sessions: the spawn gate's one read. A backend behind a costly
+    /// boundary (the component's host calls) answers it in one call.
+    fn gate_state(&mut self, username: &str) -> Result<(Option<UserRecord>, Vec<Session>), StoreError> {
+        Ok((self.get_user(username)?, self.active_sessions(username)?))
+    }
     /// Active sessions that started strictly before `cutoff`, by id.
     fn stale_sessions(&mut self, cutoff: Timestamp) -> Result<Vec<Session>, StoreError>;
     /// Up to `limit` sessions with `id > after_id`, by id, filtered by username and status when given.

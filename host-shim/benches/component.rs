@@ -1,1 +1,324 @@
-fn main() {}
+//! Benchmarks of the engine through the component. Run after `bash scripts/build-wasm.sh`:
+//! `cargo bench -p quota-host --bench component`. Prints figures and ratios; asserts nothing about
+//! time.
+//!
+//! 1. check_start / end_session: component vs native core, same in-memory backend, same run.
+//! 2. Durable start+end cycles on SQLite (WAL, synchronous=FULL), each call its own committed
+//!    transaction, beside the bare fsync-bound commit rate of the same disk.
+//! 3. One refresh of 100,000 users (one audit row each) on SQLite.
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use quota_core::gate::{check_start, StartDecision, StartRequest};
+use quota_core::sessions::{end_session, EndRequest, EndTarget, Outcome};
+use quota_core::store::{Store, UserRecord};
+use quota_core::{Config, Timestamp};
+use quota_host::api::{
+    self, EndRequest as WEnd, EndTarget as WTarget, Outcome as WOutcome, StartRequest as WStart,
+};
+use quota_host::{Backend, Durability, Limits, MemBackend, Runtime, SqliteBackend, Worker};
+
+const USERS: usize = 1000;
+const ROUNDS: usize = 100;
+const CYCLES: usize = 3000;
+const REFRESH_USERS: usize = 100_000;
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+fn values() -> serde_json::Value {
+    serde_json::json!({"custom": {"authMode": "github", "accelerators": {"phx": {"quotaRate": 2.5}}}})
+}
+
+fn names() -> Vec<String> {
+    (0..USERS).map(|i| format!("user{i:05}")).collect()
+}
+
+fn seed(store: &mut dyn Store, names: &[String], t0: Timestamp) {
+    for n in names {
+        store
+            .put_user(&UserRecord {
+                username: n.clone(),
+                balance: 1_000_000_000,
+                unlimited: false,
+                updated_at: t0,
+            })
+            .unwrap();
+    }
+}
+
+/// Median ns per check_start and per end_session for the native core over a MemBackend.
+fn native(names: &[String]) -> (f64, f64) {
+    let cfg = Config::from_values(&values()).unwrap();
+    let mut b = MemBackend::new();
+    let t0 = Timestamp(1_795_000_000);
+    seed(&mut b, names, t0);
+    let (mut s_ns, mut e_ns) = (Vec::new(), Vec::new());
+    let mut now = t0;
+    for _ in 0..ROUNDS {
+        let mut ids = Vec::with_capacity(names.len());
+        let t = Instant::now();
+        for n in names {
+            let req = StartRequest {
+                username: n.clone(),
+                resource: Some("phx".into()),
+                runtime_minutes: 60,
+                server_name: String::new(),
+                started_at: None,
+            };
+            b.begin().unwrap();
+            let StartDecision::Allowed(s) = check_start(&cfg, &mut b, &req, now).unwrap() else {
+                panic!("refused")
+            };
+            b.commit().unwrap();
+            ids.push(s.session_id);
+        }
+        s_ns.push(t.elapsed().as_nanos() as f64 / names.len() as f64);
+        now = now.plus_seconds(125);
+        let t = Instant::now();
+        for id in ids {
+            b.begin().unwrap();
+            end_session(
+                &mut b,
+                &EndRequest {
+                    target: EndTarget::Id(id),
+                    ended_at: None,
+                    outcome: Outcome::Completed,
+                },
+                now,
+            )
+            .unwrap();
+            b.commit().unwrap();
+        }
+        e_ns.push(t.elapsed().as_nanos() as f64 / names.len() as f64);
+    }
+    (median(s_ns), median(e_ns))
+}
+
+fn start_req(name: &str, server: &str) -> WStart {
+    WStart {
+        username: name.to_string(),
+        accelerator: Some("phx".into()),
+        runtime_minutes: 60,
+        server_name: server.to_string(),
+        started_at: None,
+    }
+}
+
+fn start(w: &mut Worker, req: &WStart, now: Timestamp) -> i64 {
+    match w.check_start(req, now).unwrap().unwrap() {
+        api::StartDecision::Allowed(s) => s.session_id,
+        api::StartDecision::Refused(r) => panic!("refused: {}", r.message),
+    }
+}
+
+fn end(w: &mut Worker, id: i64, now: Timestamp) {
+    let req = WEnd {
+        target: WTarget::Id(id),
+        ended_at: None,
+        outcome: WOutcome::Completed,
+    };
+    w.end_session(&req, now).unwrap().unwrap();
+}
+
+/// The same through the component.
+fn component(rt: &std::sync::Arc<Runtime>, names: &[String]) -> (f64, f64) {
+    let t0 = Timestamp(1_795_000_000);
+    let mut b = MemBackend::new();
+    seed(&mut b, names, t0);
+    let mut w = Worker::new(rt.clone(), Box::new(b), &values().to_string()).unwrap();
+    let reqs: Vec<WStart> = names.iter().map(|n| start_req(n, "")).collect();
+    let (mut s_ns, mut e_ns) = (Vec::new(), Vec::new());
+    let mut now = t0;
+    for _ in 0..ROUNDS {
+        let mut ids = Vec::with_capacity(names.len());
+        let t = Instant::now();
+        for r in &reqs {
+            ids.push(start(&mut w, r, now));
+        }
+        s_ns.push(t.elapsed().as_nanos() as f64 / names.len() as f64);
+        now = now.plus_seconds(125);
+        let t = Instant::now();
+        for id in ids {
+            end(&mut w, id, now);
+        }
+        e_ns.push(t.elapsed().as_nanos() as f64 / names.len() as f64);
+    }
+    (median(s_ns), median(e_ns))
+}
+
+fn bare_commits_per_second(path: &std::path::Path) -> f64 {
+    let b = SqliteBackend::open(path, Durability::Full).unwrap();
+    let c = b.connection();
+    c.execute_batch(
+        "CREATE TABLE IF NOT EXISTS bench_counter (n INTEGER); INSERT INTO bench_counter VALUES (0);",
+    )
+    .unwrap();
+    let n = 2000;
+    let t = Instant::now();
+    for _ in 0..n {
+        c.execute_batch("BEGIN IMMEDIATE; UPDATE bench_counter SET n = n + 1; COMMIT;")
+            .unwrap();
+    }
+    n as f64 / t.elapsed().as_secs_f64()
+}
+
+fn main() {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("..")
+        .join(quota_host::component_path);
+    let rt = Runtime::load(&path, Limits::default()).unwrap_or_else(|e| panic!("{e}"));
+    let names = names();
+
+    // A bare export call: no imports, a small result.
+    let mut w0 = Worker::new(rt.clone(), Box::new(MemBackend::new()), &values().to_string()).unwrap();
+    let t = Instant::now();
+    for _ in 0..100_000 {
+        std::hint::black_box(
+            w0.call(|api, s| api.quota_engine_api().call_get_rates(s))
+                .unwrap(),
+        );
+    }
+    println!(
+        "bare component call (get-rates, no imports, in a transaction): {:.0} ns",
+        t.elapsed().as_nanos() as f64 / 1e5
+    );
+
+    let mut mb = MemBackend::new();
+    seed(&mut mb, &names[..1], Timestamp(0));
+    let mut w1 = Worker::new(rt.clone(), Box::new(mb), &values().to_string()).unwrap();
+    let t = Instant::now();
+    for _ in 0..100_000 {
+        std::hint::black_box(
+            w1.call(|api, s| api.quota_engine_api().call_user_detail(s, &names[0]))
+                .unwrap()
+                .unwrap(),
+        );
+    }
+    println!(
+        "component call with two imports (user-detail): {:.0} ns",
+        t.elapsed().as_nanos() as f64 / 1e5
+    );
+
+    let (ns, ne) = native(&names);
+    let (cs, ce) = component(&rt, &names);
+    println!("in-memory, median of {ROUNDS} rounds x {USERS} users:");
+    println!(
+        "  check_start  native {ns:>7.0} ns/op   component {cs:>7.0} ns/op   ratio {:.2}x",
+        cs / ns
+    );
+    println!(
+        "  end_session  native {ne:>7.0} ns/op   component {ce:>7.0} ns/op   ratio {:.2}x",
+        ce / ne
+    );
+
+    let dir = std::env::temp_dir().join(format!("quota-bench-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let bare = bare_commits_per_second(&dir.join("bare.db"));
+    let db = dir.join("cycles.db");
+    let mut w = Worker::new(
+        rt.clone(),
+        Box::new(SqliteBackend::open(&db, Durability::Full).unwrap()),
+        &values().to_string(),
+    )
+    .unwrap();
+    let t0 = Timestamp(1_795_000_000);
+    let admin = quota_core::Caller {
+        name: "bench".into(),
+        admin: true,
+        scopes: vec![],
+    };
+    for n in names.iter().take(50) {
+        let r = w
+            .handle_request(
+                &quota_core::Request {
+                    method: "POST",
+                    path: &format!("/admin/api/quota/users/{n}"),
+                    query: "",
+                    body: r#"{"action":"set","amount":10000000}"#,
+                    caller: Some(&admin),
+                },
+                t0,
+            )
+            .unwrap();
+        assert_eq!(r.status, 200);
+    }
+    let reqs: Vec<WStart> = names.iter().take(50).map(|n| start_req(n, "")).collect();
+    let t = Instant::now();
+    for i in 0..CYCLES {
+        let now = t0.plus_seconds(i as i64 * 60);
+        let id = start(&mut w, &reqs[i % reqs.len()], now);
+        end(&mut w, id, now.plus_seconds(61));
+    }
+    let cps = CYCLES as f64 / t.elapsed().as_secs_f64();
+    println!("SQLite WAL synchronous=FULL, {CYCLES} cycles (check_start + end_session, each committed):");
+    println!(
+        "  {cps:.0} cycles/s = {:.0} commits/s; bare commits on this disk {bare:.0}/s; {:.0}% of what the disk allows",
+        cps * 2.0,
+        100.0 * cps * 2.0 / bare
+    );
+
+    let rdb = dir.join("refresh.db");
+    let mut b = SqliteBackend::open(&rdb, Durability::Full).unwrap();
+    {
+        let c = b.connection();
+        c.execute_batch("BEGIN").unwrap();
+        let mut st = c
+            .prepare("INSERT INTO users (username, balance, unlimited, updated_at) VALUES (?1, ?2, 0, 0)")
+            .unwrap();
+        for i in 0..REFRESH_USERS {
+            st.execute(rusqlite::params![format!("u{i:06}"), (i % 500) as i64])
+                .unwrap();
+        }
+        c.execute_batch("COMMIT").unwrap();
+    }
+    b.begin().unwrap();
+    b.commit().unwrap();
+    let mut w = Worker::new(rt.clone(), Box::new(b), &values().to_string()).unwrap();
+    let t = Instant::now();
+    let r = w
+        .call(|api, s| {
+            api.quota_engine_api().call_refresh(
+                s,
+                r#"{"action":"add","amount":10,"rule_name":"bench"}"#,
+                t0.0,
+            )
+        })
+        .unwrap()
+        .unwrap();
+    let el = t.elapsed().as_secs_f64();
+    println!("refresh of {REFRESH_USERS} users on SQLite (one audit row each, one transaction):");
+    println!(
+        "  component   {el:.3} s ({} updated, {:.2} us/user)",
+        r.users_updated,
+        el * 1e6 / REFRESH_USERS as f64
+    );
+    // The same work by the native core over the same backend: the floor without the component.
+    let mut b = SqliteBackend::open(&rdb, Durability::Full).unwrap();
+    if std::env::var("NOCKPT").is_ok() {
+        b.connection()
+            .pragma_update(None, "wal_autocheckpoint", 0)
+            .unwrap();
+    }
+    let req =
+        quota_core::api::refresh_request_from_json(r#"{"action":"add","amount":10,"rule_name":"bench2"}"#)
+            .unwrap();
+    let t = Instant::now();
+    b.begin().unwrap();
+    quota_core::refresh::refresh(&mut b, &req, t0).unwrap();
+    let statements = t.elapsed().as_secs_f64();
+    b.commit().unwrap();
+    let native_el = t.elapsed().as_secs_f64();
+    println!(
+        "  (native: statements {statements:.3} s, commit {:.3} s)",
+        native_el - statements
+    );
+    println!(
+        "  native core {native_el:.3} s over the same SQLite backend; component/native {:.2}x",
+        el / native_el
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -2,7 +2,7 @@
 //! no trace (as with a database), without copying the store at every `begin`.
 
 use quota_core::store::{
-    NewSession, NewTransaction, RefreshRun, Session, SessionStatus, Store, Transaction, UserRecord,
+    Change, NewSession, RefreshRun, Session, SessionStatus, Store, Transaction, UserRecord,
 };
 use quota_core::{MemStore, StoreError, Timestamp};
 
@@ -87,9 +87,13 @@ impl Store for MemBackend {
         self.store.scan_users(after, limit)
     }
 
-    fn append_transaction(&mut self, tx: &NewTransaction) -> Result<i64, StoreError> {
+    fn record_changes(&mut self, changes: &[Change]) -> Result<(), StoreError> {
         self.note(Undo::Transactions(self.store.transactions.len()));
-        self.store.append_transaction(tx)
+        for c in changes {
+            let prev = self.store.users.get(&c.user.username).cloned();
+            self.note(Undo::User(c.user.username.clone(), prev));
+        }
+        self.store.record_changes(changes)
     }
 
     fn recent_transactions(&mut self, username: &str, limit: usize) -> Result<Vec<Transaction>, StoreError> {

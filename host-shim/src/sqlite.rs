@@ -6,21 +6,23 @@ use std::time::Duration;
 
 use quota_core::milli::Milli;
 use quota_core::store::{
-    NewSession, NewTransaction, RefreshRun, Session, SessionStatus, Store, Transaction, TransactionType,
-    UserRecord,
+    Change, NewSession, RefreshRun, Session, SessionStatus, Store, Transaction, TransactionType, UserRecord,
 };
 use quota_core::{StoreError, Timestamp};
 use rusqlite::{params, Connection, OptionalExtension, Row};
 
 use crate::backend::Backend;
 
+/// Page cache per connection, in KiB.
+const cache_kib: i64 = 64 * 1024;
+
 /// How long a writer waits for another process's write lock before failing.
 const busy_timeout_ms: u64 = 10_000;
 
 /// Schema migrations; `PRAGMA user_version` is the number applied. Append only.
 const migrations: &[&str] = &[
-    // 1: the initial schema. Ids use AUTOINCREMENT so an id is never reused, even after a rollback
-    // or a deleted row: the audit log and session ids stay unambiguous forever.
+    // 1: the initial schema. Rows of `transactions` and `sessions` are never deleted, so plain
+    // INTEGER PRIMARY KEY ids are never reused (AUTOINCREMENT would only add a write per insert).
     "CREATE TABLE users (
         username TEXT PRIMARY KEY,
         balance INTEGER NOT NULL,
@@ -28,7 +30,7 @@ const migrations: &[&str] = &[
         updated_at INTEGER NOT NULL
      ) WITHOUT ROWID;
      CREATE TABLE transactions (
-        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        id INTEGER PRIMARY KEY,
         username TEXT NOT NULL,
         amount INTEGER NOT NULL,
         transaction_type TEXT NOT NULL,
@@ -41,7 +43,7 @@ const migrations: &[&str] = &[
      );
      CREATE INDEX transactions_by_user ON transactions (username, created_at, id);
      CREATE TABLE sessions (
-        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        id INTEGER PRIMARY KEY,
         username TEXT NOT NULL,
         server_name TEXT NOT NULL,
         resource_type TEXT NOT NULL,
@@ -159,6 +161,10 @@ impl SqliteBackend {
             Durability::Normal => "NORMAL",
         };
         conn.pragma_update(None, "synchronous", sync).map_err(db_err)?;
+        // A large refresh touches every user row and appends as many audit rows in one transaction;
+        // with SQLite's default 2 MB cache those pages spill to the WAL before the commit.
+        conn.pragma_update(None, "cache_size", -cache_kib)
+            .map_err(db_err)?;
         conn.set_prepared_statement_cache_capacity(64);
         let mut backend = SqliteBackend { conn };
         backend.migrate()?;
@@ -264,39 +270,79 @@ impl Store for SqliteBackend {
     }
 
     fn put_user(&mut self, u: &UserRecord) -> Result<(), StoreError> {
+        // Most writes change an existing user: try the UPDATE first (one primary-key seek), and
+        // insert only when there was no row.
         let mut st = self
             .conn
             .prepare_cached(
-                "INSERT INTO users (username, balance, unlimited, updated_at) VALUES (?1, ?2, ?3, ?4)
-                 ON CONFLICT (username) DO UPDATE SET balance = excluded.balance,
-                   unlimited = excluded.unlimited, updated_at = excluded.updated_at",
+                "UPDATE users SET balance = ?2, unlimited = ?3, updated_at = ?4 WHERE username = ?1",
             )
             .map_err(db_err)?;
-        st.execute(params![
-            u.username,
-            u.balance,
-            u.unlimited,
-            u.updated_at.seconds()
-        ])
-        .map_err(db_err)?;
+        let changed = st
+            .execute(params![
+                u.username,
+                u.balance,
+                u.unlimited,
+                u.updated_at.seconds()
+            ])
+            .map_err(db_err)?;
+        if changed == 0 {
+            let mut st = self
+                .conn
+                .prepare_cached(
+                    "INSERT INTO users (username, balance, unlimited, updated_at) VALUES (?1, ?2, ?3, ?4)",
+                )
+                .map_err(db_err)?;
+            st.execute(params![
+                u.username,
+                u.balance,
+                u.unlimited,
+                u.updated_at.seconds()
+            ])
+            .map_err(db_err)?;
+        }
         Ok(())
     }
 
     fn scan_users(&mut self, after: Option<&str>, limit: usize) -> Result<Vec<UserRecord>, StoreError> {
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-        let mut st = self
-            .conn
-            .prepare_cached(
-                "SELECT username, balance, unlimited, updated_at FROM users
-                 WHERE ?1 IS NULL OR username > ?1 ORDER BY username LIMIT ?2",
-            )
-            .map_err(db_err)?;
-        let rows = st.query_map(params![after, limit], user_row).map_err(db_err)?;
-        rows.collect::<Result<_, _>>().map_err(db_err)
+        // Two statements, not `?1 IS NULL OR username > ?1`: the OR makes SQLite scan from the
+        // first row for every page instead of seeking the primary key.
+        let rows = match after {
+            Some(after) => {
+                let mut st = self
+                    .conn
+                    .prepare_cached(
+                        "SELECT username, balance, unlimited, updated_at FROM users
+                         WHERE username > ?1 ORDER BY username LIMIT ?2",
+                    )
+                    .map_err(db_err)?;
+                let rows = st.query_map(params![after, limit], user_row).map_err(db_err)?;
+                rows.collect::<Result<_, _>>()
+            }
+            None => {
+                let mut st = self
+                    .conn
+                    .prepare_cached(
+                        "SELECT username, balance, unlimited, updated_at FROM users ORDER BY username LIMIT ?1",
+                    )
+                    .map_err(db_err)?;
+                let rows = st.query_map(params![limit], user_row).map_err(db_err)?;
+                rows.collect::<Result<_, _>>()
+            }
+        };
+        rows.map_err(db_err)
     }
 
-    fn append_transaction(&mut self, t: &NewTransaction) -> Result<i64, StoreError> {
-        let mut st = self
+    fn record_changes(&mut self, changes: &[Change]) -> Result<(), StoreError> {
+        // Both statements are looked up once per call, not once per row.
+        let mut update = self
+            .conn
+            .prepare_cached(
+                "UPDATE users SET balance = ?2, unlimited = ?3, updated_at = ?4 WHERE username = ?1",
+            )
+            .map_err(db_err)?;
+        let mut insert = self
             .conn
             .prepare_cached(
                 "INSERT INTO transactions (username, amount, transaction_type, resource_type, description,
@@ -304,19 +350,45 @@ impl Store for SqliteBackend {
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
             )
             .map_err(db_err)?;
-        st.execute(params![
-            t.username,
-            t.amount,
-            t.transaction_type.as_str(),
-            t.resource_type,
-            t.description,
-            t.balance_before,
-            t.balance_after,
-            t.created_at.seconds(),
-            t.created_by
-        ])
-        .map_err(db_err)?;
-        Ok(self.conn.last_insert_rowid())
+        for c in changes {
+            let u = &c.user;
+            let n = update
+                .execute(params![
+                    u.username,
+                    u.balance,
+                    u.unlimited,
+                    u.updated_at.seconds()
+                ])
+                .map_err(db_err)?;
+            if n == 0 {
+                let mut st = self
+                    .conn
+                    .prepare_cached("INSERT INTO users (username, balance, unlimited, updated_at) VALUES (?1, ?2, ?3, ?4)")
+                    .map_err(db_err)?;
+                st.execute(params![
+                    u.username,
+                    u.balance,
+                    u.unlimited,
+                    u.updated_at.seconds()
+                ])
+                .map_err(db_err)?;
+            }
+            let t = &c.entry;
+            insert
+                .execute(params![
+                    t.username,
+                    t.amount,
+                    t.transaction_type.as_str(),
+                    t.resource_type,
+                    t.description,
+                    t.balance_before,
+                    t.balance_after,
+                    t.created_at.seconds(),
+                    t.created_by
+                ])
+                .map_err(db_err)?;
+        }
+        Ok(())
     }
 
     fn recent_transactions(&mut self, username: &str, limit: usize) -> Result<Vec<Transaction>, StoreError> {

@@ -47,8 +47,15 @@ impl storage::Host for HostState {
         self.seen(r).map(|l| l.into_iter().map(cv::user_out).collect())
     }
 
-    fn append_transaction(&mut self, tx: types::NewTransaction) -> Result<i64, String> {
-        let r = self.backend.append_transaction(&cv::new_tx_in(tx));
+    fn record_changes(&mut self, changes: Vec<types::Change>) -> Result<(), String> {
+        let changes: Vec<_> = changes
+            .into_iter()
+            .map(|c| quota_core::store::Change {
+                user: cv::user_in(c.user),
+                entry: cv::new_tx_in(c.entry),
+            })
+            .collect();
+        let r = self.backend.record_changes(&changes);
         self.seen(r)
     }
 
@@ -87,6 +94,15 @@ impl storage::Host for HostState {
     fn active_sessions(&mut self, username: String) -> Result<Vec<types::Session>, String> {
         let r = self.backend.active_sessions(&username);
         self.seen(r).map(|l| l.into_iter().map(cv::session_out).collect())
+    }
+
+    fn gate_state(
+        &mut self,
+        username: String,
+    ) -> Result<(Option<types::UserRecord>, Vec<types::Session>), String> {
+        let r = self.backend.gate_state(&username);
+        self.seen(r)
+            .map(|(u, l)| (u.map(cv::user_out), l.into_iter().map(cv::session_out).collect()))
     }
 
     fn stale_sessions(&mut self, cutoff: i64) -> Result<Vec<types::Session>, String> {

@@ -24,8 +24,13 @@ pub struct Worker {
     summary: api::ConfigSummary,
 }
 
+/// Names what stopped the guest: the wasm trap (`unreachable` for a guest panic, `interrupt` for the
+/// epoch deadline, ...) rather than the backtrace header.
 fn trap(e: wasmtime::Error) -> HostError {
-    HostError::Trap(format!("{e:#}").lines().next().unwrap_or("trap").to_string())
+    match e.downcast_ref::<wasmtime::Trap>() {
+        Some(t) => HostError::Trap(t.to_string()),
+        None => HostError::Trap(e.root_cause().to_string()),
+    }
 }
 
 impl Worker {

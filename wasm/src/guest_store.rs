@@ -1,7 +1,7 @@
 //! `quota_core::Store` over the host's imported storage functions.
 
 use quota_core::store::{
-    NewSession, NewTransaction, RefreshRun, Session, SessionStatus, Store, Transaction, UserRecord,
+    Change, NewSession, RefreshRun, Session, SessionStatus, Store, Transaction, UserRecord,
 };
 use quota_core::{StoreError, Timestamp};
 
@@ -32,8 +32,15 @@ impl Store for HostStore {
             .collect())
     }
 
-    fn append_transaction(&mut self, tx: &NewTransaction) -> Result<i64, StoreError> {
-        host::append_transaction(&cv::new_tx_out(tx)).map_err(err)
+    fn record_changes(&mut self, changes: &[Change]) -> Result<(), StoreError> {
+        let list: Vec<_> = changes
+            .iter()
+            .map(|c| crate::bindings::types::Change {
+                user: cv::user_out(&c.user),
+                entry: cv::new_tx_out(&c.entry),
+            })
+            .collect();
+        host::record_changes(&list).map_err(err)
     }
 
     fn recent_transactions(&mut self, username: &str, limit: usize) -> Result<Vec<Transaction>, StoreError> {
@@ -69,6 +76,14 @@ impl Store for HostStore {
             .into_iter()
             .map(cv::session_in)
             .collect())
+    }
+
+    fn gate_state(&mut self, username: &str) -> Result<(Option<UserRecord>, Vec<Session>), StoreError> {
+        let (user, sessions) = host::gate_state(username).map_err(err)?;
+        Ok((
+            user.map(cv::user_in),
+            sessions.into_iter().map(cv::session_in).collect(),
+        ))
     }
 
     fn stale_sessions(&mut self, cutoff: Timestamp) -> Result<Vec<Session>, StoreError> {
