@@ -173,6 +173,14 @@ fn main() {
     let rt = Runtime::load(&path, Limits::default()).unwrap_or_else(|e| panic!("{e}"));
     let names = names();
 
+    // `BENCH_PROFILE=1`: only the component check_start/end_session loop, for `perf record`.
+    if std::env::var("BENCH_PROFILE").is_ok() {
+        for _ in 0..20 {
+            component(&rt, &names);
+        }
+        return;
+    }
+
     // A bare export call: no imports, a small result.
     let mut w0 = Worker::new(rt.clone(), Box::new(MemBackend::new()), &values().to_string()).unwrap();
     let t = Instant::now();

@@ -99,10 +99,15 @@ impl storage::Host for HostState {
     fn gate_state(
         &mut self,
         username: String,
-    ) -> Result<(Option<types::UserRecord>, Vec<types::Session>), String> {
+    ) -> Result<(Option<types::UserState>, Vec<types::Session>), String> {
         let r = self.backend.gate_state(&username);
+        let state = |u: quota_core::store::UserRecord| types::UserState {
+            balance: u.balance,
+            unlimited: u.unlimited,
+            updated_at: u.updated_at.0,
+        };
         self.seen(r)
-            .map(|(u, l)| (u.map(cv::user_out), l.into_iter().map(cv::session_out).collect()))
+            .map(|(u, l)| (u.map(state), l.into_iter().map(cv::session_out).collect()))
     }
 
     fn stale_sessions(&mut self, cutoff: i64) -> Result<Vec<types::Session>, String> {

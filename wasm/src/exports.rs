@@ -113,9 +113,6 @@ impl Guest for Component {
                 match gate::check_start(cfg, &mut HostStore, &req, Timestamp(now))? {
                     StartDecision::Allowed(s) => wit::StartDecision::Allowed(wit::Started {
                         session_id: s.session_id,
-                        username: s.username,
-                        server_name: s.server_name,
-                        resource_type: s.resource_type,
                         rate: s.rate.raw(),
                         runtime_minutes: s.runtime_minutes,
                         estimated_cost: s.estimated_cost.raw(),

@@ -80,10 +80,14 @@ impl Store for HostStore {
 
     fn gate_state(&mut self, username: &str) -> Result<(Option<UserRecord>, Vec<Session>), StoreError> {
         let (user, sessions) = host::gate_state(username).map_err(err)?;
-        Ok((
-            user.map(cv::user_in),
-            sessions.into_iter().map(cv::session_in).collect(),
-        ))
+        // The host leaves out the username the engine already has: one string less per start.
+        let user = user.map(|u| UserRecord {
+            username: username.to_string(),
+            balance: u.balance,
+            unlimited: u.unlimited,
+            updated_at: Timestamp(u.updated_at),
+        });
+        Ok((user, sessions.into_iter().map(cv::session_in).collect()))
     }
 
     fn stale_sessions(&mut self, cutoff: Timestamp) -> Result<Vec<Session>, StoreError> {
