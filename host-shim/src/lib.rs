@@ -23,7 +23,7 @@ pub use bindings::api;
 pub use error::HostError;
 pub use mem::MemBackend;
 pub use runtime::{Limits, Runtime};
-pub use sqlite::{Durability, SqliteBackend};
+pub use sqlite::{CheckpointStats, Checkpointer, Durability, SqliteBackend, SqliteOptions};
 pub use worker::Worker;
 
 /// Where `scripts/build-wasm.sh` puts the component, relative to the workspace root.

@@ -77,6 +77,32 @@ pub enum Durability {
     Normal,
 }
 
+/// How a connection is opened.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SqliteOptions {
+    pub durability: Durability,
+    /// SQLite's automatic checkpoint, which runs inside whichever commit pushes the WAL past 1,000
+    /// pages (a large refresh pays tens of milliseconds for it). A server turns it off on its request
+    /// connections and runs a [`Checkpointer`] instead.
+    pub auto_checkpoint: bool,
+}
+
+impl Default for SqliteOptions {
+    fn default() -> SqliteOptions {
+        SqliteOptions {
+            durability: Durability::Full,
+            auto_checkpoint: true,
+        }
+    }
+}
+
+/// What one checkpoint did: frames in the WAL, and frames copied into the database file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CheckpointStats {
+    pub wal_frames: i64,
+    pub checkpointed: i64,
+}
+
 pub struct SqliteBackend {
     conn: Connection,
 }
@@ -143,8 +169,39 @@ fn session_row(r: &Row<'_>) -> rusqlite::Result<Session> {
 impl SqliteBackend {
     /// Opens (creating if needed) and migrates the database file.
     pub fn open(path: &Path, durability: Durability) -> Result<SqliteBackend, StoreError> {
+        Self::open_with(
+            path,
+            SqliteOptions {
+                durability,
+                ..SqliteOptions::default()
+            },
+        )
+    }
+
+    /// Opens with explicit options.
+    pub fn open_with(path: &Path, options: SqliteOptions) -> Result<SqliteBackend, StoreError> {
         let conn = Connection::open(path).map_err(db_err)?;
-        Self::setup(conn, durability)
+        let backend = Self::setup(conn, options.durability)?;
+        if !options.auto_checkpoint {
+            backend
+                .conn
+                .pragma_update(None, "wal_autocheckpoint", 0)
+                .map_err(db_err)?;
+        }
+        Ok(backend)
+    }
+
+    /// Copies committed WAL frames into the database file without waiting for readers or writers
+    /// (`PASSIVE`): safe to run at any time from any connection.
+    pub fn checkpoint(&self) -> Result<CheckpointStats, StoreError> {
+        self.conn
+            .query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |r| {
+                Ok(CheckpointStats {
+                    wal_frames: r.get(1)?,
+                    checkpointed: r.get(2)?,
+                })
+            })
+            .map_err(db_err)
     }
 
     /// A private in-memory database (tests).
@@ -557,5 +614,55 @@ impl Store for SqliteBackend {
         ])
         .map_err(db_err)?;
         Ok(())
+    }
+}
+
+/// Checkpoints a database's WAL from a thread of its own, so that no request pays for it.
+pub struct Checkpointer {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Checkpointer {
+    /// Starts checkpointing `path` every `interval` until dropped. Errors are reported on stderr and
+    /// retried at the next interval (a busy database is normal).
+    pub fn start(path: &Path, interval: Duration) -> Result<Checkpointer, StoreError> {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        let backend = SqliteBackend::open_with(
+            path,
+            SqliteOptions {
+                auto_checkpoint: false,
+                ..SqliteOptions::default()
+            },
+        )?;
+        let stop = std::sync::Arc::new(AtomicBool::new(false));
+        let flag = stop.clone();
+        let thread = std::thread::Builder::new()
+            .name("quota-checkpoint".into())
+            .spawn(move || {
+                while !flag.load(Ordering::Relaxed) {
+                    if let Err(e) = backend.checkpoint() {
+                        eprintln!("quota: WAL checkpoint failed (will retry): {e}");
+                    }
+                    std::thread::park_timeout(interval);
+                }
+                // A last checkpoint on the way out keeps the WAL short for the next start.
+                let _ = backend.checkpoint();
+            })
+            .map_err(|e| StoreError(format!("starting the checkpointer: {e}")))?;
+        Ok(Checkpointer {
+            stop,
+            thread: Some(thread),
+        })
+    }
+}
+
+impl Drop for Checkpointer {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            t.thread().unpark();
+            let _ = t.join();
+        }
     }
 }
