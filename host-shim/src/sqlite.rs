@@ -116,6 +116,42 @@ const session_columns: &str = "id, username, server_name, resource_type, rate_mi
 const transaction_columns: &str = "id, username, amount, transaction_type, resource_type, description, \
      balance_before, balance_after, created_at, created_by";
 
+const update_user_sql: &str =
+    "UPDATE users SET balance = ?2, unlimited = ?3, updated_at = ?4 WHERE username = ?1";
+
+/// Most writes change an existing user: the UPDATE (one primary-key seek) comes first, and the row
+/// is inserted only when there was none.
+fn write_user(
+    conn: &Connection,
+    update: &mut rusqlite::CachedStatement<'_>,
+    u: &UserRecord,
+) -> Result<(), StoreError> {
+    let changed = update
+        .execute(params![
+            u.username,
+            u.balance,
+            u.unlimited,
+            u.updated_at.seconds()
+        ])
+        .map_err(db_err)?;
+    if changed == 0 {
+        let mut insert = conn
+            .prepare_cached(
+                "INSERT INTO users (username, balance, unlimited, updated_at) VALUES (?1, ?2, ?3, ?4)",
+            )
+            .map_err(db_err)?;
+        insert
+            .execute(params![
+                u.username,
+                u.balance,
+                u.unlimited,
+                u.updated_at.seconds()
+            ])
+            .map_err(db_err)?;
+    }
+    Ok(())
+}
+
 fn user_row(r: &Row<'_>) -> rusqlite::Result<UserRecord> {
     Ok(UserRecord {
         username: r.get(0)?,
@@ -327,38 +363,8 @@ impl Store for SqliteBackend {
     }
 
     fn put_user(&mut self, u: &UserRecord) -> Result<(), StoreError> {
-        // Most writes change an existing user: try the UPDATE first (one primary-key seek), and
-        // insert only when there was no row.
-        let mut st = self
-            .conn
-            .prepare_cached(
-                "UPDATE users SET balance = ?2, unlimited = ?3, updated_at = ?4 WHERE username = ?1",
-            )
-            .map_err(db_err)?;
-        let changed = st
-            .execute(params![
-                u.username,
-                u.balance,
-                u.unlimited,
-                u.updated_at.seconds()
-            ])
-            .map_err(db_err)?;
-        if changed == 0 {
-            let mut st = self
-                .conn
-                .prepare_cached(
-                    "INSERT INTO users (username, balance, unlimited, updated_at) VALUES (?1, ?2, ?3, ?4)",
-                )
-                .map_err(db_err)?;
-            st.execute(params![
-                u.username,
-                u.balance,
-                u.unlimited,
-                u.updated_at.seconds()
-            ])
-            .map_err(db_err)?;
-        }
-        Ok(())
+        let mut update = self.conn.prepare_cached(update_user_sql).map_err(db_err)?;
+        write_user(&self.conn, &mut update, u)
     }
 
     fn scan_users(&mut self, after: Option<&str>, limit: usize) -> Result<Vec<UserRecord>, StoreError> {
@@ -393,12 +399,7 @@ impl Store for SqliteBackend {
 
     fn record_changes(&mut self, changes: &[Change]) -> Result<(), StoreError> {
         // Both statements are looked up once per call, not once per row.
-        let mut update = self
-            .conn
-            .prepare_cached(
-                "UPDATE users SET balance = ?2, unlimited = ?3, updated_at = ?4 WHERE username = ?1",
-            )
-            .map_err(db_err)?;
+        let mut update = self.conn.prepare_cached(update_user_sql).map_err(db_err)?;
         let mut insert = self
             .conn
             .prepare_cached(
@@ -408,28 +409,7 @@ impl Store for SqliteBackend {
             )
             .map_err(db_err)?;
         for c in changes {
-            let u = &c.user;
-            let n = update
-                .execute(params![
-                    u.username,
-                    u.balance,
-                    u.unlimited,
-                    u.updated_at.seconds()
-                ])
-                .map_err(db_err)?;
-            if n == 0 {
-                let mut st = self
-                    .conn
-                    .prepare_cached("INSERT INTO users (username, balance, unlimited, updated_at) VALUES (?1, ?2, ?3, ?4)")
-                    .map_err(db_err)?;
-                st.execute(params![
-                    u.username,
-                    u.balance,
-                    u.unlimited,
-                    u.updated_at.seconds()
-                ])
-                .map_err(db_err)?;
-            }
+            write_user(&self.conn, &mut update, &c.user)?;
             let t = &c.entry;
             insert
                 .execute(params![
