@@ -44,6 +44,17 @@ fn error_out(e: QuotaError) -> wit::QuotaError {
     }
 }
 
+/// `(resource type, rate in thousandths)`, `cpu` first.
+fn rates_list(cfg: &Config) -> Vec<(String, i64)> {
+    std::iter::once((quota_core::config::cpu_resource.to_string(), cfg.cpu_rate.raw()))
+        .chain(
+            cfg.accelerators
+                .iter()
+                .map(|(k, a)| (k.clone(), a.quota_rate.raw())),
+        )
+        .collect()
+}
+
 fn refresh_out(r: RefreshResult) -> Result<wit::RefreshResult, QuotaError> {
     let json =
         serde_json::to_string(&r).map_err(|e| QuotaError::Store(quota_core::StoreError(e.to_string())))?;
@@ -276,13 +287,7 @@ impl Guest for Component {
         CONFIG.with(|c| match c.borrow().as_ref() {
             Some(cfg) => wit::Rates {
                 enabled: cfg.enabled,
-                rates: std::iter::once(("cpu".to_string(), cfg.cpu_rate.raw()))
-                    .chain(
-                        cfg.accelerators
-                            .iter()
-                            .map(|(k, a)| (k.clone(), a.quota_rate.raw())),
-                    )
-                    .collect(),
+                rates: rates_list(cfg),
                 minimum_to_start: cfg.minimum_to_start.raw(),
             },
             None => wit::Rates {
@@ -290,6 +295,40 @@ impl Guest for Component {
                 rates: Vec::new(),
                 minimum_to_start: 0,
             },
+        })
+    }
+
+    fn me(username: String) -> Result<wit::MeView, wit::QuotaError> {
+        with_config(|cfg| {
+            let m = quota_core::reads::me(cfg, &mut HostStore, &username)?;
+            Ok(wit::MeView {
+                username: m.username,
+                balance: m.balance,
+                unlimited: m.unlimited,
+                enabled: m.enabled,
+                rates: rates_list(cfg),
+            })
+        })
+    }
+
+    fn get_accelerators() -> Vec<wit::Accelerator> {
+        CONFIG.with(|c| {
+            c.borrow().as_ref().map_or_else(Vec::new, |cfg| {
+                cfg.accelerators
+                    .iter()
+                    .map(|(key, a)| wit::Accelerator {
+                        key: key.clone(),
+                        display_name: a.display_name.clone(),
+                        description: a.description.clone(),
+                        node_selector: a
+                            .node_selector
+                            .iter()
+                            .map(|(k, v)| (k.clone(), v.clone()))
+                            .collect(),
+                        quota_rate: a.quota_rate.raw(),
+                    })
+                    .collect()
+            })
         })
     }
 
