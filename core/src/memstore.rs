@@ -48,7 +48,16 @@ impl MemStore {
     }
 
     fn reindex(&mut self, session: &Session) {
-        let ids = self.active_by_user.entry(session.username.clone()).or_default();
+        // Look the user up before inserting, so the common case allocates no key.
+        if !self.active_by_user.contains_key(&session.username) {
+            if session.status != SessionStatus::Active {
+                return;
+            }
+            self.active_by_user.insert(session.username.clone(), Vec::new());
+        }
+        let Some(ids) = self.active_by_user.get_mut(&session.username) else {
+            return;
+        };
         ids.retain(|id| *id != session.id);
         if session.status == SessionStatus::Active {
             ids.push(session.id);

@@ -4,6 +4,10 @@
 //! The one piece of state kept between calls is the parsed configuration (set by `configure`), so a
 //! host can reuse an instance for many calls.
 
+#[cfg(all(not(target_feature = "atomics"), target_family = "wasm"))]
+#[global_allocator]
+static ALLOCATOR: talc::wasm::WasmDynamicTalc = talc::wasm::new_wasm_dynamic_allocator();
+
 mod bindings;
 mod convert;
 mod exports;
