@@ -115,6 +115,24 @@ impl NewTransaction {
     }
 }
 
+impl Transaction {
+    /// The id and the entry: the inverse of [`NewTransaction::with_id`].
+    pub fn into_parts(self) -> (i64, NewTransaction) {
+        let entry = NewTransaction {
+            username: self.username,
+            amount: self.amount,
+            transaction_type: self.transaction_type,
+            resource_type: self.resource_type,
+            description: self.description,
+            balance_before: self.balance_before,
+            balance_after: self.balance_after,
+            created_at: self.created_at,
+            created_by: self.created_by,
+        };
+        (self.id, entry)
+    }
+}
+
 /// Where a usage session is in its life.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -196,6 +214,22 @@ impl NewSession {
             end_time: None,
             duration_minutes: None,
             cost: 0,
+        }
+    }
+}
+
+impl Session {
+    /// What was recorded at start: the inverse of [`NewSession::with_id`], without the ending.
+    pub fn start_record(&self) -> NewSession {
+        NewSession {
+            username: self.username.clone(),
+            server_name: self.server_name.clone(),
+            resource_type: self.resource_type.clone(),
+            rate: self.rate,
+            runtime_minutes: self.runtime_minutes,
+            estimated_cost: self.estimated_cost,
+            start_time: self.start_time,
+            billable: self.billable,
         }
     }
 }

@@ -66,20 +66,25 @@ pub fn new_tx_in(t: wit::NewTransaction) -> NewTransaction {
     }
 }
 
+fn new_tx_out(t: NewTransaction) -> wit::NewTransaction {
+    wit::NewTransaction {
+        username: t.username,
+        amount: t.amount,
+        transaction_type: tx_type_out(t.transaction_type),
+        resource_type: t.resource_type,
+        description: t.description,
+        balance_before: t.balance_before,
+        balance_after: t.balance_after,
+        created_at: t.created_at.0,
+        created_by: t.created_by,
+    }
+}
+
 pub fn tx_out(t: Transaction) -> wit::Transaction {
+    let (id, entry) = t.into_parts();
     wit::Transaction {
-        id: t.id,
-        entry: wit::NewTransaction {
-            username: t.username,
-            amount: t.amount,
-            transaction_type: tx_type_out(t.transaction_type),
-            resource_type: t.resource_type,
-            description: t.description,
-            balance_before: t.balance_before,
-            balance_after: t.balance_after,
-            created_at: t.created_at.0,
-            created_by: t.created_by,
-        },
+        id,
+        entry: new_tx_out(entry),
     }
 }
 
@@ -124,19 +129,23 @@ pub fn session_in(s: wit::Session) -> Session {
     out
 }
 
+fn new_session_out(s: NewSession) -> wit::NewSession {
+    wit::NewSession {
+        username: s.username,
+        server_name: s.server_name,
+        resource_type: s.resource_type,
+        rate: s.rate.raw(),
+        runtime_minutes: s.runtime_minutes,
+        estimated_cost: s.estimated_cost.raw(),
+        start_time: s.start_time.0,
+        billable: s.billable,
+    }
+}
+
 pub fn session_out(s: Session) -> wit::Session {
     wit::Session {
         id: s.id,
-        start: wit::NewSession {
-            username: s.username,
-            server_name: s.server_name,
-            resource_type: s.resource_type,
-            rate: s.rate.raw(),
-            runtime_minutes: s.runtime_minutes,
-            estimated_cost: s.estimated_cost.raw(),
-            start_time: s.start_time.0,
-            billable: s.billable,
-        },
+        start: new_session_out(s.start_record()),
         status: status_out(s.status),
         end_time: s.end_time.map(|t| t.0),
         duration_minutes: s.duration_minutes,

@@ -126,28 +126,15 @@ fn write_user(
     update: &mut rusqlite::CachedStatement<'_>,
     u: &UserRecord,
 ) -> Result<(), StoreError> {
-    let changed = update
-        .execute(params![
-            u.username,
-            u.balance,
-            u.unlimited,
-            u.updated_at.seconds()
-        ])
-        .map_err(db_err)?;
+    let row = params![u.username, u.balance, u.unlimited, u.updated_at.seconds()];
+    let changed = update.execute(row).map_err(db_err)?;
     if changed == 0 {
         let mut insert = conn
             .prepare_cached(
                 "INSERT INTO users (username, balance, unlimited, updated_at) VALUES (?1, ?2, ?3, ?4)",
             )
             .map_err(db_err)?;
-        insert
-            .execute(params![
-                u.username,
-                u.balance,
-                u.unlimited,
-                u.updated_at.seconds()
-            ])
-            .map_err(db_err)?;
+        insert.execute(row).map_err(db_err)?;
     }
     Ok(())
 }

@@ -6,36 +6,13 @@ mod common;
 
 use std::collections::BTreeMap;
 
-use quota_core::{Request, Timestamp};
+use quota_core::Timestamp;
 use quota_host::{Durability, SqliteBackend, Worker};
 
 const THREADS: usize = 8;
 const PAIRS: usize = 500;
 const USERS: [&str; 3] = ["ann", "ben", "cy"];
 const START_BALANCE: i64 = 1_000_000;
-
-fn call(
-    w: &mut Worker,
-    caller: &quota_core::Caller,
-    method: &str,
-    path: &str,
-    body: &str,
-    now: Timestamp,
-) -> (u16, serde_json::Value) {
-    let r = w
-        .handle_request(
-            &Request {
-                method,
-                path,
-                query: "",
-                body,
-                caller: Some(caller),
-            },
-            now,
-        )
-        .unwrap_or_else(|e| panic!("{method} {path}: {e}"));
-    (r.status, serde_json::from_str(&r.body).expect("JSON body"))
-}
 
 #[test]
 fn eight_threads_of_start_stop_pairs_keep_the_ledger_exact() {
@@ -49,7 +26,7 @@ fn eight_threads_of_start_stop_pairs_keep_the_ledger_exact() {
         for u in USERS {
             let body = format!(r#"{{"action":"set","amount":{START_BALANCE}}}"#);
             assert_eq!(
-                call(
+                common::request(
                     &mut w,
                     &common::admin(),
                     "POST",
@@ -73,11 +50,11 @@ fn eight_threads_of_start_stop_pairs_keep_the_ledger_exact() {
                     let user = USERS[(t + i) % USERS.len()];
                     let start = format!(r#"{{"username":"{user}","resource_type":"phx","runtime_minutes":5,"server_name":"t{t}"}}"#);
                     let at = Timestamp(now.0 + (i as i64) * 600);
-                    let (status, body) = call(&mut w, &common::hub(), "POST", "/api/quota/sessions", &start, at);
+                    let (status, body) = common::request(&mut w, &common::hub(), "POST", "/api/quota/sessions", &start, at);
                     assert_eq!(status, 201, "{body}");
                     let id = body["session_id"].as_i64().expect("id");
                     let (status, body) =
-                        call(&mut w, &common::hub(), "POST", &format!("/api/quota/sessions/{id}/end"), "{}", Timestamp(at.0 + 150));
+                        common::request(&mut w, &common::hub(), "POST", &format!("/api/quota/sessions/{id}/end"), "{}", Timestamp(at.0 + 150));
                     assert_eq!((status, body["cost"].as_i64()), (200, Some(4)), "{body}");
                     ended.push(id);
                 }

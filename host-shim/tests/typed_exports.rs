@@ -3,7 +3,7 @@
 
 mod common;
 
-use quota_core::{Request, Timestamp};
+use quota_core::Timestamp;
 use quota_host::api::{
     self, AdminAction, BatchEntry, EndRequest, EndTarget, Outcome, StartDecision, StartRequest,
 };
@@ -21,21 +21,9 @@ fn values() -> String {
 }
 
 fn rest(w: &mut Worker, method: &str, path: &str) -> Value {
-    let admin = common::admin();
-    let r = w
-        .handle_request(
-            &Request {
-                method,
-                path,
-                query: "",
-                body: "",
-                caller: Some(&admin),
-            },
-            T0,
-        )
-        .expect("call");
-    assert_eq!(r.status, 200, "{path}: {}", r.body);
-    serde_json::from_str(&r.body).expect("JSON")
+    let (status, body) = common::request(w, &common::admin(), method, path, "", T0);
+    assert_eq!(status, 200, "{path}: {body}");
+    body
 }
 
 #[test]

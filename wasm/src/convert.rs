@@ -86,19 +86,10 @@ pub fn tx_in(t: wit::Transaction) -> Transaction {
 }
 
 pub fn tx_out(t: &Transaction) -> wit::Transaction {
+    let (id, entry) = t.clone().into_parts();
     wit::Transaction {
-        id: t.id,
-        entry: wit::NewTransaction {
-            username: t.username.clone(),
-            amount: t.amount,
-            transaction_type: tx_type_out(t.transaction_type),
-            resource_type: t.resource_type.clone(),
-            description: t.description.clone(),
-            balance_before: t.balance_before,
-            balance_after: t.balance_after,
-            created_at: t.created_at.seconds(),
-            created_by: t.created_by.clone(),
-        },
+        id,
+        entry: new_tx_out(&entry),
     }
 }
 
@@ -155,16 +146,7 @@ pub fn session_in(s: wit::Session) -> Session {
 pub fn session_out(s: &Session) -> wit::Session {
     wit::Session {
         id: s.id,
-        start: wit::NewSession {
-            username: s.username.clone(),
-            server_name: s.server_name.clone(),
-            resource_type: s.resource_type.clone(),
-            rate: s.rate.raw(),
-            runtime_minutes: s.runtime_minutes,
-            estimated_cost: s.estimated_cost.raw(),
-            start_time: s.start_time.seconds(),
-            billable: s.billable,
-        },
+        start: new_session_out(&s.start_record()),
         status: status_out(s.status),
         end_time: s.end_time.map(Timestamp::seconds),
         duration_minutes: s.duration_minutes,

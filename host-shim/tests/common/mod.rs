@@ -55,3 +55,29 @@ pub fn hub() -> quota_core::Caller {
         scopes: vec!["quota:sessions".into()],
     }
 }
+
+/// One REST request through the component; panics on a host error. Returns status and JSON body.
+pub fn request(
+    w: &mut quota_host::Worker,
+    caller: &quota_core::Caller,
+    method: &str,
+    path: &str,
+    body: &str,
+    now: quota_core::Timestamp,
+) -> (u16, serde_json::Value) {
+    let req = quota_core::Request {
+        method,
+        path,
+        query: "",
+        body,
+        caller: Some(caller),
+    };
+    let r = w
+        .handle_request(&req, now)
+        .unwrap_or_else(|e| panic!("{method} {path}: {e}"));
+    (
+        r.status,
+        serde_json::from_str(&r.body)
+            .unwrap_or_else(|e| panic!("{method} {path}: not JSON ({e}): {}", r.body)),
+    )
+}
