@@ -12,6 +12,7 @@ mod state;
 
 pub mod backend;
 pub mod error;
+pub mod host_tables;
 pub mod mem;
 pub mod runtime;
 pub mod scenario_host;
@@ -21,6 +22,7 @@ pub mod worker;
 pub use backend::Backend;
 pub use bindings::api;
 pub use error::HostError;
+pub use host_tables::{HostTables, IdempotencyKey, IdempotencyRecord, TokenRecord};
 pub use mem::MemBackend;
 pub use runtime::{Limits, Runtime};
 pub use sqlite::{CheckpointStats, Checkpointer, Durability, SqliteBackend, SqliteOptions};

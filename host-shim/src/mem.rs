@@ -6,13 +6,24 @@ use quota_core::store::{
 };
 use quota_core::{MemStore, StoreError, Timestamp};
 
+use std::collections::HashMap;
+
 use crate::backend::Backend;
+use crate::host_tables::{HostTables, IdempotencyKey, IdempotencyRecord, TokenRecord};
+
+type IdemKey = (String, String, String, String);
+
+fn idem_key(k: &IdempotencyKey) -> IdemKey {
+    (k.caller.clone(), k.method.clone(), k.path.clone(), k.key.clone())
+}
 
 enum Undo {
     User(String, Option<UserRecord>),
     Transactions(usize),
     Session(i64, Option<Session>),
     Run(String, Option<RefreshRun>),
+    Token(String, Option<TokenRecord>),
+    Idempotency(IdemKey, Option<IdempotencyRecord>),
 }
 
 #[derive(Default)]
@@ -20,6 +31,8 @@ pub struct MemBackend {
     pub store: MemStore,
     journal: Vec<Undo>,
     in_tx: bool,
+    tokens: HashMap<String, TokenRecord>,
+    replays: HashMap<IdemKey, IdempotencyRecord>,
 }
 
 impl MemBackend {
@@ -61,6 +74,22 @@ impl Backend for MemBackend {
                         self.store.refresh_runs.remove(&id);
                     }
                 },
+                Undo::Token(hash, prev) => match prev {
+                    Some(t) => {
+                        self.tokens.insert(hash, t);
+                    }
+                    None => {
+                        self.tokens.remove(&hash);
+                    }
+                },
+                Undo::Idempotency(key, prev) => match prev {
+                    Some(r) => {
+                        self.replays.insert(key, r);
+                    }
+                    None => {
+                        self.replays.remove(&key);
+                    }
+                },
             }
         }
         self.in_tx = false;
@@ -69,6 +98,35 @@ impl Backend for MemBackend {
 
     fn dump(&mut self) -> Result<String, StoreError> {
         Ok(format!("{:?}", self.store))
+    }
+}
+
+impl HostTables for MemBackend {
+    fn put_token(&mut self, token: &TokenRecord) -> Result<(), StoreError> {
+        let prev = self.tokens.insert(token.hash.clone(), token.clone());
+        self.note(Undo::Token(token.hash.clone(), prev));
+        Ok(())
+    }
+
+    fn find_token(&mut self, hash: &str) -> Result<Option<TokenRecord>, StoreError> {
+        Ok(self.tokens.get(hash).cloned())
+    }
+
+    fn get_idempotent(&mut self, key: &IdempotencyKey) -> Result<Option<IdempotencyRecord>, StoreError> {
+        Ok(self.replays.get(&idem_key(key)).cloned())
+    }
+
+    fn put_idempotent(&mut self, key: &IdempotencyKey, record: &IdempotencyRecord) -> Result<(), StoreError> {
+        let k = idem_key(key);
+        let prev = self.replays.insert(k.clone(), record.clone());
+        self.note(Undo::Idempotency(k, prev));
+        Ok(())
+    }
+
+    fn purge_idempotent(&mut self, before: Timestamp) -> Result<u64, StoreError> {
+        let n = self.replays.len();
+        self.replays.retain(|_, r| r.created_at >= before);
+        Ok((n - self.replays.len()) as u64)
     }
 }
 

@@ -12,6 +12,9 @@ use quota_core::{StoreError, Timestamp};
 use rusqlite::{params, Connection, OptionalExtension, Row};
 
 use crate::backend::Backend;
+use crate::host_tables::{
+    scopes_column, scopes_from_column, HostTables, IdempotencyKey, IdempotencyRecord, TokenRecord,
+};
 
 /// Page cache per connection, in KiB.
 const cache_kib: i64 = 64 * 1024;
@@ -66,6 +69,26 @@ const migrations: &[&str] = &[
         result TEXT NOT NULL,
         created_at INTEGER NOT NULL
      ) WITHOUT ROWID;",
+    // 2: host tables: API tokens (hashes only) and Idempotency-Key replays.
+    "CREATE TABLE api_tokens (
+        hash TEXT PRIMARY KEY,
+        name TEXT NOT NULL,
+        admin INTEGER NOT NULL,
+        scopes TEXT NOT NULL,
+        created_at INTEGER NOT NULL
+     ) WITHOUT ROWID;
+     CREATE TABLE idempotency (
+        caller TEXT NOT NULL,
+        method TEXT NOT NULL,
+        path TEXT NOT NULL,
+        key TEXT NOT NULL,
+        body_hash TEXT NOT NULL,
+        status INTEGER NOT NULL,
+        body TEXT NOT NULL,
+        created_at INTEGER NOT NULL,
+        PRIMARY KEY (caller, method, path, key)
+     ) WITHOUT ROWID;
+     CREATE INDEX idempotency_by_age ON idempotency (created_at);",
 ];
 
 /// How hard SQLite works to make a commit durable.
@@ -298,6 +321,10 @@ impl Backend for SqliteBackend {
         self.conn.execute_batch("BEGIN IMMEDIATE").map_err(db_err)
     }
 
+    fn begin_read(&mut self) -> Result<(), StoreError> {
+        self.conn.execute_batch("BEGIN DEFERRED").map_err(db_err)
+    }
+
     fn commit(&mut self) -> Result<(), StoreError> {
         self.conn.execute_batch("COMMIT").map_err(db_err)
     }
@@ -316,6 +343,8 @@ impl Backend for SqliteBackend {
             ("transactions", "id"),
             ("sessions", "id"),
             ("refresh_runs", "run_id"),
+            ("api_tokens", "hash"),
+            ("idempotency", "caller, method, path, key"),
         ] {
             let mut stmt = self
                 .conn
@@ -337,6 +366,94 @@ impl Backend for SqliteBackend {
             }
         }
         Ok(out)
+    }
+}
+
+impl HostTables for SqliteBackend {
+    fn put_token(&mut self, t: &TokenRecord) -> Result<(), StoreError> {
+        self.conn
+            .prepare_cached(
+                "INSERT INTO api_tokens (hash, name, admin, scopes, created_at) VALUES (?1, ?2, ?3, ?4, ?5)",
+            )
+            .and_then(|mut st| {
+                st.execute(params![
+                    t.hash,
+                    t.name,
+                    t.admin,
+                    scopes_column(&t.scopes),
+                    t.created_at.seconds()
+                ])
+            })
+            .map(|_| ())
+            .map_err(db_err)
+    }
+
+    fn find_token(&mut self, hash: &str) -> Result<Option<TokenRecord>, StoreError> {
+        self.conn
+            .prepare_cached("SELECT hash, name, admin, scopes, created_at FROM api_tokens WHERE hash = ?1")
+            .and_then(|mut st| {
+                st.query_row([hash], |r| {
+                    Ok(TokenRecord {
+                        hash: r.get(0)?,
+                        name: r.get(1)?,
+                        admin: r.get(2)?,
+                        scopes: scopes_from_column(&r.get::<_, String>(3)?),
+                        created_at: Timestamp(r.get(4)?),
+                    })
+                })
+                .optional()
+            })
+            .map_err(db_err)
+    }
+
+    fn get_idempotent(&mut self, k: &IdempotencyKey) -> Result<Option<IdempotencyRecord>, StoreError> {
+        self.conn
+            .prepare_cached(
+                "SELECT body_hash, status, body, created_at FROM idempotency \
+                 WHERE caller = ?1 AND method = ?2 AND path = ?3 AND key = ?4",
+            )
+            .and_then(|mut st| {
+                st.query_row(params![k.caller, k.method, k.path, k.key], |r| {
+                    Ok(IdempotencyRecord {
+                        body_hash: r.get(0)?,
+                        status: r.get(1)?,
+                        body: r.get(2)?,
+                        created_at: Timestamp(r.get(3)?),
+                    })
+                })
+                .optional()
+            })
+            .map_err(db_err)
+    }
+
+    fn put_idempotent(&mut self, k: &IdempotencyKey, r: &IdempotencyRecord) -> Result<(), StoreError> {
+        self.conn
+            .prepare_cached(
+                "INSERT OR REPLACE INTO idempotency \
+                 (caller, method, path, key, body_hash, status, body, created_at) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+            )
+            .and_then(|mut st| {
+                st.execute(params![
+                    k.caller,
+                    k.method,
+                    k.path,
+                    k.key,
+                    r.body_hash,
+                    r.status,
+                    r.body,
+                    r.created_at.seconds()
+                ])
+            })
+            .map(|_| ())
+            .map_err(db_err)
+    }
+
+    fn purge_idempotent(&mut self, before: Timestamp) -> Result<u64, StoreError> {
+        self.conn
+            .execute("DELETE FROM idempotency WHERE created_at < ?1", [before.seconds()])
+            .map(|n| n as u64)
+            .map_err(db_err)
     }
 }
 

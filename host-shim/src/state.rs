@@ -16,6 +16,11 @@ pub struct HostState {
 }
 
 impl HostState {
+    /// Notes a failed host-side read or write, so the call is rolled back.
+    pub fn seen_result<T>(&mut self, r: Result<T, StoreError>) -> Result<T, String> {
+        self.seen(r)
+    }
+
     fn seen<T>(&mut self, r: Result<T, StoreError>) -> Result<T, String> {
         r.map_err(|e| {
             let msg = e.to_string();

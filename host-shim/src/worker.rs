@@ -13,6 +13,7 @@ use wasmtime::{Store, StoreLimitsBuilder};
 use crate::backend::Backend;
 use crate::bindings::{api, QuotaEngine};
 use crate::error::HostError;
+use crate::host_tables::{IdempotencyKey, IdempotencyRecord};
 use crate::runtime::Runtime;
 use crate::state::HostState;
 
@@ -98,17 +99,35 @@ impl Worker {
         &mut self,
         f: impl FnOnce(&QuotaEngine, &mut Store<HostState>) -> wasmtime::Result<T>,
     ) -> Result<T, HostError> {
+        self.run(false, f)
+    }
+
+    /// Runs one engine call that only reads, in a read transaction (see [`Backend::begin_read`]).
+    pub fn call_read<T>(
+        &mut self,
+        f: impl FnOnce(&QuotaEngine, &mut Store<HostState>) -> wasmtime::Result<T>,
+    ) -> Result<T, HostError> {
+        self.run(true, f)
+    }
+
+    fn run<T>(
+        &mut self,
+        read_only: bool,
+        f: impl FnOnce(&QuotaEngine, &mut Store<HostState>) -> wasmtime::Result<T>,
+    ) -> Result<T, HostError> {
         let ticks = self.runtime.limits.deadline_ticks();
         let store = self
             .store
             .as_mut()
             .unwrap_or_else(|| unreachable!("worker store is missing"));
         store.data_mut().storage_failed = None;
-        store
-            .data_mut()
-            .backend
-            .begin()
-            .map_err(|e| HostError::Storage(e.to_string()))?;
+        let backend = &mut store.data_mut().backend;
+        let begun = if read_only {
+            backend.begin_read()
+        } else {
+            backend.begin()
+        };
+        begun.map_err(|e| HostError::Storage(e.to_string()))?;
         store.set_epoch_deadline(ticks);
         let answer = f(&self.bindings, store);
         let failed = store.data_mut().storage_failed.take();
@@ -161,6 +180,18 @@ impl Worker {
         req: &quota_core::Request<'_>,
         now: quota_core::Timestamp,
     ) -> Result<quota_core::Response, HostError> {
+        self.handle_request_once(req, now, None)
+    }
+
+    /// Answers one REST request; `GET` runs in a read transaction. With an idempotency key, the
+    /// first completed response is recorded in the same transaction as the call, and a repeat with
+    /// the same body hash replays it without calling the engine (another body: 409).
+    pub fn handle_request_once(
+        &mut self,
+        req: &quota_core::Request<'_>,
+        now: quota_core::Timestamp,
+        once: Option<(&IdempotencyKey, &str)>,
+    ) -> Result<quota_core::Response, HostError> {
         let wreq = api::HttpRequest {
             method: req.method.to_string(),
             path: req.path.to_string(),
@@ -172,7 +203,47 @@ impl Worker {
                 scopes: c.scopes.clone(),
             }),
         };
-        let r = self.call(|b, s| b.quota_engine_api().call_handle_request(s, &wreq, now.0))?;
+        let read_only = req.method == "GET" && once.is_none();
+        let r = self.run(read_only, |b, s| {
+            if let Some((key, body_hash)) = once {
+                let seen = s.data_mut().backend.get_idempotent(key);
+                match s.data_mut().seen_result(seen) {
+                    Err(e) => return Ok(Err(e)),
+                    Ok(Some(first)) if first.body_hash == body_hash => {
+                        return Ok(Ok(api::HttpResponse {
+                            status: first.status,
+                            body: first.body,
+                        }))
+                    }
+                    Ok(Some(_)) => {
+                        return Ok(Ok(api::HttpResponse {
+                            status: 409,
+                            body: serde_json::json!({
+                                "error": "Idempotency-Key: already used with a different body"
+                            })
+                            .to_string(),
+                        }))
+                    }
+                    Ok(None) => {}
+                }
+            }
+            let r = b
+                .quota_engine_api()
+                .call_handle_request(&mut *s, &wreq, now.0)?;
+            if let (Some((key, body_hash)), Ok(resp)) = (once, &r) {
+                let record = IdempotencyRecord {
+                    body_hash: body_hash.to_string(),
+                    status: resp.status,
+                    body: resp.body.clone(),
+                    created_at: now,
+                };
+                let put = s.data_mut().backend.put_idempotent(key, &record);
+                if let Err(e) = s.data_mut().seen_result(put) {
+                    return Ok(Err(e));
+                }
+            }
+            Ok(r)
+        })?;
         let r = r.map_err(HostError::Storage)?;
         Ok(quota_core::Response {
             status: r.status,

@@ -101,7 +101,7 @@ fn a_newer_schema_is_refused_with_a_clear_message() {
     let dir = tempfile::tempdir().expect("dir");
     let path = dir.path().join("q.db");
     let b = SqliteBackend::open(&path, Durability::Full).expect("open");
-    assert_eq!(b.schema_version().expect("version"), 1);
+    assert_eq!(b.schema_version().expect("version"), 2);
     b.connection()
         .pragma_update(None, "user_version", 99)
         .expect("bump");
@@ -111,7 +111,7 @@ fn a_newer_schema_is_refused_with_a_clear_message() {
         .expect("refused");
     assert!(
         err.to_string()
-            .contains("schema version 99, newer than this program's 1"),
+            .contains("schema version 99, newer than this program's 2"),
         "{err}"
     );
 }
