@@ -1,0 +1,127 @@
+//! The command line (clap). Every command has `--help`.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+pub const default_values: &str = "examples/values.yaml";
+pub const default_db: &str = "sqlite://quota.db";
+
+#[derive(Parser)]
+#[command(
+    name = "quota-hub",
+    version,
+    about = "Per-user compute-credit quotas for notebook hubs: the server and its admin tool"
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand)]
+pub enum Command {
+    /// Serve the REST API and run scheduled refresh rules.
+    Serve(ServeArgs),
+    /// Manage API tokens.
+    Token {
+        #[command(subcommand)]
+        command: TokenCommand,
+    },
+    /// Set balances to an exact amount (users as arguments, or a CSV file `username[,quota]`).
+    SetQuota(QuotaArgs),
+    /// Add an amount to balances (users as arguments, or a CSV file; its quota column is ignored).
+    AddQuota(QuotaArgs),
+    /// Print every user's balance.
+    ListQuota(Target),
+    /// Run one configured refresh rule now.
+    Refresh {
+        /// The rule's name (a key of `custom.quota.refreshRules`).
+        rule: String,
+        /// Compute and print the changes without writing anything.
+        #[arg(long)]
+        dry_run: bool,
+        #[command(flatten)]
+        target: Target,
+    },
+    /// Close sessions active for more than 8 hours (the server also does this when it starts).
+    Cleanup(Target),
+    /// Validate a values file and print every problem with its key path.
+    CheckConfig {
+        #[arg(long, default_value = default_values)]
+        values: PathBuf,
+    },
+}
+
+#[derive(Args)]
+pub struct ServeArgs {
+    /// The values file (the Helm chart's format: `custom.quota`, `custom.accelerators`, `custom.authMode`).
+    #[arg(long, default_value = default_values)]
+    pub values: PathBuf,
+    /// Database: `sqlite://FILE` (created if missing).
+    #[arg(long, default_value = default_db)]
+    pub db: String,
+    /// Address to listen on (`127.0.0.1:0` picks a free port; the URL printed says which).
+    #[arg(long, default_value = "127.0.0.1:8765")]
+    pub listen: String,
+    /// Path prefix of every route.
+    #[arg(long, default_value = "/hub")]
+    pub base_url: String,
+    /// Engine instances answering reads in parallel (writes have one of their own).
+    #[arg(long, default_value_t = 2)]
+    pub readers: usize,
+    /// Testing only: honour an `X-Quota-Test-Now: <RFC 3339>` header as the request's clock.
+    #[arg(long, hide = true)]
+    pub test_clock: bool,
+    /// Testing only: start the server's clock at this instant (RFC 3339); it then runs in real time.
+    #[arg(long, hide = true)]
+    pub clock_start: Option<String>,
+}
+
+#[derive(Subcommand)]
+pub enum TokenCommand {
+    /// Create a token; prints it once on stdout (only its hash is stored).
+    Issue {
+        #[arg(long, default_value = default_db)]
+        db: String,
+        /// The user or service the token acts as.
+        #[arg(long)]
+        user: String,
+        /// An administrator: may do everything.
+        #[arg(long)]
+        admin: bool,
+        /// A service scope; repeat for several.
+        #[arg(long, value_parser = ["quota:sessions", "quota:refresh", "quota:admin"])]
+        scope: Vec<String>,
+    },
+}
+
+/// Where a command acts: the database directly, or a running server.
+#[derive(Args, Clone)]
+pub struct Target {
+    /// Database to act on directly: `sqlite://FILE`.
+    #[arg(long, default_value = default_db)]
+    pub db: String,
+    /// The values file (used with `--db`).
+    #[arg(long, default_value = default_values)]
+    pub values: PathBuf,
+    /// Act through a running server instead, e.g. `http://127.0.0.1:8765/hub`.
+    #[arg(long)]
+    pub url: Option<String>,
+    /// Admin token for `--url`.
+    #[arg(long, env = "QUOTA_HUB_TOKEN", hide_env_values = true)]
+    pub token: Option<String>,
+}
+
+#[derive(Args)]
+pub struct QuotaArgs {
+    /// Usernames (trimmed and lowercased).
+    pub users: Vec<String>,
+    /// A CSV file with a header `username[,quota]`.
+    #[arg(short = 'f', long = "file", conflicts_with = "users")]
+    pub file: Option<PathBuf>,
+    /// The amount (for `set-quota` with a file, used for rows without a quota).
+    #[arg(long, allow_negative_numbers = true)]
+    pub amount: Option<i64>,
+    #[command(flatten)]
+    pub target: Target,
+}

@@ -1,0 +1,365 @@
+//! What each command does.
+
+use std::io::Write;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use quota_core::limits::batch_users_max;
+use quota_core::{Config, Timestamp};
+use quota_host::{api, Checkpointer};
+use serde_json::json;
+
+use crate::cli::{Cli, Command, QuotaArgs, ServeArgs, TokenCommand};
+use crate::clock::Clock;
+use crate::db::{self, Db};
+use crate::log::info;
+use crate::pool::{Kind, Pool};
+use crate::quota_file::{self, Entry};
+use crate::server::{self, App};
+use crate::target::{segment, Target};
+use crate::{engine, scheduler, tokens, values};
+
+/// Files with more rows than this get a progress bar.
+const progress_rows_min: usize = 300;
+/// How often the server copies the WAL into the database file.
+const checkpoint_interval_ms: u64 = 200;
+
+pub fn run(cli: Cli) -> Result<ExitCode, String> {
+    match cli.command {
+        Command::Serve(a) => serve(a),
+        Command::Token {
+            command: TokenCommand::Issue {
+                db,
+                user,
+                admin,
+                scope,
+            },
+        } => {
+            let mut backend = db::parse(&db)?.open(true)?;
+            let secret = tokens::issue(&mut backend, &user, admin, &scope, Clock::system().now())?;
+            println!("{secret}");
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::SetQuota(a) => change_quota(a, true),
+        Command::AddQuota(a) => change_quota(a, false),
+        Command::ListQuota(t) => list_quota(&mut Target::open(&t, false)?),
+        Command::Refresh {
+            rule,
+            dry_run,
+            target,
+        } => {
+            if target.url.is_some() {
+                return Err("refresh runs a rule of the local values file: use --db, not --url".into());
+            }
+            let Target::Local(mut w, _) = Target::open(&target, true)? else {
+                unreachable!("a target without --url is local")
+            };
+            let r = w
+                .run_rule(&rule, None, dry_run, Clock::system().now())
+                .map_err(|e| e.to_string())?
+                .map_err(|e| quota_error(&e))?;
+            println!("{}", pretty(&r.json));
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Cleanup(t) => {
+            let v = Target::open(&t, false)?.ok("POST", "/admin/api/quota/cleanup", "{}")?;
+            println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::CheckConfig { values } => check_config(&values),
+    }
+}
+
+fn pretty(s: &str) -> String {
+    serde_json::from_str::<serde_json::Value>(s)
+        .ok()
+        .and_then(|v| serde_json::to_string_pretty(&v).ok())
+        .unwrap_or_else(|| s.to_string())
+}
+
+pub fn quota_error(e: &api::QuotaError) -> String {
+    match e {
+        api::QuotaError::Invalid(p) => format!("{}: {}", p.field, p.message),
+        api::QuotaError::InsufficientBalance => "Insufficient balance".into(),
+        api::QuotaError::OutOfRange(m)
+        | api::QuotaError::NotFound(m)
+        | api::QuotaError::Conflict(m)
+        | api::QuotaError::Storage(m) => m.clone(),
+    }
+}
+
+fn check_config(path: &std::path::Path) -> Result<ExitCode, String> {
+    let doc = values::read(path)?;
+    let problems = values::problems(&doc);
+    if !problems.is_empty() {
+        for p in &problems {
+            eprintln!("{}: {p}", path.display());
+        }
+        return Err(format!("{}: {} problem(s)", path.display(), problems.len()));
+    }
+    let c = Config::from_values(&doc).map_err(|e| e.to_string())?;
+    println!(
+        "{}: OK (quota {}, {} accelerator(s), {} refresh rule(s))",
+        path.display(),
+        if c.enabled { "enabled" } else { "disabled" },
+        c.accelerators.len(),
+        c.refresh_rules.len()
+    );
+    for r in c.refresh_rules.values() {
+        let next = c.next_fire(&r.name, Clock::system().now());
+        let when = match (r.enabled, next) {
+            (false, _) => "disabled".to_string(),
+            (true, Some(t)) => format!("next run {t}Z"),
+            (true, None) => "never fires".to_string(),
+        };
+        println!("  rule {}: {when}", r.name);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn entries_of(a: &QuotaArgs, set: bool) -> Result<(Vec<Entry>, Vec<String>), String> {
+    let cmd = if set { "set-quota" } else { "add-quota" };
+    if let Some(f) = &a.file {
+        if !set && a.amount.is_none() {
+            return Err(format!("{cmd}: --amount is required"));
+        }
+        let p = quota_file::read(f, a.amount, set)?;
+        return Ok((p.entries, p.warnings));
+    }
+    if a.users.is_empty() {
+        return Err(format!("{cmd}: name one or more users, or give -f FILE"));
+    }
+    let amount = a
+        .amount
+        .ok_or_else(|| format!("{cmd}: --amount is required with usernames"))?;
+    let mut entries = Vec::new();
+    for u in &a.users {
+        let username = u.trim().to_lowercase();
+        if username.is_empty() {
+            return Err(format!("{cmd}: an empty username was given"));
+        }
+        entries.push(Entry {
+            username,
+            amount,
+            line: 0,
+        });
+    }
+    Ok((entries, Vec::new()))
+}
+
+fn change_quota(a: QuotaArgs, set: bool) -> Result<ExitCode, String> {
+    let cmd = if set { "set-quota" } else { "add-quota" };
+    // The whole input is checked before the first write.
+    let (entries, warnings) = entries_of(&a, set)?;
+    for w in &warnings {
+        eprintln!("warning: {w}");
+    }
+    let mut target = Target::open(&a.target, false)?;
+    let bar = if entries.len() > progress_rows_min {
+        indicatif::ProgressBar::new(entries.len() as u64)
+    } else {
+        indicatif::ProgressBar::hidden()
+    };
+    let mut failures: Vec<String> = Vec::new();
+    let mut succeeded = 0usize;
+    if set {
+        for chunk in entries.chunks(batch_users_max) {
+            let users: Vec<_> = chunk
+                .iter()
+                .map(|e| json!({"username": e.username, "amount": e.amount}))
+                .collect();
+            let body = json!({ "users": users }).to_string();
+            match target.ok("POST", "/admin/api/quota/batch", &body) {
+                Ok(v) => {
+                    let details = v["details"].as_array().cloned().unwrap_or_default();
+                    for (e, d) in chunk.iter().zip(details.iter()) {
+                        if d["status"] == "success" {
+                            succeeded += 1;
+                        } else {
+                            failures.push(failure(e, d["error"].as_str().unwrap_or("failed")));
+                        }
+                    }
+                }
+                Err(msg) => failures.extend(chunk.iter().map(|e| failure(e, &msg))),
+            }
+            bar.inc(chunk.len() as u64);
+        }
+    } else {
+        for e in &entries {
+            let body = json!({"action": "add", "amount": e.amount}).to_string();
+            let path = format!("/admin/api/quota/users/{}", segment(&e.username));
+            match target.ok("POST", &path, &body) {
+                Ok(_) => succeeded += 1,
+                Err(msg) => failures.push(failure(e, &msg)),
+            }
+            bar.inc(1);
+        }
+    }
+    bar.finish_and_clear();
+    for f in &failures {
+        eprintln!("failed: {f}");
+    }
+    println!(
+        "{cmd}: {succeeded} succeeded, {} failed, {} skipped",
+        failures.len(),
+        warnings.len()
+    );
+    Ok(if failures.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
+
+fn failure(e: &Entry, msg: &str) -> String {
+    if e.line > 0 {
+        format!("line {}: {}: {msg}", e.line, e.username)
+    } else {
+        format!("{}: {msg}", e.username)
+    }
+}
+
+fn list_quota(target: &mut Target) -> Result<ExitCode, String> {
+    let v = target.ok("GET", "/admin/api/quota/", "")?;
+    let users = v["users"].as_array().cloned().unwrap_or_default();
+    let rows: Vec<[String; 3]> = users
+        .iter()
+        .map(|u| {
+            let balance = if u["unlimited"] == true {
+                "unlimited".to_string()
+            } else {
+                u["balance"].to_string()
+            };
+            [
+                u["username"].as_str().unwrap_or("").to_string(),
+                balance,
+                u["updated_at"].as_str().unwrap_or("").to_string(),
+            ]
+        })
+        .collect();
+    let head = ["Username", "Balance", "Last Updated"];
+    let width = |i: usize| {
+        rows.iter()
+            .map(|r| r[i].chars().count())
+            .chain([head[i].len()])
+            .max()
+            .unwrap_or(0)
+    };
+    let (w0, w1) = (width(0), width(1));
+    let mut out = std::io::stdout().lock();
+    let mut emit = |a: &str, b: &str, c: &str| writeln!(out, "{a:<w0$}  {b:>w1$}  {c}");
+    let written = (|| {
+        writeln!(std::io::stdout(), "Users ({})", rows.len())?;
+        emit(head[0], head[1], head[2])?;
+        for r in &rows {
+            emit(&r[0], &r[1], &r[2])?;
+        }
+        Ok::<(), std::io::Error>(())
+    })();
+    written.map_err(|e| format!("stdout: {e}"))?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn serve(a: ServeArgs) -> Result<ExitCode, String> {
+    let doc = values::read(&a.values)?;
+    let problems = values::problems(&doc);
+    if !problems.is_empty() {
+        for p in &problems {
+            eprintln!("{}: {p}", a.values.display());
+        }
+        return Err(format!(
+            "{}: {} problem(s); not serving",
+            a.values.display(),
+            problems.len()
+        ));
+    }
+    let config = Arc::new(Config::from_values(&doc).map_err(|e| e.to_string())?);
+    let db = db::parse(&a.db)?;
+    let clock = match &a.clock_start {
+        Some(s) => Clock::starting_at(Timestamp::parse(s).map_err(|e| format!("--clock-start: {e}"))?),
+        None => Clock::system(),
+    };
+    if a.test_clock || a.clock_start.is_some() {
+        info!("WARNING: test clock options are on; never use them in production");
+    }
+    let rt = engine::runtime()?;
+    let pool = Pool::start(&rt, &db, &doc, a.readers)?;
+    let _checkpointer = match &db {
+        Db::Sqlite(path) => Checkpointer::start(path, Duration::from_millis(checkpoint_interval_ms))
+            .map_err(|e| format!("checkpointer: {e}"))?,
+    };
+    let app = Arc::new(App {
+        pool,
+        base: server::normalise_base(&a.base_url),
+        clock,
+        test_clock: a.test_clock,
+    });
+    let tokio_rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("async runtime: {e}"))?;
+    let served = tokio_rt.block_on(run_server(app.clone(), config, &a.listen));
+    tokio_rt.shutdown_timeout(Duration::from_secs(5));
+    served?;
+    info!("stopped");
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn run_server(app: Arc<App>, config: Arc<Config>, listen: &str) -> Result<(), String> {
+    let now = app.clock.now();
+    match app.pool.run(Kind::Write, move |w| w.cleanup_stale(now)).await {
+        Ok(Ok(Ok(cleaned))) => {
+            for c in &cleaned {
+                info!(
+                    "stale session {} of {} (server `{}`, started {}) closed after {} minutes, not charged",
+                    c.session_id,
+                    c.username,
+                    c.server_name,
+                    Timestamp(c.start_time),
+                    c.duration_minutes
+                );
+            }
+        }
+        Ok(Ok(Err(e))) => return Err(format!("stale cleanup: {}", quota_error(&e))),
+        Ok(Err(e)) => return Err(format!("stale cleanup: {e}")),
+        Err(e) => return Err(format!("stale cleanup: {e}")),
+    }
+    scheduler::report_missed(&app, &config).await;
+    for rule in config.refresh_rules.values().filter(|r| r.enabled) {
+        if let Some(t) = config.next_fire(&rule.name, app.clock.now()) {
+            info!("refresh rule {}: next run {t}Z", rule.name);
+        }
+        tokio::spawn(scheduler::run_rule_forever(app.clone(), config.clone(), rule.name.clone()));
+    }
+    tokio::spawn(scheduler::purge_replays_forever(app.clone()));
+    let listener = tokio::net::TcpListener::bind(listen)
+        .await
+        .map_err(|e| format!("--listen {listen}: {e}"))?;
+    let addr = listener
+        .local_addr()
+        .map_err(|e| format!("--listen {listen}: {e}"))?;
+    println!("quota-hub listening on http://{addr}{}/", app.base);
+    let _ = std::io::stdout().flush();
+    axum::serve(listener, server::router(app))
+        .with_graceful_shutdown(stop_signal())
+        .await
+        .map_err(|e| format!("server: {e}"))
+}
+
+/// SIGINT or SIGTERM: stop accepting, finish the requests in flight, exit 0.
+async fn stop_signal() {
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = term => {}
+    }
+    info!("stopping: finishing requests in flight");
+}

@@ -1,0 +1,32 @@
+//! `quota-hub`: the quota server and its admin command line. See `quota-hub --help`.
+
+#![allow(non_upper_case_globals)]
+
+mod cli;
+mod clock;
+mod commands;
+mod db;
+mod engine;
+mod log;
+mod pool;
+mod quota_file;
+mod scheduler;
+mod server;
+mod target;
+mod tokens;
+mod values;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+fn main() -> ExitCode {
+    let cli = cli::Cli::parse();
+    match commands::run(cli) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("quota-hub: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}

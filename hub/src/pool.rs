@@ -1,0 +1,107 @@
+//! Engine workers on their own threads. Writes go to one writer (SQLite takes one writer at a time;
+//! queueing them here instead of in SQLite's busy handler keeps latency flat), reads to several
+//! readers, each with its own connection and engine instance.
+
+use std::sync::mpsc::{channel, Receiver, Sender};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+
+use quota_host::{Runtime, Worker};
+
+use crate::db::Db;
+use crate::engine;
+
+type Job = Box<dyn FnOnce(&mut Worker) + Send>;
+
+pub struct Pool {
+    write: Option<Sender<Job>>,
+    read: Option<Sender<Job>>,
+    threads: Vec<JoinHandle<()>>,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Read,
+    Write,
+}
+
+fn serve(rx: Arc<Mutex<Receiver<Job>>>, mut worker: Worker) {
+    loop {
+        // The lock is held only while waiting for the next job.
+        let job = match rx.lock() {
+            Ok(guard) => guard.recv(),
+            Err(_) => return,
+        };
+        match job {
+            Ok(job) => job(&mut worker),
+            Err(_) => return,
+        }
+    }
+}
+
+impl Pool {
+    pub fn start(
+        rt: &Arc<Runtime>,
+        db: &Db,
+        values: &serde_json::Value,
+        readers: usize,
+    ) -> Result<Pool, String> {
+        let (write_tx, write_rx) = channel::<Job>();
+        let (read_tx, read_rx) = channel::<Job>();
+        let write_rx = Arc::new(Mutex::new(write_rx));
+        let read_rx = Arc::new(Mutex::new(read_rx));
+        let mut threads = Vec::new();
+        for i in 0..=readers.max(1) {
+            let worker = engine::worker(rt, db, values, false)?;
+            let rx = if i == 0 { write_rx.clone() } else { read_rx.clone() };
+            let name = if i == 0 { "writer".to_string() } else { format!("reader-{i}") };
+            let t = std::thread::Builder::new()
+                .name(name)
+                .spawn(move || serve(rx, worker))
+                .map_err(|e| format!("worker thread: {e}"))?;
+            threads.push(t);
+        }
+        Ok(Pool {
+            write: Some(write_tx),
+            read: Some(read_tx),
+            threads,
+        })
+    }
+
+    /// Runs `f` on a worker and waits for its answer without blocking the async runtime.
+    pub async fn run<T: Send + 'static>(
+        &self,
+        kind: Kind,
+        f: impl FnOnce(&mut Worker) -> T + Send + 'static,
+    ) -> Result<T, String> {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let job: Job = Box::new(move |w| {
+            let _ = tx.send(f(w));
+        });
+        let queue = match kind {
+            Kind::Read => &self.read,
+            Kind::Write => &self.write,
+        };
+        queue
+            .as_ref()
+            .ok_or("the server is stopping")?
+            .send(job)
+            .map_err(|_| "the engine workers have stopped".to_string())?;
+        rx.await.map_err(|_| "an engine worker stopped during the call".to_string())
+    }
+
+    /// Lets queued jobs finish, then stops the workers.
+    pub fn shutdown(&mut self) {
+        self.write = None;
+        self.read = None;
+        for t in self.threads.drain(..) {
+            let _ = t.join();
+        }
+    }
+}
+
+impl Drop for Pool {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}

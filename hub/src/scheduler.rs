@@ -1,0 +1,147 @@
+//! Scheduled refresh rules: each enabled rule runs at its cron times (UTC) with
+//! `run_id = <rule>@<scheduled minute>`, which the engine applies at most once, so several servers
+//! on one database (or a restart within the minute) never apply a run twice. A run missed while no
+//! server was up is not replayed; the server says so when it starts.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use quota_core::{Config, Timestamp};
+
+use crate::log::info;
+use crate::pool::Kind;
+use crate::server::App;
+
+/// How far back a server looks for a run it missed.
+const missed_lookback_seconds: i64 = 7 * 24 * 60 * 60;
+/// Idempotency-Key replays are kept at least 24 hours; older ones are purged hourly.
+const replay_keep_seconds: i64 = 48 * 60 * 60;
+const purge_interval_seconds: u64 = 60 * 60;
+
+/// `rule@2026-11-22T10:00:00Z`.
+pub fn run_id(rule: &str, at: Timestamp) -> String {
+    format!("{rule}@{at}Z")
+}
+
+/// The last fire time of `rule` at or before `now`, within the lookback.
+pub fn previous_fire(config: &Config, rule: &str, now: Timestamp) -> Option<Timestamp> {
+    let mut t = now.plus_seconds(-missed_lookback_seconds);
+    let mut last = None;
+    while let Some(next) = config.next_fire(rule, t) {
+        if next > now {
+            break;
+        }
+        last = Some(next);
+        t = next;
+    }
+    last
+}
+
+/// Logs, for each enabled rule, the last scheduled run if nobody applied it.
+pub async fn report_missed(app: &Arc<App>, config: &Config) {
+    let now = app.clock.now();
+    for rule in config.refresh_rules.values().filter(|r| r.enabled) {
+        let Some(at) = previous_fire(config, &rule.name, now) else {
+            continue;
+        };
+        let id = run_id(&rule.name, at);
+        let lookup = id.clone();
+        let seen = app
+            .pool
+            .run(Kind::Read, move |w| w.backend().get_refresh_run(&lookup).map(|r| r.is_some()))
+            .await;
+        if let Ok(Ok(false)) = seen {
+            info!(
+                "refresh rule {}: the last scheduled run {id} was not applied (no server was up then); missed runs are not replayed",
+                rule.name
+            );
+        }
+    }
+}
+
+/// Runs `rule` at each of its fire times, forever.
+pub async fn run_rule_forever(app: Arc<App>, config: Arc<Config>, rule: String) {
+    loop {
+        let now_ms = app.clock.now_ms();
+        let now = Timestamp(now_ms.div_euclid(1000));
+        let Some(at) = config.next_fire(&rule, now) else {
+            info!("refresh rule {rule}: never fires again");
+            return;
+        };
+        let wait_ms = (at.seconds() * 1000 - now_ms).max(0) as u64;
+        tokio::time::sleep(Duration::from_millis(wait_ms)).await;
+        if app.clock.now() < at {
+            continue; // woke early: wait again for the same fire time
+        }
+        let id = run_id(&rule, at);
+        let (name, rid) = (rule.clone(), id.clone());
+        let now = app.clock.now();
+        let answer = app
+            .pool
+            .run(Kind::Write, move |w| {
+                let before = w.backend().get_refresh_run(&rid).map(|r| r.is_some());
+                let r = w.run_rule(&name, Some(&rid), false, now);
+                (before, r)
+            })
+            .await;
+        match answer {
+            Ok((Ok(true), Ok(Ok(_)))) => info!("refresh rule {rule}: run {id} was already applied by another server"),
+            Ok((_, Ok(Ok(r)))) => info!(
+                "refresh rule {rule}: run {id} applied: {} users updated, total change {}, {} skipped",
+                r.users_updated, r.total_change, r.skipped
+            ),
+            Ok((_, Ok(Err(e)))) => info!("refresh rule {rule}: run {id} refused: {e:?}"),
+            Ok((_, Err(e))) => info!("refresh rule {rule}: run {id} failed: {e}"),
+            Err(e) => info!("refresh rule {rule}: run {id} not run: {e}"),
+        }
+    }
+}
+
+/// Forgets old Idempotency-Key replays, hourly.
+pub async fn purge_replays_forever(app: Arc<App>) {
+    let mut tick = tokio::time::interval(Duration::from_secs(purge_interval_seconds));
+    loop {
+        tick.tick().await;
+        let before = app.clock.now().plus_seconds(-replay_keep_seconds);
+        match app
+            .pool
+            .run(Kind::Write, move |w| w.backend().purge_idempotent(before))
+            .await
+        {
+            Ok(Ok(0)) => {}
+            Ok(Ok(n)) => info!("forgot {n} Idempotency-Key replays older than {before}"),
+            Ok(Err(e)) => info!("purging Idempotency-Key replays failed: {e}"),
+            Err(e) => info!("purging Idempotency-Key replays not run: {e}"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(schedule: &str) -> Config {
+        let v = serde_json::json!({"custom": {"authMode": "github", "quota": {"refreshRules": {
+            "daily": {"enabled": true, "schedule": schedule, "action": "add", "amount": 5}
+        }}}});
+        Config::from_values(&v).unwrap()
+    }
+
+    #[test]
+    fn previous_fire_is_the_last_at_or_before_now() {
+        let c = config("0 3 * * *");
+        let now = Timestamp::parse("2026-11-22T10:30:00Z").unwrap();
+        assert_eq!(
+            previous_fire(&c, "daily", now),
+            Some(Timestamp::parse("2026-11-22T03:00:00Z").unwrap())
+        );
+        let at = Timestamp::parse("2026-11-22T03:00:00Z").unwrap();
+        assert_eq!(previous_fire(&c, "daily", at), Some(at));
+    }
+
+    #[test]
+    fn run_ids_name_the_rule_and_minute() {
+        let at = Timestamp::parse("2026-11-22T03:00:00Z").unwrap();
+        assert_eq!(run_id("daily", at), "daily@2026-11-22T03:00:00Z");
+    }
+}

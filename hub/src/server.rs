@@ -1,0 +1,154 @@
+//! The HTTP front: strips the base URL, authenticates the token, reads the body (at most 1 MiB),
+//! and hands the request to the engine's `handle-request` on a worker. GETs go to the readers, in
+//! a read transaction; everything else to the writer. The engine owns routing, authorisation and
+//! every response body; this module only adds 404 outside the base URL and the Idempotency-Key.
+
+use std::sync::Arc;
+
+use axum::body::{to_bytes, Body};
+use axum::extract::{Request, State};
+use axum::http::{header, HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use quota_core::api::body_bytes_max;
+use quota_core::Timestamp;
+use quota_host::IdempotencyKey;
+
+use crate::clock::Clock;
+use crate::log::info;
+use crate::pool::{Kind, Pool};
+use crate::tokens;
+
+/// Longest `Idempotency-Key` accepted.
+const idempotency_key_chars_max: usize = 255;
+
+pub struct App {
+    pub pool: Pool,
+    /// `/hub`, or empty for the root.
+    pub base: String,
+    pub clock: Clock,
+    /// Honour `X-Quota-Test-Now` (tests only).
+    pub test_clock: bool,
+}
+
+pub fn router(app: Arc<App>) -> axum::Router {
+    axum::Router::new().fallback(handle).with_state(app)
+}
+
+/// `/hub/` -> `/hub`; `/` -> ``.
+pub fn normalise_base(base: &str) -> String {
+    let b = base.trim().trim_end_matches('/');
+    if b.is_empty() {
+        String::new()
+    } else if b.starts_with('/') {
+        b.to_string()
+    } else {
+        format!("/{b}")
+    }
+}
+
+fn json(status: u16, body: String) -> Response {
+    let code = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    (code, [(header::CONTENT_TYPE, "application/json")], body).into_response()
+}
+
+fn error(status: u16, message: &str) -> Response {
+    json(status, serde_json::json!({ "error": message }).to_string())
+}
+
+fn header_str<'h>(h: &'h HeaderMap, name: &str) -> Option<&'h str> {
+    h.get(name).and_then(|v| v.to_str().ok())
+}
+
+async fn handle(State(app): State<Arc<App>>, req: Request) -> Response {
+    let (parts, body) = req.into_parts();
+    let full_path = parts.uri.path();
+    let Some(path) = full_path
+        .strip_prefix(app.base.as_str())
+        .filter(|p| p.starts_with('/'))
+    else {
+        return error(404, &format!("Not found: {full_path} is outside {}/", app.base));
+    };
+    let path = path.to_string();
+    let query = parts.uri.query().unwrap_or("").to_string();
+    let method = parts.method.as_str().to_string();
+    let headers = parts.headers;
+
+    let now = match (app.test_clock, header_str(&headers, "x-quota-test-now")) {
+        (true, Some(t)) => match Timestamp::parse(t) {
+            Ok(t) => t,
+            Err(e) => return error(400, &format!("X-Quota-Test-Now: {e}")),
+        },
+        _ => app.clock.now(),
+    };
+    let secret = tokens::from_header(header_str(&headers, "authorization")).map(str::to_string);
+    let idempotency = match header_str(&headers, "idempotency-key") {
+        Some(k) if method == "POST" => {
+            let k = k.trim();
+            if k.is_empty() || k.len() > idempotency_key_chars_max {
+                return error(
+                    400,
+                    &format!("Idempotency-Key: must be 1 to {idempotency_key_chars_max} characters"),
+                );
+            }
+            Some(k.to_string())
+        }
+        _ => None,
+    };
+
+    // One byte more than allowed is enough to know the body is too large; the engine answers
+    // 413 after routing and authorisation, so a stand-in of that length carries the fact.
+    let body = match to_bytes(Body::new(body), body_bytes_max + 1).await {
+        Ok(b) => match String::from_utf8(b.to_vec()) {
+            Ok(s) => s,
+            Err(_) => return error(400, "body: not valid UTF-8"),
+        },
+        Err(_) => " ".repeat(body_bytes_max + 1),
+    };
+
+    let kind = if method == "GET" { Kind::Read } else { Kind::Write };
+    let answer = app
+        .pool
+        .run(kind, move |w| {
+            let caller = match &secret {
+                Some(s) => {
+                    let found = tokens::authenticate(w.backend(), s);
+                    found.map_err(|e| format!("token lookup: {e}"))?
+                }
+                None => None,
+            };
+            let request = quota_core::Request {
+                method: &method,
+                path: &path,
+                query: &query,
+                body: &body,
+                caller: caller.as_ref(),
+            };
+            let once = match (&idempotency, &caller) {
+                (Some(k), Some(c)) => Some((
+                    IdempotencyKey {
+                        caller: c.name.clone(),
+                        method: method.clone(),
+                        path: path.clone(),
+                        key: k.clone(),
+                    },
+                    tokens::sha256_hex(body.as_bytes()),
+                )),
+                _ => None,
+            };
+            let once_ref = once.as_ref().map(|(k, h)| (k, h.as_str()));
+            w.handle_request_once(&request, now, once_ref)
+                .map_err(|e| e.to_string())
+        })
+        .await;
+    match answer {
+        Ok(Ok(r)) => json(r.status, r.body),
+        Ok(Err(e)) | Err(e) => {
+            info!("request failed: {e}");
+            if e.contains("database is locked") || e.contains("busy") {
+                error(503, "The database is busy; retry")
+            } else {
+                error(500, "Internal error (see the server log)")
+            }
+        }
+    }
+}

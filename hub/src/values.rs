@@ -1,0 +1,50 @@
+//! Values files: YAML (the Helm chart's format) read into the JSON document the engine takes.
+
+use std::path::Path;
+
+/// Reads a values file; a file that does not parse is refused with the parser's line and column.
+pub fn read(path: &Path) -> Result<serde_json::Value, String> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("values file {}: {e}", path.display()))?;
+    parse(&text).map_err(|e| format!("values file {}: {e}", path.display()))
+}
+
+pub fn parse(text: &str) -> Result<serde_json::Value, String> {
+    if text.trim().is_empty() {
+        return Ok(serde_json::json!({}));
+    }
+    serde_norway::from_str::<serde_json::Value>(text).map_err(|e| e.to_string())
+}
+
+/// Every problem of a values document, each as `key.path: message`; empty when it is valid.
+pub fn problems(values: &serde_json::Value) -> Vec<String> {
+    match quota_core::Config::from_values(values) {
+        Ok(_) => Vec::new(),
+        Err(e) => e.0.iter().map(|p| p.to_string()).collect(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn yaml_becomes_the_json_document() {
+        let v = parse("custom:\n  authMode: github\n  quota:\n    cpuRate: 1.5\n").unwrap();
+        assert_eq!(v, serde_json::json!({"custom": {"authMode": "github", "quota": {"cpuRate": 1.5}}}));
+    }
+
+    #[test]
+    fn bad_yaml_names_the_place() {
+        let e = parse("custom:\n  quota: [1,\n").unwrap_err();
+        assert!(e.contains("line"), "{e}");
+    }
+
+    #[test]
+    fn problems_name_their_key_paths() {
+        let v = parse("custom:\n  authMode: github\n  quota:\n    cpuRate: -1\n    bogus: 2\n").unwrap();
+        let p = problems(&v);
+        assert!(p.iter().any(|l| l.starts_with("custom.quota.cpuRate")), "{p:?}");
+        assert!(p.iter().any(|l| l.starts_with("custom.quota.bogus")), "{p:?}");
+    }
+}
