@@ -1,0 +1,211 @@
+//! Shared by the server's integration tests: launch the real `quota-hub` binary on a free loopback
+//! port over a temporary SQLite file, issue tokens with its CLI, talk HTTP, dump the database.
+#![allow(dead_code, non_upper_case_globals)]
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
+
+use quota_host::{Backend, Durability, SqliteBackend};
+
+pub const bin: &str = env!("CARGO_BIN_EXE_quota-hub");
+/// How long a test waits for a condition (a line in the log, a server to start) before failing.
+pub const patience: Duration = Duration::from_secs(60);
+
+pub fn workspace() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+/// Lines a child printed, and a way to wait for one.
+#[derive(Clone, Default)]
+pub struct Lines(Arc<(Mutex<Vec<String>>, Condvar)>);
+
+impl Lines {
+    fn follow(&self, r: impl std::io::Read + Send + 'static) {
+        let me = self.clone();
+        std::thread::spawn(move || {
+            for line in BufReader::new(r).lines() {
+                let Ok(line) = line else { break };
+                let (lock, cv) = &*me.0;
+                lock.lock().expect("lines").push(line);
+                cv.notify_all();
+            }
+        });
+    }
+
+    /// The first line (seen so far or later) satisfying `pred`; panics after `patience`.
+    pub fn wait_for(&self, what: &str, pred: impl Fn(&str) -> bool) -> String {
+        let (lock, cv) = &*self.0;
+        let deadline = Instant::now() + patience;
+        let mut lines = lock.lock().expect("lines");
+        loop {
+            if let Some(l) = lines.iter().find(|l| pred(l)) {
+                return l.clone();
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            assert!(!left.is_zero(), "no line {what} within {patience:?}; got:\n{}", lines.join("\n"));
+            lines = cv.wait_timeout(lines, left).expect("lines").0;
+        }
+    }
+
+    pub fn all(&self) -> Vec<String> {
+        self.0 .0.lock().expect("lines").clone()
+    }
+}
+
+pub struct Server {
+    pub child: Child,
+    /// `http://127.0.0.1:PORT/hub`
+    pub url: String,
+    pub db: PathBuf,
+    pub stderr: Lines,
+}
+
+pub fn write_values(dir: &Path, name: &str, values: &serde_json::Value) -> PathBuf {
+    // JSON is YAML: the server reads it as a values file.
+    let p = dir.join(name);
+    std::fs::write(&p, serde_json::to_string_pretty(values).expect("json")).expect("write values");
+    p
+}
+
+impl Server {
+    pub fn start(db: &Path, values: &Path, extra: &[&str]) -> Server {
+        let mut child = Command::new(bin)
+            .arg("serve")
+            .arg("--db")
+            .arg(format!("sqlite://{}", db.display()))
+            .arg("--values")
+            .arg(values)
+            .args(["--listen", "127.0.0.1:0"])
+            .args(extra)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start quota-hub");
+        let stdout = Lines::default();
+        let stderr = Lines::default();
+        stdout.follow(child.stdout.take().expect("stdout"));
+        stderr.follow(child.stderr.take().expect("stderr"));
+        let line = stdout.wait_for("with the URL", |l| l.contains("listening on http://"));
+        let url = line
+            .split_whitespace()
+            .last()
+            .expect("url")
+            .trim_end_matches('/')
+            .to_string();
+        Server {
+            child,
+            url,
+            db: db.to_path_buf(),
+            stderr,
+        }
+    }
+
+    /// SIGTERM, then waits: the server must exit 0.
+    pub fn stop(mut self) {
+        let pid = self.child.id().to_string();
+        let st = Command::new("kill").args(["-TERM", &pid]).status().expect("kill");
+        assert!(st.success());
+        let status = self.child.wait().expect("wait");
+        assert!(status.success(), "server exited with {status}");
+    }
+
+    pub fn kill9(mut self) {
+        self.child.kill().expect("SIGKILL");
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Runs the CLI; returns (exit code, stdout, stderr).
+pub fn cli(args: &[&str]) -> (i32, String, String) {
+    cli_in(&workspace(), args)
+}
+
+pub fn cli_in(cwd: &Path, args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(bin)
+        .args(args)
+        .current_dir(cwd)
+        .env_remove("QUOTA_HUB_TOKEN")
+        .output()
+        .expect("run quota-hub");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// Issues a token with the CLI.
+pub fn token(db: &Path, user: &str, admin: bool, scopes: &[&str]) -> String {
+    let dbarg = format!("sqlite://{}", db.display());
+    let mut args = vec!["token", "issue", "--db", &dbarg, "--user", user];
+    if admin {
+        args.push("--admin");
+    }
+    for s in scopes {
+        args.extend(["--scope", s]);
+    }
+    let (code, out, err) = cli(&args);
+    assert_eq!(code, 0, "token issue failed: {err}");
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), 1, "token issue prints one line: {out:?}");
+    lines[0].to_string()
+}
+
+pub fn agent() -> ureq::Agent {
+    ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .build()
+        .into()
+}
+
+/// One request: (status, body). `token` None sends no Authorization header.
+pub fn http(
+    agent: &ureq::Agent,
+    method: &str,
+    url: &str,
+    token: Option<&str>,
+    body: Option<&str>,
+    headers: &[(&str, &str)],
+) -> (u16, String) {
+    let mut req = ureq::http::Request::builder().method(method).uri(url);
+    if let Some(t) = token {
+        req = req.header("Authorization", format!("token {t}"));
+    }
+    for (k, v) in headers {
+        req = req.header(*k, *v);
+    }
+    let resp = match body {
+        Some(b) => agent.run(
+            req.header("Content-Type", "application/json")
+                .body(b.to_string())
+                .expect("request"),
+        ),
+        None => agent.run(req.body(()).expect("request")),
+    };
+    let mut resp = resp.unwrap_or_else(|e| panic!("{method} {url}: {e}"));
+    let status = resp.status().as_u16();
+    let text = resp.body_mut().read_to_string().expect("body");
+    (status, text)
+}
+
+/// Every row of the database (engine and host tables), in a fixed order.
+pub fn dump(db: &Path) -> String {
+    SqliteBackend::open(db, Durability::Full)
+        .expect("open db")
+        .dump()
+        .expect("dump")
+}
+
+pub fn json(s: &str) -> serde_json::Value {
+    serde_json::from_str(s).unwrap_or_else(|e| panic!("not JSON ({e}): {s}"))
+}
