@@ -1,0 +1,181 @@
+//! The server as a whole: the authorisation matrix, Idempotency-Key, the base URL, start-up
+//! refusal of a bad values file, stale cleanup at start, and a clean SIGTERM.
+
+mod common;
+
+use common::{http, json, Server};
+
+const everyone: [&str; 8] = ["none", "bad", "alice", "bob", "admin", "sessions", "refresh", "service-admin"];
+
+/// Route, body, and the principals allowed (everyone else authenticated gets 403; no or bad token
+/// gets 401).
+fn routes() -> Vec<(&'static str, &'static str, Option<&'static str>, &'static [&'static str])> {
+    const admins: &[&str] = &["admin", "service-admin"];
+    const users: &[&str] = &["alice", "bob", "admin", "sessions", "refresh", "service-admin"];
+    vec![
+        ("GET", "/admin/api/quota/", None, admins),
+        ("GET", "/admin/api/quota/users", None, admins),
+        ("GET", "/admin/api/quota/transactions", None, admins),
+        ("GET", "/admin/api/quota/alice", None, &["alice", "admin", "service-admin"]),
+        ("GET", "/admin/api/quota/users/alice", None, &["alice", "admin", "service-admin"]),
+        ("POST", "/admin/api/quota/alice", Some(r#"{"action":"add","amount":1}"#), admins),
+        ("POST", "/admin/api/quota/users/alice", Some(r#"{"action":"add","amount":1}"#), admins),
+        ("POST", "/admin/api/quota/batch", Some(r#"{"users":[{"username":"carol","amount":5}]}"#), admins),
+        ("POST", "/admin/api/quota/refresh", Some(r#"{"action":"add","amount":1,"dry_run":true}"#), &["admin", "refresh", "service-admin"]),
+        ("POST", "/admin/api/quota/cleanup", Some("{}"), admins),
+        ("GET", "/api/quota/me", None, users),
+        ("GET", "/api/quota/rates", None, users),
+        ("GET", "/api/accelerators", None, users),
+        ("POST", "/api/quota/sessions", Some(r#"{"username":"alice","runtime_minutes":1}"#), &["admin", "sessions"]),
+        ("GET", "/api/quota/sessions", None, admins),
+        ("GET", "/api/quota/sessions/1", None, admins),
+        ("POST", "/api/quota/sessions/1/end", Some("{}"), &["admin", "sessions"]),
+        ("POST", "/api/quota/sessions/end", Some(r#"{"username":"alice","server_name":""}"#), &["admin", "sessions"]),
+    ]
+}
+
+#[test]
+fn authorisation_matrix_every_route_by_every_principal() {
+    let dir = tempfile::tempdir().expect("dir");
+    let db = dir.path().join("q.db");
+    let server = Server::start(&db, &common::workspace().join("examples/values.yaml"), &[]);
+    let t = |u: &str, admin: bool, scopes: &[&str]| common::token(&db, u, admin, scopes);
+    let tokens: Vec<(&str, Option<String>)> = vec![
+        ("none", None),
+        ("bad", Some("qh_not-a-token".to_string())),
+        ("alice", Some(t("alice", false, &[]))),
+        ("bob", Some(t("bob", false, &[]))),
+        ("admin", Some(t("root", true, &[]))),
+        ("sessions", Some(t("hub", false, &["quota:sessions"]))),
+        ("refresh", Some(t("scheduler", false, &["quota:refresh"]))),
+        ("service-admin", Some(t("ops", false, &["quota:admin"]))),
+    ];
+    assert_eq!(tokens.len(), everyone.len());
+    let agent = common::agent();
+    let admin = tokens[4].1.clone();
+    let (st, b) = http(&agent, "POST", &format!("{}/admin/api/quota/alice", server.url), admin.as_deref(), Some(r#"{"action":"set","amount":100000}"#), &[]);
+    assert_eq!(st, 200, "{b}");
+    let (st, b) = http(&agent, "POST", &format!("{}/api/quota/sessions", server.url), admin.as_deref(), Some(r#"{"username":"alice","runtime_minutes":1,"server_name":"s1"}"#), &[]);
+    assert_eq!(st, 201, "{b}");
+
+    let mut checked = 0;
+    for (method, path, body, allowed) in routes() {
+        for (who, token) in &tokens {
+            let (status, text) = http(&agent, method, &format!("{}{path}", server.url), token.as_deref(), body, &[]);
+            let expected = match *who {
+                "none" | "bad" => Some(401),
+                w if allowed.contains(&w) => None,
+                _ => Some(403),
+            };
+            match expected {
+                Some(code) => assert_eq!(status, code, "{method} {path} as {who}: {text}"),
+                // Allowed: a success, or for ending by server name a 404 once nothing is active.
+                None => assert!(
+                    (200..300).contains(&status) || (status == 404 && path.ends_with("/sessions/end")),
+                    "{method} {path} as {who}: {status} {text}"
+                ),
+            }
+            assert!(json(&text).is_object(), "{method} {path} as {who}: not JSON: {text}");
+            checked += 1;
+        }
+    }
+    println!("authorisation matrix: {checked} requests");
+    // Tokens are never logged.
+    let log = server.stderr.all().join("\n");
+    for (_, t) in &tokens {
+        if let Some(t) = t {
+            assert!(!log.contains(t.as_str()), "a token appears in the log");
+        }
+    }
+    server.stop();
+}
+
+#[test]
+fn idempotency_key_replays_the_first_response_and_refuses_another_body() {
+    let dir = tempfile::tempdir().expect("dir");
+    let db = dir.path().join("q.db");
+    let server = Server::start(&db, &common::workspace().join("examples/values.yaml"), &[]);
+    let admin = common::token(&db, "root", true, &[]);
+    let other_admin = common::token(&db, "ops", true, &[]);
+    let agent = common::agent();
+    let url = format!("{}/admin/api/quota/alice", server.url);
+    let add = r#"{"action":"add","amount":7}"#;
+    let key = [("Idempotency-Key", "req-1")];
+    let first = http(&agent, "POST", &url, Some(&admin), Some(add), &key);
+    assert_eq!(first.0, 200, "{}", first.1);
+    assert_eq!(http(&agent, "POST", &url, Some(&admin), Some(add), &key), first);
+    let conflict = http(&agent, "POST", &url, Some(&admin), Some(r#"{"action":"add","amount":8}"#), &key);
+    assert_eq!(conflict.0, 409, "{}", conflict.1);
+    // The key is scoped to the caller: another admin's same key applies again.
+    assert_eq!(http(&agent, "POST", &url, Some(&other_admin), Some(add), &key).0, 200);
+    let (_, detail) = http(&agent, "GET", &url, Some(&admin), None, &[]);
+    let v = json(&detail);
+    assert_eq!(v["balance"], 14, "{detail}");
+    assert_eq!(v["recent_transactions"].as_array().map(Vec::len), Some(2), "{detail}");
+    server.stop();
+}
+
+#[test]
+fn routes_live_under_the_base_url_only() {
+    let dir = tempfile::tempdir().expect("dir");
+    let db = dir.path().join("q.db");
+    let server = Server::start(&db, &common::workspace().join("examples/values.yaml"), &["--base-url", "/jhub/"]);
+    assert!(server.url.ends_with("/jhub"), "{}", server.url);
+    let admin = common::token(&db, "root", true, &[]);
+    let agent = common::agent();
+    assert_eq!(http(&agent, "GET", &format!("{}/api/quota/rates", server.url), Some(&admin), None, &[]).0, 200);
+    let root = server.url.trim_end_matches("/jhub");
+    let (st, body) = http(&agent, "GET", &format!("{root}/hub/api/quota/rates"), Some(&admin), None, &[]);
+    assert_eq!(st, 404, "{body}");
+    assert!(json(&body)["error"].as_str().is_some_and(|m| m.contains("/jhub/")), "{body}");
+    server.stop();
+}
+
+#[test]
+fn a_bad_values_file_stops_the_server_before_it_listens_and_names_every_key() {
+    let dir = tempfile::tempdir().expect("dir");
+    let values = common::write_values(
+        dir.path(),
+        "bad.yaml",
+        &serde_json::json!({"custom": {"authMode": "github", "quota": {"cpuRate": -1, "colour": 1},
+            "accelerators": {"cpu": {"quotaRate": 2}}}}),
+    );
+    let db = format!("sqlite://{}", dir.path().join("q.db").display());
+    let v = values.to_string_lossy().to_string();
+    for args in [
+        vec!["serve", "--db", &db, "--values", &v, "--listen", "127.0.0.1:0"],
+        vec!["check-config", "--values", &v],
+    ] {
+        let (code, out, err) = common::cli(&args);
+        assert_ne!(code, 0, "{args:?} accepted a bad file");
+        assert!(!out.contains("listening"), "{out}");
+        for key in ["custom.quota.cpuRate", "custom.quota.colour", "custom.accelerators.cpu"] {
+            assert!(err.contains(key), "{args:?}: `{key}` not named in:\n{err}");
+        }
+    }
+    let (code, out, _) = common::cli(&["check-config", "--values", "examples/values.yaml"]);
+    assert_eq!(code, 0);
+    assert!(out.contains("OK"), "{out}");
+}
+
+#[test]
+fn stale_sessions_are_cleaned_at_start_and_logged() {
+    let dir = tempfile::tempdir().expect("dir");
+    let db = dir.path().join("q.db");
+    let values = common::workspace().join("examples/values.yaml");
+    // A session started nine hours before the server's clock.
+    let server = Server::start(&db, &values, &["--clock-start", "2026-11-22T01:00:00Z"]);
+    let hub = common::token(&db, "hub", false, &["quota:sessions"]);
+    let admin = common::token(&db, "root", true, &[]);
+    let agent = common::agent();
+    http(&agent, "POST", &format!("{}/admin/api/quota/alice", server.url), Some(&admin), Some(r#"{"action":"set","amount":1000}"#), &[]);
+    let (st, b) = http(&agent, "POST", &format!("{}/api/quota/sessions", server.url), Some(&hub), Some(r#"{"username":"alice","runtime_minutes":60}"#), &[]);
+    assert_eq!(st, 201, "{b}");
+    server.stop();
+    let server = Server::start(&db, &values, &["--clock-start", "2026-11-22T10:00:00Z"]);
+    let line = server.stderr.wait_for("about the stale session", |l| l.contains("stale session 1 of alice"));
+    assert!(line.contains("not charged"), "{line}");
+    let (_, b) = http(&agent, "GET", &format!("{}/api/quota/sessions/1", server.url), Some(&admin), None, &[]);
+    assert_eq!(json(&b)["status"], "cleaned_up", "{b}");
+    server.stop();
+}
