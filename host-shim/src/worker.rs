@@ -283,6 +283,27 @@ impl Worker {
         })
     }
 
+    /// Runs a configured rule under `run_id`, and says whether that run had already been applied
+    /// (checked in the same transaction, so two hosts racing for one run agree on who applied it).
+    pub fn run_rule_once(
+        &mut self,
+        name: &str,
+        run_id: &str,
+        now: quota_core::Timestamp,
+    ) -> Result<(bool, Result<api::RefreshResult, api::QuotaError>), HostError> {
+        self.call(|b, s| {
+            let seen = s.data_mut().backend.get_refresh_run(run_id);
+            let already = match s.data_mut().seen_result(seen) {
+                Ok(r) => r.is_some(),
+                Err(e) => return Ok((false, Err(api::QuotaError::Storage(e)))),
+            };
+            let r = b
+                .quota_engine_api()
+                .call_run_rule(&mut *s, name, Some(run_id), false, now.0)?;
+            Ok((already, r))
+        })
+    }
+
     /// Closes stale sessions.
     pub fn cleanup_stale(
         &mut self,

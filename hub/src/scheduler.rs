@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use quota_core::{Config, Timestamp};
 
+use crate::commands::quota_error;
 use crate::log::info;
 use crate::pool::Kind;
 use crate::server::App;
@@ -78,20 +79,18 @@ pub async fn run_rule_forever(app: Arc<App>, config: Arc<Config>, rule: String) 
         let now = app.clock.now();
         let answer = app
             .pool
-            .run(Kind::Write, move |w| {
-                let before = w.backend().get_refresh_run(&rid).map(|r| r.is_some());
-                let r = w.run_rule(&name, Some(&rid), false, now);
-                (before, r)
-            })
+            .run(Kind::Write, move |w| w.run_rule_once(&name, &rid, now))
             .await;
         match answer {
-            Ok((Ok(true), Ok(Ok(_)))) => info!("refresh rule {rule}: run {id} was already applied by another server"),
-            Ok((_, Ok(Ok(r)))) => info!(
+            Ok(Ok((true, Ok(_)))) => {
+                info!("refresh rule {rule}: run {id} was already applied (by another server)")
+            }
+            Ok(Ok((false, Ok(r)))) => info!(
                 "refresh rule {rule}: run {id} applied: {} users updated, total change {}, {} skipped",
                 r.users_updated, r.total_change, r.skipped
             ),
-            Ok((_, Ok(Err(e)))) => info!("refresh rule {rule}: run {id} refused: {e:?}"),
-            Ok((_, Err(e))) => info!("refresh rule {rule}: run {id} failed: {e}"),
+            Ok(Ok((_, Err(e)))) => info!("refresh rule {rule}: run {id} refused: {}", quota_error(&e)),
+            Ok(Err(e)) => info!("refresh rule {rule}: run {id} failed and was rolled back: {e}"),
             Err(e) => info!("refresh rule {rule}: run {id} not run: {e}"),
         }
     }
