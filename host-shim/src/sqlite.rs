@@ -451,7 +451,10 @@ impl HostTables for SqliteBackend {
 
     fn purge_idempotent(&mut self, before: Timestamp) -> Result<u64, StoreError> {
         self.conn
-            .execute("DELETE FROM idempotency WHERE created_at < ?1", [before.seconds()])
+            .execute(
+                "DELETE FROM idempotency WHERE created_at < ?1",
+                [before.seconds()],
+            )
             .map(|n| n as u64)
             .map_err(db_err)
     }

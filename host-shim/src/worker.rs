@@ -227,9 +227,7 @@ impl Worker {
                     Ok(None) => {}
                 }
             }
-            let r = b
-                .quota_engine_api()
-                .call_handle_request(&mut *s, &wreq, now.0)?;
+            let r = b.quota_engine_api().call_handle_request(&mut *s, &wreq, now.0)?;
             if let (Some((key, body_hash)), Ok(resp)) = (once, &r) {
                 let record = IdempotencyRecord {
                     body_hash: body_hash.to_string(),

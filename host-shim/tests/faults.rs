@@ -7,7 +7,10 @@ use quota_core::store::{
     Change, NewSession, RefreshRun, Session, SessionStatus, Store, Transaction, UserRecord,
 };
 use quota_core::{Caller, Request, StoreError, Timestamp};
-use quota_host::{Backend, Durability, HostError, SqliteBackend, Worker};
+use quota_host::{
+    Backend, Durability, HostError, HostTables, IdempotencyKey, IdempotencyRecord, SqliteBackend,
+    TokenRecord, Worker,
+};
 
 const NOW: Timestamp = Timestamp(1_795_000_000);
 
@@ -128,6 +131,26 @@ impl Backend for FailingWrites {
     }
 }
 
+impl HostTables for FailingWrites {
+    fn put_token(&mut self, token: &TokenRecord) -> Result<(), StoreError> {
+        self.write()?;
+        self.inner.put_token(token)
+    }
+    fn find_token(&mut self, hash: &str) -> Result<Option<TokenRecord>, StoreError> {
+        self.inner.find_token(hash)
+    }
+    fn get_idempotent(&mut self, key: &IdempotencyKey) -> Result<Option<IdempotencyRecord>, StoreError> {
+        self.inner.get_idempotent(key)
+    }
+    fn put_idempotent(&mut self, key: &IdempotencyKey, record: &IdempotencyRecord) -> Result<(), StoreError> {
+        self.write()?;
+        self.inner.put_idempotent(key, record)
+    }
+    fn purge_idempotent(&mut self, before: Timestamp) -> Result<u64, StoreError> {
+        self.inner.purge_idempotent(before)
+    }
+}
+
 impl Store for FailingWrites {
     fn get_user(&mut self, username: &str) -> Result<Option<UserRecord>, StoreError> {
         self.inner.get_user(username)
@@ -220,4 +243,40 @@ fn a_storage_write_failing_mid_operation_rolls_back_every_earlier_write() {
         assert_eq!(r.status, 200, "{}", r.body);
         assert!(r.body.contains(r#""users_updated":2"#), "{}", r.body);
     }
+}
+
+#[test]
+fn a_failing_idempotency_record_rolls_back_the_change_it_describes() {
+    // Seeding makes 3 write calls; the keyed add writes its change (4th), then its replay record (5th).
+    let dir = tempfile::tempdir().expect("dir");
+    let inner = SqliteBackend::open(&dir.path().join("q.db"), Durability::Full).expect("db");
+    let backend = FailingWrites {
+        inner,
+        writes: 0,
+        fail_at: 5,
+    };
+    let mut w = seeded(common::runtime(), Box::new(backend));
+    let before = w.backend().dump().expect("dump");
+    let admin = common::admin();
+    let req = Request {
+        method: "POST",
+        path: "/admin/api/quota/alice",
+        query: "",
+        body: r#"{"action":"add","amount":5}"#,
+        caller: Some(&admin),
+    };
+    let key = IdempotencyKey {
+        caller: "admin".into(),
+        method: "POST".into(),
+        path: "/admin/api/quota/alice".into(),
+        key: "k".into(),
+    };
+    let err = w
+        .handle_request_once(&req, Timestamp(1_795_000_000), Some((&key, "h")))
+        .expect_err("storage fails");
+    assert!(
+        matches!(&err, HostError::Storage(m) if m.contains("injected")),
+        "{err}"
+    );
+    assert_eq!(w.backend().dump().expect("dump"), before);
 }

@@ -72,7 +72,11 @@ fn a_repeated_key_replays_without_applying_and_another_body_conflicts() {
     assert!(other.1.contains("Idempotency-Key"), "{}", other.1);
     // Applied exactly once: balance 5, one transaction.
     let dump = w.backend().dump().expect("dump");
-    assert_eq!(dump.lines().filter(|l| l.starts_with("transactions|")).count(), 1, "{dump}");
+    assert_eq!(
+        dump.lines().filter(|l| l.starts_with("transactions|")).count(),
+        1,
+        "{dump}"
+    );
     assert!(dump.contains("users|Text(\"alice\")|Integer(5)|"), "{dump}");
     // A refused request is replayed too (whatever its status), and another key applies again.
     let bad = post(&mut w, r#"{"action":"add"}"#, Some((&key("k2"), "h3")));

@@ -1,1 +1,164 @@
-fn main() {}
+#![allow(non_upper_case_globals)]
+
+//! Requests per second and latency of the real server, with concurrent keep-alive clients on the
+//! same machine: `cargo bench -p quota-hub --bench http` (after `bash scripts/build-wasm.sh`).
+//! Prints figures; asserts nothing about time. Env: BENCH_CLIENTS (default 4), BENCH_READS
+//! (default 40000), BENCH_PAIRS (default 2000).
+
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+const bin: &str = env!("CARGO_BIN_EXE_quota-hub");
+
+fn env_usize(k: &str, d: usize) -> usize {
+    std::env::var(k).ok().and_then(|v| v.parse().ok()).unwrap_or(d)
+}
+
+fn token(db: &str, user: &str, args: &[&str]) -> String {
+    let out = Command::new(bin)
+        .args(["token", "issue", "--db", db, "--user", user])
+        .args(args)
+        .output()
+        .expect("token");
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+fn percentile(sorted: &[Duration], p: f64) -> f64 {
+    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted[i].as_secs_f64() * 1e3
+}
+
+fn report(what: &str, mut lat: Vec<Duration>, wall: Duration, requests: usize) {
+    lat.sort();
+    println!(
+        "{what}: {requests} requests in {:.2} s = {:.0} req/s; latency p50 {:.3} ms, p99 {:.3} ms, max {:.3} ms",
+        wall.as_secs_f64(),
+        requests as f64 / wall.as_secs_f64(),
+        percentile(&lat, 0.50),
+        percentile(&lat, 0.99),
+        percentile(&lat, 1.0)
+    );
+}
+
+fn agent() -> ureq::Agent {
+    ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .build()
+        .into()
+}
+
+/// Runs `per_client` calls of `f` on each of `clients` threads; returns every call's latency.
+fn load<F>(clients: usize, per_client: usize, f: F) -> (Vec<Duration>, Duration)
+where
+    F: Fn(&ureq::Agent, usize, usize) -> usize + Send + Sync + Copy + 'static,
+{
+    let start = Instant::now();
+    let handles: Vec<_> = (0..clients)
+        .map(|c| {
+            std::thread::spawn(move || {
+                let a = agent();
+                let mut lat = Vec::with_capacity(per_client * 2);
+                for i in 0..per_client {
+                    let t = Instant::now();
+                    let n = f(&a, c, i);
+                    let each = t.elapsed() / n as u32;
+                    lat.extend(std::iter::repeat_n(each, n));
+                }
+                lat
+            })
+        })
+        .collect();
+    let lat: Vec<Duration> = handles
+        .into_iter()
+        .flat_map(|h| h.join().expect("client"))
+        .collect();
+    (lat, start.elapsed())
+}
+
+fn main() {
+    let clients = env_usize("BENCH_CLIENTS", 4);
+    let reads = env_usize("BENCH_READS", 40_000);
+    let pairs = env_usize("BENCH_PAIRS", 2_000);
+    let dir = tempfile::tempdir().expect("dir");
+    let db = format!("sqlite://{}", dir.path().join("q.db").display());
+    let values = concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/values.yaml");
+    let mut child = Command::new(bin)
+        .args([
+            "serve",
+            "--db",
+            &db,
+            "--values",
+            values,
+            "--listen",
+            "127.0.0.1:0",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("serve");
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().expect("stdout"))
+        .read_line(&mut line)
+        .expect("url");
+    let url = line
+        .split_whitespace()
+        .last()
+        .expect("url")
+        .trim_end_matches('/')
+        .to_string();
+    let alice = token(&db, "alice", &[]);
+    let hub = token(&db, "hub", &["--scope", "quota:sessions"]);
+    let admin = token(&db, "root", &["--admin"]);
+    let a = agent();
+    for c in 0..clients {
+        a.post(&format!("{url}/admin/api/quota/users/bench{c}"))
+            .header("Authorization", &format!("token {admin}"))
+            .send(r#"{"action":"set","amount":10000000}"#)
+            .expect("seed");
+    }
+    println!("quota-hub over SQLite (WAL, synchronous=FULL), {clients} keep-alive clients on this machine");
+
+    let me = format!("{url}/api/quota/me");
+    let auth = format!("token {alice}");
+    let (me, auth): (&'static str, &'static str) =
+        (Box::leak(me.into_boxed_str()), Box::leak(auth.into_boxed_str()));
+    let (lat, wall) = load(clients, reads / clients, move |a, _, _| {
+        let mut r = a.get(me).header("Authorization", auth).call().expect("me");
+        assert_eq!(r.status().as_u16(), 200);
+        let _ = r.body_mut().read_to_string();
+        1
+    });
+    report("GET /api/quota/me", lat, wall, reads / clients * clients);
+
+    let base: &'static str = Box::leak(url.clone().into_boxed_str());
+    let hub_auth: &'static str = Box::leak(format!("token {hub}").into_boxed_str());
+    let (lat, wall) = load(clients, pairs / clients, move |a, c, i| {
+        let body = format!(r#"{{"username":"bench{c}","runtime_minutes":1,"server_name":"s{i}"}}"#);
+        let mut r = a
+            .post(&format!("{base}/api/quota/sessions"))
+            .header("Authorization", hub_auth)
+            .send(&body)
+            .expect("start");
+        assert_eq!(r.status().as_u16(), 201);
+        let v: serde_json::Value =
+            serde_json::from_str(&r.body_mut().read_to_string().expect("body")).expect("json");
+        let id = v["session_id"].as_i64().expect("id");
+        let mut r = a
+            .post(&format!("{base}/api/quota/sessions/{id}/end"))
+            .header("Authorization", hub_auth)
+            .send("{}")
+            .expect("end");
+        assert_eq!(r.status().as_u16(), 200);
+        let _ = r.body_mut().read_to_string();
+        2
+    });
+    report(
+        "session start + end (each request committed)",
+        lat,
+        wall,
+        pairs / clients * clients * 2,
+    );
+    let _ = child.kill();
+    let _ = child.wait();
+}

@@ -29,12 +29,13 @@ pub fn run(cli: Cli) -> Result<ExitCode, String> {
     match cli.command {
         Command::Serve(a) => serve(a),
         Command::Token {
-            command: TokenCommand::Issue {
-                db,
-                user,
-                admin,
-                scope,
-            },
+            command:
+                TokenCommand::Issue {
+                    db,
+                    user,
+                    admin,
+                    scope,
+                },
         } => {
             let mut backend = db::parse(&db)?.open(true)?;
             let secret = tokens::issue(&mut backend, &user, admin, &scope, Clock::system().now())?;
@@ -330,7 +331,11 @@ async fn run_server(app: Arc<App>, config: Arc<Config>, listen: &str) -> Result<
         if let Some(t) = config.next_fire(&rule.name, app.clock.now()) {
             info!("refresh rule {}: next run {t}Z", rule.name);
         }
-        tokio::spawn(scheduler::run_rule_forever(app.clone(), config.clone(), rule.name.clone()));
+        tokio::spawn(scheduler::run_rule_forever(
+            app.clone(),
+            config.clone(),
+            rule.name.clone(),
+        ));
     }
     tokio::spawn(scheduler::purge_replays_forever(app.clone()));
     let listener = tokio::net::TcpListener::bind(listen)

@@ -4,6 +4,7 @@ use std::path::PathBuf;
 
 use quota_host::{SqliteBackend, SqliteOptions};
 
+#[derive(Debug)]
 pub enum Db {
     Sqlite(PathBuf),
 }
@@ -47,8 +48,12 @@ mod tests {
 
     #[test]
     fn urls() {
-        assert!(matches!(parse("sqlite://quota.db"), Ok(Db::Sqlite(p)) if p == PathBuf::from("quota.db")));
-        assert!(matches!(parse("sqlite:///tmp/q.db"), Ok(Db::Sqlite(p)) if p == PathBuf::from("/tmp/q.db")));
+        assert!(
+            matches!(parse("sqlite://quota.db"), Ok(Db::Sqlite(p)) if p.as_path() == std::path::Path::new("quota.db"))
+        );
+        assert!(
+            matches!(parse("sqlite:///tmp/q.db"), Ok(Db::Sqlite(p)) if p.as_path() == std::path::Path::new("/tmp/q.db"))
+        );
         assert!(matches!(parse("q.db"), Ok(Db::Sqlite(_))));
         assert!(parse("sqlite://").is_err());
         assert!(parse("mysql://x").unwrap_err().contains("unknown scheme"));

@@ -54,7 +54,11 @@ impl Pool {
         for i in 0..=readers.max(1) {
             let worker = engine::worker(rt, db, values, false)?;
             let rx = if i == 0 { write_rx.clone() } else { read_rx.clone() };
-            let name = if i == 0 { "writer".to_string() } else { format!("reader-{i}") };
+            let name = if i == 0 {
+                "writer".to_string()
+            } else {
+                format!("reader-{i}")
+            };
             let t = std::thread::Builder::new()
                 .name(name)
                 .spawn(move || serve(rx, worker))
@@ -87,7 +91,8 @@ impl Pool {
             .ok_or("the server is stopping")?
             .send(job)
             .map_err(|_| "the engine workers have stopped".to_string())?;
-        rx.await.map_err(|_| "an engine worker stopped during the call".to_string())
+        rx.await
+            .map_err(|_| "an engine worker stopped during the call".to_string())
     }
 
     /// Lets queued jobs finish, then stops the workers.

@@ -96,10 +96,16 @@ mod tests {
     fn per_row_quota_wins_and_missing_ones_fall_back_or_are_skipped() {
         let csv = b"username,quota\n Alice ,50\nbob,\ncarol,7\n";
         let p = parse(csv, Some(10), true).unwrap();
-        assert_eq!(p.entries, vec![e("alice", 50, 2), e("bob", 10, 3), e("carol", 7, 4)]);
+        assert_eq!(
+            p.entries,
+            vec![e("alice", 50, 2), e("bob", 10, 3), e("carol", 7, 4)]
+        );
         let p = parse(csv, None, true).unwrap();
         assert_eq!(p.entries, vec![e("alice", 50, 2), e("carol", 7, 4)]);
-        assert_eq!(p.warnings, vec!["line 3: bob has no quota and no --amount was given; skipped"]);
+        assert_eq!(
+            p.warnings,
+            vec!["line 3: bob has no quota and no --amount was given; skipped"]
+        );
     }
 
     #[test]
@@ -117,9 +123,15 @@ mod tests {
     #[test]
     fn malformed_files_are_refused_with_the_line() {
         for (csv, msg) in [
-            (&b"name,quota\nalice,1\n"[..], "line 1: the header must have a `username` column"),
+            (
+                &b"name,quota\nalice,1\n"[..],
+                "line 1: the header must have a `username` column",
+            ),
             (b"username,quota,extra\nalice,1,2\n", "unknown column `extra`"),
-            (b"username,quota\nalice,1\nbob,x\n", "line 3: quota `x` is not a whole number"),
+            (
+                b"username,quota\nalice,1\nbob,x\n",
+                "line 3: quota `x` is not a whole number",
+            ),
             (b"username,quota\nalice,1,9\n", "line 2"),
             (b"username,quota\n,5\n", "line 2: username is empty"),
         ] {

@@ -49,7 +49,9 @@ pub async fn report_missed(app: &Arc<App>, config: &Config) {
         let lookup = id.clone();
         let seen = app
             .pool
-            .run(Kind::Read, move |w| w.backend().get_refresh_run(&lookup).map(|r| r.is_some()))
+            .run(Kind::Read, move |w| {
+                w.backend().get_refresh_run(&lookup).map(|r| r.is_some())
+            })
             .await;
         if let Ok(Ok(false)) = seen {
             info!(

@@ -66,7 +66,10 @@ async fn handle(State(app): State<Arc<App>>, req: Request) -> Response {
         .strip_prefix(app.base.as_str())
         .filter(|p| p.starts_with('/'))
     else {
-        return error(404, &format!("No route for {full_path} (routes are under {}/)", app.base));
+        return error(
+            404,
+            &format!("No route for {full_path} (routes are under {}/)", app.base),
+        );
     };
     let path = path.to_string();
     let query = parts.uri.query().unwrap_or("").to_string();

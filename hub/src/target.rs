@@ -27,9 +27,7 @@ impl Target {
                 .token
                 .clone()
                 .ok_or("--url needs an admin token: --token T or QUOTA_HUB_TOKEN")?;
-            let config = ureq::Agent::config_builder()
-                .http_status_as_error(false)
-                .build();
+            let config = ureq::Agent::config_builder().http_status_as_error(false).build();
             return Ok(Target::Remote {
                 agent: config.into(),
                 base: url.trim_end_matches('/').to_string(),

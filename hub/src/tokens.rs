@@ -90,7 +90,11 @@ mod tests {
         let c = authenticate(&mut b, &t).unwrap().expect("known");
         assert_eq!((c.name.as_str(), c.admin, c.scopes), ("hub", false, scopes));
         assert_eq!(authenticate(&mut b, &format!("{t}x")).unwrap(), None);
-        assert_ne!(issue(&mut b, "hub", false, &[], Timestamp(1)).unwrap(), t, "random");
+        assert_ne!(
+            issue(&mut b, "hub", false, &[], Timestamp(1)).unwrap(),
+            t,
+            "random"
+        );
     }
 
     #[test]

@@ -4,8 +4,7 @@ use std::path::Path;
 
 /// Reads a values file; a file that does not parse is refused with the parser's line and column.
 pub fn read(path: &Path) -> Result<serde_json::Value, String> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| format!("values file {}: {e}", path.display()))?;
+    let text = std::fs::read_to_string(path).map_err(|e| format!("values file {}: {e}", path.display()))?;
     parse(&text).map_err(|e| format!("values file {}: {e}", path.display()))
 }
 
@@ -31,7 +30,10 @@ mod tests {
     #[test]
     fn yaml_becomes_the_json_document() {
         let v = parse("custom:\n  authMode: github\n  quota:\n    cpuRate: 1.5\n").unwrap();
-        assert_eq!(v, serde_json::json!({"custom": {"authMode": "github", "quota": {"cpuRate": 1.5}}}));
+        assert_eq!(
+            v,
+            serde_json::json!({"custom": {"authMode": "github", "quota": {"cpuRate": 1.5}}})
+        );
     }
 
     #[test]

@@ -1,6 +1,8 @@
 //! Malformed and refused requests against the real server: each gets the right status and a JSON
 //! error body, and the database (every table) is byte-for-byte what it was before.
 
+#![allow(non_upper_case_globals)]
+
 mod common;
 
 use common::{http, Server};
@@ -26,7 +28,15 @@ enum Who {
     BadToken,
 }
 
-fn case(what: &'static str, method: &'static str, path: &str, who: Who, body: &str, status: u16, says: &'static str) -> Case {
+fn case(
+    what: &'static str,
+    method: &'static str,
+    path: &str,
+    who: Who,
+    body: &str,
+    status: u16,
+    says: &'static str,
+) -> Case {
     Case {
         what,
         method,
@@ -43,55 +53,362 @@ fn cases() -> Vec<Case> {
     use Who::*;
     let u = "/admin/api/quota/alice";
     let s = "/api/quota/sessions";
-    let many: Vec<String> = (0..1001).map(|i| format!(r#"{{"username":"u{i}","amount":1}}"#)).collect();
+    let many: Vec<String> = (0..1001)
+        .map(|i| format!(r#"{{"username":"u{i}","amount":1}}"#))
+        .collect();
     let too_many = format!(r#"{{"users":[{}]}}"#, many.join(","));
     let mut v = vec![
         case("truncated JSON", "POST", u, Admin, "{", 400, "JSON"),
         case("an array body", "POST", u, Admin, "[]", 400, "object"),
-        case("missing amount", "POST", u, Admin, r#"{"action":"add"}"#, 400, "amount"),
-        case("amount as a string", "POST", u, Admin, r#"{"action":"add","amount":"5"}"#, 400, "amount"),
-        case("fractional amount", "POST", u, Admin, r#"{"action":"add","amount":5.5}"#, 400, "amount"),
-        case("unknown action", "POST", u, Admin, r#"{"action":"fly","amount":5}"#, 400, "action"),
-        case("unknown field", "POST", u, Admin, r#"{"action":"add","amount":5,"colour":1}"#, 400, "colour"),
-        case("negative set", "POST", u, Admin, r#"{"action":"set","amount":-1}"#, 400, "amount"),
-        case("amount over the limit", "POST", u, Admin, r#"{"action":"add","amount":10000001}"#, 400, "amount"),
-        case("deduct more than the balance", "POST", u, Admin, r#"{"action":"deduct","amount":999}"#, 400, "Insufficient balance"),
-        case("description too long", "POST", u, Admin, &format!(r#"{{"action":"add","amount":1,"description":"{}"}}"#, "x".repeat(501)), 400, "description"),
-        case("batch users not a list", "POST", "/admin/api/quota/batch", Admin, r#"{"users":"x"}"#, 400, "users"),
-        case("batch unknown field", "POST", "/admin/api/quota/batch", Admin, r#"{"users":[],"x":1}"#, 400, "x"),
-        case("batch over 1000 users", "POST", "/admin/api/quota/batch", Admin, &too_many, 400, "users"),
-        case("refresh without amount", "POST", "/admin/api/quota/refresh", Admin, r#"{"action":"add"}"#, 400, "amount"),
-        case("refresh bad pattern", "POST", "/admin/api/quota/refresh", Admin, r#"{"action":"add","amount":5,"targets":{"usernamePattern":"("}}"#, 400, "usernamePattern"),
-        case("refresh unknown target", "POST", "/admin/api/quota/refresh", Admin, r#"{"action":"add","amount":5,"targets":{"bogus":1}}"#, 400, "bogus"),
-        case("runtime 0", "POST", s, Hub, r#"{"username":"alice","runtime_minutes":0}"#, 400, "runtime_minutes"),
-        case("runtime 481", "POST", s, Hub, r#"{"username":"alice","runtime_minutes":481}"#, 400, "runtime_minutes"),
-        case("runtime as a string", "POST", s, Hub, r#"{"username":"alice","runtime_minutes":"60"}"#, 400, "runtime_minutes"),
-        case("unknown accelerator", "POST", s, Hub, r#"{"username":"alice","resource_type":"nope","runtime_minutes":5}"#, 400, "resource_type"),
-        case("empty username", "POST", s, Hub, r#"{"username":"","runtime_minutes":5}"#, 400, "username"),
-        case("username with a space", "POST", s, Hub, r#"{"username":"a b","runtime_minutes":5}"#, 400, "username"),
-        case("bad started_at", "POST", s, Hub, r#"{"username":"alice","runtime_minutes":5,"started_at":"yesterday"}"#, 400, "started_at"),
-        case("session id not a number", "POST", "/api/quota/sessions/abc/end", Hub, "{}", 404, "abc"),
-        case("unknown session", "POST", "/api/quota/sessions/999/end", Hub, "{}", 404, "999"),
-        case("bad outcome", "POST", "/api/quota/sessions/1/end", Hub, r#"{"outcome":"exploded"}"#, 400, "outcome"),
-        case("bad ended_at", "POST", "/api/quota/sessions/1/end", Hub, r#"{"ended_at":12}"#, 400, "ended_at"),
-        case("bad status filter", "GET", "/api/quota/sessions?status=bogus", Admin, "", 400, "status"),
-        case("wrong method PUT", "PUT", u, Admin, r#"{"action":"add","amount":1}"#, 405, "PUT"),
-        case("wrong method DELETE", "DELETE", "/api/quota/me", Admin, "", 405, "DELETE"),
-        case("unknown route", "GET", "/api/quota/nothing/here", Admin, "", 404, "No route for"),
-        case("outside the base URL", "GET", "/../elsewhere", Admin, "", 404, "No route for"),
-        case("no token", "POST", u, Nobody, r#"{"action":"add","amount":1}"#, 401, "Authentication required"),
-        case("unknown token", "POST", u, BadToken, r#"{"action":"add","amount":1}"#, 401, "Authentication required"),
-        case("a user writing their own balance", "POST", u, Alice, r#"{"action":"add","amount":1}"#, 403, "Forbidden"),
-        case("the hub reading the ledger", "GET", "/admin/api/quota/transactions", Hub, "", 403, "Forbidden"),
-        case("bad percent-encoding", "GET", "/admin/api/quota/%ZZ", Admin, "", 400, "percent"),
+        case(
+            "missing amount",
+            "POST",
+            u,
+            Admin,
+            r#"{"action":"add"}"#,
+            400,
+            "amount",
+        ),
+        case(
+            "amount as a string",
+            "POST",
+            u,
+            Admin,
+            r#"{"action":"add","amount":"5"}"#,
+            400,
+            "amount",
+        ),
+        case(
+            "fractional amount",
+            "POST",
+            u,
+            Admin,
+            r#"{"action":"add","amount":5.5}"#,
+            400,
+            "amount",
+        ),
+        case(
+            "unknown action",
+            "POST",
+            u,
+            Admin,
+            r#"{"action":"fly","amount":5}"#,
+            400,
+            "action",
+        ),
+        case(
+            "unknown field",
+            "POST",
+            u,
+            Admin,
+            r#"{"action":"add","amount":5,"colour":1}"#,
+            400,
+            "colour",
+        ),
+        case(
+            "negative set",
+            "POST",
+            u,
+            Admin,
+            r#"{"action":"set","amount":-1}"#,
+            400,
+            "amount",
+        ),
+        case(
+            "amount over the limit",
+            "POST",
+            u,
+            Admin,
+            r#"{"action":"add","amount":10000001}"#,
+            400,
+            "amount",
+        ),
+        case(
+            "deduct more than the balance",
+            "POST",
+            u,
+            Admin,
+            r#"{"action":"deduct","amount":999}"#,
+            400,
+            "Insufficient balance",
+        ),
+        case(
+            "description too long",
+            "POST",
+            u,
+            Admin,
+            &format!(
+                r#"{{"action":"add","amount":1,"description":"{}"}}"#,
+                "x".repeat(501)
+            ),
+            400,
+            "description",
+        ),
+        case(
+            "batch users not a list",
+            "POST",
+            "/admin/api/quota/batch",
+            Admin,
+            r#"{"users":"x"}"#,
+            400,
+            "users",
+        ),
+        case(
+            "batch unknown field",
+            "POST",
+            "/admin/api/quota/batch",
+            Admin,
+            r#"{"users":[],"x":1}"#,
+            400,
+            "x",
+        ),
+        case(
+            "batch over 1000 users",
+            "POST",
+            "/admin/api/quota/batch",
+            Admin,
+            &too_many,
+            400,
+            "users",
+        ),
+        case(
+            "refresh without amount",
+            "POST",
+            "/admin/api/quota/refresh",
+            Admin,
+            r#"{"action":"add"}"#,
+            400,
+            "amount",
+        ),
+        case(
+            "refresh bad pattern",
+            "POST",
+            "/admin/api/quota/refresh",
+            Admin,
+            r#"{"action":"add","amount":5,"targets":{"usernamePattern":"("}}"#,
+            400,
+            "usernamePattern",
+        ),
+        case(
+            "refresh unknown target",
+            "POST",
+            "/admin/api/quota/refresh",
+            Admin,
+            r#"{"action":"add","amount":5,"targets":{"bogus":1}}"#,
+            400,
+            "bogus",
+        ),
+        case(
+            "runtime 0",
+            "POST",
+            s,
+            Hub,
+            r#"{"username":"alice","runtime_minutes":0}"#,
+            400,
+            "runtime_minutes",
+        ),
+        case(
+            "runtime 481",
+            "POST",
+            s,
+            Hub,
+            r#"{"username":"alice","runtime_minutes":481}"#,
+            400,
+            "runtime_minutes",
+        ),
+        case(
+            "runtime as a string",
+            "POST",
+            s,
+            Hub,
+            r#"{"username":"alice","runtime_minutes":"60"}"#,
+            400,
+            "runtime_minutes",
+        ),
+        case(
+            "unknown accelerator",
+            "POST",
+            s,
+            Hub,
+            r#"{"username":"alice","resource_type":"nope","runtime_minutes":5}"#,
+            400,
+            "resource_type",
+        ),
+        case(
+            "empty username",
+            "POST",
+            s,
+            Hub,
+            r#"{"username":"","runtime_minutes":5}"#,
+            400,
+            "username",
+        ),
+        case(
+            "username with a space",
+            "POST",
+            s,
+            Hub,
+            r#"{"username":"a b","runtime_minutes":5}"#,
+            400,
+            "username",
+        ),
+        case(
+            "bad started_at",
+            "POST",
+            s,
+            Hub,
+            r#"{"username":"alice","runtime_minutes":5,"started_at":"yesterday"}"#,
+            400,
+            "started_at",
+        ),
+        case(
+            "session id not a number",
+            "POST",
+            "/api/quota/sessions/abc/end",
+            Hub,
+            "{}",
+            404,
+            "abc",
+        ),
+        case(
+            "unknown session",
+            "POST",
+            "/api/quota/sessions/999/end",
+            Hub,
+            "{}",
+            404,
+            "999",
+        ),
+        case(
+            "bad outcome",
+            "POST",
+            "/api/quota/sessions/1/end",
+            Hub,
+            r#"{"outcome":"exploded"}"#,
+            400,
+            "outcome",
+        ),
+        case(
+            "bad ended_at",
+            "POST",
+            "/api/quota/sessions/1/end",
+            Hub,
+            r#"{"ended_at":12}"#,
+            400,
+            "ended_at",
+        ),
+        case(
+            "bad status filter",
+            "GET",
+            "/api/quota/sessions?status=bogus",
+            Admin,
+            "",
+            400,
+            "status",
+        ),
+        case(
+            "wrong method PUT",
+            "PUT",
+            u,
+            Admin,
+            r#"{"action":"add","amount":1}"#,
+            405,
+            "PUT",
+        ),
+        case(
+            "wrong method DELETE",
+            "DELETE",
+            "/api/quota/me",
+            Admin,
+            "",
+            405,
+            "DELETE",
+        ),
+        case(
+            "unknown route",
+            "GET",
+            "/api/quota/nothing/here",
+            Admin,
+            "",
+            404,
+            "No route for",
+        ),
+        case(
+            "outside the base URL",
+            "GET",
+            "/../elsewhere",
+            Admin,
+            "",
+            404,
+            "No route for",
+        ),
+        case(
+            "no token",
+            "POST",
+            u,
+            Nobody,
+            r#"{"action":"add","amount":1}"#,
+            401,
+            "Authentication required",
+        ),
+        case(
+            "unknown token",
+            "POST",
+            u,
+            BadToken,
+            r#"{"action":"add","amount":1}"#,
+            401,
+            "Authentication required",
+        ),
+        case(
+            "a user writing their own balance",
+            "POST",
+            u,
+            Alice,
+            r#"{"action":"add","amount":1}"#,
+            403,
+            "Forbidden",
+        ),
+        case(
+            "the hub reading the ledger",
+            "GET",
+            "/admin/api/quota/transactions",
+            Hub,
+            "",
+            403,
+            "Forbidden",
+        ),
+        case(
+            "bad percent-encoding",
+            "GET",
+            "/admin/api/quota/%ZZ",
+            Admin,
+            "",
+            400,
+            "percent",
+        ),
     ];
     let mut big = case("body over 1 MiB", "POST", u, Admin, "", 413, "larger than");
-    big.body = Some(format!(r#"{{"action":"add","amount":1,"description":"{}"}}"#, "x".repeat(1 << 20)).into_bytes());
+    big.body = Some(
+        format!(
+            r#"{{"action":"add","amount":1,"description":"{}"}}"#,
+            "x".repeat(1 << 20)
+        )
+        .into_bytes(),
+    );
     v.push(big);
     let mut utf = case("body not UTF-8", "POST", u, Admin, "", 400, "UTF-8");
     utf.body = Some(vec![b'{', 0xff, 0xfe, b'}']);
     v.push(utf);
-    let mut key = case("Idempotency-Key too long", "POST", u, Admin, r#"{"action":"add","amount":1}"#, 400, "Idempotency-Key");
+    let mut key = case(
+        "Idempotency-Key too long",
+        "POST",
+        u,
+        Admin,
+        r#"{"action":"add","amount":1}"#,
+        400,
+        "Idempotency-Key",
+    );
     key.headers.push(("Idempotency-Key", "k".repeat(256)));
     v.push(key);
     v
@@ -108,9 +425,23 @@ fn malformed_requests_are_refused_and_change_nothing() {
     let alice = common::token(&db, "alice", false, &[]);
     let agent = common::agent();
     // State to protect: alice with a balance and an active session 1.
-    let (st, b) = http(&agent, "POST", &format!("{}/admin/api/quota/alice", server.url), Some(&admin), Some(r#"{"action":"set","amount":500}"#), &[]);
+    let (st, b) = http(
+        &agent,
+        "POST",
+        &format!("{}/admin/api/quota/alice", server.url),
+        Some(&admin),
+        Some(r#"{"action":"set","amount":500}"#),
+        &[],
+    );
     assert_eq!(st, 200, "{b}");
-    let (st, b) = http(&agent, "POST", &format!("{}/api/quota/sessions", server.url), Some(&hub), Some(r#"{"username":"alice","runtime_minutes":30}"#), &[]);
+    let (st, b) = http(
+        &agent,
+        "POST",
+        &format!("{}/api/quota/sessions", server.url),
+        Some(&hub),
+        Some(r#"{"username":"alice","runtime_minutes":30}"#),
+        &[],
+    );
     assert_eq!(st, 201, "{b}");
 
     let all = cases();
@@ -138,10 +469,20 @@ fn malformed_requests_are_refused_and_change_nothing() {
         let body = resp.body_mut().read_to_string().expect("body");
         assert_eq!(status, c.status, "{}: {body}", c.what);
         let v = common::json(&body);
-        let msg = v["error"].as_str().unwrap_or_else(|| panic!("{}: no error message in {body}", c.what));
-        assert!(msg.contains(c.says), "{}: `{msg}` does not mention `{}`", c.what, c.says);
+        let msg = v["error"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{}: no error message in {body}", c.what));
+        assert!(
+            msg.contains(c.says),
+            "{}: `{msg}` does not mention `{}`",
+            c.what,
+            c.says
+        );
         assert_eq!(before, common::dump(&db), "{} changed the database", c.what);
     }
-    println!("{} malformed requests refused, database unchanged after each", all.len());
+    println!(
+        "{} malformed requests refused, database unchanged after each",
+        all.len()
+    );
     server.stop();
 }

@@ -1,6 +1,8 @@
 //! The admin command line: set-quota / add-quota with arguments and CSV files, list-quota, against
 //! the database directly and through a running server.
 
+#![allow(non_upper_case_globals)]
+
 mod common;
 
 use std::path::Path;
@@ -59,7 +61,10 @@ fn exercise(dir: &Path, db: &Path, where_: &[String]) {
     std::fs::write(dir.join("bad.csv"), "username,quota\nfrank,5\ngina,lots\n").expect("csv");
     let (code, _, err) = run(dir, &["set-quota", "-f", "bad.csv"], where_);
     assert_ne!(code, 0);
-    assert!(err.contains("line 3: quota `lots` is not a whole number"), "{err}");
+    assert!(
+        err.contains("line 3: quota `lots` is not a whole number"),
+        "{err}"
+    );
     std::fs::write(dir.join("nohead.csv"), "name,quota\nfrank,5\n").expect("csv");
     let (code, _, err) = run(dir, &["set-quota", "-f", "nohead.csv"], where_);
     assert_ne!(code, 0);
@@ -77,11 +82,24 @@ fn exercise(dir: &Path, db: &Path, where_: &[String]) {
     assert_eq!(code, 0, "{err}");
     let mut lines = out.lines();
     assert_eq!(lines.next(), Some("Users (6)"), "{out}");
-    let head: Vec<&str> = lines.next().unwrap_or("").split("  ").filter(|s| !s.is_empty()).map(str::trim).collect();
+    let head: Vec<&str> = lines
+        .next()
+        .unwrap_or("")
+        .split("  ")
+        .filter(|s| !s.is_empty())
+        .map(str::trim)
+        .collect();
     assert_eq!(head, ["Username", "Balance", "Last Updated"], "{out}");
     assert_eq!(
         balances(&out),
-        pairs(&[("alice", "55"), ("bob", "50"), ("carol", "72"), ("dave", "3"), ("erin", "11"), ("hank", "3")]),
+        pairs(&[
+            ("alice", "55"),
+            ("bob", "50"),
+            ("carol", "72"),
+            ("dave", "3"),
+            ("erin", "11"),
+            ("hank", "3")
+        ]),
         "{out}"
     );
 }
@@ -99,7 +117,11 @@ fn quota_commands_through_a_running_server() {
     let db = dir.path().join("q.db");
     let server = Server::start(&db, &common::workspace().join("examples/values.yaml"), &[]);
     let token = common::token(&db, "root", true, &[]);
-    exercise(dir.path(), &db, &[format!("--url={}", server.url), format!("--token={token}")]);
+    exercise(
+        dir.path(),
+        &db,
+        &[format!("--url={}", server.url), format!("--token={token}")],
+    );
     // Audit rows name the token's user.
     assert!(common::dump(&db).contains("Text(\"root\")"));
     // Without a token, or with a user's, the server refuses.
@@ -107,7 +129,10 @@ fn quota_commands_through_a_running_server() {
     assert_ne!(code, 0);
     assert!(err.contains("--url needs an admin token"), "{err}");
     let alice = common::token(&db, "alice", false, &[]);
-    let (code, _, err) = cli_in(dir.path(), &["list-quota", "--url", &server.url, "--token", &alice]);
+    let (code, _, err) = cli_in(
+        dir.path(),
+        &["list-quota", "--url", &server.url, "--token", &alice],
+    );
     assert_ne!(code, 0);
     assert!(err.contains("403"), "{err}");
     server.stop();
@@ -126,12 +151,19 @@ fn large_files_apply_every_row() {
     let (code, out, err) = cli_in(dir.path(), &["set-quota", "-f", "big.csv", &dbarg]);
     assert_eq!(code, 0, "{err}");
     assert!(out.contains("2500 succeeded, 0 failed"), "{out}");
-    let (code, out, err) = cli_in(dir.path(), &["add-quota", "-f", "big.csv", "--amount", "1", &dbarg]);
+    let (code, out, err) = cli_in(
+        dir.path(),
+        &["add-quota", "-f", "big.csv", "--amount", "1", &dbarg],
+    );
     assert_eq!(code, 0, "{err}");
     assert!(out.contains("2500 succeeded"), "{out}");
     let (_, out, _) = cli_in(dir.path(), &["list-quota", &dbarg]);
     assert!(out.starts_with("Users (2500)\n"), "{}", &out[..40.min(out.len())]);
     let b = balances(&out);
     assert_eq!(b.len(), 2500);
-    assert!(b.contains(&("user0142".to_string(), "43".to_string())), "{:?}", &b[140..145]);
+    assert!(
+        b.contains(&("user0142".to_string(), "43".to_string())),
+        "{:?}",
+        &b[140..145]
+    );
 }

@@ -1,6 +1,8 @@
 //! Crash safety: the server is killed with SIGKILL in the middle of a write load; after a restart on
 //! the same file every acknowledged write is there and nothing is half applied.
 
+#![allow(non_upper_case_globals)]
+
 mod common;
 
 use std::sync::mpsc;
@@ -41,7 +43,13 @@ fn sigkill_mid_load_loses_no_acknowledged_write_and_half_applies_nothing() {
                 // Alternate: a credit, then a session start and end for the same user.
                 let ok = if i % 2 == 0 {
                     seen.adds_tried += 1;
-                    let r = try_http(&agent, "POST", &format!("{url}/admin/api/quota/users/{user}"), &admin, r#"{"action":"add","amount":100}"#);
+                    let r = try_http(
+                        &agent,
+                        "POST",
+                        &format!("{url}/admin/api/quota/users/{user}"),
+                        &admin,
+                        r#"{"action":"add","amount":100}"#,
+                    );
                     match r {
                         Some(200) => {
                             seen.adds_acked += 1;
@@ -54,7 +62,13 @@ fn sigkill_mid_load_loses_no_acknowledged_write_and_half_applies_nothing() {
                     match try_http_body(&agent, "POST", &format!("{url}/api/quota/sessions"), &hub, &body) {
                         Some((201, b)) => {
                             let id = json(&b)["session_id"].as_i64().expect("id");
-                            match try_http(&agent, "POST", &format!("{url}/api/quota/sessions/{id}/end"), &hub, "{}") {
+                            match try_http(
+                                &agent,
+                                "POST",
+                                &format!("{url}/api/quota/sessions/{id}/end"),
+                                &hub,
+                                "{}",
+                            ) {
                                 Some(200) => {
                                     seen.ended.push(id);
                                     true
@@ -83,23 +97,37 @@ fn sigkill_mid_load_loses_no_acknowledged_write_and_half_applies_nothing() {
     // Restart on the same file: it must open, recover the WAL and serve.
     let server = Server::start(&db, &values, &[]);
     let agent = common::agent();
-    let (st, _) = http(&agent, "GET", &format!("{}/admin/api/quota/", server.url), Some(&admin), None, &[]);
+    let (st, _) = http(
+        &agent,
+        "GET",
+        &format!("{}/admin/api/quota/", server.url),
+        Some(&admin),
+        None,
+        &[],
+    );
     assert_eq!(st, 200);
     server.stop();
 
     let conn = Connection::open(&db).expect("open");
-    let check: String = conn.query_row("PRAGMA integrity_check", [], |r| r.get(0)).expect("check");
+    let check: String = conn
+        .query_row("PRAGMA integrity_check", [], |r| r.get(0))
+        .expect("check");
     assert_eq!(check, "ok");
     for (c, s) in seen.iter().enumerate() {
         let user = format!("load{c}");
         let adds: i64 = conn
-            .query_row("SELECT count(*) FROM transactions WHERE username = ?1 AND transaction_type = 'add'", [&user], |r| r.get(0))
+            .query_row(
+                "SELECT count(*) FROM transactions WHERE username = ?1 AND transaction_type = 'add'",
+                [&user],
+                |r| r.get(0),
+            )
             .expect("adds");
         let adds = adds as u64;
         assert!(
             s.adds_acked <= adds && adds <= s.adds_tried,
             "{user}: {adds} adds stored, {} acknowledged, {} tried",
-            s.adds_acked, s.adds_tried
+            s.adds_acked,
+            s.adds_tried
         );
         // Balance = sum of its audit rows; every row's amount = after - before.
         let (balance, sum): (i64, i64) = conn
@@ -118,7 +146,11 @@ fn sigkill_mid_load_loses_no_acknowledged_write_and_half_applies_nothing() {
         }
     }
     let bad: i64 = conn
-        .query_row("SELECT count(*) FROM transactions WHERE amount != balance_after - balance_before", [], |r| r.get(0))
+        .query_row(
+            "SELECT count(*) FROM transactions WHERE amount != balance_after - balance_before",
+            [],
+            |r| r.get(0),
+        )
         .expect("rows");
     assert_eq!(bad, 0);
     // Exactly one usage row per completed session; none for a session still active.
@@ -140,7 +172,13 @@ fn try_http(agent: &ureq::Agent, method: &str, url: &str, token: &str, body: &st
 }
 
 /// A request that may fail because the server was killed.
-fn try_http_body(agent: &ureq::Agent, method: &str, url: &str, token: &str, body: &str) -> Option<(u16, String)> {
+fn try_http_body(
+    agent: &ureq::Agent,
+    method: &str,
+    url: &str,
+    token: &str,
+    body: &str,
+) -> Option<(u16, String)> {
     let req = ureq::http::Request::builder()
         .method(method)
         .uri(url)

@@ -3,6 +3,8 @@
 //! exactly the native core's transcript: every endpoint and extension, byte for byte, including the
 //! 403 message of the spawn gate.
 
+#![allow(non_upper_case_globals)]
+
 mod common;
 
 use std::collections::HashMap;
@@ -110,7 +112,11 @@ fn the_server_answers_every_scenario_exactly_as_the_native_core() {
             serde_json::from_str(&std::fs::read_to_string(file).expect("read")).expect("scenario JSON");
         let native = replay(&mut NativeHost::default(), &scenario).expect("native replay");
         let http = replay(&mut host, &scenario).unwrap_or_else(|e| panic!("{name}: {e}"));
-        assert!(http.failures.is_empty(), "{name} over HTTP:\n{}", http.failures.join("\n"));
+        assert!(
+            http.failures.is_empty(),
+            "{name} over HTTP:\n{}",
+            http.failures.join("\n")
+        );
         assert_eq!(native.transcript.len(), http.transcript.len(), "{name}");
         for (a, b) in native.transcript.iter().zip(&http.transcript) {
             assert_eq!(a, b, "{name}: step {} differs between native and server", a.step);
@@ -120,5 +126,8 @@ fn the_server_answers_every_scenario_exactly_as_the_native_core() {
     if let Some(s) = host.server.take() {
         s.stop();
     }
-    println!("{} scenarios, {exchanges} HTTP requests: server == native core", files.len());
+    println!(
+        "{} scenarios, {exchanges} HTTP requests: server == native core",
+        files.len()
+    );
 }

@@ -3,6 +3,8 @@
 //! not replayed. The servers' clocks start just before the fire time (`--clock-start`), so the test
 //! waits seconds, not a day; it waits for log lines, never for a fixed time.
 
+#![allow(non_upper_case_globals)]
+
 mod common;
 
 use common::Server;
@@ -28,21 +30,38 @@ fn a_rule_fires_once_across_two_servers_and_missed_runs_are_not_replayed() {
         }}}}),
     );
     let dbarg = format!("--db=sqlite://{}", db.display());
-    let (code, _, err) = common::cli_in(dir.path(), &["set-quota", "alice", "bob", "--amount", "5", &dbarg]);
+    let (code, _, err) = common::cli_in(
+        dir.path(),
+        &["set-quota", "alice", "bob", "--amount", "5", &dbarg],
+    );
     assert_eq!(code, 0, "{err}");
 
     let a = Server::start(&db, &values, &["--clock-start", "2026-11-22T09:59:57Z"]);
     let b = Server::start(&db, &values, &["--clock-start", "2026-11-22T09:59:57Z"]);
     let run = "run topup@2026-11-22T10:00:00Z";
-    let la = a.stderr.wait_for("about the 10:00 run from server A", |l| l.contains(run));
-    let lb = b.stderr.wait_for("about the 10:00 run from server B", |l| l.contains(run));
-    let applied = [&la, &lb].iter().filter(|l| l.contains("applied: 2 users updated")).count();
-    let replayed = [&la, &lb].iter().filter(|l| l.contains("already applied")).count();
+    let la = a
+        .stderr
+        .wait_for("about the 10:00 run from server A", |l| l.contains(run));
+    let lb = b
+        .stderr
+        .wait_for("about the 10:00 run from server B", |l| l.contains(run));
+    let applied = [&la, &lb]
+        .iter()
+        .filter(|l| l.contains("applied: 2 users updated"))
+        .count();
+    let replayed = [&la, &lb]
+        .iter()
+        .filter(|l| l.contains("already applied"))
+        .count();
     assert_eq!((applied, replayed), (1, 1), "A: {la}\nB: {lb}");
     assert_eq!(auto_refresh_rows(&db), 2, "one auto_refresh row per user");
     assert!(common::dump(&db).contains("users|Text(\"alice\")|Integer(15)|"));
     // The disabled rule never ran.
-    assert!(!a.stderr.all().iter().any(|l| l.contains("rule off")), "{:?}", a.stderr.all());
+    assert!(
+        !a.stderr.all().iter().any(|l| l.contains("rule off")),
+        "{:?}",
+        a.stderr.all()
+    );
     a.stop();
     b.stop();
 

@@ -1,36 +1,97 @@
 //! The server as a whole: the authorisation matrix, Idempotency-Key, the base URL, start-up
 //! refusal of a bad values file, stale cleanup at start, and a clean SIGTERM.
 
+#![allow(non_upper_case_globals)]
+
 mod common;
 
 use common::{http, json, Server};
 
-const everyone: [&str; 8] = ["none", "bad", "alice", "bob", "admin", "sessions", "refresh", "service-admin"];
+const everyone: [&str; 8] = [
+    "none",
+    "bad",
+    "alice",
+    "bob",
+    "admin",
+    "sessions",
+    "refresh",
+    "service-admin",
+];
 
 /// Route, body, and the principals allowed (everyone else authenticated gets 403; no or bad token
 /// gets 401).
-fn routes() -> Vec<(&'static str, &'static str, Option<&'static str>, &'static [&'static str])> {
+fn routes() -> Vec<(
+    &'static str,
+    &'static str,
+    Option<&'static str>,
+    &'static [&'static str],
+)> {
     const admins: &[&str] = &["admin", "service-admin"];
     const users: &[&str] = &["alice", "bob", "admin", "sessions", "refresh", "service-admin"];
     vec![
         ("GET", "/admin/api/quota/", None, admins),
         ("GET", "/admin/api/quota/users", None, admins),
         ("GET", "/admin/api/quota/transactions", None, admins),
-        ("GET", "/admin/api/quota/alice", None, &["alice", "admin", "service-admin"]),
-        ("GET", "/admin/api/quota/users/alice", None, &["alice", "admin", "service-admin"]),
-        ("POST", "/admin/api/quota/alice", Some(r#"{"action":"add","amount":1}"#), admins),
-        ("POST", "/admin/api/quota/users/alice", Some(r#"{"action":"add","amount":1}"#), admins),
-        ("POST", "/admin/api/quota/batch", Some(r#"{"users":[{"username":"carol","amount":5}]}"#), admins),
-        ("POST", "/admin/api/quota/refresh", Some(r#"{"action":"add","amount":1,"dry_run":true}"#), &["admin", "refresh", "service-admin"]),
+        (
+            "GET",
+            "/admin/api/quota/alice",
+            None,
+            &["alice", "admin", "service-admin"],
+        ),
+        (
+            "GET",
+            "/admin/api/quota/users/alice",
+            None,
+            &["alice", "admin", "service-admin"],
+        ),
+        (
+            "POST",
+            "/admin/api/quota/alice",
+            Some(r#"{"action":"add","amount":1}"#),
+            admins,
+        ),
+        (
+            "POST",
+            "/admin/api/quota/users/alice",
+            Some(r#"{"action":"add","amount":1}"#),
+            admins,
+        ),
+        (
+            "POST",
+            "/admin/api/quota/batch",
+            Some(r#"{"users":[{"username":"carol","amount":5}]}"#),
+            admins,
+        ),
+        (
+            "POST",
+            "/admin/api/quota/refresh",
+            Some(r#"{"action":"add","amount":1,"dry_run":true}"#),
+            &["admin", "refresh", "service-admin"],
+        ),
         ("POST", "/admin/api/quota/cleanup", Some("{}"), admins),
         ("GET", "/api/quota/me", None, users),
         ("GET", "/api/quota/rates", None, users),
         ("GET", "/api/accelerators", None, users),
-        ("POST", "/api/quota/sessions", Some(r#"{"username":"alice","runtime_minutes":1}"#), &["admin", "sessions"]),
+        (
+            "POST",
+            "/api/quota/sessions",
+            Some(r#"{"username":"alice","runtime_minutes":1}"#),
+            &["admin", "sessions"],
+        ),
         ("GET", "/api/quota/sessions", None, admins),
         ("GET", "/api/quota/sessions/1", None, admins),
-        ("POST", "/api/quota/sessions/1/end", Some("{}"), &["admin", "sessions"]),
-        ("POST", "/api/quota/sessions/end", Some(r#"{"username":"alice","server_name":""}"#), &["admin", "sessions"]),
+        (
+            "POST",
+            "/api/quota/sessions/1/end",
+            Some("{}"),
+            &["admin", "sessions"],
+        ),
+        (
+            "POST",
+            "/api/quota/sessions/end",
+            Some(r#"{"username":"alice","server_name":""}"#),
+            &["admin", "sessions"],
+        ),
     ]
 }
 
@@ -53,15 +114,36 @@ fn authorisation_matrix_every_route_by_every_principal() {
     assert_eq!(tokens.len(), everyone.len());
     let agent = common::agent();
     let admin = tokens[4].1.clone();
-    let (st, b) = http(&agent, "POST", &format!("{}/admin/api/quota/alice", server.url), admin.as_deref(), Some(r#"{"action":"set","amount":100000}"#), &[]);
+    let (st, b) = http(
+        &agent,
+        "POST",
+        &format!("{}/admin/api/quota/alice", server.url),
+        admin.as_deref(),
+        Some(r#"{"action":"set","amount":100000}"#),
+        &[],
+    );
     assert_eq!(st, 200, "{b}");
-    let (st, b) = http(&agent, "POST", &format!("{}/api/quota/sessions", server.url), admin.as_deref(), Some(r#"{"username":"alice","runtime_minutes":1,"server_name":"s1"}"#), &[]);
+    let (st, b) = http(
+        &agent,
+        "POST",
+        &format!("{}/api/quota/sessions", server.url),
+        admin.as_deref(),
+        Some(r#"{"username":"alice","runtime_minutes":1,"server_name":"s1"}"#),
+        &[],
+    );
     assert_eq!(st, 201, "{b}");
 
     let mut checked = 0;
     for (method, path, body, allowed) in routes() {
         for (who, token) in &tokens {
-            let (status, text) = http(&agent, method, &format!("{}{path}", server.url), token.as_deref(), body, &[]);
+            let (status, text) = http(
+                &agent,
+                method,
+                &format!("{}{path}", server.url),
+                token.as_deref(),
+                body,
+                &[],
+            );
             let expected = match *who {
                 "none" | "bad" => Some(401),
                 w if allowed.contains(&w) => None,
@@ -75,7 +157,10 @@ fn authorisation_matrix_every_route_by_every_principal() {
                     "{method} {path} as {who}: {status} {text}"
                 ),
             }
-            assert!(json(&text).is_object(), "{method} {path} as {who}: not JSON: {text}");
+            assert!(
+                json(&text).is_object(),
+                "{method} {path} as {who}: not JSON: {text}"
+            );
             checked += 1;
         }
     }
@@ -104,14 +189,28 @@ fn idempotency_key_replays_the_first_response_and_refuses_another_body() {
     let first = http(&agent, "POST", &url, Some(&admin), Some(add), &key);
     assert_eq!(first.0, 200, "{}", first.1);
     assert_eq!(http(&agent, "POST", &url, Some(&admin), Some(add), &key), first);
-    let conflict = http(&agent, "POST", &url, Some(&admin), Some(r#"{"action":"add","amount":8}"#), &key);
+    let conflict = http(
+        &agent,
+        "POST",
+        &url,
+        Some(&admin),
+        Some(r#"{"action":"add","amount":8}"#),
+        &key,
+    );
     assert_eq!(conflict.0, 409, "{}", conflict.1);
     // The key is scoped to the caller: another admin's same key applies again.
-    assert_eq!(http(&agent, "POST", &url, Some(&other_admin), Some(add), &key).0, 200);
+    assert_eq!(
+        http(&agent, "POST", &url, Some(&other_admin), Some(add), &key).0,
+        200
+    );
     let (_, detail) = http(&agent, "GET", &url, Some(&admin), None, &[]);
     let v = json(&detail);
     assert_eq!(v["balance"], 14, "{detail}");
-    assert_eq!(v["recent_transactions"].as_array().map(Vec::len), Some(2), "{detail}");
+    assert_eq!(
+        v["recent_transactions"].as_array().map(Vec::len),
+        Some(2),
+        "{detail}"
+    );
     server.stop();
 }
 
@@ -119,15 +218,42 @@ fn idempotency_key_replays_the_first_response_and_refuses_another_body() {
 fn routes_live_under_the_base_url_only() {
     let dir = tempfile::tempdir().expect("dir");
     let db = dir.path().join("q.db");
-    let server = Server::start(&db, &common::workspace().join("examples/values.yaml"), &["--base-url", "/jhub/"]);
+    let server = Server::start(
+        &db,
+        &common::workspace().join("examples/values.yaml"),
+        &["--base-url", "/jhub/"],
+    );
     assert!(server.url.ends_with("/jhub"), "{}", server.url);
     let admin = common::token(&db, "root", true, &[]);
     let agent = common::agent();
-    assert_eq!(http(&agent, "GET", &format!("{}/api/quota/rates", server.url), Some(&admin), None, &[]).0, 200);
+    assert_eq!(
+        http(
+            &agent,
+            "GET",
+            &format!("{}/api/quota/rates", server.url),
+            Some(&admin),
+            None,
+            &[]
+        )
+        .0,
+        200
+    );
     let root = server.url.trim_end_matches("/jhub");
-    let (st, body) = http(&agent, "GET", &format!("{root}/hub/api/quota/rates"), Some(&admin), None, &[]);
+    let (st, body) = http(
+        &agent,
+        "GET",
+        &format!("{root}/hub/api/quota/rates"),
+        Some(&admin),
+        None,
+        &[],
+    );
     assert_eq!(st, 404, "{body}");
-    assert!(json(&body)["error"].as_str().is_some_and(|m| m.contains("/jhub/")), "{body}");
+    assert!(
+        json(&body)["error"]
+            .as_str()
+            .is_some_and(|m| m.contains("/jhub/")),
+        "{body}"
+    );
     server.stop();
 }
 
@@ -149,7 +275,11 @@ fn a_bad_values_file_stops_the_server_before_it_listens_and_names_every_key() {
         let (code, out, err) = common::cli(&args);
         assert_ne!(code, 0, "{args:?} accepted a bad file");
         assert!(!out.contains("listening"), "{out}");
-        for key in ["custom.quota.cpuRate", "custom.quota.colour", "custom.accelerators.cpu"] {
+        for key in [
+            "custom.quota.cpuRate",
+            "custom.quota.colour",
+            "custom.accelerators.cpu",
+        ] {
             assert!(err.contains(key), "{args:?}: `{key}` not named in:\n{err}");
         }
     }
@@ -168,14 +298,37 @@ fn stale_sessions_are_cleaned_at_start_and_logged() {
     let hub = common::token(&db, "hub", false, &["quota:sessions"]);
     let admin = common::token(&db, "root", true, &[]);
     let agent = common::agent();
-    http(&agent, "POST", &format!("{}/admin/api/quota/alice", server.url), Some(&admin), Some(r#"{"action":"set","amount":1000}"#), &[]);
-    let (st, b) = http(&agent, "POST", &format!("{}/api/quota/sessions", server.url), Some(&hub), Some(r#"{"username":"alice","runtime_minutes":60}"#), &[]);
+    http(
+        &agent,
+        "POST",
+        &format!("{}/admin/api/quota/alice", server.url),
+        Some(&admin),
+        Some(r#"{"action":"set","amount":1000}"#),
+        &[],
+    );
+    let (st, b) = http(
+        &agent,
+        "POST",
+        &format!("{}/api/quota/sessions", server.url),
+        Some(&hub),
+        Some(r#"{"username":"alice","runtime_minutes":60}"#),
+        &[],
+    );
     assert_eq!(st, 201, "{b}");
     server.stop();
     let server = Server::start(&db, &values, &["--clock-start", "2026-11-22T10:00:00Z"]);
-    let line = server.stderr.wait_for("about the stale session", |l| l.contains("stale session 1 of alice"));
+    let line = server.stderr.wait_for("about the stale session", |l| {
+        l.contains("stale session 1 of alice")
+    });
     assert!(line.contains("not charged"), "{line}");
-    let (_, b) = http(&agent, "GET", &format!("{}/api/quota/sessions/1", server.url), Some(&admin), None, &[]);
+    let (_, b) = http(
+        &agent,
+        "GET",
+        &format!("{}/api/quota/sessions/1", server.url),
+        Some(&admin),
+        None,
+        &[],
+    );
     assert_eq!(json(&b)["status"], "cleaned_up", "{b}");
     server.stop();
 }

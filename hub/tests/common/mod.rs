@@ -45,7 +45,11 @@ impl Lines {
                 return l.clone();
             }
             let left = deadline.saturating_duration_since(Instant::now());
-            assert!(!left.is_zero(), "no line {what} within {patience:?}; got:\n{}", lines.join("\n"));
+            assert!(
+                !left.is_zero(),
+                "no line {what} within {patience:?}; got:\n{}",
+                lines.join("\n")
+            );
             lines = cv.wait_timeout(lines, left).expect("lines").0;
         }
     }
