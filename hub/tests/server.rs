@@ -332,3 +332,62 @@ fn stale_sessions_are_cleaned_at_start_and_logged() {
     assert_eq!(json(&b)["status"], "cleaned_up", "{b}");
     server.stop();
 }
+
+/// The README's "First steps with the server" block, run as written (the binary path and the URL
+/// pointed at this test's server): a newcomer's token, quota, session and ledger.
+#[test]
+fn the_readme_walkthrough_works_as_written() {
+    let readme = std::fs::read_to_string(common::workspace().join("README.md")).expect("README");
+    let section = readme
+        .split("## First steps with the server")
+        .nth(1)
+        .expect("README has the walkthrough");
+    let script = section
+        .split("```sh\n")
+        .nth(1)
+        .and_then(|s| s.split("```").next())
+        .expect("a sh block");
+    assert!(script.contains("Q=target/release/quota-hub"), "{script}");
+    assert!(script.contains("URL=http://127.0.0.1:8765/hub"), "{script}");
+    let dir = tempfile::tempdir().expect("dir");
+    // The walkthrough uses the default database, quota.db in the current directory.
+    let server = Server::start(
+        &dir.path().join("quota.db"),
+        &common::workspace().join("examples/values.yaml"),
+        &[],
+    );
+    let script = script
+        .replace("Q=target/release/quota-hub", &format!("Q={}", common::bin))
+        .replace("URL=http://127.0.0.1:8765/hub", &format!("URL={}", server.url))
+        .replace("curl -s", "curl -sS --fail-with-body")
+        + "\necho\n";
+    let out = std::process::Command::new("bash")
+        .args(["-euo", "pipefail", "-c", &script])
+        .current_dir(dir.path())
+        .output()
+        .expect("bash");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // curl prints the answers back to back: read them as a stream of JSON values.
+    let answers: Vec<serde_json::Value> = serde_json::Deserializer::from_str(&stdout)
+        .into_iter()
+        .collect::<Result<_, _>>()
+        .expect("JSON answers");
+    assert_eq!(answers.len(), 4, "{stdout}");
+    assert_eq!(answers[1]["status"], "active", "{stdout}");
+    let last = &answers[3];
+    // 300, then one billed minute at 2/min.
+    assert_eq!(last["balance"], 298, "{stdout}");
+    let kinds: Vec<&str> = last["recent_transactions"]
+        .as_array()
+        .expect("ledger")
+        .iter()
+        .filter_map(|t| t["transaction_type"].as_str())
+        .collect();
+    assert_eq!(kinds, ["usage", "set"], "{stdout}");
+    server.stop();
+}
