@@ -167,3 +167,62 @@ fn large_files_apply_every_row() {
         &b[140..145]
     );
 }
+
+#[test]
+fn refresh_dry_run_then_for_real_and_cleanup() {
+    let dir = tempfile::tempdir().expect("dir");
+    let db = dir.path().join("q.db");
+    let dbarg = format!("--db=sqlite://{}", db.display());
+    let values = common::write_values(
+        dir.path(),
+        "values.yaml",
+        &serde_json::json!({"custom": {"authMode": "github", "quota": {"refreshRules": {
+            "topup": {"enabled": true, "schedule": "0 6 * * 1", "action": "add", "amount": 10, "maxBalance": 25}
+        }}}}),
+    );
+    let varg = format!("--values={}", values.display());
+    let (code, _, err) = cli_in(dir.path(), &["set-quota", "alice", "--amount", "5", &dbarg]);
+    assert_eq!(code, 0, "{err}");
+    let (code, _, err) = cli_in(dir.path(), &["set-quota", "bob", "--amount", "20", &dbarg]);
+    assert_eq!(code, 0, "{err}");
+
+    let before = common::dump(&db);
+    let (code, out, err) = cli_in(dir.path(), &["refresh", "topup", "--dry-run", &dbarg, &varg]);
+    assert_eq!(code, 0, "{err}");
+    let v = common::json(&out);
+    assert_eq!(
+        (v["users_updated"].as_i64(), v["total_change"].as_i64()),
+        (Some(2), Some(15)),
+        "{out}"
+    );
+    assert_eq!(before, common::dump(&db), "a dry run wrote");
+
+    let (code, out, err) = cli_in(dir.path(), &["refresh", "topup", &dbarg, &varg]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(common::json(&out)["total_change"], 15, "{out}");
+    let (_, out, _) = cli_in(dir.path(), &["list-quota", &dbarg]);
+    assert_eq!(balances(&out), pairs(&[("alice", "15"), ("bob", "25")]), "{out}");
+
+    let (code, _, err) = cli_in(dir.path(), &["refresh", "nope", &dbarg, &varg]);
+    assert_ne!(code, 0);
+    assert!(err.contains("nope"), "{err}");
+
+    let (code, out, err) = cli_in(dir.path(), &["cleanup", &dbarg]);
+    assert_eq!(code, 0, "{err}");
+    assert!(common::json(&out).is_object(), "{out}");
+
+    let (code, _, err) = cli_in(
+        dir.path(),
+        &[
+            "token",
+            "issue",
+            &dbarg,
+            "--user",
+            "x",
+            "--scope",
+            "quota:everything",
+        ],
+    );
+    assert_ne!(code, 0);
+    assert!(err.contains("quota:everything"), "{err}");
+}
