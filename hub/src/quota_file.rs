@@ -45,13 +45,22 @@ pub fn parse(text: &[u8], default_amount: Option<i64>, use_quota_column: bool) -
             "line 1: unknown column `{other}` (the header is `username[,quota]`)"
         ));
     }
+    // The reader's own line count skips blank lines; count newlines up to the record instead.
+    let line_at = |byte: u64| {
+        let mut end = usize::try_from(byte).unwrap_or(usize::MAX).min(text.len());
+        // A record's position may be that of the blank lines the reader skipped before it.
+        while end < text.len() && (text[end] == b'\n' || text[end] == b'\r') {
+            end += 1;
+        }
+        text[..end].iter().filter(|&&b| b == b'\n').count() as u64 + 1
+    };
     let mut out = Parsed::default();
     for record in rdr.records() {
         let record = record.map_err(|e| match e.position() {
-            Some(p) => format!("line {}: {e}", p.line()),
+            Some(p) => format!("line {}: {e}", line_at(p.byte())),
             None => e.to_string(),
         })?;
-        let line = record.position().map(|p| p.line()).unwrap_or(0);
+        let line = record.position().map(|p| line_at(p.byte())).unwrap_or(0);
         if record.iter().all(str::is_empty) {
             continue; // a blank line
         }
@@ -134,6 +143,7 @@ mod tests {
             ),
             (b"username,quota\nalice,1,9\n", "line 2"),
             (b"username,quota\n,5\n", "line 2: username is empty"),
+            (b"username,quota\nalice,1\n\n\nbob,x\n", "line 5: quota `x`"),
         ] {
             let err = parse(csv, Some(1), true).unwrap_err();
             assert!(err.contains(msg), "{err} lacks {msg}");
