@@ -28,6 +28,19 @@ pub trait ScenarioHost {
     ) -> Result<Response, String>;
 }
 
+/// The scenario files (`*.json`) of a directory, sorted by name.
+pub fn files(dir: &std::path::Path) -> std::io::Result<Vec<std::path::PathBuf>> {
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(dir)? {
+        let path = entry?.path();
+        if path.extension().is_some_and(|x| x == "json") {
+            files.push(path);
+        }
+    }
+    files.sort();
+    Ok(files)
+}
+
 /// The values document every scenario starts from unless it gives its own (`values`); `quota`
 /// keys of a scenario are merged into `custom.quota`.
 pub fn fixture_values() -> Value {

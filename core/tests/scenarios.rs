@@ -10,12 +10,7 @@ fn scenario_dir() -> PathBuf {
 
 #[test]
 fn every_scenario_replays_on_the_native_core() {
-    let mut files: Vec<PathBuf> = std::fs::read_dir(scenario_dir())
-        .expect("tests/scenarios exists")
-        .map(|e| e.expect("readable entry").path())
-        .filter(|p| p.extension().is_some_and(|x| x == "json"))
-        .collect();
-    files.sort();
+    let files: Vec<PathBuf> = quota_core::scenario::files(&scenario_dir()).expect("tests/scenarios exists");
     assert!(
         files.len() >= 25,
         "expected at least 25 scenarios, found {}",

@@ -10,12 +10,8 @@ use quota_host::{Backend, Durability, SqliteBackend};
 #[test]
 fn component_over_sqlite_matches_the_native_core_byte_for_byte() {
     let dir = tempfile::tempdir().expect("temp dir");
-    let mut files: Vec<_> = std::fs::read_dir(common::workspace().join("tests/scenarios"))
-        .expect("scenario dir")
-        .map(|e| e.expect("entry").path())
-        .filter(|p| p.extension().is_some_and(|x| x == "json"))
-        .collect();
-    files.sort();
+    let files =
+        quota_core::scenario::files(&common::workspace().join("tests/scenarios")).expect("scenario dir");
     assert!(files.len() >= 25, "found only {} scenarios", files.len());
     let mut n = 0;
     let base = dir.path().to_path_buf();

@@ -91,12 +91,8 @@ impl ScenarioHost for HttpHost {
 #[test]
 fn the_server_answers_every_scenario_exactly_as_the_native_core() {
     let dir = tempfile::tempdir().expect("dir");
-    let mut files: Vec<_> = std::fs::read_dir(common::workspace().join("tests/scenarios"))
-        .expect("scenario dir")
-        .map(|e| e.expect("entry").path())
-        .filter(|p| p.extension().is_some_and(|x| x == "json"))
-        .collect();
-    files.sort();
+    let files =
+        quota_core::scenario::files(&common::workspace().join("tests/scenarios")).expect("scenario dir");
     assert!(files.len() >= 25, "found only {} scenarios", files.len());
     let mut host = HttpHost {
         dir: dir.path().to_path_buf(),
