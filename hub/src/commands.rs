@@ -248,17 +248,13 @@ fn list_quota(target: &mut Target) -> Result<ExitCode, String> {
             .unwrap_or(0)
     };
     let (w0, w1) = (width(0), width(1));
-    let mut out = std::io::stdout().lock();
-    let mut emit = |a: &str, b: &str, c: &str| writeln!(out, "{a:<w0$}  {b:>w1$}  {c}");
-    let written = (|| {
-        writeln!(std::io::stdout(), "Users ({})", rows.len())?;
-        emit(head[0], head[1], head[2])?;
-        for r in &rows {
-            emit(&r[0], &r[1], &r[2])?;
-        }
-        Ok::<(), std::io::Error>(())
-    })();
-    written.map_err(|e| format!("stdout: {e}"))?;
+    let mut table = format!("Users ({})\n", rows.len());
+    for [a, b, c] in std::iter::once(head.map(str::to_string)).chain(rows) {
+        table.push_str(&format!("{a:<w0$}  {b:>w1$}  {c}\n"));
+    }
+    std::io::stdout()
+        .write_all(table.as_bytes())
+        .map_err(|e| format!("stdout: {e}"))?;
     Ok(ExitCode::SUCCESS)
 }
 

@@ -456,17 +456,9 @@ fn malformed_requests_are_refused_and_change_nothing() {
             Who::BadToken => Some("qh_0000000000000000000000000000000000000000000000000000000000000000"),
         };
         let url = format!("{}{}", server.url, c.path);
-        let mut req = ureq::http::Request::builder().method(c.method).uri(&url);
-        if let Some(t) = token {
-            req = req.header("Authorization", format!("token {t}"));
-        }
-        for (k, v) in &c.headers {
-            req = req.header(*k, v.as_str());
-        }
-        let resp = agent.run(req.body(c.body.clone().unwrap_or_default()).expect("request"));
-        let mut resp = resp.unwrap_or_else(|e| panic!("{}: {e}", c.what));
-        let status = resp.status().as_u16();
-        let body = resp.body_mut().read_to_string().expect("body");
+        let headers: Vec<(&str, &str)> = c.headers.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        let (status, body) = common::send(&agent, c.method, &url, token, c.body.as_deref(), &headers)
+            .unwrap_or_else(|e| panic!("{}: {e}", c.what));
         assert_eq!(status, c.status, "{}: {body}", c.what);
         let v = common::json(&body);
         let msg = v["error"]

@@ -179,15 +179,5 @@ fn try_http_body(
     token: &str,
     body: &str,
 ) -> Option<(u16, String)> {
-    let req = ureq::http::Request::builder()
-        .method(method)
-        .uri(url)
-        .header("Authorization", format!("token {token}"))
-        .header("Content-Type", "application/json")
-        .body(body.to_string())
-        .ok()?;
-    let mut resp = agent.run(req).ok()?;
-    let status = resp.status().as_u16();
-    let text = resp.body_mut().read_to_string().ok()?;
-    Some((status, text))
+    common::send(agent, method, url, Some(token), Some(body.as_bytes()), &[]).ok()
 }

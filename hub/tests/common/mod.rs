@@ -172,15 +172,16 @@ pub fn agent() -> ureq::Agent {
         .into()
 }
 
-/// One request: (status, body). `token` None sends no Authorization header.
-pub fn http(
+/// One request: (status, body), or why it could not be made (e.g. the server is gone). `token` None
+/// sends no Authorization header; a body is sent as given, labelled JSON.
+pub fn send(
     agent: &ureq::Agent,
     method: &str,
     url: &str,
     token: Option<&str>,
-    body: Option<&str>,
+    body: Option<&[u8]>,
     headers: &[(&str, &str)],
-) -> (u16, String) {
+) -> Result<(u16, String), String> {
     let mut req = ureq::http::Request::builder().method(method).uri(url);
     if let Some(t) = token {
         req = req.header("Authorization", format!("token {t}"));
@@ -191,15 +192,27 @@ pub fn http(
     let resp = match body {
         Some(b) => agent.run(
             req.header("Content-Type", "application/json")
-                .body(b.to_string())
-                .expect("request"),
+                .body(b.to_vec())
+                .map_err(|e| e.to_string())?,
         ),
-        None => agent.run(req.body(()).expect("request")),
+        None => agent.run(req.body(()).map_err(|e| e.to_string())?),
     };
-    let mut resp = resp.unwrap_or_else(|e| panic!("{method} {url}: {e}"));
+    let mut resp = resp.map_err(|e| format!("{method} {url}: {e}"))?;
     let status = resp.status().as_u16();
-    let text = resp.body_mut().read_to_string().expect("body");
-    (status, text)
+    let text = resp.body_mut().read_to_string().map_err(|e| e.to_string())?;
+    Ok((status, text))
+}
+
+/// [`send`] that must get an answer.
+pub fn http(
+    agent: &ureq::Agent,
+    method: &str,
+    url: &str,
+    token: Option<&str>,
+    body: Option<&str>,
+    headers: &[(&str, &str)],
+) -> (u16, String) {
+    send(agent, method, url, token, body.map(str::as_bytes), headers).unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// Every row of the database (engine and host tables), in a fixed order.
