@@ -12,10 +12,11 @@ use crate::time::Timestamp;
 
 /// Something that answers engine requests: the native core, the wasm component, ...
 pub trait ScenarioHost {
-    /// Starts from empty storage with this values document.
-    fn reset(&mut self, values: &Value) -> Result<(), String>;
-    /// Replaces the configuration, keeping the stored state.
-    fn reconfigure(&mut self, values: &Value) -> Result<(), String>;
+    /// Starts from empty storage with this values document. `now` is the scenario's clock: a host
+    /// that does start-up work (a server's stale cleanup) must do it at this time, never the real one.
+    fn reset(&mut self, values: &Value, now: Timestamp) -> Result<(), String>;
+    /// Replaces the configuration, keeping the stored state (a restart, for a server), at `now`.
+    fn reconfigure(&mut self, values: &Value, now: Timestamp) -> Result<(), String>;
     /// One request (path below the base URL, query without `?`).
     fn handle(
         &mut self,
@@ -142,11 +143,11 @@ fn merged_values(scenario: &Value) -> Value {
 
 /// Replays one parsed scenario.
 pub fn replay(host: &mut dyn ScenarioHost, scenario: &Value) -> Result<Replay, String> {
-    host.reset(&merged_values(scenario))?;
     let mut now = match scenario.get("start").and_then(Value::as_str) {
         Some(s) => Timestamp::parse(s)?,
         None => Timestamp::parse("2026-11-22T10:00:00Z")?,
     };
+    host.reset(&merged_values(scenario), now)?;
     let mut out = Replay::default();
     let steps = scenario
         .get("steps")
@@ -170,7 +171,7 @@ pub fn replay(host: &mut dyn ScenarioHost, scenario: &Value) -> Result<Replay, S
             if let Some(q) = step.get("quota") {
                 doc["quota"] = q.clone();
             }
-            host.reconfigure(&merged_values(if values.is_null() { step } else { &doc }))?;
+            host.reconfigure(&merged_values(if values.is_null() { step } else { &doc }), now)?;
             continue;
         }
         let method = step
@@ -356,12 +357,12 @@ pub struct NativeHost {
 }
 
 impl ScenarioHost for NativeHost {
-    fn reset(&mut self, values: &Value) -> Result<(), String> {
+    fn reset(&mut self, values: &Value, now: Timestamp) -> Result<(), String> {
         self.store = crate::MemStore::new();
-        self.reconfigure(values)
+        self.reconfigure(values, now)
     }
 
-    fn reconfigure(&mut self, values: &Value) -> Result<(), String> {
+    fn reconfigure(&mut self, values: &Value, _now: Timestamp) -> Result<(), String> {
         self.config = Some(crate::Config::from_values(values).map_err(|e| e.to_string())?);
         Ok(())
     }

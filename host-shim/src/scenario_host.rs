@@ -33,14 +33,14 @@ impl ComponentHost {
 }
 
 impl ScenarioHost for ComponentHost {
-    fn reset(&mut self, values: &Value) -> Result<(), String> {
+    fn reset(&mut self, values: &Value, _now: Timestamp) -> Result<(), String> {
         let backend = (self.fresh)();
         self.worker =
             Some(Worker::new(self.runtime.clone(), backend, &values.to_string()).map_err(|e| e.to_string())?);
         Ok(())
     }
 
-    fn reconfigure(&mut self, values: &Value) -> Result<(), String> {
+    fn reconfigure(&mut self, values: &Value, _now: Timestamp) -> Result<(), String> {
         let w = self.worker.as_mut().ok_or("not started")?;
         w.configure(&values.to_string())
             .map(|_| ())

@@ -11,7 +11,7 @@ use quota_host::{api, Checkpointer};
 use serde_json::json;
 
 use crate::cli::{Cli, Command, QuotaArgs, ServeArgs, TokenCommand};
-use crate::clock::Clock;
+use crate::clock::{self, Clock};
 use crate::db::{self, Db};
 use crate::log::info;
 use crate::pool::{Kind, Pool};
@@ -38,7 +38,7 @@ pub fn run(cli: Cli) -> Result<ExitCode, String> {
                 },
         } => {
             let mut backend = db::parse(&db)?.open(true)?;
-            let secret = tokens::issue(&mut backend, &user, admin, &scope, Clock::system().now())?;
+            let secret = tokens::issue(&mut backend, &user, admin, &scope, Clock::system()?.now())?;
             println!("{secret}");
             Ok(ExitCode::SUCCESS)
         }
@@ -57,7 +57,7 @@ pub fn run(cli: Cli) -> Result<ExitCode, String> {
                 unreachable!("a target without --url is local")
             };
             let r = w
-                .run_rule(&rule, None, dry_run, Clock::system().now())
+                .run_rule(&rule, None, dry_run, Clock::system()?.now())
                 .map_err(|e| e.to_string())?
                 .map_err(|e| quota_error(&e))?;
             println!("{}", pretty(&r.json));
@@ -107,8 +107,9 @@ fn check_config(path: &std::path::Path) -> Result<ExitCode, String> {
         c.accelerators.len(),
         c.refresh_rules.len()
     );
+    let now = Clock::system()?.now();
     for r in c.refresh_rules.values() {
-        let next = c.next_fire(&r.name, Clock::system().now());
+        let next = c.next_fire(&r.name, now);
         let when = match (r.enabled, next) {
             (false, _) => "disabled".to_string(),
             (true, Some(t)) => format!("next run {t}Z"),
@@ -275,9 +276,9 @@ fn serve(a: ServeArgs) -> Result<ExitCode, String> {
     let db = db::parse(&a.db)?;
     let clock = match &a.clock_start {
         Some(s) => Clock::starting_at(Timestamp::parse(s).map_err(|e| format!("--clock-start: {e}"))?),
-        None => Clock::system(),
+        None => Clock::system()?,
     };
-    if a.test_clock || a.clock_start.is_some() {
+    if a.test_clock || a.clock_start.is_some() || clock::days_ahead()? != 0 {
         info!("WARNING: test clock options are on; never use them in production");
     }
     let rt = engine::runtime()?;
@@ -304,8 +305,10 @@ fn serve(a: ServeArgs) -> Result<ExitCode, String> {
 }
 
 async fn run_server(app: Arc<App>, config: Arc<Config>, listen: &str) -> Result<(), String> {
-    let now = app.clock.now();
-    match app.pool.run(Kind::Write, move |w| w.cleanup_stale(now)).await {
+    // One instant for the whole start-up: runs at or before it were missed (reported, not
+    // replayed), runs after it are the scheduler's, however long the rest of the start-up takes.
+    let t0 = app.clock.now();
+    match app.pool.run(Kind::Write, move |w| w.cleanup_stale(t0)).await {
         Ok(Ok(Ok(cleaned))) => {
             for c in &cleaned {
                 info!(
@@ -322,15 +325,16 @@ async fn run_server(app: Arc<App>, config: Arc<Config>, listen: &str) -> Result<
         Ok(Err(e)) => return Err(format!("stale cleanup: {e}")),
         Err(e) => return Err(format!("stale cleanup: {e}")),
     }
-    scheduler::report_missed(&app, &config).await;
+    scheduler::report_missed(&app, &config, t0).await;
     for rule in config.refresh_rules.values().filter(|r| r.enabled) {
-        if let Some(t) = config.next_fire(&rule.name, app.clock.now()) {
+        if let Some(t) = config.next_fire(&rule.name, t0) {
             info!("refresh rule {}: next run {t}Z", rule.name);
         }
         tokio::spawn(scheduler::run_rule_forever(
             app.clone(),
             config.clone(),
             rule.name.clone(),
+            t0,
         ));
     }
     tokio::spawn(scheduler::purge_replays_forever(app.clone()));
@@ -340,27 +344,28 @@ async fn run_server(app: Arc<App>, config: Arc<Config>, listen: &str) -> Result<
     let addr = listener
         .local_addr()
         .map_err(|e| format!("--listen {listen}: {e}"))?;
+    // The handlers are installed before the server says it is listening: a SIGTERM sent as soon
+    // as it is up must stop it cleanly, not kill it with the default action.
+    let stop = stop_signal()?;
     println!("quota-hub listening on http://{addr}{}/", app.base);
     let _ = std::io::stdout().flush();
     axum::serve(listener, server::router(app))
-        .with_graceful_shutdown(stop_signal())
+        .with_graceful_shutdown(stop)
         .await
         .map_err(|e| format!("server: {e}"))
 }
 
-/// SIGINT or SIGTERM: stop accepting, finish the requests in flight, exit 0.
-async fn stop_signal() {
-    let term = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut s) => {
-                s.recv().await;
-            }
-            Err(_) => std::future::pending::<()>().await,
+/// SIGINT or SIGTERM: stop accepting, finish the requests in flight, exit 0. The handlers are
+/// installed when this is called; the future resolves at the first signal.
+fn stop_signal() -> Result<impl std::future::Future<Output = ()>, String> {
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut term = signal(SignalKind::terminate()).map_err(|e| format!("SIGTERM handler: {e}"))?;
+    let mut int = signal(SignalKind::interrupt()).map_err(|e| format!("SIGINT handler: {e}"))?;
+    Ok(async move {
+        tokio::select! {
+            _ = int.recv() => {}
+            _ = term.recv() => {}
         }
-    };
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => {}
-        _ = term => {}
-    }
-    info!("stopping: finishing requests in flight");
+        info!("stopping: finishing requests in flight");
+    })
 }

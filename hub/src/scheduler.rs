@@ -38,9 +38,8 @@ pub fn previous_fire(config: &Config, rule: &str, now: Timestamp) -> Option<Time
     last
 }
 
-/// Logs, for each enabled rule, the last scheduled run if nobody applied it.
-pub async fn report_missed(app: &Arc<App>, config: &Config) {
-    let now = app.clock.now();
+/// Logs, for each enabled rule, the last scheduled run at or before `now` if nobody applied it.
+pub async fn report_missed(app: &Arc<App>, config: &Config, now: Timestamp) {
     for rule in config.refresh_rules.values().filter(|r| r.enabled) {
         let Some(at) = previous_fire(config, &rule.name, now) else {
             continue;
@@ -62,20 +61,26 @@ pub async fn report_missed(app: &Arc<App>, config: &Config) {
     }
 }
 
-/// Runs `rule` at each of its fire times, forever.
-pub async fn run_rule_forever(app: Arc<App>, config: Arc<Config>, rule: String) {
+/// Runs `rule` at each of its fire times after `since`, forever. A fire time the server was up for
+/// is run even if the server reaches it late (a slow start, a busy machine); only runs at or before
+/// `since` belong to [`report_missed`].
+pub async fn run_rule_forever(app: Arc<App>, config: Arc<Config>, rule: String, since: Timestamp) {
+    let mut since = since;
     loop {
-        let now_ms = app.clock.now_ms();
-        let now = Timestamp(now_ms.div_euclid(1000));
-        let Some(at) = config.next_fire(&rule, now) else {
+        let Some(at) = config.next_fire(&rule, since) else {
             info!("refresh rule {rule}: never fires again");
             return;
         };
-        let wait_ms = (at.seconds() * 1000 - now_ms).max(0) as u64;
-        tokio::time::sleep(Duration::from_millis(wait_ms)).await;
-        if app.clock.now() < at {
-            continue; // woke early: wait again for the same fire time
+        loop {
+            let wait_ms = at.seconds() * 1000 - app.clock.now_ms();
+            if wait_ms <= 0 {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(wait_ms as u64)).await;
         }
+        // The next run is the first after this one, or after now if this one ran very late (a
+        // machine that slept through several runs applies one of them late, not every one).
+        since = at.max(app.clock.now());
         let id = run_id(&rule, at);
         let (name, rid) = (rule.clone(), id.clone());
         let now = app.clock.now();

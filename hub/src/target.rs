@@ -63,7 +63,7 @@ impl Target {
                     body,
                     caller: Some(caller),
                 };
-                let now: Timestamp = Clock::system().now();
+                let now: Timestamp = Clock::system()?.now();
                 let r = w.handle_request(&req, now).map_err(|e| e.to_string())?;
                 Ok((r.status, r.body))
             }

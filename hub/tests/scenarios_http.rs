@@ -22,29 +22,35 @@ struct HttpHost {
     server: Option<Server>,
     tokens: HashMap<String, String>,
     agent: ureq::Agent,
+    /// Environment of every server and CLI process (the test override of the system clock).
+    env: Vec<(String, String)>,
 }
 
 impl HttpHost {
-    fn start(&mut self, values: &Value) -> Result<(), String> {
+    /// (Re)starts the server on the scenario's clock: its start-up work (stale cleanup, missed
+    /// runs) happens at `now`, whatever the date the test runs on.
+    fn start(&mut self, values: &Value, now: Timestamp) -> Result<(), String> {
         if let Some(s) = self.server.take() {
             s.stop();
         }
         let db = self.dir.join(format!("s{}.db", self.n));
         let v = common::write_values(&self.dir, &format!("v{}.yaml", self.n), values);
-        self.server = Some(Server::start(&db, &v, &["--test-clock"]));
+        let start = format!("{now}Z");
+        let args = ["--test-clock", "--clock-start", &start];
+        self.server = Some(Server::start_with_env(&db, &v, &args, &self.env));
         Ok(())
     }
 }
 
 impl ScenarioHost for HttpHost {
-    fn reset(&mut self, values: &Value) -> Result<(), String> {
+    fn reset(&mut self, values: &Value, now: Timestamp) -> Result<(), String> {
         self.n += 1;
         self.tokens.clear();
-        self.start(values)
+        self.start(values, now)
     }
 
-    fn reconfigure(&mut self, values: &Value) -> Result<(), String> {
-        self.start(values) // same database, new values file: a restart, as an operator does it
+    fn reconfigure(&mut self, values: &Value, now: Timestamp) -> Result<(), String> {
+        self.start(values, now) // same database, new values file: a restart, as an operator does it
     }
 
     fn handle(
@@ -62,9 +68,10 @@ impl ScenarioHost for HttpHost {
             Some(c) => {
                 let key = format!("{}|{}|{}", c.name, c.admin, c.scopes.join(","));
                 let db = server.db.clone();
+                let env = &self.env;
                 let t = self.tokens.entry(key).or_insert_with(|| {
                     let scopes: Vec<&str> = c.scopes.iter().map(String::as_str).collect();
-                    common::token(&db, &c.name, c.admin, &scopes)
+                    common::token_with_env(&db, &c.name, c.admin, &scopes, env)
                 });
                 Some(t.clone())
             }
@@ -88,8 +95,8 @@ impl ScenarioHost for HttpHost {
     }
 }
 
-#[test]
-fn the_server_answers_every_scenario_exactly_as_the_native_core() {
+/// Replays every scenario through the server; `env` goes to every process it starts.
+fn every_scenario_over_http(env: &[(&str, &str)]) {
     let dir = tempfile::tempdir().expect("dir");
     let files =
         quota_core::scenario::files(&common::workspace().join("tests/scenarios")).expect("scenario dir");
@@ -100,6 +107,7 @@ fn the_server_answers_every_scenario_exactly_as_the_native_core() {
         server: None,
         tokens: HashMap::new(),
         agent: common::agent(),
+        env: env.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
     };
     let mut exchanges = 0;
     for file in &files {
@@ -123,7 +131,19 @@ fn the_server_answers_every_scenario_exactly_as_the_native_core() {
         s.stop();
     }
     println!(
-        "{} scenarios, {exchanges} HTTP requests: server == native core",
+        "{} scenarios, {exchanges} HTTP requests (environment {env:?}): server == native core",
         files.len()
     );
+}
+
+#[test]
+fn the_server_answers_every_scenario_exactly_as_the_native_core() {
+    every_scenario_over_http(&[]);
+}
+
+/// Scenario times are fixed; the date the suite runs on must not matter. With the system clock a
+/// year ahead (every server and CLI process), every transcript is still the native core's.
+#[test]
+fn the_scenarios_do_not_depend_on_the_date_they_run() {
+    every_scenario_over_http(&[("QUOTA_HUB_TEST_DAYS_AHEAD", "366")]);
 }

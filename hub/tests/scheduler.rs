@@ -1,7 +1,10 @@
 //! Scheduled refresh through real server processes: a rule fires at its cron time and is applied
 //! once, also when two servers share the database; a run missed while no server was up is logged and
-//! not replayed. The servers' clocks start just before the fire time (`--clock-start`), so the test
-//! waits seconds, not a day; it waits for log lines, never for a fixed time.
+//! not replayed. The servers' clocks start just before the fire time (`--clock-start`, which the
+//! clock reads at its first reading, after the slow start-up work), so the test waits seconds, not a
+//! day, and a server that starts slowly still reaches the fire time from before it: the scheduler
+//! runs every fire time after the instant its start-up read. It waits for log lines, never for a
+//! fixed time.
 
 #![allow(non_upper_case_globals)]
 

@@ -391,3 +391,15 @@ fn the_readme_walkthrough_works_as_written() {
     assert_eq!(kinds, ["usage", "set"], "{stdout}");
     server.stop();
 }
+
+/// A SIGTERM sent the moment the server says it is listening stops it cleanly (exit 0): the signal
+/// handlers are installed before that line, not when the server first waits for a signal.
+#[test]
+fn a_sigterm_right_after_listening_stops_the_server_cleanly() {
+    let dir = tempfile::tempdir().expect("dir");
+    let db = dir.path().join("q.db");
+    let values = common::workspace().join("examples/values.yaml");
+    for _ in 0..5 {
+        Server::start(&db, &values, &[]).stop(); // stop() asserts exit status 0
+    }
+}

@@ -76,6 +76,11 @@ pub fn write_values(dir: &Path, name: &str, values: &serde_json::Value) -> PathB
 
 impl Server {
     pub fn start(db: &Path, values: &Path, extra: &[&str]) -> Server {
+        Server::start_with_env(db, values, extra, &[])
+    }
+
+    /// [`Server::start`] with extra environment variables for the server process.
+    pub fn start_with_env(db: &Path, values: &Path, extra: &[&str], env: &[(String, String)]) -> Server {
         let mut child = Command::new(bin)
             .arg("serve")
             .arg("--db")
@@ -84,6 +89,7 @@ impl Server {
             .arg(values)
             .args(["--listen", "127.0.0.1:0"])
             .args(extra)
+            .envs(env.iter().map(|(k, v)| (k, v)))
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
@@ -135,10 +141,15 @@ pub fn cli(args: &[&str]) -> (i32, String, String) {
 }
 
 pub fn cli_in(cwd: &Path, args: &[&str]) -> (i32, String, String) {
+    cli_with_env(cwd, args, &[])
+}
+
+pub fn cli_with_env(cwd: &Path, args: &[&str], env: &[(String, String)]) -> (i32, String, String) {
     let out = Command::new(bin)
         .args(args)
         .current_dir(cwd)
         .env_remove("QUOTA_HUB_TOKEN")
+        .envs(env.iter().map(|(k, v)| (k, v)))
         .output()
         .expect("run quota-hub");
     (
@@ -150,6 +161,16 @@ pub fn cli_in(cwd: &Path, args: &[&str]) -> (i32, String, String) {
 
 /// Issues a token with the CLI.
 pub fn token(db: &Path, user: &str, admin: bool, scopes: &[&str]) -> String {
+    token_with_env(db, user, admin, scopes, &[])
+}
+
+pub fn token_with_env(
+    db: &Path,
+    user: &str,
+    admin: bool,
+    scopes: &[&str],
+    env: &[(String, String)],
+) -> String {
     let dbarg = format!("sqlite://{}", db.display());
     let mut args = vec!["token", "issue", "--db", &dbarg, "--user", user];
     if admin {
@@ -158,7 +179,7 @@ pub fn token(db: &Path, user: &str, admin: bool, scopes: &[&str]) -> String {
     for s in scopes {
         args.extend(["--scope", s]);
     }
-    let (code, out, err) = cli(&args);
+    let (code, out, err) = cli_with_env(&workspace(), &args, env);
     assert_eq!(code, 0, "token issue failed: {err}");
     let lines: Vec<&str> = out.lines().collect();
     assert_eq!(lines.len(), 1, "token issue prints one line: {out:?}");
