@@ -144,6 +144,10 @@ pub struct RefreshResult {
     pub dry_run: Option<bool>,
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub changes: Option<Vec<UserChange>>,
+    /// The run id had been applied before: this is that run's result, replayed; nothing changed.
+    /// Not part of the JSON (a replay answers byte for byte as the first run did).
+    #[serde(skip)]
+    pub replayed: bool,
 }
 
 pub fn refresh(
@@ -168,9 +172,11 @@ pub fn refresh(
                         "run_id `{run_id}` was already used with other parameters"
                     )));
                 }
-                return serde_json::from_str(&run.result).map_err(|e| {
+                let mut first: RefreshResult = serde_json::from_str(&run.result).map_err(|e| {
                     QuotaError::Store(crate::StoreError(format!("stored refresh result: {e}")))
-                });
+                })?;
+                first.replayed = true;
+                return Ok(first);
             }
         }
     }
@@ -214,6 +220,7 @@ pub fn refresh(
         rule_name: p.rule_name.clone(),
         dry_run: None,
         changes: None,
+        replayed: false,
     };
     if req.dry_run {
         result.dry_run = Some(true);

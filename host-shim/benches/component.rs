@@ -2,7 +2,8 @@
 //! `cargo bench -p quota-host --bench component`. Prints figures and ratios; asserts nothing about
 //! time.
 //!
-//! 1. check_start / end_session: component vs native core, same in-memory backend, same run.
+//! 1. check_start / end_session: component over SQLite `:memory:` vs the native core over its
+//!    in-memory store, same run.
 //! 2. Durable start+end cycles on SQLite (WAL, synchronous=FULL), each call its own committed
 //!    transaction, beside the bare fsync-bound commit rate of the same disk.
 //! 3. One refresh of 100,000 users (one audit row each) on SQLite.
@@ -13,12 +14,12 @@ use std::time::Instant;
 use quota_core::gate::{check_start, StartDecision, StartRequest};
 use quota_core::sessions::{end_session, EndRequest, EndTarget, Outcome};
 use quota_core::store::{Store, UserRecord};
-use quota_core::{Config, Timestamp};
+use quota_core::{Config, MemStore, Timestamp};
 use quota_host::api::{
     self, EndRequest as WEnd, EndTarget as WTarget, Outcome as WOutcome, StartRequest as WStart,
 };
 use quota_host::{
-    Backend, Checkpointer, Durability, Limits, MemBackend, Runtime, SqliteBackend, SqliteOptions, Worker,
+    Checkpointer, Database, Durability, Limits, Runtime, SqlValue, SqliteDb, SqliteOptions, Worker,
 };
 
 const USERS: usize = 1000;
@@ -52,10 +53,25 @@ fn seed(store: &mut dyn Store, names: &[String], t0: Timestamp) {
     }
 }
 
-/// Median ns per check_start and per end_session for the native core over a MemBackend.
+/// The same users written straight into an engine database (after the worker created the schema).
+fn seed_sql(db: &mut dyn Database, names: &[String], balance: i64) {
+    let rows: Vec<Vec<SqlValue>> = names
+        .iter()
+        .map(|n| vec![n.as_str().into(), SqlValue::Int(balance)])
+        .collect();
+    db.begin().unwrap();
+    db.execute_many(
+        "INSERT INTO users (username, balance, unlimited, updated_at) VALUES (?1, ?2, 0, 0)",
+        &rows,
+    )
+    .unwrap();
+    db.commit().unwrap();
+}
+
+/// Median ns per check_start and per end_session for the native core over its in-memory store.
 fn native(names: &[String]) -> (f64, f64) {
     let cfg = Config::from_values(&values()).unwrap();
-    let mut b = MemBackend::new();
+    let mut b = MemStore::new();
     let t0 = Timestamp(1_795_000_000);
     seed(&mut b, names, t0);
     let (mut s_ns, mut e_ns) = (Vec::new(), Vec::new());
@@ -71,18 +87,15 @@ fn native(names: &[String]) -> (f64, f64) {
                 server_name: String::new(),
                 started_at: None,
             };
-            b.begin().unwrap();
             let StartDecision::Allowed(s) = check_start(&cfg, &mut b, &req, now).unwrap() else {
                 panic!("refused")
             };
-            b.commit().unwrap();
             ids.push(s.session_id);
         }
         s_ns.push(t.elapsed().as_nanos() as f64 / names.len() as f64);
         now = now.plus_seconds(125);
         let t = Instant::now();
         for id in ids {
-            b.begin().unwrap();
             end_session(
                 &mut b,
                 &EndRequest {
@@ -93,7 +106,6 @@ fn native(names: &[String]) -> (f64, f64) {
                 now,
             )
             .unwrap();
-            b.commit().unwrap();
         }
         e_ns.push(t.elapsed().as_nanos() as f64 / names.len() as f64);
     }
@@ -126,12 +138,16 @@ fn end(w: &mut Worker, id: i64, now: Timestamp) {
     w.end_session(&req, now).unwrap().unwrap();
 }
 
-/// The same through the component.
+/// The same through the component, over SQLite `:memory:` (the hosts' in-memory database).
 fn component(rt: &std::sync::Arc<Runtime>, names: &[String]) -> (f64, f64) {
     let t0 = Timestamp(1_795_000_000);
-    let mut b = MemBackend::new();
-    seed(&mut b, names, t0);
-    let mut w = Worker::new(rt.clone(), Box::new(b), &values().to_string()).unwrap();
+    let mut w = Worker::new(
+        rt.clone(),
+        Box::new(SqliteDb::memory().unwrap()),
+        &values().to_string(),
+    )
+    .unwrap();
+    seed_sql(w.db(), names, 1_000_000_000);
     let reqs: Vec<WStart> = names.iter().map(|n| start_req(n, "")).collect();
     let (mut s_ns, mut e_ns) = (Vec::new(), Vec::new());
     let mut now = t0;
@@ -153,7 +169,7 @@ fn component(rt: &std::sync::Arc<Runtime>, names: &[String]) -> (f64, f64) {
 }
 
 fn bare_commits_per_second(path: &std::path::Path) -> f64 {
-    let b = SqliteBackend::open(path, Durability::Full).unwrap();
+    let b = SqliteDb::open(path, Durability::Full).unwrap();
     let c = b.connection();
     c.execute_batch(
         "CREATE TABLE IF NOT EXISTS bench_counter (n INTEGER); INSERT INTO bench_counter VALUES (0);",
@@ -178,24 +194,30 @@ fn refresh_run(
     let options = SqliteOptions {
         durability: Durability::Full,
         auto_checkpoint: !background,
+        ..SqliteOptions::default()
     };
-    let b = SqliteBackend::open_with(rdb, options).unwrap();
-    {
-        let c = b.connection();
-        c.execute_batch("BEGIN").unwrap();
-        let mut st = c
-            .prepare("INSERT INTO users (username, balance, unlimited, updated_at) VALUES (?1, ?2, 0, 0)")
-            .unwrap();
-        for i in 0..REFRESH_USERS {
-            st.execute(rusqlite::params![format!("u{i:06}"), (i % 500) as i64])
-                .unwrap();
-        }
-        c.execute_batch("COMMIT").unwrap();
-        b.checkpoint().unwrap();
-    }
+    let b = SqliteDb::open_with(rdb, options).unwrap();
+    let mut w = Worker::new(rt.clone(), Box::new(b), &values().to_string()).unwrap();
+    let names: Vec<String> = (0..REFRESH_USERS).map(|i| format!("u{i:06}")).collect();
+    let rows: Vec<Vec<SqlValue>> = names
+        .iter()
+        .enumerate()
+        .map(|(i, n)| vec![n.as_str().into(), SqlValue::Int((i % 500) as i64)])
+        .collect();
+    let db = w.db();
+    db.begin().unwrap();
+    db.execute_many(
+        "INSERT INTO users (username, balance, unlimited, updated_at) VALUES (?1, ?2, 0, 0)",
+        &rows,
+    )
+    .unwrap();
+    db.commit().unwrap();
+    SqliteDb::open(rdb, Durability::Full)
+        .unwrap()
+        .checkpoint()
+        .unwrap();
     let _checkpointer =
         background.then(|| Checkpointer::start(rdb, std::time::Duration::from_millis(100)).unwrap());
-    let mut w = Worker::new(rt.clone(), Box::new(b), &values().to_string()).unwrap();
     let t = Instant::now();
     let r = w
         .call(|api, s| {
@@ -226,7 +248,12 @@ fn main() {
     }
 
     // A bare export call: no imports, a small result.
-    let mut w0 = Worker::new(rt.clone(), Box::new(MemBackend::new()), &values().to_string()).unwrap();
+    let mut w0 = Worker::new(
+        rt.clone(),
+        Box::new(SqliteDb::memory().unwrap()),
+        &values().to_string(),
+    )
+    .unwrap();
     let t = Instant::now();
     for _ in 0..100_000 {
         std::hint::black_box(
@@ -239,9 +266,13 @@ fn main() {
         t.elapsed().as_nanos() as f64 / 1e5
     );
 
-    let mut mb = MemBackend::new();
-    seed(&mut mb, &names[..1], Timestamp(0));
-    let mut w1 = Worker::new(rt.clone(), Box::new(mb), &values().to_string()).unwrap();
+    let mut w1 = Worker::new(
+        rt.clone(),
+        Box::new(SqliteDb::memory().unwrap()),
+        &values().to_string(),
+    )
+    .unwrap();
+    seed_sql(w1.db(), &names[..1], 0);
     let t = Instant::now();
     for _ in 0..100_000 {
         std::hint::black_box(
@@ -273,7 +304,7 @@ fn main() {
     let db = dir.join("cycles.db");
     let mut w = Worker::new(
         rt.clone(),
-        Box::new(SqliteBackend::open(&db, Durability::Full).unwrap()),
+        Box::new(SqliteDb::open(&db, Durability::Full).unwrap()),
         &values().to_string(),
     )
     .unwrap();
@@ -325,18 +356,25 @@ fn main() {
             el * 1e6 / REFRESH_USERS as f64
         );
     }
-    // The same work by the native core over the same backend: the floor without the component.
-    let rdb = dir.join("refresh-false.db");
-    let mut b = SqliteBackend::open(&rdb, Durability::Full).unwrap();
+    // The same decisions by the native core over its in-memory store: the floor without storage.
+    let mut m = MemStore::new();
+    for i in 0..REFRESH_USERS {
+        m.put_user(&UserRecord {
+            username: format!("u{i:06}"),
+            balance: (i % 500) as i64,
+            unlimited: false,
+            updated_at: t0,
+        })
+        .unwrap();
+    }
     let req =
         quota_core::api::refresh_request_from_json(r#"{"action":"add","amount":10,"rule_name":"native"}"#)
             .unwrap();
     let t = Instant::now();
-    b.begin().unwrap();
-    quota_core::refresh::refresh(&mut b, &req, t0).unwrap();
-    let statements = t.elapsed().as_secs_f64();
-    b.commit().unwrap();
-    let native_el = t.elapsed().as_secs_f64();
-    println!("  native core, inline auto-checkpoint     {native_el:.3} s (statements {statements:.3} s, commit {:.3} s)", native_el - statements);
+    quota_core::refresh::refresh(&mut m, &req, t0).unwrap();
+    println!(
+        "  native core, in-memory store            {:.3} s",
+        t.elapsed().as_secs_f64()
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -2,6 +2,8 @@
 
 use thiserror::Error;
 
+use crate::sql::SqlError;
+
 #[derive(Debug, Error)]
 pub enum HostError {
     /// The component could not be read, compiled or linked.
@@ -14,7 +16,14 @@ pub enum HostError {
     /// and the worker was given a fresh instance.
     #[error("the engine stopped abnormally ({0}); the call was rolled back")]
     Trap(String),
-    /// Storage failed; nothing the call wrote was kept.
-    #[error("{0}; the call was rolled back")]
-    Storage(String),
+    /// A statement failed; nothing the call wrote was kept. `Busy` is worth retrying later.
+    #[error("storage: {0}; the call was rolled back")]
+    Storage(SqlError),
+}
+
+impl HostError {
+    /// Whether the call failed only because another writer held the database (HTTP 503).
+    pub fn is_busy(&self) -> bool {
+        matches!(self, HostError::Storage(SqlError::Busy))
+    }
 }

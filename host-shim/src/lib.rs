@@ -1,32 +1,29 @@
-//! `quota-host`: embeds the quota engine component with wasmtime over pluggable storage.
+//! `quota-host`: embeds the quota engine component with wasmtime over a SQL database.
 //!
 //! - [`Runtime`]: one per process (engine, compiled component, `InstancePre`, epoch ticker).
-//! - [`Worker`]: one instance + one [`Backend`], one storage transaction per call.
-//! - Backends: [`MemBackend`], [`SqliteBackend`].
+//! - [`Worker`]: one instance + one [`Database`], one transaction per call ([`Worker::transaction`]
+//!   for several calls and the host's own statements together).
+//! - [`Database`]: the SQL bridge the component's `sql` import runs on; [`SqliteDb`] implements it
+//!   over a file or `:memory:`. The schema and every query are the component's.
 
 #![allow(non_upper_case_globals)]
 
 mod bindings;
-mod convert;
 mod state;
 
-pub mod backend;
 pub mod error;
-pub mod host_tables;
-pub mod mem;
 pub mod runtime;
 pub mod scenario_host;
+pub mod sql;
 pub mod sqlite;
 pub mod worker;
 
-pub use backend::Backend;
 pub use bindings::api;
 pub use error::HostError;
-pub use host_tables::{HostTables, IdempotencyKey, IdempotencyRecord, TokenRecord};
-pub use mem::MemBackend;
 pub use runtime::{Limits, Runtime};
-pub use sqlite::{CheckpointStats, Checkpointer, Durability, SqliteBackend, SqliteOptions};
-pub use worker::Worker;
+pub use sql::{Database, Dialect, SqlError, SqlValue};
+pub use sqlite::{CheckpointStats, Checkpointer, Durability, SqliteDb, SqliteOptions};
+pub use worker::{Tx, Worker};
 
 /// Where `scripts/build-wasm.sh` puts the component, relative to the workspace root.
 pub const component_path: &str = "target/wasm/quota-engine.wasm";

@@ -1,4 +1,4 @@
-//! Scenario replay through the component (see `quota_core::scenario`), over any backend.
+//! Scenario replay through the component (see `quota_core::scenario`), over any database.
 
 use std::sync::Arc;
 
@@ -7,19 +7,19 @@ use quota_core::scenario::ScenarioHost;
 use quota_core::Timestamp;
 use serde_json::Value;
 
-use crate::backend::Backend;
 use crate::runtime::Runtime;
+use crate::sql::Database;
 use crate::worker::Worker;
 
-/// Replays scenarios through the wasm component; `fresh` makes the empty backend for each scenario.
+/// Replays scenarios through the wasm component; `fresh` makes the empty database for each scenario.
 pub struct ComponentHost {
     runtime: Arc<Runtime>,
-    fresh: Box<dyn FnMut() -> Box<dyn Backend>>,
+    fresh: Box<dyn FnMut() -> Box<dyn Database>>,
     worker: Option<Worker>,
 }
 
 impl ComponentHost {
-    pub fn new(runtime: Arc<Runtime>, fresh: Box<dyn FnMut() -> Box<dyn Backend>>) -> ComponentHost {
+    pub fn new(runtime: Arc<Runtime>, fresh: Box<dyn FnMut() -> Box<dyn Database>>) -> ComponentHost {
         ComponentHost {
             runtime,
             fresh,

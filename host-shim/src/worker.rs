@@ -1,20 +1,20 @@
-//! A worker: one engine instance and one storage backend, used by one thread at a time.
+//! A worker: one engine instance and one database connection, used by one thread at a time.
 //!
 //! Instantiating a component costs tens of microseconds, more than a whole call, so a worker keeps
-//! its instance between calls (the guest keeps nothing but its parsed configuration). Each call:
-//! `begin` a storage transaction, set the epoch deadline, call, then `commit` if the call returned
-//! normally and storage never failed, else `rollback`. After a trap, a deadline or a memory-limit
-//! breach the instance is thrown away and a fresh one is configured, so the worker keeps serving.
+//! its instance between calls (the guest keeps nothing but its parsed configuration). Each
+//! transaction: `begin`, set the epoch deadline, run the engine calls (and the host's own
+//! statements), then `commit` if everything returned normally and no statement failed, else
+//! `rollback`. After a trap, a deadline or a memory-limit breach the instance is thrown away and a
+//! fresh one is configured, so the worker keeps serving.
 
 use std::sync::Arc;
 
 use wasmtime::{Store, StoreLimitsBuilder};
 
-use crate::backend::Backend;
 use crate::bindings::{api, QuotaEngine};
 use crate::error::HostError;
-use crate::host_tables::{IdempotencyKey, IdempotencyRecord};
 use crate::runtime::Runtime;
+use crate::sql::{Database, SqlError, SqlValue};
 use crate::state::HostState;
 
 pub struct Worker {
@@ -23,6 +23,13 @@ pub struct Worker {
     bindings: QuotaEngine,
     values_json: String,
     summary: api::ConfigSummary,
+}
+
+/// One open transaction: engine calls and the host's own statements, committed together.
+pub struct Tx<'a> {
+    bindings: &'a QuotaEngine,
+    store: &'a mut Store<HostState>,
+    trapped: &'a mut bool,
 }
 
 /// Names what stopped the guest: the wasm trap (`unreachable` for a guest panic, `interrupt` for the
@@ -34,14 +41,78 @@ fn trap(e: wasmtime::Error) -> HostError {
     }
 }
 
+impl Tx<'_> {
+    /// Runs one export. A trap poisons the instance (replaced when the transaction ends); a failed
+    /// statement during the call fails it with that statement's error.
+    pub fn call<T>(
+        &mut self,
+        f: impl FnOnce(&QuotaEngine, &mut Store<HostState>) -> wasmtime::Result<T>,
+    ) -> Result<T, HostError> {
+        match f(self.bindings, self.store) {
+            Err(e) => {
+                *self.trapped = true;
+                Err(trap(e))
+            }
+            Ok(v) => match &self.store.data().storage_failed {
+                Some(e) => Err(HostError::Storage(e.clone())),
+                None => Ok(v),
+            },
+        }
+    }
+
+    /// A statement of the host's own (quota-hub's tokens and replays), in this transaction.
+    pub fn query(&mut self, sql: &str, params: &[SqlValue]) -> Result<Vec<Vec<SqlValue>>, HostError> {
+        let r = self.store.data_mut().db.query(sql, params);
+        self.store.data_mut().seen(r).map_err(HostError::Storage)
+    }
+
+    /// Answers one REST request through the component.
+    pub fn handle_request(
+        &mut self,
+        req: &quota_core::Request<'_>,
+        now: quota_core::Timestamp,
+    ) -> Result<quota_core::Response, HostError> {
+        let wreq = api::HttpRequest {
+            method: req.method.to_string(),
+            path: req.path.to_string(),
+            query: req.query.to_string(),
+            body: req.body.to_string(),
+            caller: req.caller.map(|c| api::Caller {
+                name: c.name.clone(),
+                admin: c.admin,
+                scopes: c.scopes.clone(),
+            }),
+        };
+        let r = self.call(|b, s| b.quota_engine_api().call_handle_request(s, &wreq, now.0))?;
+        // An `err` is a storage failure the guest reported; the host's own record of it (above)
+        // normally wins, so this is a fallback.
+        let r = r.map_err(|m| HostError::Storage(SqlError::Other(m)))?;
+        Ok(quota_core::Response {
+            status: r.status,
+            body: r.body,
+        })
+    }
+
+    /// Runs a configured refresh rule.
+    pub fn run_rule(
+        &mut self,
+        name: &str,
+        run_id: Option<&str>,
+        dry_run: bool,
+        now: quota_core::Timestamp,
+    ) -> Result<Result<api::RefreshResult, api::QuotaError>, HostError> {
+        self.call(|b, s| {
+            b.quota_engine_api()
+                .call_run_rule(s, name, run_id, dry_run, now.0)
+        })
+    }
+}
+
 impl Worker {
-    /// A worker over `backend`, configured with the values document (JSON).
-    pub fn new(
-        runtime: Arc<Runtime>,
-        backend: Box<dyn Backend>,
-        values_json: &str,
-    ) -> Result<Worker, HostError> {
-        let (store, bindings) = instantiate(&runtime, backend)?;
+    /// A worker over `db`, configured with the values document (JSON), with the database brought to
+    /// the engine's schema (the engine's `migrate`, in a write transaction).
+    pub fn new(runtime: Arc<Runtime>, db: Box<dyn Database>, values_json: &str) -> Result<Worker, HostError> {
+        let (store, bindings) = instantiate(&runtime, db)?;
         let mut w = Worker {
             runtime,
             store: Some(store),
@@ -53,7 +124,16 @@ impl Worker {
             },
         };
         w.configure(values_json)?;
+        w.migrate()?;
         Ok(w)
+    }
+
+    /// Brings the database to the engine's current schema (idempotent).
+    pub fn migrate(&mut self) -> Result<api::Migration, HostError> {
+        self.transaction(false, |tx| {
+            tx.call(|b, s| b.quota_engine_api().call_migrate(s))?
+                .map_err(|e| HostError::Storage(SqlError::Other(format!("migrating the database: {e:?}"))))
+        })
     }
 
     /// Replaces the configuration (a refused one leaves the previous in force).
@@ -94,26 +174,12 @@ impl Worker {
             .unwrap_or_else(|| unreachable!("worker store is missing"))
     }
 
-    /// Runs one engine call in one storage transaction.
-    pub fn call<T>(
-        &mut self,
-        f: impl FnOnce(&QuotaEngine, &mut Store<HostState>) -> wasmtime::Result<T>,
-    ) -> Result<T, HostError> {
-        self.run(false, f)
-    }
-
-    /// Runs one engine call that only reads, in a read transaction (see [`Backend::begin_read`]).
-    pub fn call_read<T>(
-        &mut self,
-        f: impl FnOnce(&QuotaEngine, &mut Store<HostState>) -> wasmtime::Result<T>,
-    ) -> Result<T, HostError> {
-        self.run(true, f)
-    }
-
-    fn run<T>(
+    /// Runs `f` in one transaction (a read transaction when `read_only`): committed only if `f`
+    /// returns `Ok`, nothing trapped and no statement failed; rolled back otherwise.
+    pub fn transaction<T>(
         &mut self,
         read_only: bool,
-        f: impl FnOnce(&QuotaEngine, &mut Store<HostState>) -> wasmtime::Result<T>,
+        f: impl FnOnce(&mut Tx<'_>) -> Result<T, HostError>,
     ) -> Result<T, HostError> {
         let ticks = self.runtime.limits.deadline_ticks();
         let store = self
@@ -121,132 +187,71 @@ impl Worker {
             .as_mut()
             .unwrap_or_else(|| unreachable!("worker store is missing"));
         store.data_mut().storage_failed = None;
-        let backend = &mut store.data_mut().backend;
-        let begun = if read_only {
-            backend.begin_read()
-        } else {
-            backend.begin()
-        };
-        begun.map_err(|e| HostError::Storage(e.to_string()))?;
+        let db = &mut store.data_mut().db;
+        let begun = if read_only { db.begin_read() } else { db.begin() };
+        begun.map_err(HostError::Storage)?;
         store.set_epoch_deadline(ticks);
-        let answer = f(&self.bindings, store);
+        let mut trapped = false;
+        let answer = f(&mut Tx {
+            bindings: &self.bindings,
+            store: &mut *store,
+            trapped: &mut trapped,
+        });
         let failed = store.data_mut().storage_failed.take();
-        match (answer, failed) {
-            (Ok(v), None) => match store.data_mut().backend.commit() {
-                Ok(()) => Ok(v),
-                Err(e) => {
-                    let _ = store.data_mut().backend.rollback();
-                    Err(HostError::Storage(e.to_string()))
-                }
+        let outcome = match (answer, failed) {
+            (Ok(v), None) if !trapped => match store.data_mut().db.commit() {
+                Ok(()) => return Ok(v),
+                Err(e) => Err(HostError::Storage(e)),
             },
-            (Ok(_), Some(msg)) => {
-                store
-                    .data_mut()
-                    .backend
-                    .rollback()
-                    .map_err(|e| HostError::Storage(e.to_string()))?;
-                Err(HostError::Storage(msg))
-            }
-            (Err(e), _) => {
-                let err = trap(e);
-                store
-                    .data_mut()
-                    .backend
-                    .rollback()
-                    .map_err(|e| HostError::Storage(e.to_string()))?;
-                self.replace_instance()?;
-                Err(err)
-            }
+            (Err(e), _) => Err(e),
+            (Ok(_), Some(e)) => Err(HostError::Storage(e)),
+            (Ok(_), None) => Err(HostError::Trap("an engine call trapped".into())),
+        };
+        let rolled_back = store.data_mut().db.rollback();
+        if trapped {
+            self.replace_instance()?;
         }
+        rolled_back.map_err(HostError::Storage)?;
+        outcome
     }
 
-    /// A fresh instance over the same backend, configured as before.
+    /// Runs one engine call in one write transaction.
+    pub fn call<T>(
+        &mut self,
+        f: impl FnOnce(&QuotaEngine, &mut Store<HostState>) -> wasmtime::Result<T>,
+    ) -> Result<T, HostError> {
+        self.transaction(false, |tx| tx.call(f))
+    }
+
+    /// Runs one engine call that only reads, in a read transaction.
+    pub fn call_read<T>(
+        &mut self,
+        f: impl FnOnce(&QuotaEngine, &mut Store<HostState>) -> wasmtime::Result<T>,
+    ) -> Result<T, HostError> {
+        self.transaction(true, |tx| tx.call(f))
+    }
+
+    /// A fresh instance over the same database, configured as before.
     fn replace_instance(&mut self) -> Result<(), HostError> {
         let old = self
             .store
             .take()
             .unwrap_or_else(|| unreachable!("worker store is missing"));
-        let backend = old.into_data().backend;
-        let (store, bindings) = instantiate(&self.runtime, backend)?;
+        let db = old.into_data().db;
+        let (store, bindings) = instantiate(&self.runtime, db)?;
         self.store = Some(store);
         self.bindings = bindings;
         let values = std::mem::take(&mut self.values_json);
         self.configure(&values).map(|_| ())
     }
 
-    /// Answers one REST request through the component.
+    /// Answers one REST request through the component; `GET` runs in a read transaction.
     pub fn handle_request(
         &mut self,
         req: &quota_core::Request<'_>,
         now: quota_core::Timestamp,
     ) -> Result<quota_core::Response, HostError> {
-        self.handle_request_once(req, now, None)
-    }
-
-    /// Answers one REST request; `GET` runs in a read transaction. With an idempotency key, the
-    /// first completed response is recorded in the same transaction as the call, and a repeat with
-    /// the same body hash replays it without calling the engine (another body: 409).
-    pub fn handle_request_once(
-        &mut self,
-        req: &quota_core::Request<'_>,
-        now: quota_core::Timestamp,
-        once: Option<(&IdempotencyKey, &str)>,
-    ) -> Result<quota_core::Response, HostError> {
-        let wreq = api::HttpRequest {
-            method: req.method.to_string(),
-            path: req.path.to_string(),
-            query: req.query.to_string(),
-            body: req.body.to_string(),
-            caller: req.caller.map(|c| api::Caller {
-                name: c.name.clone(),
-                admin: c.admin,
-                scopes: c.scopes.clone(),
-            }),
-        };
-        let read_only = req.method == "GET" && once.is_none();
-        let r = self.run(read_only, |b, s| {
-            if let Some((key, body_hash)) = once {
-                let seen = s.data_mut().backend.get_idempotent(key);
-                match s.data_mut().seen_result(seen) {
-                    Err(e) => return Ok(Err(e)),
-                    Ok(Some(first)) if first.body_hash == body_hash => {
-                        return Ok(Ok(api::HttpResponse {
-                            status: first.status,
-                            body: first.body,
-                        }))
-                    }
-                    Ok(Some(_)) => {
-                        return Ok(Ok(api::HttpResponse {
-                            status: 409,
-                            body: serde_json::json!({
-                                "error": "Idempotency-Key: already used with a different body"
-                            })
-                            .to_string(),
-                        }))
-                    }
-                    Ok(None) => {}
-                }
-            }
-            let r = b.quota_engine_api().call_handle_request(&mut *s, &wreq, now.0)?;
-            if let (Some((key, body_hash)), Ok(resp)) = (once, &r) {
-                let record = IdempotencyRecord {
-                    body_hash: body_hash.to_string(),
-                    status: resp.status,
-                    body: resp.body.clone(),
-                    created_at: now,
-                };
-                let put = s.data_mut().backend.put_idempotent(key, &record);
-                if let Err(e) = s.data_mut().seen_result(put) {
-                    return Ok(Err(e));
-                }
-            }
-            Ok(r)
-        })?;
-        let r = r.map_err(HostError::Storage)?;
-        Ok(quota_core::Response {
-            status: r.status,
-            body: r.body,
-        })
+        self.transaction(req.method == "GET", |tx| tx.handle_request(req, now))
     }
 
     /// The spawn gate.
@@ -275,31 +280,7 @@ impl Worker {
         dry_run: bool,
         now: quota_core::Timestamp,
     ) -> Result<Result<api::RefreshResult, api::QuotaError>, HostError> {
-        self.call(|b, s| {
-            b.quota_engine_api()
-                .call_run_rule(s, name, run_id, dry_run, now.0)
-        })
-    }
-
-    /// Runs a configured rule under `run_id`, and says whether that run had already been applied
-    /// (checked in the same transaction, so two hosts racing for one run agree on who applied it).
-    pub fn run_rule_once(
-        &mut self,
-        name: &str,
-        run_id: &str,
-        now: quota_core::Timestamp,
-    ) -> Result<(bool, Result<api::RefreshResult, api::QuotaError>), HostError> {
-        self.call(|b, s| {
-            let seen = s.data_mut().backend.get_refresh_run(run_id);
-            let already = match s.data_mut().seen_result(seen) {
-                Ok(r) => r.is_some(),
-                Err(e) => return Ok((false, Err(api::QuotaError::Storage(e)))),
-            };
-            let r = b
-                .quota_engine_api()
-                .call_run_rule(&mut *s, name, Some(run_id), false, now.0)?;
-            Ok((already, r))
-        })
+        self.transaction(false, |tx| tx.run_rule(name, run_id, dry_run, now))
     }
 
     /// Closes stale sessions.
@@ -310,15 +291,15 @@ impl Worker {
         self.call(|b, s| b.quota_engine_api().call_cleanup_stale(s, now.0))
     }
 
-    /// The backend, e.g. to dump it in a test.
-    pub fn backend(&mut self) -> &mut dyn Backend {
-        self.store_mut().data_mut().backend.as_mut()
+    /// The database, outside any transaction (a test's dump, a tool's check).
+    pub fn db(&mut self) -> &mut dyn Database {
+        self.store_mut().data_mut().db.as_mut()
     }
 }
 
 fn instantiate(
     runtime: &Runtime,
-    backend: Box<dyn Backend>,
+    db: Box<dyn Database>,
 ) -> Result<(Store<HostState>, QuotaEngine), HostError> {
     let limits = StoreLimitsBuilder::new()
         .memory_size(runtime.limits.memory_bytes)
@@ -327,7 +308,7 @@ fn instantiate(
     let mut store = Store::new(
         &runtime.engine,
         HostState {
-            backend,
+            db,
             limits,
             storage_failed: None,
         },

@@ -7,7 +7,7 @@ mod common;
 use std::collections::BTreeMap;
 
 use quota_core::Timestamp;
-use quota_host::{Durability, SqliteBackend, Worker};
+use quota_host::{Durability, SqliteDb, Worker};
 
 const THREADS: usize = 8;
 const PAIRS: usize = 500;
@@ -21,8 +21,8 @@ fn eight_threads_of_start_stop_pairs_keep_the_ledger_exact() {
     let values = common::fixture_json();
     let now = Timestamp(1_795_000_000);
     {
-        let backend = SqliteBackend::open(&db, Durability::Full).expect("db");
-        let mut w = Worker::new(common::runtime(), Box::new(backend), &values).expect("worker");
+        let db = SqliteDb::open(&db, Durability::Full).expect("db");
+        let mut w = Worker::new(common::runtime(), Box::new(db), &values).expect("worker");
         for u in USERS {
             let body = format!(r#"{{"action":"set","amount":{START_BALANCE}}}"#);
             assert_eq!(
@@ -43,8 +43,8 @@ fn eight_threads_of_start_stop_pairs_keep_the_ledger_exact() {
         .map(|t| {
             let (db, values) = (db.clone(), values.clone());
             std::thread::spawn(move || {
-                let backend = SqliteBackend::open(&db, Durability::Full).expect("db");
-                let mut w = Worker::new(common::runtime(), Box::new(backend), &values).expect("worker");
+                let db = SqliteDb::open(&db, Durability::Full).expect("db");
+                let mut w = Worker::new(common::runtime(), Box::new(db), &values).expect("worker");
                 let mut ended = Vec::with_capacity(PAIRS);
                 for i in 0..PAIRS {
                     let user = USERS[(t + i) % USERS.len()];
@@ -70,8 +70,8 @@ fn eight_threads_of_start_stop_pairs_keep_the_ledger_exact() {
     ended.dedup();
     assert_eq!(ended.len(), THREADS * PAIRS, "session ids are unique");
 
-    let backend = SqliteBackend::open(&db, Durability::Full).expect("db");
-    let conn = backend.connection();
+    let check = SqliteDb::open(&db, Durability::Full).expect("db");
+    let conn = check.connection();
     let mut usage_per_session: BTreeMap<String, i64> = BTreeMap::new();
     let mut stmt = conn
         .prepare("SELECT description FROM transactions WHERE transaction_type = 'usage'")

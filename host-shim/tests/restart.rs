@@ -1,9 +1,13 @@
+#![allow(non_upper_case_globals)]
 //! A session started by one host process is ended correctly by a new process on the same file:
-//! sessions live in storage, not in a process's memory. Each step is a separate `quota-call` process.
+//! sessions live in storage, not in a process's memory. Each step is a separate process: this test
+//! binary again, running only `child_process_step` with the request in its environment.
 
 mod common;
 
 use std::process::Command;
+
+const step_var: &str = "QUOTA_RESTART_STEP";
 
 fn quota_call(
     db: &std::path::Path,
@@ -12,37 +16,72 @@ fn quota_call(
     now: &str,
     args: &[&str],
 ) -> (u16, serde_json::Value) {
-    let out = Command::new(env!("CARGO_BIN_EXE_quota-call"))
-        .args([
-            "--db",
-            &db.to_string_lossy(),
-            "--values",
-            &values.to_string_lossy(),
-            "--as",
-            who,
-            "--now",
-            now,
-        ])
-        .args([
-            "--component",
-            &common::workspace()
-                .join(quota_host::component_path)
-                .to_string_lossy(),
-        ])
-        .args(args)
+    let step = serde_json::json!({
+        "db": db, "values": values, "who": who, "now": now, "args": args,
+    });
+    let out = Command::new(std::env::current_exe().expect("test binary"))
+        .args(["--exact", "child_process_step", "--nocapture", "--test-threads=1"])
+        .env(step_var, step.to_string())
         .output()
-        .expect("quota-call runs");
+        .expect("child process runs");
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
         out.status.success(),
-        "quota-call {args:?} failed: {}{stdout}",
+        "step {args:?} failed: {}{stdout}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let (status, body) = stdout.trim().split_once(' ').expect("STATUS BODY");
+    let answer = stdout
+        .lines()
+        .find_map(|l| l.split_once("STEP-ANSWER ").map(|(_, a)| a))
+        .unwrap_or_else(|| panic!("no answer from the child: {stdout}"));
+    let (status, body) = answer.split_once(' ').expect("STATUS BODY");
     (
         status.parse().expect("status"),
         serde_json::from_str(body).expect("JSON"),
     )
+}
+
+/// The child side of [`quota_call`]: one request through a new worker over the file, printed. In
+/// the ordinary test run (no step in the environment) it does nothing.
+#[test]
+fn child_process_step() {
+    let Ok(step) = std::env::var(step_var) else {
+        return;
+    };
+    let step: serde_json::Value = serde_json::from_str(&step).expect("step");
+    let text = |k: &str| step[k].as_str().expect(k).to_string();
+    let mut who = text("who")
+        .split(',')
+        .map(str::to_string)
+        .collect::<Vec<_>>()
+        .into_iter();
+    let name = who.next().expect("name");
+    let rest: Vec<String> = who.collect();
+    let caller = quota_core::Caller {
+        name,
+        admin: rest.iter().any(|r| r == "admin"),
+        scopes: rest.into_iter().filter(|r| r != "admin").collect(),
+    };
+    let args: Vec<String> = step["args"]
+        .as_array()
+        .expect("args")
+        .iter()
+        .map(|a| a.as_str().expect("arg").to_string())
+        .collect();
+    let db = quota_host::SqliteDb::open(std::path::Path::new(&text("db")), quota_host::Durability::Full)
+        .expect("open");
+    let values = std::fs::read_to_string(text("values")).expect("values");
+    let mut w = quota_host::Worker::new(common::runtime(), Box::new(db), &values).expect("worker");
+    let now = quota_core::Timestamp::parse(&text("now")).expect("now");
+    let req = quota_core::Request {
+        method: &args[0],
+        path: &args[1],
+        query: "",
+        body: args.get(2).map_or("", String::as_str),
+        caller: Some(&caller),
+    };
+    let r = w.handle_request(&req, now).expect("request");
+    println!("STEP-ANSWER {} {}", r.status, r.body);
 }
 
 #[test]

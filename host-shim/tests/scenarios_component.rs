@@ -5,7 +5,7 @@ mod common;
 
 use quota_core::scenario::{replay, NativeHost};
 use quota_host::scenario_host::ComponentHost;
-use quota_host::{Backend, Durability, SqliteBackend};
+use quota_host::{Database, Durability, SqliteDb};
 
 #[test]
 fn component_over_sqlite_matches_the_native_core_byte_for_byte() {
@@ -15,11 +15,9 @@ fn component_over_sqlite_matches_the_native_core_byte_for_byte() {
     assert!(files.len() >= 25, "found only {} scenarios", files.len());
     let mut n = 0;
     let base = dir.path().to_path_buf();
-    let fresh = Box::new(move || -> Box<dyn Backend> {
+    let fresh = Box::new(move || -> Box<dyn Database> {
         n += 1;
-        Box::new(
-            SqliteBackend::open(&base.join(format!("s{n}.db")), Durability::Normal).expect("sqlite file"),
-        )
+        Box::new(SqliteDb::open(&base.join(format!("s{n}.db")), Durability::Normal).expect("sqlite file"))
     });
     let mut component = ComponentHost::new(common::runtime(), fresh);
     let mut exchanges = 0;

@@ -7,7 +7,7 @@ use quota_core::Timestamp;
 use quota_host::api::{
     self, AdminAction, BatchEntry, EndRequest, EndTarget, Outcome, StartDecision, StartRequest,
 };
-use quota_host::{HostError, MemBackend, Worker};
+use quota_host::{HostError, SqliteDb, Worker};
 use serde_json::{json, Value};
 
 const T0: Timestamp = Timestamp(1_795_000_000); // 2026-11-18T11:06:40Z
@@ -28,7 +28,12 @@ fn rest(w: &mut Worker, method: &str, path: &str) -> Value {
 
 #[test]
 fn configuration_errors_come_back_with_key_paths_and_leave_the_old_config() {
-    let mut w = Worker::new(common::runtime(), Box::new(MemBackend::new()), &values()).expect("worker");
+    let mut w = Worker::new(
+        common::runtime(),
+        Box::new(SqliteDb::memory().expect("memory db")),
+        &values(),
+    )
+    .expect("worker");
     let bad = json!({"custom": {"authMode": "github", "quota": {"cpuRate": "fast", "refreshRules": {"r": {"schedule": "61 * * * *", "amount": 1}}}}});
     match w.configure(&bad.to_string()) {
         Err(HostError::Config(problems)) => {
@@ -54,7 +59,12 @@ fn configuration_errors_come_back_with_key_paths_and_leave_the_old_config() {
 
 #[test]
 fn typed_exports_agree_with_the_rest_answers() {
-    let mut w = Worker::new(common::runtime(), Box::new(MemBackend::new()), &values()).expect("worker");
+    let mut w = Worker::new(
+        common::runtime(),
+        Box::new(SqliteDb::memory().expect("memory db")),
+        &values(),
+    )
+    .expect("worker");
     let summary = w.summary().clone();
     assert!(summary.enabled);
     assert_eq!(summary.rules.len(), 1);

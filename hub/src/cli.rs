@@ -69,6 +69,10 @@ pub struct ServeArgs {
     /// Engine instances answering reads in parallel (writes have one of their own).
     #[arg(long, default_value_t = 2)]
     pub readers: usize,
+    /// How long a write waits for another process holding the database lock before the request
+    /// fails with 503 (retry later); milliseconds.
+    #[arg(long, default_value_t = crate::db::busy_timeout_ms_default)]
+    pub busy_timeout_ms: u64,
     /// Testing only: honour an `X-Quota-Test-Now: <RFC 3339>` header as the request's clock.
     #[arg(long, hide = true)]
     pub test_clock: bool,

@@ -13,6 +13,7 @@ use serde_json::json;
 use crate::cli::{Cli, Command, QuotaArgs, ServeArgs, TokenCommand};
 use crate::clock::{self, Clock};
 use crate::db::{self, Db};
+use crate::host_tables;
 use crate::log::info;
 use crate::pool::{Kind, Pool};
 use crate::quota_file::{self, Entry};
@@ -37,8 +38,10 @@ pub fn run(cli: Cli) -> Result<ExitCode, String> {
                     scope,
                 },
         } => {
-            let mut backend = db::parse(&db)?.open(true)?;
-            let secret = tokens::issue(&mut backend, &user, admin, &scope, Clock::system()?.now())?;
+            let mut conn = db::parse(&db)?.open(true, Duration::from_millis(db::busy_timeout_ms_default))?;
+            host_tables::ensure_schema(&mut conn).map_err(|e| e.to_string())?;
+            let conn: &mut dyn quota_host::Database = &mut conn;
+            let secret = tokens::issue(conn, &user, admin, &scope, Clock::system()?.now())?;
             println!("{secret}");
             Ok(ExitCode::SUCCESS)
         }
@@ -282,7 +285,8 @@ fn serve(a: ServeArgs) -> Result<ExitCode, String> {
         info!("WARNING: test clock options are on; never use them in production");
     }
     let rt = engine::runtime()?;
-    let pool = Pool::start(&rt, &db, &doc, a.readers)?;
+    let busy = Duration::from_millis(a.busy_timeout_ms);
+    let pool = Pool::start(&rt, &db, &doc, a.readers, busy)?;
     let _checkpointer = match &db {
         Db::Sqlite(path) => Checkpointer::start(path, Duration::from_millis(checkpoint_interval_ms))
             .map_err(|e| format!("checkpointer: {e}"))?,

@@ -1,13 +1,18 @@
 //! Database URLs: `sqlite://FILE` (relative) or `sqlite:///abs/FILE`; a bare path means SQLite.
 
 use std::path::PathBuf;
+use std::time::Duration;
 
-use quota_host::{SqliteBackend, SqliteOptions};
+use quota_host::{SqliteDb, SqliteOptions};
 
 #[derive(Debug)]
 pub enum Db {
     Sqlite(PathBuf),
 }
+
+/// How long a write waits for another process's lock before it fails as busy (HTTP 503), unless
+/// `serve --busy-timeout-ms` says otherwise.
+pub const busy_timeout_ms_default: u64 = 10_000;
 
 pub fn parse(url: &str) -> Result<Db, String> {
     if let Some(rest) = url.strip_prefix("sqlite://") {
@@ -26,14 +31,15 @@ pub fn parse(url: &str) -> Result<Db, String> {
 }
 
 impl Db {
-    /// One connection (migrating the schema on first open). Servers turn SQLite's inline
-    /// checkpoint off and run a background checkpointer instead.
-    pub fn open(&self, auto_checkpoint: bool) -> Result<SqliteBackend, String> {
+    /// One connection (the schema is brought up to date by the engine worker that uses it).
+    /// Servers turn SQLite's inline checkpoint off and run a background checkpointer instead.
+    pub fn open(&self, auto_checkpoint: bool, busy_timeout: Duration) -> Result<SqliteDb, String> {
         match self {
-            Db::Sqlite(path) => SqliteBackend::open_with(
+            Db::Sqlite(path) => SqliteDb::open_with(
                 path,
                 SqliteOptions {
                     auto_checkpoint,
+                    busy_timeout,
                     ..SqliteOptions::default()
                 },
             )

@@ -7,6 +7,7 @@ mod clock;
 mod commands;
 mod db;
 mod engine;
+mod host_tables;
 mod log;
 mod pool;
 mod quota_file;

@@ -45,6 +45,7 @@ impl Pool {
         db: &Db,
         values: &serde_json::Value,
         readers: usize,
+        busy_timeout: std::time::Duration,
     ) -> Result<Pool, String> {
         let (write_tx, write_rx) = channel::<Job>();
         let (read_tx, read_rx) = channel::<Job>();
@@ -52,7 +53,7 @@ impl Pool {
         let read_rx = Arc::new(Mutex::new(read_rx));
         let mut threads = Vec::new();
         for i in 0..=readers.max(1) {
-            let worker = engine::worker(rt, db, values, false)?;
+            let worker = engine::worker(rt, db, values, false, busy_timeout)?;
             let rx = if i == 0 { write_rx.clone() } else { read_rx.clone() };
             let name = if i == 0 {
                 "writer".to_string()

@@ -9,6 +9,7 @@ use std::time::Duration;
 use quota_core::{Config, Timestamp};
 
 use crate::commands::quota_error;
+use crate::host_tables;
 use crate::log::info;
 use crate::pool::Kind;
 use crate::server::App;
@@ -49,10 +50,10 @@ pub async fn report_missed(app: &Arc<App>, config: &Config, now: Timestamp) {
         let seen = app
             .pool
             .run(Kind::Read, move |w| {
-                w.backend().get_refresh_run(&lookup).map(|r| r.is_some())
+                w.call_read(|b, s| b.quota_engine_api().call_run_applied(s, &lookup))
             })
             .await;
-        if let Ok(Ok(false)) = seen {
+        if let Ok(Ok(Ok(false))) = seen {
             info!(
                 "refresh rule {}: the last scheduled run {id} was not applied (no server was up then); missed runs are not replayed",
                 rule.name
@@ -86,17 +87,19 @@ pub async fn run_rule_forever(app: Arc<App>, config: Arc<Config>, rule: String, 
         let now = app.clock.now();
         let answer = app
             .pool
-            .run(Kind::Write, move |w| w.run_rule_once(&name, &rid, now))
+            .run(Kind::Write, move |w| w.run_rule(&name, Some(&rid), false, now))
             .await;
+        // The engine applies a run id at most once, deciding inside the call's transaction, so of
+        // several servers racing for one run exactly one sees `replayed: false`.
         match answer {
-            Ok(Ok((true, Ok(_)))) => {
+            Ok(Ok(Ok(r))) if r.replayed => {
                 info!("refresh rule {rule}: run {id} was already applied (by another server)")
             }
-            Ok(Ok((false, Ok(r)))) => info!(
+            Ok(Ok(Ok(r))) => info!(
                 "refresh rule {rule}: run {id} applied: {} users updated, total change {}, {} skipped",
                 r.users_updated, r.total_change, r.skipped
             ),
-            Ok(Ok((_, Err(e)))) => info!("refresh rule {rule}: run {id} refused: {}", quota_error(&e)),
+            Ok(Ok(Err(e))) => info!("refresh rule {rule}: run {id} refused: {}", quota_error(&e)),
             Ok(Err(e)) => info!("refresh rule {rule}: run {id} failed and was rolled back: {e}"),
             Err(e) => info!("refresh rule {rule}: run {id} not run: {e}"),
         }
@@ -111,7 +114,9 @@ pub async fn purge_replays_forever(app: Arc<App>) {
         let before = app.clock.now().plus_seconds(-replay_keep_seconds);
         match app
             .pool
-            .run(Kind::Write, move |w| w.backend().purge_idempotent(before))
+            .run(Kind::Write, move |w| {
+                w.transaction(false, |tx| host_tables::purge_idempotent(tx, before))
+            })
             .await
         {
             Ok(Ok(0)) => {}

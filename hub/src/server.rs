@@ -11,9 +11,10 @@ use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use quota_core::api::body_bytes_max;
 use quota_core::Timestamp;
-use quota_host::IdempotencyKey;
+use quota_host::{HostError, SqlError, Tx};
 
 use crate::clock::Clock;
+use crate::host_tables::{self, IdempotencyKey, IdempotencyRecord};
 use crate::log::info;
 use crate::pool::{Kind, Pool};
 use crate::tokens;
@@ -113,10 +114,8 @@ async fn handle(State(app): State<Arc<App>>, req: Request) -> Response {
         .pool
         .run(kind, move |w| {
             let caller = match &secret {
-                Some(s) => {
-                    let found = tokens::authenticate(w.backend(), s);
-                    found.map_err(|e| format!("token lookup: {e}"))?
-                }
+                Some(s) => tokens::authenticate(w.db(), s)
+                    .map_err(|e| HostError::Storage(SqlError::Other(format!("token lookup: {e}"))))?,
                 None => None,
             };
             let request = quota_core::Request {
@@ -138,20 +137,65 @@ async fn handle(State(app): State<Arc<App>>, req: Request) -> Response {
                 )),
                 _ => None,
             };
-            let once_ref = once.as_ref().map(|(k, h)| (k, h.as_str()));
-            w.handle_request_once(&request, now, once_ref)
-                .map_err(|e| e.to_string())
+            let read_only = method == "GET" && once.is_none();
+            w.transaction(read_only, |tx| answer_once(tx, &request, now, once.as_ref()))
         })
         .await;
     match answer {
         Ok(Ok(r)) => json(r.status, r.body),
-        Ok(Err(e)) | Err(e) => {
+        Ok(Err(e)) => {
             info!("request failed: {e}");
-            if e.contains("database is locked") || e.contains("busy") {
+            if e.is_busy() {
                 error(503, "The database is busy; retry")
             } else {
                 error(500, "Internal error (see the server log)")
             }
         }
+        Err(e) => {
+            info!("request failed: {e}");
+            error(500, "Internal error (see the server log)")
+        }
     }
+}
+
+/// Answers a request in the caller's transaction. With an idempotency key, the first completed
+/// response is recorded in that same transaction, and a repeat with the same body hash replays it
+/// without calling the engine (another body: 409).
+fn answer_once(
+    tx: &mut Tx<'_>,
+    request: &quota_core::Request<'_>,
+    now: Timestamp,
+    once: Option<&(IdempotencyKey, String)>,
+) -> Result<quota_core::Response, HostError> {
+    if let Some((key, body_hash)) = once {
+        match host_tables::get_idempotent(tx, key)? {
+            Some(first) if &first.body_hash == body_hash => {
+                return Ok(quota_core::Response {
+                    status: first.status,
+                    body: first.body,
+                })
+            }
+            Some(_) => {
+                return Ok(quota_core::Response {
+                    status: 409,
+                    body: serde_json::json!({
+                        "error": "Idempotency-Key: already used with a different body"
+                    })
+                    .to_string(),
+                })
+            }
+            None => {}
+        }
+    }
+    let r = tx.handle_request(request, now)?;
+    if let Some((key, body_hash)) = once {
+        let record = IdempotencyRecord {
+            body_hash: body_hash.clone(),
+            status: r.status,
+            body: r.body.clone(),
+            created_at: now,
+        };
+        host_tables::put_idempotent(tx, key, &record)?;
+    }
+    Ok(r)
 }

@@ -42,7 +42,8 @@ impl Target {
             serde_json::json!({"custom": {"quota": {"enabled": false}}})
         };
         let rt = engine::runtime()?;
-        let w = engine::worker(&rt, &db::parse(&t.db)?, &doc, true)?;
+        let busy = std::time::Duration::from_millis(db::busy_timeout_ms_default);
+        let w = engine::worker(&rt, &db::parse(&t.db)?, &doc, true, busy)?;
         let caller = Caller {
             name: local_caller.into(),
             admin: true,

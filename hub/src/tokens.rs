@@ -1,7 +1,7 @@
 //! API tokens: random secrets shown once, stored as SHA-256 hashes, compared in constant time.
 
+use crate::host_tables::{self, Sql, TokenRecord};
 use quota_core::{Caller, Timestamp};
-use quota_host::{HostTables, TokenRecord};
 use sha2::{Digest, Sha256};
 
 /// Bytes of randomness in a token.
@@ -32,7 +32,7 @@ pub fn generate() -> Result<String, String> {
 
 /// Creates a token for `name` and returns its secret (stored only as its hash).
 pub fn issue(
-    tables: &mut dyn HostTables,
+    db: &mut (impl Sql + ?Sized),
     name: &str,
     admin: bool,
     scopes: &[String],
@@ -50,7 +50,7 @@ pub fn issue(
         scopes: scopes.to_vec(),
         created_at: now,
     };
-    tables.put_token(&record).map_err(|e| e.to_string())?;
+    host_tables::put_token(db, &record).map_err(|e| e.to_string())?;
     Ok(secret)
 }
 
@@ -64,9 +64,9 @@ pub fn from_header(value: Option<&str>) -> Option<&str> {
 }
 
 /// The caller a secret stands for; `None` for an unknown secret.
-pub fn authenticate(tables: &mut dyn HostTables, secret: &str) -> Result<Option<Caller>, String> {
+pub fn authenticate(db: &mut (impl Sql + ?Sized), secret: &str) -> Result<Option<Caller>, String> {
     let hash = sha256_hex(secret.as_bytes());
-    let found = tables.find_token(&hash).map_err(|e| e.to_string())?;
+    let found = host_tables::find_token(db, &hash).map_err(|e| e.to_string())?;
     Ok(found
         .filter(|t| constant_time_eq(&t.hash, &hash))
         .map(|t| Caller {
@@ -79,22 +79,20 @@ pub fn authenticate(tables: &mut dyn HostTables, secret: &str) -> Result<Option<
 #[cfg(test)]
 mod tests {
     use super::*;
-    use quota_host::MemBackend;
+    use quota_host::{Database, SqliteDb};
 
     #[test]
     fn issued_tokens_authenticate_and_others_do_not() {
-        let mut b = MemBackend::new();
+        let mut db = SqliteDb::memory().unwrap();
+        host_tables::ensure_schema(&mut db).unwrap();
+        let b: &mut dyn Database = &mut db;
         let scopes = vec!["quota:sessions".to_string()];
-        let t = issue(&mut b, " Hub ", false, &scopes, Timestamp(1)).unwrap();
+        let t = issue(b, " Hub ", false, &scopes, Timestamp(1)).unwrap();
         assert!(t.starts_with("qh_") && t.len() == 3 + 64, "{t}");
-        let c = authenticate(&mut b, &t).unwrap().expect("known");
+        let c = authenticate(b, &t).unwrap().expect("known");
         assert_eq!((c.name.as_str(), c.admin, c.scopes), ("hub", false, scopes));
-        assert_eq!(authenticate(&mut b, &format!("{t}x")).unwrap(), None);
-        assert_ne!(
-            issue(&mut b, "hub", false, &[], Timestamp(1)).unwrap(),
-            t,
-            "random"
-        );
+        assert_eq!(authenticate(b, &format!("{t}x")).unwrap(), None);
+        assert_ne!(issue(b, "hub", false, &[], Timestamp(1)).unwrap(), t, "random");
     }
 
     #[test]

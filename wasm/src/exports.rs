@@ -10,7 +10,7 @@ use quota_core::{api as core_api, Config, QuotaError, Timestamp};
 
 use crate::bindings::api::{self as wit, Guest};
 use crate::convert as cv;
-use crate::guest_store::HostStore;
+use crate::sql_store::SqlStore;
 
 thread_local! {
     /// The configuration set by `configure`: the only state kept between calls.
@@ -65,6 +65,7 @@ fn refresh_out(r: RefreshResult) -> Result<wit::RefreshResult, QuotaError> {
         action: r.action.as_str().to_string(),
         rule_name: r.rule_name,
         json,
+        replayed: r.replayed,
     })
 }
 
@@ -102,6 +103,16 @@ impl Guest for Component {
         Ok(summary)
     }
 
+    fn migrate() -> Result<wit::Migration, wit::QuotaError> {
+        let (from, to) = SqlStore::host()
+            .migrate()
+            .map_err(|e| error_out(QuotaError::Store(e)))?;
+        Ok(wit::Migration {
+            from_version: from,
+            to_version: to,
+        })
+    }
+
     fn next_fire(name: String, after: i64) -> Option<i64> {
         CONFIG.with(|c| {
             c.borrow()
@@ -121,7 +132,7 @@ impl Guest for Component {
         };
         with_config(|cfg| {
             Ok(
-                match gate::check_start(cfg, &mut HostStore, &req, Timestamp(now))? {
+                match gate::check_start(cfg, &mut SqlStore::host(), &req, Timestamp(now))? {
                     StartDecision::Allowed(s) => wit::StartDecision::Allowed(wit::Started {
                         session_id: s.session_id,
                         rate: s.rate.raw(),
@@ -157,7 +168,7 @@ impl Guest for Component {
             ended_at: req.ended_at.map(Timestamp),
             outcome,
         };
-        let r = sessions::end_session(&mut HostStore, &req, Timestamp(now)).map_err(error_out)?;
+        let r = sessions::end_session(&mut SqlStore::host(), &req, Timestamp(now)).map_err(error_out)?;
         Ok(wit::EndResult {
             session_id: r.session_id,
             status: cv::status_out(r.status),
@@ -168,7 +179,7 @@ impl Guest for Component {
     }
 
     fn cleanup_stale(now: i64) -> Result<Vec<wit::CleanedSession>, wit::QuotaError> {
-        let cleaned = sessions::cleanup_stale(&mut HostStore, Timestamp(now)).map_err(error_out)?;
+        let cleaned = sessions::cleanup_stale(&mut SqlStore::host(), Timestamp(now)).map_err(error_out)?;
         Ok(cleaned
             .into_iter()
             .map(|c| wit::CleanedSession {
@@ -199,7 +210,8 @@ impl Guest for Component {
             action,
             description,
         };
-        let r = admin::admin_update(&mut HostStore, &req, &caller, Timestamp(now)).map_err(error_out)?;
+        let r =
+            admin::admin_update(&mut SqlStore::host(), &req, &caller, Timestamp(now)).map_err(error_out)?;
         Ok(wit::AdminResult {
             username: r.username,
             balance: r.balance,
@@ -224,7 +236,7 @@ impl Guest for Component {
                 })
             })
             .collect();
-        let r = admin::batch(&mut HostStore, &items, &caller, Timestamp(now)).map_err(error_out)?;
+        let r = admin::batch(&mut SqlStore::host(), &items, &caller, Timestamp(now)).map_err(error_out)?;
         Ok(wit::BatchResult {
             success: cv::clamp_u32(r.success),
             failed: cv::clamp_u32(r.failed),
@@ -245,7 +257,7 @@ impl Guest for Component {
     fn refresh(body_json: String, now: i64) -> Result<wit::RefreshResult, wit::QuotaError> {
         let run = || {
             let req = core_api::refresh_request_from_json(&body_json)?;
-            refresh_out(refresh::refresh(&mut HostStore, &req, Timestamp(now))?)
+            refresh_out(refresh::refresh(&mut SqlStore::host(), &req, Timestamp(now))?)
         };
         run().map_err(error_out)
     }
@@ -259,7 +271,7 @@ impl Guest for Component {
         with_config(|cfg| {
             refresh_out(refresh::run_rule(
                 cfg,
-                &mut HostStore,
+                &mut SqlStore::host(),
                 &name,
                 run_id,
                 dry_run,
@@ -268,13 +280,21 @@ impl Guest for Component {
         })
     }
 
+    fn run_applied(run_id: String) -> Result<bool, wit::QuotaError> {
+        use quota_core::Store;
+        SqlStore::host()
+            .get_refresh_run(&run_id)
+            .map(|r| r.is_some())
+            .map_err(|e| error_out(QuotaError::Store(e)))
+    }
+
     fn list_users() -> Result<Vec<crate::bindings::types::UserRecord>, wit::QuotaError> {
-        let users = quota_core::reads::list_users(&mut HostStore).map_err(error_out)?;
+        let users = quota_core::reads::list_users(&mut SqlStore::host()).map_err(error_out)?;
         Ok(users.iter().map(cv::user_out).collect())
     }
 
     fn user_detail(username: String) -> Result<wit::UserView, wit::QuotaError> {
-        let d = quota_core::reads::user_detail(&mut HostStore, &username).map_err(error_out)?;
+        let d = quota_core::reads::user_detail(&mut SqlStore::host(), &username).map_err(error_out)?;
         Ok(wit::UserView {
             username: d.username,
             balance: d.balance,
@@ -300,7 +320,7 @@ impl Guest for Component {
 
     fn me(username: String) -> Result<wit::MeView, wit::QuotaError> {
         with_config(|cfg| {
-            let m = quota_core::reads::me(cfg, &mut HostStore, &username)?;
+            let m = quota_core::reads::me(cfg, &mut SqlStore::host(), &username)?;
             Ok(wit::MeView {
                 username: m.username,
                 balance: m.balance,
@@ -350,9 +370,8 @@ impl Guest for Component {
             caller: caller.as_ref(),
         };
         let answer = CONFIG.with(|c| match c.borrow().as_ref() {
-            Some(cfg) => {
-                quota_core::handle_request(cfg, &mut HostStore, &request, Timestamp(now)).map_err(|e| e.0)
-            }
+            Some(cfg) => quota_core::handle_request(cfg, &mut SqlStore::host(), &request, Timestamp(now))
+                .map_err(|e| e.0),
             None => Err("the host did not call `configure` first".to_string()),
         })?;
         Ok(wit::HttpResponse {
@@ -374,7 +393,7 @@ fn fault(path: &str) -> Option<Result<wit::HttpResponse, String>> {
                 unlimited: false,
                 updated_at: Timestamp(0),
             };
-            if let Err(e) = HostStore.put_user(&user) {
+            if let Err(e) = SqlStore::host().put_user(&user) {
                 return Some(Err(e.0));
             }
             panic!("injected trap after a write");

@@ -1,5 +1,8 @@
-//! `quota-wasm`: the engine as a WebAssembly component. Bindings, type conversion and a `Store`
-//! over the imported storage functions; every rule lives in `quota-core`.
+//! `quota-wasm`: the engine as a WebAssembly component. Bindings, type conversion, and a `Store`
+//! over the host's SQL bridge with every query, the schema and its migrations; every rule lives in
+//! `quota-core`.
+
+#![allow(non_upper_case_globals)]
 //!
 //! The one piece of state kept between calls is the parsed configuration (set by `configure`), so a
 //! host can reuse an instance for many calls.
@@ -10,5 +13,7 @@ static ALLOCATOR: talc::wasm::WasmDynamicTalc = talc::wasm::new_wasm_dynamic_all
 
 mod bindings;
 mod convert;
+mod dialect;
 mod exports;
-mod guest_store;
+mod sql_json;
+mod sql_store;

@@ -8,7 +8,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
-use quota_host::{Backend, Durability, SqliteBackend};
+use quota_host::{Database, Durability, SqliteDb};
 
 pub const bin: &str = env!("CARGO_BIN_EXE_quota-hub");
 /// How long a test waits for a condition (a line in the log, a server to start) before failing.
@@ -238,7 +238,7 @@ pub fn http(
 
 /// Every row of the database (engine and host tables), in a fixed order.
 pub fn dump(db: &Path) -> String {
-    SqliteBackend::open(db, Durability::Full)
+    SqliteDb::open(db, Durability::Full)
         .expect("open db")
         .dump()
         .expect("dump")

@@ -1,0 +1,216 @@
+//! The SQL bridge a host gives the component: run a statement with parameters, get rows; run one
+//! statement for many parameter rows; own the transaction. The component brings every statement.
+//!
+//! Values are integers within +-(2^53-1), strings or null, carried as JSON text across the
+//! component boundary (see `wit/0.2.0/quota.wit`, interface `sql`). Host code of its own (quota-hub's
+//! tokens) uses the typed [`Database::query`] on the same connection and transaction.
+
+use std::fmt::Write;
+
+use serde_json::Value;
+use thiserror::Error;
+
+/// The largest magnitude a value may have on the wire: 2^53 - 1.
+pub const json_int_max: i64 = (1 << 53) - 1;
+
+/// The SQL a database speaks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Dialect {
+    Sqlite,
+}
+
+/// One value of a parameter or a column.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SqlValue {
+    Int(i64),
+    Text(String),
+    Null,
+}
+
+impl SqlValue {
+    pub fn as_int(&self) -> Option<i64> {
+        match self {
+            SqlValue::Int(i) => Some(*i),
+            _ => None,
+        }
+    }
+
+    pub fn as_text(&self) -> Option<&str> {
+        match self {
+            SqlValue::Text(s) => Some(s),
+            _ => None,
+        }
+    }
+}
+
+impl From<i64> for SqlValue {
+    fn from(v: i64) -> SqlValue {
+        SqlValue::Int(v)
+    }
+}
+
+impl From<&str> for SqlValue {
+    fn from(v: &str) -> SqlValue {
+        SqlValue::Text(v.to_string())
+    }
+}
+
+impl From<String> for SqlValue {
+    fn from(v: String) -> SqlValue {
+        SqlValue::Text(v)
+    }
+}
+
+/// Why a statement failed.
+#[derive(Clone, Debug, Error, PartialEq, Eq)]
+pub enum SqlError {
+    /// Another writer held the lock longer than the host waits.
+    #[error("the database is busy (locked by another writer)")]
+    Busy,
+    /// A constraint was violated.
+    #[error("constraint violated: {0}")]
+    Constraint(String),
+    #[error("{0}")]
+    Other(String),
+}
+
+/// A database connection as the engine and its host use it. One engine call runs between `begin`
+/// (or `begin_read`) and `commit` or `rollback`.
+pub trait Database: Send {
+    fn dialect(&self) -> Dialect;
+    /// Runs one statement; returns its rows.
+    fn query(&mut self, sql: &str, params: &[SqlValue]) -> Result<Vec<Vec<SqlValue>>, SqlError>;
+    /// Runs one statement once per parameter row; returns the rows changed in all.
+    fn execute_many(&mut self, sql: &str, rows: &[Vec<SqlValue>]) -> Result<u64, SqlError>;
+    /// Starts a write transaction (SQLite: `BEGIN IMMEDIATE`, the write lock taken up front so two
+    /// writers never deadlock upgrading a read lock).
+    fn begin(&mut self) -> Result<(), SqlError>;
+    /// Starts a transaction that only reads (SQLite: `BEGIN DEFERRED`, a snapshot).
+    fn begin_read(&mut self) -> Result<(), SqlError>;
+    fn commit(&mut self) -> Result<(), SqlError>;
+    /// Undoes the open transaction, if any.
+    fn rollback(&mut self) -> Result<(), SqlError>;
+    /// Every row of every table, in a fixed order: for tests that compare whole states.
+    fn dump(&mut self) -> Result<String, SqlError>;
+
+    /// [`Database::query`] with parameters and rows as the component sends them (JSON).
+    fn query_json(&mut self, sql: &str, params_json: &str) -> Result<String, SqlError> {
+        let params = params_from_json(params_json)?;
+        Ok(rows_to_json(&self.query(sql, &params)?))
+    }
+
+    /// [`Database::execute_many`] with rows as the component sends them (JSON array of arrays).
+    fn execute_many_json(&mut self, sql: &str, rows_json: &str) -> Result<u64, SqlError> {
+        let rows: Vec<Value> = serde_json::from_str(rows_json)
+            .map_err(|e| SqlError::Other(format!("parameter rows are not a JSON array: {e}")))?;
+        let rows = rows
+            .into_iter()
+            .map(|r| match r {
+                Value::Array(vals) => vals.into_iter().map(value_from_json).collect(),
+                other => Err(SqlError::Other(format!(
+                    "a parameter row is not an array: {other}"
+                ))),
+            })
+            .collect::<Result<Vec<Vec<SqlValue>>, SqlError>>()?;
+        self.execute_many(sql, &rows)
+    }
+}
+
+fn value_from_json(v: Value) -> Result<SqlValue, SqlError> {
+    match v {
+        Value::Null => Ok(SqlValue::Null),
+        Value::String(s) => Ok(SqlValue::Text(s)),
+        Value::Number(n) => match n.as_i64() {
+            Some(i) if (-json_int_max..=json_int_max).contains(&i) => Ok(SqlValue::Int(i)),
+            _ => Err(SqlError::Other(format!(
+                "parameter {n} is not an integer within +-(2^53-1)"
+            ))),
+        },
+        other => Err(SqlError::Other(format!(
+            "parameter {other} is not an integer, a string or null"
+        ))),
+    }
+}
+
+/// A JSON array of values into parameters; anything but integers, strings and null is refused.
+pub fn params_from_json(json: &str) -> Result<Vec<SqlValue>, SqlError> {
+    match serde_json::from_str(json) {
+        Ok(Value::Array(vals)) => vals.into_iter().map(value_from_json).collect(),
+        Ok(other) => Err(SqlError::Other(format!(
+            "parameters are not a JSON array: {other}"
+        ))),
+        Err(e) => Err(SqlError::Other(format!("parameters are not JSON: {e}"))),
+    }
+}
+
+/// Rows as a JSON array of arrays.
+pub fn rows_to_json(rows: &[Vec<SqlValue>]) -> String {
+    let mut out = String::with_capacity(2 + rows.len() * 32);
+    out.push('[');
+    for (i, row) in rows.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        out.push('[');
+        for (j, v) in row.iter().enumerate() {
+            if j > 0 {
+                out.push(',');
+            }
+            match v {
+                SqlValue::Int(n) => {
+                    let _ = write!(out, "{n}");
+                }
+                SqlValue::Null => out.push_str("null"),
+                SqlValue::Text(s) => {
+                    // Serializing a &str cannot fail.
+                    out.push_str(&serde_json::to_string(s).unwrap_or_default());
+                }
+            }
+        }
+        out.push(']');
+    }
+    out.push(']');
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parameters_are_integers_strings_or_null() {
+        assert_eq!(
+            params_from_json(r#"[1,"a",null,-9007199254740991]"#).unwrap(),
+            vec![
+                SqlValue::Int(1),
+                SqlValue::Text("a".into()),
+                SqlValue::Null,
+                SqlValue::Int(-json_int_max)
+            ]
+        );
+        for bad in [
+            "[1.5]",
+            "[true]",
+            "[[1]]",
+            "[{}]",
+            "[9007199254740992]",
+            "{}",
+            "nope",
+        ] {
+            assert!(params_from_json(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn rows_round_trip_through_json() {
+        let rows = vec![
+            vec![SqlValue::Int(-3), SqlValue::Text("é\"\n".into()), SqlValue::Null],
+            vec![],
+        ];
+        let json = rows_to_json(&rows);
+        let back: Vec<Vec<Value>> = serde_json::from_str(&json).unwrap();
+        assert_eq!(back[0][1], "é\"\n");
+        assert_eq!(back[0][0], -3);
+        assert!(back[1].is_empty());
+    }
+}

@@ -1,0 +1,218 @@
+//! The engine's schema lives in the component: a fresh database is created by its `migrate`, a file
+//! written by quota-hub 0.1.0 (schema 2) is migrated without losing a row, ids are never reused, a
+//! newer schema is refused, and two processes starting at once agree.
+
+mod common;
+
+use std::collections::BTreeMap;
+
+use quota_core::Timestamp;
+use quota_host::{Database, Durability, SqlValue, SqliteDb, Worker};
+
+const NOW: Timestamp = Timestamp(1_795_300_000);
+
+fn worker(path: &std::path::Path) -> Worker {
+    let db = SqliteDb::open(path, Durability::Full).expect("open");
+    Worker::new(common::runtime(), Box::new(db), &common::fixture_json()).expect("worker")
+}
+
+fn rows(db: &mut dyn Database, sql: &str) -> Vec<Vec<SqlValue>> {
+    db.query(sql, &[]).expect(sql)
+}
+
+fn int(v: &SqlValue) -> i64 {
+    v.as_int().expect("integer")
+}
+
+/// Every table's rows keyed by table, for comparing before and after a migration.
+fn tables(db: &mut dyn Database) -> BTreeMap<String, Vec<String>> {
+    let mut out: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for line in db.dump().expect("dump").lines() {
+        let (table, row) = line.split_once('|').expect("table|row");
+        out.entry(table.to_string()).or_default().push(row.to_string());
+    }
+    out
+}
+
+#[test]
+fn a_fresh_database_gets_the_current_schema_once() {
+    let dir = tempfile::tempdir().expect("dir");
+    let path = dir.path().join("q.db");
+    let mut w = worker(&path);
+    assert_eq!(
+        SqliteDb::open(&path, Durability::Full)
+            .unwrap()
+            .schema_version()
+            .unwrap(),
+        3
+    );
+    // Idempotent: a second migrate finds the current version and does nothing.
+    let m = w.migrate().expect("again");
+    assert_eq!((m.from_version, m.to_version), (3, 3));
+}
+
+#[test]
+fn ids_are_never_reused_even_after_the_newest_rows_are_deleted() {
+    let dir = tempfile::tempdir().expect("dir");
+    let mut w = worker(&dir.path().join("q.db"));
+    let admin = common::admin();
+    let hub = common::hub();
+    common::request(
+        &mut w,
+        &admin,
+        "POST",
+        "/admin/api/quota/users/alice",
+        r#"{"action":"set","amount":100}"#,
+        NOW,
+    );
+    let (_, s1) = common::request(
+        &mut w,
+        &hub,
+        "POST",
+        "/api/quota/sessions",
+        r#"{"username":"alice","runtime_minutes":5}"#,
+        NOW,
+    );
+    assert_eq!(s1["session_id"], 1);
+    // An operator deletes the newest rows by hand.
+    rows(w.db(), "DELETE FROM sessions");
+    rows(w.db(), "DELETE FROM transactions");
+    let (_, s2) = common::request(
+        &mut w,
+        &hub,
+        "POST",
+        "/api/quota/sessions",
+        r#"{"username":"alice","server_name":"b","runtime_minutes":5}"#,
+        NOW,
+    );
+    assert_eq!(s2["session_id"], 2, "session id 1 reused: {s2}");
+    common::request(
+        &mut w,
+        &admin,
+        "POST",
+        "/admin/api/quota/users/alice",
+        r#"{"action":"add","amount":1}"#,
+        NOW,
+    );
+    let ids = rows(w.db(), "SELECT id FROM transactions");
+    assert_eq!(ids, vec![vec![SqlValue::Int(2)]], "transaction id 1 reused");
+}
+
+#[test]
+fn a_quota_hub_0_1_0_file_migrates_without_losing_a_row() {
+    let dir = tempfile::tempdir().expect("dir");
+    let path = dir.path().join("old.db");
+    std::fs::copy(
+        common::workspace().join("tests/fixtures/quota-hub-0.1.0.db"),
+        &path,
+    )
+    .expect("copy fixture");
+    let mut old = SqliteDb::open(&path, Durability::Full).expect("open old");
+    assert_eq!(old.schema_version().unwrap(), 2);
+    let before = tables(&mut old);
+    drop(old);
+
+    let mut w = worker(&path);
+    assert_eq!(
+        SqliteDb::open(&path, Durability::Full)
+            .unwrap()
+            .schema_version()
+            .unwrap(),
+        3
+    );
+    let after = tables(w.db());
+    assert_eq!(before, after, "every row of every table, ids included, is kept");
+    for table in [
+        "users",
+        "transactions",
+        "sessions",
+        "refresh_runs",
+        "api_tokens",
+        "idempotency",
+    ] {
+        assert!(!after[table].is_empty(), "the fixture has rows in {table}");
+    }
+    // The ledger still reconciles: each balance is the sum of its transactions.
+    for r in rows(w.db(), "SELECT u.username, u.balance, COALESCE(SUM(t.amount), 0) FROM users u LEFT JOIN transactions t ON t.username = u.username GROUP BY u.username") {
+        assert_eq!(int(&r[1]), int(&r[2]), "{:?}", r[0]);
+    }
+    // The engine reads and writes the migrated file: the active session ends and is billed, and
+    // new ids continue after the largest old one.
+    let (st, end) = common::request(
+        &mut w,
+        &common::hub(),
+        "POST",
+        "/api/quota/sessions/4/end",
+        "{}",
+        Timestamp(1_795_230_005 + 120),
+    );
+    assert_eq!(
+        (st, &end["status"]),
+        (200, &serde_json::json!("completed")),
+        "{end}"
+    );
+    let max_tx = int(&rows(w.db(), "SELECT MAX(id) FROM transactions")[0][0]);
+    assert_eq!(max_tx, 11, "the usage charge follows the 10 old transactions");
+    let (_, s) = common::request(
+        &mut w,
+        &common::hub(),
+        "POST",
+        "/api/quota/sessions",
+        r#"{"username":"alice","runtime_minutes":5}"#,
+        NOW,
+    );
+    assert_eq!(s["session_id"], 5, "{s}");
+}
+
+#[test]
+fn a_newer_schema_is_refused_with_a_clear_message_and_nothing_changes() {
+    let dir = tempfile::tempdir().expect("dir");
+    let path = dir.path().join("q.db");
+    drop(worker(&path));
+    let db = SqliteDb::open(&path, Durability::Full).expect("open");
+    db.connection()
+        .pragma_update(None, "user_version", 99)
+        .expect("bump");
+    drop(db);
+    let db = SqliteDb::open(&path, Durability::Full).expect("open");
+    let err = Worker::new(common::runtime(), Box::new(db), &common::fixture_json())
+        .err()
+        .expect("refused");
+    assert!(err.to_string().contains("schema version 99"), "{err}");
+    assert!(err.to_string().contains("newer release"), "{err}");
+    assert_eq!(
+        SqliteDb::open(&path, Durability::Full)
+            .unwrap()
+            .schema_version()
+            .unwrap(),
+        99
+    );
+}
+
+#[test]
+fn hosts_starting_at_once_on_one_new_file_both_come_up() {
+    let dir = tempfile::tempdir().expect("dir");
+    let path = dir.path().join("q.db");
+    let go = std::sync::Arc::new(std::sync::Barrier::new(4));
+    let handles: Vec<_> = (0..4)
+        .map(|_| {
+            let (path, go) = (path.clone(), go.clone());
+            std::thread::spawn(move || {
+                let db = SqliteDb::open(&path, Durability::Full).expect("open");
+                go.wait();
+                Worker::new(common::runtime(), Box::new(db), &common::fixture_json())
+                    .map(|_| ())
+                    .map_err(|e| e.to_string())
+            })
+        })
+        .collect();
+    for h in handles {
+        h.join().expect("thread").expect("worker came up");
+    }
+    let mut db = SqliteDb::open(&path, Durability::Full).expect("open");
+    assert_eq!(db.schema_version().unwrap(), 3);
+    assert_eq!(
+        rows(&mut db, "SELECT COUNT(*) FROM users"),
+        vec![vec![SqlValue::Int(0)]]
+    );
+}

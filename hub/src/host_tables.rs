@@ -1,0 +1,208 @@
+//! quota-hub's own rows: API tokens (stored hashed) and `Idempotency-Key` replays. The engine never
+//! sees them; they live in the engine's database so that one transaction covers an engine call and
+//! the replay record of its response. The engine owns its schema (its `migrate`); these two tables
+//! are quota-hub's, created here if missing (files written by quota-hub 0.1.0 already have them).
+
+use quota_core::Timestamp;
+use quota_host::{Database, HostError, SqlValue, Tx};
+
+/// quota-hub's tables, created if missing (idempotent).
+const schema: &[&str] = &[
+    "CREATE TABLE IF NOT EXISTS api_tokens (
+        hash TEXT PRIMARY KEY,
+        name TEXT NOT NULL,
+        admin INTEGER NOT NULL,
+        scopes TEXT NOT NULL,
+        created_at INTEGER NOT NULL
+     ) WITHOUT ROWID",
+    "CREATE TABLE IF NOT EXISTS idempotency (
+        caller TEXT NOT NULL,
+        method TEXT NOT NULL,
+        path TEXT NOT NULL,
+        key TEXT NOT NULL,
+        body_hash TEXT NOT NULL,
+        status INTEGER NOT NULL,
+        body TEXT NOT NULL,
+        created_at INTEGER NOT NULL,
+        PRIMARY KEY (caller, method, path, key)
+     ) WITHOUT ROWID",
+    "CREATE INDEX IF NOT EXISTS idempotency_by_age ON idempotency (created_at)",
+];
+
+/// An API token, by the hash of its secret (the secret itself is never stored).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TokenRecord {
+    /// Hex SHA-256 of the secret.
+    pub hash: String,
+    /// The user or service the token acts as.
+    pub name: String,
+    pub admin: bool,
+    /// Service scopes (`quota:sessions`, `quota:refresh`, `quota:admin`).
+    pub scopes: Vec<String>,
+    pub created_at: Timestamp,
+}
+
+/// What identifies a request for `Idempotency-Key`: the key is scoped to caller, method and path.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct IdempotencyKey {
+    pub caller: String,
+    pub method: String,
+    pub path: String,
+    pub key: String,
+}
+
+/// The first completed response to a keyed request.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct IdempotencyRecord {
+    /// Hex SHA-256 of the request body: a repeat with another body is a conflict.
+    pub body_hash: String,
+    pub status: u16,
+    pub body: String,
+    pub created_at: Timestamp,
+}
+
+/// Where the statements run: inside an engine transaction, or on a bare connection.
+pub trait Sql {
+    fn run(&mut self, sql: &str, params: &[SqlValue]) -> Result<Vec<Vec<SqlValue>>, HostError>;
+}
+
+impl Sql for Tx<'_> {
+    fn run(&mut self, sql: &str, params: &[SqlValue]) -> Result<Vec<Vec<SqlValue>>, HostError> {
+        self.query(sql, params)
+    }
+}
+
+impl Sql for dyn Database + '_ {
+    fn run(&mut self, sql: &str, params: &[SqlValue]) -> Result<Vec<Vec<SqlValue>>, HostError> {
+        self.query(sql, params).map_err(HostError::Storage)
+    }
+}
+
+/// Creates quota-hub's tables if missing, in one transaction.
+pub fn ensure_schema(db: &mut dyn Database) -> Result<(), HostError> {
+    db.begin().map_err(HostError::Storage)?;
+    for statement in schema {
+        if let Err(e) = db.run(statement, &[]) {
+            let _ = db.rollback();
+            return Err(e);
+        }
+    }
+    db.commit().map_err(HostError::Storage)
+}
+
+fn bad_row(what: &str) -> HostError {
+    HostError::Storage(quota_host::SqlError::Other(format!(
+        "{what}: unexpected row shape"
+    )))
+}
+
+fn text(v: &SqlValue, what: &str) -> Result<String, HostError> {
+    v.as_text().map(str::to_string).ok_or_else(|| bad_row(what))
+}
+
+fn int(v: &SqlValue, what: &str) -> Result<i64, HostError> {
+    v.as_int().ok_or_else(|| bad_row(what))
+}
+
+/// Scopes are stored as one space-separated column.
+fn scopes_column(scopes: &[String]) -> String {
+    scopes.join(" ")
+}
+
+pub fn put_token(db: &mut (impl Sql + ?Sized), t: &TokenRecord) -> Result<(), HostError> {
+    db.run(
+        "INSERT INTO api_tokens (hash, name, admin, scopes, created_at) VALUES (?1, ?2, ?3, ?4, ?5)",
+        &[
+            t.hash.as_str().into(),
+            t.name.as_str().into(),
+            i64::from(t.admin).into(),
+            scopes_column(&t.scopes).into(),
+            t.created_at.seconds().into(),
+        ],
+    )
+    .map(|_| ())
+}
+
+pub fn find_token(db: &mut (impl Sql + ?Sized), hash: &str) -> Result<Option<TokenRecord>, HostError> {
+    let rows = db.run(
+        "SELECT hash, name, admin, scopes, created_at FROM api_tokens WHERE hash = ?1",
+        &[hash.into()],
+    )?;
+    let Some(r) = rows.first() else {
+        return Ok(None);
+    };
+    let [hash, name, admin, scopes, created_at] = r.as_slice() else {
+        return Err(bad_row("api_tokens"));
+    };
+    Ok(Some(TokenRecord {
+        hash: text(hash, "api_tokens")?,
+        name: text(name, "api_tokens")?,
+        admin: int(admin, "api_tokens")? != 0,
+        scopes: text(scopes, "api_tokens")?
+            .split_whitespace()
+            .map(str::to_string)
+            .collect(),
+        created_at: Timestamp(int(created_at, "api_tokens")?),
+    }))
+}
+
+fn key_params(k: &IdempotencyKey) -> Vec<SqlValue> {
+    vec![
+        k.caller.as_str().into(),
+        k.method.as_str().into(),
+        k.path.as_str().into(),
+        k.key.as_str().into(),
+    ]
+}
+
+pub fn get_idempotent(
+    db: &mut (impl Sql + ?Sized),
+    k: &IdempotencyKey,
+) -> Result<Option<IdempotencyRecord>, HostError> {
+    let rows = db.run(
+        "SELECT body_hash, status, body, created_at FROM idempotency
+         WHERE caller = ?1 AND method = ?2 AND path = ?3 AND key = ?4",
+        &key_params(k),
+    )?;
+    let Some(r) = rows.first() else {
+        return Ok(None);
+    };
+    let [body_hash, status, body, created_at] = r.as_slice() else {
+        return Err(bad_row("idempotency"));
+    };
+    Ok(Some(IdempotencyRecord {
+        body_hash: text(body_hash, "idempotency")?,
+        status: u16::try_from(int(status, "idempotency")?).map_err(|_| bad_row("idempotency"))?,
+        body: text(body, "idempotency")?,
+        created_at: Timestamp(int(created_at, "idempotency")?),
+    }))
+}
+
+pub fn put_idempotent(
+    db: &mut (impl Sql + ?Sized),
+    k: &IdempotencyKey,
+    r: &IdempotencyRecord,
+) -> Result<(), HostError> {
+    let mut p = key_params(k);
+    p.extend([
+        r.body_hash.as_str().into(),
+        i64::from(r.status).into(),
+        r.body.as_str().into(),
+        r.created_at.seconds().into(),
+    ]);
+    db.run(
+        "INSERT OR REPLACE INTO idempotency (caller, method, path, key, body_hash, status, body, created_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+        &p,
+    )
+    .map(|_| ())
+}
+
+/// Forgets replays recorded before `before`; returns how many.
+pub fn purge_idempotent(db: &mut (impl Sql + ?Sized), before: Timestamp) -> Result<u64, HostError> {
+    let rows = db.run(
+        "DELETE FROM idempotency WHERE created_at < ?1 RETURNING 1",
+        &[before.seconds().into()],
+    )?;
+    Ok(rows.len() as u64)
+}

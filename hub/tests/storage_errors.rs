@@ -1,0 +1,170 @@
+//! Storage failures through the real server, caused for real: another process holding the write
+//! lock (`busy`: 503, retry later) and a trigger that makes SQLite refuse a write (a constraint
+//! error: 500). Each rolls the whole request back: the database is byte for byte as before, and
+//! the same request succeeds once the cause is gone, applied once.
+
+#![allow(non_upper_case_globals)]
+
+mod common;
+
+use common::{http, json, Server};
+use quota_host::{Database, Durability, SqliteDb};
+
+struct Setup {
+    _dir: tempfile::TempDir,
+    server: Server,
+    admin: String,
+    agent: ureq::Agent,
+}
+
+fn setup(extra: &[&str]) -> Setup {
+    let dir = tempfile::tempdir().expect("dir");
+    let db = dir.path().join("q.db");
+    let values = common::workspace().join("examples/values.yaml");
+    let server = Server::start(&db, &values, extra);
+    let admin = common::token(&db, "root", true, &[]);
+    let agent = common::agent();
+    let s = Setup {
+        _dir: dir,
+        server,
+        admin,
+        agent,
+    };
+    let (st, b) = s.post(
+        "/admin/api/quota/users/alice",
+        r#"{"action":"set","amount":100}"#,
+        &[],
+    );
+    assert_eq!(st, 200, "{b}");
+    s
+}
+
+impl Setup {
+    fn post(&self, path: &str, body: &str, headers: &[(&str, &str)]) -> (u16, String) {
+        let url = format!("{}{path}", self.server.url);
+        http(&self.agent, "POST", &url, Some(&self.admin), Some(body), headers)
+    }
+
+    fn get(&self, path: &str) -> (u16, String) {
+        let url = format!("{}{path}", self.server.url);
+        http(&self.agent, "GET", &url, Some(&self.admin), None, &[])
+    }
+
+    /// A second connection to the server's file, as another process would have.
+    fn other_process(&self) -> SqliteDb {
+        SqliteDb::open(&self.server.db, Durability::Full).expect("open")
+    }
+}
+
+#[test]
+fn a_write_locked_out_by_another_process_gets_503_and_changes_nothing() {
+    let s = setup(&["--busy-timeout-ms", "200"]);
+    let mut holder = s.other_process();
+    holder.begin().expect("take the write lock");
+    let before = common::dump(&s.server.db);
+
+    let (st, body) = s.post(
+        "/admin/api/quota/users/alice",
+        r#"{"action":"add","amount":5}"#,
+        &[],
+    );
+    assert_eq!(st, 503, "{body}");
+    assert_eq!(json(&body)["error"], "The database is busy; retry");
+    // Reads go on while the lock is held (a WAL snapshot).
+    let (st, body) = s.get("/admin/api/quota/users/alice");
+    assert_eq!((st, json(&body)["balance"].as_i64()), (200, Some(100)), "{body}");
+
+    holder.rollback().expect("release");
+    assert_eq!(
+        common::dump(&s.server.db),
+        before,
+        "a busy request wrote something"
+    );
+    let (st, body) = s.post(
+        "/admin/api/quota/users/alice",
+        r#"{"action":"add","amount":5}"#,
+        &[],
+    );
+    assert_eq!((st, json(&body)["balance"].as_i64()), (200, Some(105)), "{body}");
+    let log = s.server.stderr.all().join("\n");
+    assert!(log.contains("busy"), "the log says why: {log}");
+}
+
+#[test]
+fn a_write_the_database_refuses_gets_500_and_is_rolled_back_whole() {
+    let s = setup(&[]);
+    let mut other = s.other_process();
+    // The user row is written first, then its audit row, which the trigger refuses.
+    other
+        .query(
+            "CREATE TRIGGER refuse_audit BEFORE INSERT ON transactions
+             BEGIN SELECT RAISE(ABORT, 'injected: audit rows refused'); END",
+            &[],
+        )
+        .expect("trigger");
+    let before = common::dump(&s.server.db);
+
+    let (st, body) = s.post(
+        "/admin/api/quota/users/alice",
+        r#"{"action":"add","amount":5}"#,
+        &[],
+    );
+    assert_eq!(st, 500, "{body}");
+    assert_eq!(json(&body)["error"], "Internal error (see the server log)");
+    assert_eq!(
+        common::dump(&s.server.db),
+        before,
+        "the user row was kept without its audit row"
+    );
+    let log = s.server.stderr.all().join("\n");
+    assert!(
+        log.contains("constraint violated: injected: audit rows refused"),
+        "{log}"
+    );
+
+    other.query("DROP TRIGGER refuse_audit", &[]).expect("drop");
+    let (st, body) = s.post(
+        "/admin/api/quota/users/alice",
+        r#"{"action":"add","amount":5}"#,
+        &[],
+    );
+    assert_eq!((st, json(&body)["balance"].as_i64()), (200, Some(105)), "{body}");
+}
+
+#[test]
+fn a_failing_idempotency_record_rolls_back_the_change_it_describes() {
+    let s = setup(&[]);
+    let mut other = s.other_process();
+    other
+        .query(
+            "CREATE TRIGGER refuse_replays BEFORE INSERT ON idempotency
+             BEGIN SELECT RAISE(ABORT, 'injected: replay records refused'); END",
+            &[],
+        )
+        .expect("trigger");
+    let before = common::dump(&s.server.db);
+    let key = [("Idempotency-Key", "k-1")];
+    let body = r#"{"action":"add","amount":7}"#;
+
+    let (st, b) = s.post("/admin/api/quota/users/alice", body, &key);
+    assert_eq!(st, 500, "{b}");
+    assert_eq!(
+        common::dump(&s.server.db),
+        before,
+        "the change was kept without its replay record"
+    );
+
+    other.query("DROP TRIGGER refuse_replays", &[]).expect("drop");
+    let (st, first) = s.post("/admin/api/quota/users/alice", body, &key);
+    assert_eq!(
+        (st, json(&first)["balance"].as_i64()),
+        (200, Some(107)),
+        "{first}"
+    );
+    let (st, again) = s.post("/admin/api/quota/users/alice", body, &key);
+    assert_eq!(
+        (st, again),
+        (200, first),
+        "the retry is replayed, not applied again"
+    );
+}

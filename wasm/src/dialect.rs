@@ -1,0 +1,232 @@
+//! Every statement the engine runs, per SQL dialect, with the schema and its migrations. A second
+//! dialect (PostgreSQL) is a second `Dialect` value: the store and the migration logic do not change.
+//!
+//! Columns are listed explicitly and read by position (see `sql_store`); parameters are `?N`.
+
+/// The statements of one dialect.
+pub struct Dialect {
+    /// The schema version this engine writes.
+    pub current_version: u32,
+    /// One row, one integer: the database's schema version (0 for an empty database).
+    pub read_version: &'static str,
+    /// How to bring a database at a given version to `current_version`, one statement each (the
+    /// last one records the new version). `None`: a version this engine does not know.
+    pub migration: fn(from: u32) -> Option<&'static [&'static str]>,
+
+    pub get_user: &'static str,
+    pub upsert_user: &'static str,
+    pub scan_users_first: &'static str,
+    pub scan_users_after: &'static str,
+    pub insert_transaction: &'static str,
+    pub recent_transactions: &'static str,
+    pub scan_transactions: &'static str,
+    pub insert_session: &'static str,
+    pub get_session: &'static str,
+    pub update_session: &'static str,
+    pub active_sessions: &'static str,
+    pub stale_sessions: &'static str,
+    pub scan_sessions: &'static str,
+    pub get_refresh_run: &'static str,
+    pub insert_refresh_run: &'static str,
+}
+
+macro_rules! user_columns {
+    () => {
+        "username, balance, unlimited, updated_at"
+    };
+}
+macro_rules! transaction_columns {
+    () => {
+        "id, username, amount, transaction_type, resource_type, description, balance_before, \
+         balance_after, created_at, created_by"
+    };
+}
+macro_rules! session_columns {
+    () => {
+        "id, username, server_name, resource_type, rate_milli, runtime_minutes, estimated_cost_milli, \
+         start_time, billable, status, end_time, duration_minutes, cost"
+    };
+}
+
+/// Table definitions of schema 3, shared by a fresh database and the migration from 1 and 2.
+macro_rules! sqlite_transactions_table {
+    ($name:literal) => {
+        concat!(
+            "CREATE TABLE ",
+            $name,
+            " (
+                id INTEGER PRIMARY KEY AUTOINCREMENT,
+                username TEXT NOT NULL,
+                amount INTEGER NOT NULL,
+                transaction_type TEXT NOT NULL,
+                resource_type TEXT,
+                description TEXT NOT NULL,
+                balance_before INTEGER NOT NULL,
+                balance_after INTEGER NOT NULL,
+                created_at INTEGER NOT NULL,
+                created_by TEXT
+            )"
+        )
+    };
+}
+macro_rules! sqlite_sessions_table {
+    ($name:literal) => {
+        concat!(
+            "CREATE TABLE ",
+            $name,
+            " (
+                id INTEGER PRIMARY KEY AUTOINCREMENT,
+                username TEXT NOT NULL,
+                server_name TEXT NOT NULL,
+                resource_type TEXT NOT NULL,
+                rate_milli INTEGER NOT NULL,
+                runtime_minutes INTEGER NOT NULL,
+                estimated_cost_milli INTEGER NOT NULL,
+                start_time INTEGER NOT NULL,
+                billable INTEGER NOT NULL,
+                status TEXT NOT NULL,
+                end_time INTEGER,
+                duration_minutes INTEGER,
+                cost INTEGER NOT NULL
+            )"
+        )
+    };
+}
+
+const sqlite_transaction_index: &str =
+    "CREATE INDEX transactions_by_user ON transactions (username, created_at, id)";
+const sqlite_session_indexes: [&str; 3] = [
+    "CREATE INDEX sessions_active_by_user ON sessions (username) WHERE status = 'active'",
+    "CREATE INDEX sessions_active_by_start ON sessions (start_time) WHERE status = 'active'",
+    "CREATE INDEX sessions_by_user ON sessions (username, id)",
+];
+
+/// Schema 3 in an empty database.
+const sqlite_create: &[&str] = &[
+    "CREATE TABLE users (
+        username TEXT PRIMARY KEY,
+        balance INTEGER NOT NULL,
+        unlimited INTEGER NOT NULL,
+        updated_at INTEGER NOT NULL
+     ) WITHOUT ROWID",
+    sqlite_transactions_table!("transactions"),
+    sqlite_transaction_index,
+    sqlite_sessions_table!("sessions"),
+    sqlite_session_indexes[0],
+    sqlite_session_indexes[1],
+    sqlite_session_indexes[2],
+    "CREATE TABLE refresh_runs (
+        run_id TEXT PRIMARY KEY,
+        params TEXT NOT NULL,
+        result TEXT NOT NULL,
+        created_at INTEGER NOT NULL
+     ) WITHOUT ROWID",
+    "PRAGMA user_version = 3",
+];
+
+/// Schemas 1 and 2 (quota-hub 0.1.0; 2 only added quota-hub's own tables, which stay as they are)
+/// to 3: the id columns become AUTOINCREMENT, so an id is never reused even after the newest rows
+/// are deleted by hand. The tables are rebuilt with every row and id; SQLite then starts each
+/// sequence after the largest id copied.
+const sqlite_from_1_or_2: &[&str] = &[
+    sqlite_transactions_table!("transactions_v3"),
+    concat!(
+        "INSERT INTO transactions_v3 (",
+        transaction_columns!(),
+        ") SELECT ",
+        transaction_columns!(),
+        " FROM transactions ORDER BY id"
+    ),
+    "DROP TABLE transactions",
+    "ALTER TABLE transactions_v3 RENAME TO transactions",
+    sqlite_transaction_index,
+    sqlite_sessions_table!("sessions_v3"),
+    concat!(
+        "INSERT INTO sessions_v3 (",
+        session_columns!(),
+        ") SELECT ",
+        session_columns!(),
+        " FROM sessions ORDER BY id"
+    ),
+    "DROP TABLE sessions",
+    "ALTER TABLE sessions_v3 RENAME TO sessions",
+    sqlite_session_indexes[0],
+    sqlite_session_indexes[1],
+    sqlite_session_indexes[2],
+    "PRAGMA user_version = 3",
+];
+
+fn sqlite_migration(from: u32) -> Option<&'static [&'static str]> {
+    match from {
+        0 => Some(sqlite_create),
+        1 | 2 => Some(sqlite_from_1_or_2),
+        3 => Some(&[]),
+        _ => None,
+    }
+}
+
+pub const sqlite: Dialect = Dialect {
+    current_version: 3,
+    read_version: "PRAGMA user_version",
+    migration: sqlite_migration,
+
+    get_user: concat!("SELECT ", user_columns!(), " FROM users WHERE username = ?1"),
+    upsert_user: "INSERT INTO users (username, balance, unlimited, updated_at) VALUES (?1, ?2, ?3, ?4)
+         ON CONFLICT (username) DO UPDATE SET balance = excluded.balance,
+         unlimited = excluded.unlimited, updated_at = excluded.updated_at",
+    // Two statements, not `?1 IS NULL OR username > ?1`: the OR makes SQLite scan from the first
+    // row for every page instead of seeking the primary key.
+    scan_users_first: concat!(
+        "SELECT ",
+        user_columns!(),
+        " FROM users ORDER BY username LIMIT ?1"
+    ),
+    scan_users_after: concat!(
+        "SELECT ",
+        user_columns!(),
+        " FROM users WHERE username > ?1 ORDER BY username LIMIT ?2"
+    ),
+    insert_transaction: "INSERT INTO transactions (username, amount, transaction_type, resource_type,
+         description, balance_before, balance_after, created_at, created_by)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+    recent_transactions: concat!(
+        "SELECT ",
+        transaction_columns!(),
+        " FROM transactions WHERE username = ?1 ORDER BY created_at DESC, id DESC LIMIT ?2"
+    ),
+    scan_transactions: concat!(
+        "SELECT ",
+        transaction_columns!(),
+        " FROM transactions WHERE id > ?1 AND (?2 IS NULL OR username = ?2) ORDER BY id LIMIT ?3"
+    ),
+    insert_session: "INSERT INTO sessions (username, server_name, resource_type, rate_milli,
+         runtime_minutes, estimated_cost_milli, start_time, billable, status, cost)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 'active', 0) RETURNING id",
+    get_session: concat!("SELECT ", session_columns!(), " FROM sessions WHERE id = ?1"),
+    update_session: "UPDATE sessions SET status = ?2, end_time = ?3, duration_minutes = ?4, cost = ?5
+         WHERE id = ?1 RETURNING id",
+    active_sessions: concat!(
+        "SELECT ",
+        session_columns!(),
+        " FROM sessions WHERE username = ?1 AND status = 'active' ORDER BY id"
+    ),
+    stale_sessions: concat!(
+        "SELECT ",
+        session_columns!(),
+        " FROM sessions WHERE status = 'active' AND start_time < ?1 ORDER BY id"
+    ),
+    scan_sessions: concat!(
+        "SELECT ",
+        session_columns!(),
+        " FROM sessions WHERE id > ?1 AND (?2 IS NULL OR username = ?2)
+         AND (?3 IS NULL OR status = ?3) ORDER BY id LIMIT ?4"
+    ),
+    get_refresh_run: "SELECT run_id, params, result, created_at FROM refresh_runs WHERE run_id = ?1",
+    insert_refresh_run:
+        "INSERT INTO refresh_runs (run_id, params, result, created_at) VALUES (?1, ?2, ?3, ?4)",
+};
+
+/// Column counts, checked on every row read.
+pub const user_column_count: usize = 4;
+pub const transaction_column_count: usize = 10;
+pub const session_column_count: usize = 13;

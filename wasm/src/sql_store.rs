@@ -1,0 +1,298 @@
+//! `quota_core::Store` over the host's SQL bridge: every query of the engine, once, for every host.
+
+use quota_core::milli::Milli;
+use quota_core::store::{
+    Change, NewSession, RefreshRun, Session, SessionStatus, Store, Transaction, TransactionType, UserRecord,
+};
+use quota_core::{StoreError, Timestamp};
+use serde_json::Value;
+
+use crate::bindings::sql as host;
+use crate::dialect::{self, Dialect};
+use crate::sql_json::{rows, Columns, Params};
+
+/// The host's database, as seen from inside the component.
+pub struct SqlStore {
+    pub d: &'static Dialect,
+}
+
+thread_local! {
+    /// The host's dialect, asked once per instance.
+    static DIALECT: std::cell::Cell<Option<&'static Dialect>> = const { std::cell::Cell::new(None) };
+}
+
+impl SqlStore {
+    /// The store of this instance's host.
+    pub fn host() -> SqlStore {
+        let d = DIALECT.with(|c| {
+            *c.get().get_or_insert_with(|| match host::get_dialect() {
+                host::Dialect::Sqlite => &dialect::sqlite,
+            })
+        });
+        SqlStore { d }
+    }
+}
+
+fn err(e: host::Error) -> StoreError {
+    StoreError(match e {
+        host::Error::Busy => "the database is busy (locked by another writer)".to_string(),
+        host::Error::Constraint(m) => format!("constraint violated: {m}"),
+        host::Error::Other(m) => m,
+    })
+}
+
+fn query(sql: &str, params: Params) -> Result<Vec<Vec<Value>>, StoreError> {
+    rows(&host::query(sql, &params.finish()).map_err(err)?)
+}
+
+fn limit(n: usize) -> i64 {
+    i64::try_from(n)
+        .unwrap_or(i64::MAX)
+        .min(crate::sql_json::json_int_max)
+}
+
+fn user(row: &[Value]) -> Result<UserRecord, StoreError> {
+    let c = Columns::new(row, "users", dialect::user_column_count)?;
+    Ok(UserRecord {
+        username: c.text(0)?,
+        balance: c.int(1)?,
+        unlimited: c.flag(2)?,
+        updated_at: Timestamp(c.int(3)?),
+    })
+}
+
+fn transaction(row: &[Value]) -> Result<Transaction, StoreError> {
+    let c = Columns::new(row, "transactions", dialect::transaction_column_count)?;
+    let kind = c.text(3)?;
+    Ok(Transaction {
+        id: c.int(0)?,
+        username: c.text(1)?,
+        amount: c.int(2)?,
+        transaction_type: TransactionType::parse(&kind)
+            .ok_or_else(|| StoreError(format!("transactions: unknown transaction type `{kind}`")))?,
+        resource_type: c.opt_text(4)?,
+        description: c.text(5)?,
+        balance_before: c.int(6)?,
+        balance_after: c.int(7)?,
+        created_at: Timestamp(c.int(8)?),
+        created_by: c.opt_text(9)?,
+    })
+}
+
+fn session(row: &[Value]) -> Result<Session, StoreError> {
+    let c = Columns::new(row, "sessions", dialect::session_column_count)?;
+    let status = c.text(9)?;
+    Ok(Session {
+        id: c.int(0)?,
+        username: c.text(1)?,
+        server_name: c.text(2)?,
+        resource_type: c.text(3)?,
+        rate: Milli(c.int(4)?),
+        runtime_minutes: c.int(5)?,
+        estimated_cost: Milli(c.int(6)?),
+        start_time: Timestamp(c.int(7)?),
+        billable: c.flag(8)?,
+        status: SessionStatus::parse(&status)
+            .ok_or_else(|| StoreError(format!("sessions: unknown status `{status}`")))?,
+        end_time: c.opt_int(10)?.map(Timestamp),
+        duration_minutes: c.opt_int(11)?,
+        cost: c.int(12)?,
+    })
+}
+
+fn all<T>(rows: Vec<Vec<Value>>, f: fn(&[Value]) -> Result<T, StoreError>) -> Result<Vec<T>, StoreError> {
+    rows.iter().map(|r| f(r)).collect()
+}
+
+fn first<T>(
+    rows: Vec<Vec<Value>>,
+    f: fn(&[Value]) -> Result<T, StoreError>,
+) -> Result<Option<T>, StoreError> {
+    rows.first().map(|r| f(r)).transpose()
+}
+
+fn user_params(p: &mut Params, u: &UserRecord) -> Result<(), StoreError> {
+    p.push_text(&u.username);
+    p.push_int(u.balance)?;
+    p.push_int(i64::from(u.unlimited))?;
+    p.push_int(u.updated_at.seconds())
+}
+
+fn transaction_params(p: &mut Params, t: &quota_core::store::NewTransaction) -> Result<(), StoreError> {
+    p.push_text(&t.username);
+    p.push_int(t.amount)?;
+    p.push_text(t.transaction_type.as_str());
+    match &t.resource_type {
+        Some(r) => p.push_text(r),
+        None => p.push_null(),
+    }
+    p.push_text(&t.description);
+    p.push_int(t.balance_before)?;
+    p.push_int(t.balance_after)?;
+    p.push_int(t.created_at.seconds())?;
+    match &t.created_by {
+        Some(b) => p.push_text(b),
+        None => p.push_null(),
+    }
+    Ok(())
+}
+
+impl SqlStore {
+    /// Brings the database to the current schema; returns (version before, version now).
+    pub fn migrate(&mut self) -> Result<(u32, u32), StoreError> {
+        let found = query(self.d.read_version, Params::new())?;
+        let version = found
+            .first()
+            .and_then(|r| r.first())
+            .and_then(Value::as_i64)
+            .and_then(|v| u32::try_from(v).ok())
+            .ok_or_else(|| StoreError("the database did not report its schema version".into()))?;
+        let steps = (self.d.migration)(version).ok_or_else(|| {
+            StoreError(format!(
+                "the database has schema version {version}, which this engine (schema {}) does not \
+                 know: it was written by a newer release",
+                self.d.current_version
+            ))
+        })?;
+        for step in steps {
+            query(step, Params::new())?;
+        }
+        Ok((version, self.d.current_version))
+    }
+}
+
+impl Store for SqlStore {
+    fn get_user(&mut self, username: &str) -> Result<Option<UserRecord>, StoreError> {
+        first(query(self.d.get_user, Params::new().text(username))?, user)
+    }
+
+    fn put_user(&mut self, u: &UserRecord) -> Result<(), StoreError> {
+        let mut p = Params::new();
+        user_params(&mut p, u)?;
+        query(self.d.upsert_user, p).map(|_| ())
+    }
+
+    fn scan_users(&mut self, after: Option<&str>, n: usize) -> Result<Vec<UserRecord>, StoreError> {
+        let rows = match after {
+            Some(a) => query(self.d.scan_users_after, Params::new().text(a).int(limit(n))?)?,
+            None => query(self.d.scan_users_first, Params::new().int(limit(n))?)?,
+        };
+        all(rows, user)
+    }
+
+    fn record_changes(&mut self, changes: &[Change]) -> Result<(), StoreError> {
+        // Two bulk statements: every user row, then every audit row (ids follow the order given).
+        let (mut users, mut entries) = (Params::new(), Params::new());
+        for c in changes {
+            users.begin_row();
+            user_params(&mut users, &c.user)?;
+            users.end_row();
+            entries.begin_row();
+            transaction_params(&mut entries, &c.entry)?;
+            entries.end_row();
+        }
+        host::execute_many(self.d.upsert_user, &users.finish()).map_err(err)?;
+        host::execute_many(self.d.insert_transaction, &entries.finish()).map_err(err)?;
+        Ok(())
+    }
+
+    fn recent_transactions(&mut self, username: &str, n: usize) -> Result<Vec<Transaction>, StoreError> {
+        let p = Params::new().text(username).int(limit(n))?;
+        all(query(self.d.recent_transactions, p)?, transaction)
+    }
+
+    fn scan_transactions(
+        &mut self,
+        username: Option<&str>,
+        after_id: i64,
+        n: usize,
+    ) -> Result<Vec<Transaction>, StoreError> {
+        let p = Params::new().int(after_id)?.opt_text(username).int(limit(n))?;
+        all(query(self.d.scan_transactions, p)?, transaction)
+    }
+
+    fn insert_session(&mut self, s: &NewSession) -> Result<i64, StoreError> {
+        let p = Params::new()
+            .text(&s.username)
+            .text(&s.server_name)
+            .text(&s.resource_type)
+            .int(s.rate.raw())?
+            .int(s.runtime_minutes)?
+            .int(s.estimated_cost.raw())?
+            .int(s.start_time.seconds())?
+            .flag(s.billable);
+        let rows = query(self.d.insert_session, p)?;
+        rows.first()
+            .and_then(|r| r.first())
+            .and_then(Value::as_i64)
+            .ok_or_else(|| StoreError("inserting a session returned no id".into()))
+    }
+
+    fn get_session(&mut self, id: i64) -> Result<Option<Session>, StoreError> {
+        first(query(self.d.get_session, Params::new().int(id)?)?, session)
+    }
+
+    fn update_session(&mut self, s: &Session) -> Result<(), StoreError> {
+        let p = Params::new()
+            .int(s.id)?
+            .text(s.status.as_str())
+            .opt_int(s.end_time.map(Timestamp::seconds))?
+            .opt_int(s.duration_minutes)?
+            .int(s.cost)?;
+        if query(self.d.update_session, p)?.len() != 1 {
+            return Err(StoreError(format!("session {} does not exist", s.id)));
+        }
+        Ok(())
+    }
+
+    fn active_sessions(&mut self, username: &str) -> Result<Vec<Session>, StoreError> {
+        all(
+            query(self.d.active_sessions, Params::new().text(username))?,
+            session,
+        )
+    }
+
+    fn stale_sessions(&mut self, cutoff: Timestamp) -> Result<Vec<Session>, StoreError> {
+        all(
+            query(self.d.stale_sessions, Params::new().int(cutoff.seconds())?)?,
+            session,
+        )
+    }
+
+    fn scan_sessions(
+        &mut self,
+        username: Option<&str>,
+        status: Option<SessionStatus>,
+        after_id: i64,
+        n: usize,
+    ) -> Result<Vec<Session>, StoreError> {
+        let p = Params::new()
+            .int(after_id)?
+            .opt_text(username)
+            .opt_text(status.map(SessionStatus::as_str))
+            .int(limit(n))?;
+        all(query(self.d.scan_sessions, p)?, session)
+    }
+
+    fn get_refresh_run(&mut self, run_id: &str) -> Result<Option<RefreshRun>, StoreError> {
+        let rows = query(self.d.get_refresh_run, Params::new().text(run_id))?;
+        first(rows, |row| {
+            let c = Columns::new(row, "refresh_runs", 4)?;
+            Ok(RefreshRun {
+                run_id: c.text(0)?,
+                params: c.text(1)?,
+                result: c.text(2)?,
+                created_at: Timestamp(c.int(3)?),
+            })
+        })
+    }
+
+    fn put_refresh_run(&mut self, run: &RefreshRun) -> Result<(), StoreError> {
+        let p = Params::new()
+            .text(&run.run_id)
+            .text(&run.params)
+            .text(&run.result)
+            .int(run.created_at.seconds())?;
+        query(self.d.insert_refresh_run, p).map(|_| ())
+    }
+}
