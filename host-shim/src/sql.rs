@@ -7,7 +7,6 @@
 
 use std::fmt::Write;
 
-use serde_json::Value;
 use thiserror::Error;
 
 /// The largest magnitude a value may have on the wire: 2^53 - 1.
@@ -101,46 +100,82 @@ pub trait Database: Send {
 
     /// [`Database::execute_many`] with rows as the component sends them (JSON array of arrays).
     fn execute_many_json(&mut self, sql: &str, rows_json: &str) -> Result<u64, SqlError> {
-        let rows: Vec<Value> = serde_json::from_str(rows_json)
-            .map_err(|e| SqlError::Other(format!("parameter rows are not a JSON array: {e}")))?;
-        let rows = rows
-            .into_iter()
-            .map(|r| match r {
-                Value::Array(vals) => vals.into_iter().map(value_from_json).collect(),
-                other => Err(SqlError::Other(format!(
-                    "a parameter row is not an array: {other}"
-                ))),
-            })
-            .collect::<Result<Vec<Vec<SqlValue>>, SqlError>>()?;
-        self.execute_many(sql, &rows)
+        self.execute_many(sql, &param_rows_from_json(rows_json)?)
     }
 }
 
-fn value_from_json(v: Value) -> Result<SqlValue, SqlError> {
-    match v {
-        Value::Null => Ok(SqlValue::Null),
-        Value::String(s) => Ok(SqlValue::Text(s)),
-        Value::Number(n) => match n.as_i64() {
-            Some(i) if (-json_int_max..=json_int_max).contains(&i) => Ok(SqlValue::Int(i)),
-            _ => Err(SqlError::Other(format!(
-                "parameter {n} is not an integer within +-(2^53-1)"
-            ))),
-        },
-        other => Err(SqlError::Other(format!(
-            "parameter {other} is not an integer, a string or null"
-        ))),
+/// Reads a parameter straight from JSON: an integer within +-(2^53-1), a string or null, nothing
+/// else (no intermediate `serde_json::Value`).
+impl<'de> serde::Deserialize<'de> for SqlValue {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<SqlValue, D::Error> {
+        struct V;
+        impl serde::de::Visitor<'_> for V {
+            type Value = SqlValue;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("an integer within +-(2^53-1), a string or null")
+            }
+            fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<SqlValue, E> {
+                if (-json_int_max..=json_int_max).contains(&v) {
+                    Ok(SqlValue::Int(v))
+                } else {
+                    Err(E::custom(format!("{v} is outside +-(2^53-1)")))
+                }
+            }
+            fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<SqlValue, E> {
+                match i64::try_from(v) {
+                    Ok(i) => self.visit_i64(i),
+                    Err(_) => Err(E::custom(format!("{v} is outside +-(2^53-1)"))),
+                }
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<SqlValue, E> {
+                Ok(SqlValue::Text(v.to_string()))
+            }
+            fn visit_string<E: serde::de::Error>(self, v: String) -> Result<SqlValue, E> {
+                Ok(SqlValue::Text(v))
+            }
+            fn visit_unit<E: serde::de::Error>(self) -> Result<SqlValue, E> {
+                Ok(SqlValue::Null)
+            }
+        }
+        d.deserialize_any(V)
     }
 }
 
 /// A JSON array of values into parameters; anything but integers, strings and null is refused.
 pub fn params_from_json(json: &str) -> Result<Vec<SqlValue>, SqlError> {
-    match serde_json::from_str(json) {
-        Ok(Value::Array(vals)) => vals.into_iter().map(value_from_json).collect(),
-        Ok(other) => Err(SqlError::Other(format!(
-            "parameters are not a JSON array: {other}"
-        ))),
-        Err(e) => Err(SqlError::Other(format!("parameters are not JSON: {e}"))),
+    serde_json::from_str(json).map_err(|e| SqlError::Other(format!("parameters: {e}")))
+}
+
+/// A JSON array of arrays into parameter rows.
+pub fn param_rows_from_json(json: &str) -> Result<Vec<Vec<SqlValue>>, SqlError> {
+    serde_json::from_str(json).map_err(|e| SqlError::Other(format!("parameter rows: {e}")))
+}
+
+/// Appends `s` as a JSON string (quotes and escapes; other characters as they are).
+pub fn push_json_str(out: &mut String, s: &str) {
+    out.push('"');
+    let bytes = s.as_bytes();
+    let mut start = 0;
+    for (i, &b) in bytes.iter().enumerate() {
+        let esc = match b {
+            b'"' => "\\\"",
+            b'\\' => "\\\\",
+            b'\n' => "\\n",
+            b'\r' => "\\r",
+            b'\t' => "\\t",
+            0..=0x1f => "",
+            _ => continue,
+        };
+        out.push_str(&s[start..i]);
+        if esc.is_empty() {
+            let _ = write!(out, "\\u{b:04x}");
+        } else {
+            out.push_str(esc);
+        }
+        start = i + 1;
     }
+    out.push_str(&s[start..]);
+    out.push('"');
 }
 
 /// Rows as a JSON array of arrays.
@@ -161,10 +196,7 @@ pub fn rows_to_json(rows: &[Vec<SqlValue>]) -> String {
                     let _ = write!(out, "{n}");
                 }
                 SqlValue::Null => out.push_str("null"),
-                SqlValue::Text(s) => {
-                    // Serializing a &str cannot fail.
-                    out.push_str(&serde_json::to_string(s).unwrap_or_default());
-                }
+                SqlValue::Text(s) => push_json_str(&mut out, s),
             }
         }
         out.push(']');
@@ -204,12 +236,16 @@ mod tests {
     #[test]
     fn rows_round_trip_through_json() {
         let rows = vec![
-            vec![SqlValue::Int(-3), SqlValue::Text("é\"\n".into()), SqlValue::Null],
+            vec![
+                SqlValue::Int(-3),
+                SqlValue::Text("é\"\n\u{1}\\".into()),
+                SqlValue::Null,
+            ],
             vec![],
         ];
         let json = rows_to_json(&rows);
-        let back: Vec<Vec<Value>> = serde_json::from_str(&json).unwrap();
-        assert_eq!(back[0][1], "é\"\n");
+        let back: Vec<Vec<serde_json::Value>> = serde_json::from_str(&json).unwrap();
+        assert_eq!(back[0][1], "é\"\n\u{1}\\");
         assert_eq!(back[0][0], -3);
         assert!(back[1].is_empty());
     }

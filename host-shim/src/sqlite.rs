@@ -7,7 +7,9 @@ use std::time::Duration;
 use rusqlite::types::{ToSqlOutput, ValueRef};
 use rusqlite::{Connection, ErrorCode, ToSql};
 
-use crate::sql::{Database, Dialect, SqlError, SqlValue};
+use crate::sql::{
+    param_rows_from_json, params_from_json, push_json_str, Database, Dialect, SqlError, SqlValue,
+};
 
 /// Page cache per connection, in KiB.
 const cache_kib: i64 = 64 * 1024;
@@ -97,6 +99,29 @@ fn column(v: ValueRef<'_>, i: usize) -> Result<SqlValue, SqlError> {
     }
 }
 
+/// Process-wide SQLite settings, once, before the first connection. SQLite keeps memory statistics
+/// by default, taking a global mutex on every allocation it makes; nothing here reads them, and
+/// with several workers they serialize on that mutex.
+fn configure_sqlite() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        // SAFETY: `sqlite3_config` is called before any connection of this process is opened (the
+        // `Once` runs ahead of every `Connection::open` here); if SQLite was already initialized by
+        // other code it returns SQLITE_MISUSE and changes nothing, which is harmless.
+        unsafe {
+            rusqlite::ffi::sqlite3_config(rusqlite::ffi::SQLITE_CONFIG_MEMSTATUS, 0 as std::ffi::c_int);
+        }
+    });
+}
+
+/// Runs a statement without rows through the statement cache (BEGIN, COMMIT: parsed once).
+fn run_cached(conn: &Connection, sql: &str) -> Result<(), SqlError> {
+    conn.prepare_cached(sql)
+        .and_then(|mut st| st.execute([]))
+        .map(|_| ())
+        .map_err(sql_err)
+}
+
 impl SqliteDb {
     /// Opens (creating if needed) a database file. The schema is the engine's: call its `migrate`.
     pub fn open(path: &Path, durability: Durability) -> Result<SqliteDb, SqlError> {
@@ -111,6 +136,7 @@ impl SqliteDb {
 
     /// Opens with explicit options.
     pub fn open_with(path: &Path, options: SqliteOptions) -> Result<SqliteDb, SqlError> {
+        configure_sqlite();
         let conn = Connection::open(path).map_err(sql_err)?;
         let db = Self::setup(conn, options)?;
         if !options.auto_checkpoint {
@@ -123,6 +149,7 @@ impl SqliteDb {
 
     /// A private in-memory database: the in-memory store of tests and hosts without persistence.
     pub fn memory() -> Result<SqliteDb, SqlError> {
+        configure_sqlite();
         Self::setup(
             Connection::open_in_memory().map_err(sql_err)?,
             SqliteOptions::default(),
@@ -193,6 +220,50 @@ impl Database for SqliteDb {
         Ok(out)
     }
 
+    fn query_json(&mut self, sql: &str, params_json: &str) -> Result<String, SqlError> {
+        // Rows go from SQLite straight into the JSON text: no row vectors in between.
+        let params = params_from_json(params_json)?;
+        let mut st = self.conn.prepare_cached(sql).map_err(sql_err)?;
+        let n = st.column_count();
+        let mut rows = st
+            .query(rusqlite::params_from_iter(params.iter()))
+            .map_err(sql_err)?;
+        let mut out = String::from("[");
+        let mut first = true;
+        while let Some(r) = rows.next().map_err(sql_err)? {
+            out.push_str(if first { "[" } else { ",[" });
+            first = false;
+            for i in 0..n {
+                if i > 0 {
+                    out.push(',');
+                }
+                match r.get_ref(i).map_err(sql_err)? {
+                    ValueRef::Integer(v) => {
+                        let _ = std::fmt::Write::write_fmt(&mut out, format_args!("{v}"));
+                    }
+                    ValueRef::Null => out.push_str("null"),
+                    ValueRef::Text(t) => push_json_str(
+                        &mut out,
+                        std::str::from_utf8(t)
+                            .map_err(|_| SqlError::Other(format!("column {i}: text that is not UTF-8")))?,
+                    ),
+                    ValueRef::Real(_) | ValueRef::Blob(_) => {
+                        return Err(SqlError::Other(format!(
+                            "column {i}: a float or blob, which the engine never stores"
+                        )))
+                    }
+                }
+            }
+            out.push(']');
+        }
+        out.push(']');
+        Ok(out)
+    }
+
+    fn execute_many_json(&mut self, sql: &str, rows_json: &str) -> Result<u64, SqlError> {
+        self.execute_many(sql, &param_rows_from_json(rows_json)?)
+    }
+
     fn execute_many(&mut self, sql: &str, rows: &[Vec<SqlValue>]) -> Result<u64, SqlError> {
         let mut st = self.conn.prepare_cached(sql).map_err(sql_err)?;
         let mut changed = 0u64;
@@ -205,15 +276,15 @@ impl Database for SqliteDb {
     }
 
     fn begin(&mut self) -> Result<(), SqlError> {
-        self.conn.execute_batch("BEGIN IMMEDIATE").map_err(sql_err)
+        run_cached(&self.conn, "BEGIN IMMEDIATE")
     }
 
     fn begin_read(&mut self) -> Result<(), SqlError> {
-        self.conn.execute_batch("BEGIN DEFERRED").map_err(sql_err)
+        run_cached(&self.conn, "BEGIN DEFERRED")
     }
 
     fn commit(&mut self) -> Result<(), SqlError> {
-        self.conn.execute_batch("COMMIT").map_err(sql_err)
+        run_cached(&self.conn, "COMMIT")
     }
 
     fn rollback(&mut self) -> Result<(), SqlError> {

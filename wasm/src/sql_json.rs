@@ -2,12 +2,11 @@
 //!
 //! Every value the engine stores is an integer within +-(2^53-1), a string or null (flags are 0/1),
 //! so JSON carries it exactly to every host (JavaScript numbers included). Parameters are written
-//! by hand (no intermediate tree); rows are read into `serde_json` values.
+//! by hand and rows are read straight into [`Cell`]s: no intermediate JSON tree either way.
 
 use std::fmt::Write;
 
 use quota_core::StoreError;
-use serde_json::Value;
 
 /// The largest magnitude a value may have on the wire: 2^53 - 1.
 pub const json_int_max: i64 = (1 << 53) - 1;
@@ -124,20 +123,80 @@ impl Params {
     }
 }
 
+/// One column value of a row.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Cell {
+    Int(i64),
+    Text(String),
+    Null,
+}
+
+impl Cell {
+    pub fn as_i64(&self) -> Option<i64> {
+        match self {
+            Cell::Int(i) => Some(*i),
+            _ => None,
+        }
+    }
+}
+
+impl std::fmt::Display for Cell {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Cell::Int(i) => write!(f, "{i}"),
+            Cell::Text(s) => write!(f, "{s:?}"),
+            Cell::Null => f.write_str("null"),
+        }
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Cell {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Cell, D::Error> {
+        struct V;
+        impl serde::de::Visitor<'_> for V {
+            type Value = Cell;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("an integer, a string or null")
+            }
+            fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<Cell, E> {
+                Ok(Cell::Int(v))
+            }
+            fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<Cell, E> {
+                i64::try_from(v)
+                    .map(Cell::Int)
+                    .map_err(|_| E::custom("integer out of range"))
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Cell, E> {
+                Ok(Cell::Text(v.to_string()))
+            }
+            fn visit_string<E: serde::de::Error>(self, v: String) -> Result<Cell, E> {
+                Ok(Cell::Text(v))
+            }
+            fn visit_unit<E: serde::de::Error>(self) -> Result<Cell, E> {
+                Ok(Cell::Null)
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
 /// The rows of a query: arrays of column values.
-pub fn rows(json: &str) -> Result<Vec<Vec<Value>>, StoreError> {
-    serde_json::from_str(json)
-        .map_err(|e| StoreError(format!("the host's rows are not a JSON array of arrays: {e}")))
+pub fn rows(json: &str) -> Result<Vec<Vec<Cell>>, StoreError> {
+    serde_json::from_str(json).map_err(|e| {
+        StoreError(format!(
+            "the host's rows are not arrays of integers, strings or null: {e}"
+        ))
+    })
 }
 
 /// One row's columns, read in order with the column's name for messages.
 pub struct Columns<'a> {
-    row: &'a [Value],
+    row: &'a [Cell],
     table: &'static str,
 }
 
 impl<'a> Columns<'a> {
-    pub fn new(row: &'a [Value], table: &'static str, expected: usize) -> Result<Columns<'a>, StoreError> {
+    pub fn new(row: &'a [Cell], table: &'static str, expected: usize) -> Result<Columns<'a>, StoreError> {
         if row.len() != expected {
             return Err(StoreError(format!(
                 "{table}: a row has {} columns, expected {expected}",
@@ -160,7 +219,7 @@ impl<'a> Columns<'a> {
 
     pub fn opt_int(&self, i: usize) -> Result<Option<i64>, StoreError> {
         match &self.row[i] {
-            Value::Null => Ok(None),
+            Cell::Null => Ok(None),
             _ => self.int(i).map(Some),
         }
     }
@@ -174,15 +233,15 @@ impl<'a> Columns<'a> {
     }
 
     pub fn text(&self, i: usize) -> Result<String, StoreError> {
-        self.row[i]
-            .as_str()
-            .map(str::to_string)
-            .ok_or_else(|| self.bad(i, "a string"))
+        match &self.row[i] {
+            Cell::Text(s) => Ok(s.clone()),
+            _ => Err(self.bad(i, "a string")),
+        }
     }
 
     pub fn opt_text(&self, i: usize) -> Result<Option<String>, StoreError> {
         match &self.row[i] {
-            Value::Null => Ok(None),
+            Cell::Null => Ok(None),
             _ => self.text(i).map(Some),
         }
     }
@@ -202,7 +261,7 @@ mod tests {
             .flag(true)
             .finish();
         assert_eq!(p, r#"[-42,"a\"b\\c\n\u0001é",null,1]"#);
-        let v: Value = serde_json::from_str(&p).unwrap();
+        let v: serde_json::Value = serde_json::from_str(&p).unwrap();
         assert_eq!(v[1], "a\"b\\c\n\u{1}é");
     }
 
@@ -227,12 +286,17 @@ mod tests {
 
     #[test]
     fn rows_are_checked_column_by_column() {
-        let r = rows(r#"[[1,"a",null,1.5]]"#).unwrap();
+        let r = rows(r#"[[1,"a",null,"x"]]"#).unwrap();
         let c = Columns::new(&r[0], "t", 4).unwrap();
         assert_eq!(c.int(0).unwrap(), 1);
         assert_eq!(c.text(1).unwrap(), "a");
         assert_eq!(c.opt_int(2).unwrap(), None);
         assert!(c.int(3).unwrap_err().0.contains("column 3"));
         assert!(Columns::new(&r[0], "t", 3).is_err());
+        assert!(
+            rows("[[1.5]]").is_err(),
+            "floats are not values the engine stores"
+        );
+        assert!(rows("[[true]]").is_err());
     }
 }

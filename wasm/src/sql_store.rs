@@ -5,11 +5,10 @@ use quota_core::store::{
     Change, NewSession, RefreshRun, Session, SessionStatus, Store, Transaction, TransactionType, UserRecord,
 };
 use quota_core::{StoreError, Timestamp};
-use serde_json::Value;
 
 use crate::bindings::sql as host;
 use crate::dialect::{self, Dialect};
-use crate::sql_json::{rows, Columns, Params};
+use crate::sql_json::{rows, Cell, Columns, Params};
 
 /// The host's database, as seen from inside the component.
 pub struct SqlStore {
@@ -41,8 +40,25 @@ fn err(e: host::Error) -> StoreError {
     })
 }
 
-fn query(sql: &str, params: Params) -> Result<Vec<Vec<Value>>, StoreError> {
+fn query(sql: &str, params: Params) -> Result<Vec<Vec<Cell>>, StoreError> {
     rows(&host::query(sql, &params.finish()).map_err(err)?)
+}
+
+/// Runs `sql` once per row of `rows`; returns the rows changed.
+fn execute_many(sql: &str, rows: Params) -> Result<u64, StoreError> {
+    host::execute_many(sql, &rows.finish()).map_err(err)
+}
+
+impl SqlStore {
+    /// Writes user rows: one UPDATE per row, then, if some did not exist, an INSERT that skips the
+    /// ones that do. `rows` is a JSON array of `count` rows of `user_params`.
+    fn write_users(&self, rows: &str, count: usize) -> Result<(), StoreError> {
+        let changed = host::execute_many(self.d.update_user, rows).map_err(err)?;
+        if changed < count as u64 {
+            host::execute_many(self.d.insert_missing_user, rows).map_err(err)?;
+        }
+        Ok(())
+    }
 }
 
 fn limit(n: usize) -> i64 {
@@ -51,7 +67,7 @@ fn limit(n: usize) -> i64 {
         .min(crate::sql_json::json_int_max)
 }
 
-fn user(row: &[Value]) -> Result<UserRecord, StoreError> {
+fn user(row: &[Cell]) -> Result<UserRecord, StoreError> {
     let c = Columns::new(row, "users", dialect::user_column_count)?;
     Ok(UserRecord {
         username: c.text(0)?,
@@ -61,7 +77,7 @@ fn user(row: &[Value]) -> Result<UserRecord, StoreError> {
     })
 }
 
-fn transaction(row: &[Value]) -> Result<Transaction, StoreError> {
+fn transaction(row: &[Cell]) -> Result<Transaction, StoreError> {
     let c = Columns::new(row, "transactions", dialect::transaction_column_count)?;
     let kind = c.text(3)?;
     Ok(Transaction {
@@ -79,7 +95,7 @@ fn transaction(row: &[Value]) -> Result<Transaction, StoreError> {
     })
 }
 
-fn session(row: &[Value]) -> Result<Session, StoreError> {
+fn session(row: &[Cell]) -> Result<Session, StoreError> {
     let c = Columns::new(row, "sessions", dialect::session_column_count)?;
     let status = c.text(9)?;
     Ok(Session {
@@ -100,14 +116,11 @@ fn session(row: &[Value]) -> Result<Session, StoreError> {
     })
 }
 
-fn all<T>(rows: Vec<Vec<Value>>, f: fn(&[Value]) -> Result<T, StoreError>) -> Result<Vec<T>, StoreError> {
+fn all<T>(rows: Vec<Vec<Cell>>, f: fn(&[Cell]) -> Result<T, StoreError>) -> Result<Vec<T>, StoreError> {
     rows.iter().map(|r| f(r)).collect()
 }
 
-fn first<T>(
-    rows: Vec<Vec<Value>>,
-    f: fn(&[Value]) -> Result<T, StoreError>,
-) -> Result<Option<T>, StoreError> {
+fn first<T>(rows: Vec<Vec<Cell>>, f: fn(&[Cell]) -> Result<T, StoreError>) -> Result<Option<T>, StoreError> {
     rows.first().map(|r| f(r)).transpose()
 }
 
@@ -144,7 +157,7 @@ impl SqlStore {
         let version = found
             .first()
             .and_then(|r| r.first())
-            .and_then(Value::as_i64)
+            .and_then(Cell::as_i64)
             .and_then(|v| u32::try_from(v).ok())
             .ok_or_else(|| StoreError("the database did not report its schema version".into()))?;
         let steps = (self.d.migration)(version).ok_or_else(|| {
@@ -169,7 +182,7 @@ impl Store for SqlStore {
     fn put_user(&mut self, u: &UserRecord) -> Result<(), StoreError> {
         let mut p = Params::new();
         user_params(&mut p, u)?;
-        query(self.d.upsert_user, p).map(|_| ())
+        self.write_users(&format!("[{}]", p.finish()), 1)
     }
 
     fn scan_users(&mut self, after: Option<&str>, n: usize) -> Result<Vec<UserRecord>, StoreError> {
@@ -191,8 +204,8 @@ impl Store for SqlStore {
             transaction_params(&mut entries, &c.entry)?;
             entries.end_row();
         }
-        host::execute_many(self.d.upsert_user, &users.finish()).map_err(err)?;
-        host::execute_many(self.d.insert_transaction, &entries.finish()).map_err(err)?;
+        self.write_users(&users.finish(), changes.len())?;
+        execute_many(self.d.insert_transaction, entries)?;
         Ok(())
     }
 
@@ -224,7 +237,7 @@ impl Store for SqlStore {
         let rows = query(self.d.insert_session, p)?;
         rows.first()
             .and_then(|r| r.first())
-            .and_then(Value::as_i64)
+            .and_then(Cell::as_i64)
             .ok_or_else(|| StoreError("inserting a session returned no id".into()))
     }
 
@@ -239,17 +252,19 @@ impl Store for SqlStore {
             .opt_int(s.end_time.map(Timestamp::seconds))?
             .opt_int(s.duration_minutes)?
             .int(s.cost)?;
-        if query(self.d.update_session, p)?.len() != 1 {
+        // One parameter row, through `execute-many`, which reports the rows changed.
+        let row = format!("[{}]", p.finish());
+        if host::execute_many(self.d.update_session, &row).map_err(err)? != 1 {
             return Err(StoreError(format!("session {} does not exist", s.id)));
         }
         Ok(())
     }
 
     fn active_sessions(&mut self, username: &str) -> Result<Vec<Session>, StoreError> {
-        all(
-            query(self.d.active_sessions, Params::new().text(username))?,
-            session,
-        )
+        let rows = query(self.d.active_sessions, Params::new().text(username))?;
+        let mut list = all(rows, session)?;
+        list.sort_unstable_by_key(|s| s.id);
+        Ok(list)
     }
 
     fn stale_sessions(&mut self, cutoff: Timestamp) -> Result<Vec<Session>, StoreError> {
