@@ -167,6 +167,52 @@ impl Worker {
         &self.summary
     }
 
+    /// The first firing minute of rule `name` strictly after `after` (the engine's cron), if any.
+    /// Touches no storage, so it runs outside any transaction.
+    pub fn next_fire(
+        &mut self,
+        name: &str,
+        after: quota_core::Timestamp,
+    ) -> Result<Option<quota_core::Timestamp>, HostError> {
+        let store = self
+            .store
+            .as_mut()
+            .unwrap_or_else(|| unreachable!("worker store is missing"));
+        store.set_epoch_deadline(self.runtime.limits.deadline_ticks());
+        match self
+            .bindings
+            .quota_engine_api()
+            .call_next_fire(store, name, after.0)
+        {
+            Ok(t) => Ok(t.map(quota_core::Timestamp)),
+            Err(e) => {
+                let err = trap(e);
+                self.replace_instance()?;
+                Err(err)
+            }
+        }
+    }
+
+    /// A worker for calls that touch no storage (checking a values document, cron times): configured
+    /// with `values_json` (JSON) over an empty private `:memory:` database. A refused document is
+    /// `HostError::Config` with every problem and its key path.
+    pub fn without_storage(runtime: Arc<Runtime>, values_json: &str) -> Result<Worker, HostError> {
+        let db = crate::sqlite::SqliteDb::memory().map_err(HostError::Storage)?;
+        let (store, bindings) = instantiate(&runtime, Box::new(db))?;
+        let mut w = Worker {
+            runtime,
+            store: Some(store),
+            bindings,
+            values_json: String::new(),
+            summary: api::ConfigSummary {
+                enabled: false,
+                rules: Vec::new(),
+            },
+        };
+        w.configure(values_json)?;
+        Ok(w)
+    }
+
     fn store_mut(&mut self) -> &mut Store<HostState> {
         // Present except inside `replace_instance`, which always puts one back or fails the worker.
         self.store

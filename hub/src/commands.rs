@@ -6,8 +6,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use quota_core::limits::batch_users_max;
-use quota_core::{Config, Timestamp};
-use quota_host::{api, Checkpointer};
+use quota_core::Timestamp;
+use quota_host::{api, Checkpointer, Worker};
 use serde_json::json;
 
 use crate::cli::{Cli, Command, QuotaArgs, ServeArgs, TokenCommand};
@@ -93,26 +93,45 @@ pub fn quota_error(e: &api::QuotaError) -> String {
     }
 }
 
-fn check_config(path: &std::path::Path) -> Result<ExitCode, String> {
+/// Reads and checks a values file with the engine; prints every problem and refuses the file.
+fn checked_values(
+    path: &std::path::Path,
+    rt: &Arc<quota_host::Runtime>,
+    refusal: &str,
+) -> Result<(serde_json::Value, Worker), String> {
     let doc = values::read(path)?;
-    let problems = values::problems(&doc);
-    if !problems.is_empty() {
-        for p in &problems {
-            eprintln!("{}: {p}", path.display());
+    match values::check(rt, &doc) {
+        Ok(w) => Ok((doc, w)),
+        Err(problems) => {
+            for p in &problems {
+                eprintln!("{}: {p}", path.display());
+            }
+            Err(format!(
+                "{}: {} problem(s){refusal}",
+                path.display(),
+                problems.len()
+            ))
         }
-        return Err(format!("{}: {} problem(s)", path.display(), problems.len()));
     }
-    let c = Config::from_values(&doc).map_err(|e| e.to_string())?;
+}
+
+fn check_config(path: &std::path::Path) -> Result<ExitCode, String> {
+    let rt = engine::runtime()?;
+    let (doc, mut w) = checked_values(path, &rt, "")?;
+    let summary = w.summary().clone();
+    let accelerators = doc
+        .pointer("/custom/accelerators")
+        .and_then(serde_json::Value::as_object)
+        .map_or(0, |a| a.len());
     println!(
-        "{}: OK (quota {}, {} accelerator(s), {} refresh rule(s))",
+        "{}: OK (quota {}, {accelerators} accelerator(s), {} refresh rule(s))",
         path.display(),
-        if c.enabled { "enabled" } else { "disabled" },
-        c.accelerators.len(),
-        c.refresh_rules.len()
+        if summary.enabled { "enabled" } else { "disabled" },
+        summary.rules.len()
     );
     let now = Clock::system()?.now();
-    for r in c.refresh_rules.values() {
-        let next = c.next_fire(&r.name, now);
+    for r in &summary.rules {
+        let next = w.next_fire(&r.name, now).map_err(|e| e.to_string())?;
         let when = match (r.enabled, next) {
             (false, _) => "disabled".to_string(),
             (true, Some(t)) => format!("next run {t}Z"),
@@ -263,19 +282,8 @@ fn list_quota(target: &mut Target) -> Result<ExitCode, String> {
 }
 
 fn serve(a: ServeArgs) -> Result<ExitCode, String> {
-    let doc = values::read(&a.values)?;
-    let problems = values::problems(&doc);
-    if !problems.is_empty() {
-        for p in &problems {
-            eprintln!("{}: {p}", a.values.display());
-        }
-        return Err(format!(
-            "{}: {} problem(s); not serving",
-            a.values.display(),
-            problems.len()
-        ));
-    }
-    let config = Arc::new(Config::from_values(&doc).map_err(|e| e.to_string())?);
+    let rt = engine::runtime()?;
+    let (doc, _) = checked_values(&a.values, &rt, "; not serving")?;
     let db = db::parse(&a.db)?;
     let clock = match &a.clock_start {
         Some(s) => Clock::starting_at(Timestamp::parse(s).map_err(|e| format!("--clock-start: {e}"))?),
@@ -284,7 +292,6 @@ fn serve(a: ServeArgs) -> Result<ExitCode, String> {
     if a.test_clock || a.clock_start.is_some() || clock::days_ahead()? != 0 {
         info!("WARNING: test clock options are on; never use them in production");
     }
-    let rt = engine::runtime()?;
     let busy = Duration::from_millis(a.busy_timeout_ms);
     let pool = Pool::start(&rt, &db, &doc, a.readers, busy)?;
     let _checkpointer = match &db {
@@ -301,14 +308,14 @@ fn serve(a: ServeArgs) -> Result<ExitCode, String> {
         .enable_all()
         .build()
         .map_err(|e| format!("async runtime: {e}"))?;
-    let served = tokio_rt.block_on(run_server(app.clone(), config, &a.listen));
+    let served = tokio_rt.block_on(run_server(app.clone(), &a.listen));
     tokio_rt.shutdown_timeout(Duration::from_secs(5));
     served?;
     info!("stopped");
     Ok(ExitCode::SUCCESS)
 }
 
-async fn run_server(app: Arc<App>, config: Arc<Config>, listen: &str) -> Result<(), String> {
+async fn run_server(app: Arc<App>, listen: &str) -> Result<(), String> {
     // One instant for the whole start-up: runs at or before it were missed (reported, not
     // replayed), runs after it are the scheduler's, however long the rest of the start-up takes.
     let t0 = app.clock.now();
@@ -329,17 +336,13 @@ async fn run_server(app: Arc<App>, config: Arc<Config>, listen: &str) -> Result<
         Ok(Err(e)) => return Err(format!("stale cleanup: {e}")),
         Err(e) => return Err(format!("stale cleanup: {e}")),
     }
-    scheduler::report_missed(&app, &config, t0).await;
-    for rule in config.refresh_rules.values().filter(|r| r.enabled) {
-        if let Some(t) = config.next_fire(&rule.name, t0) {
+    scheduler::report_missed(&app, t0).await;
+    for rule in app.pool.summary.rules.iter().filter(|r| r.enabled) {
+        let name = rule.name.clone();
+        if let Ok(Ok(Some(t))) = app.pool.run(Kind::Read, move |w| w.next_fire(&name, t0)).await {
             info!("refresh rule {}: next run {t}Z", rule.name);
         }
-        tokio::spawn(scheduler::run_rule_forever(
-            app.clone(),
-            config.clone(),
-            rule.name.clone(),
-            t0,
-        ));
+        tokio::spawn(scheduler::run_rule_forever(app.clone(), rule.name.clone(), t0));
     }
     tokio::spawn(scheduler::purge_replays_forever(app.clone()));
     let listener = tokio::net::TcpListener::bind(listen)

@@ -6,7 +6,7 @@ use std::sync::mpsc::{channel, Receiver, Sender};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
-use quota_host::{Runtime, Worker};
+use quota_host::{api, Runtime, Worker};
 
 use crate::db::Db;
 use crate::engine;
@@ -14,6 +14,8 @@ use crate::engine;
 type Job = Box<dyn FnOnce(&mut Worker) + Send>;
 
 pub struct Pool {
+    /// What the engine made of the values document (rules, enabled).
+    pub summary: api::ConfigSummary,
     write: Option<Sender<Job>>,
     read: Option<Sender<Job>>,
     threads: Vec<JoinHandle<()>>,
@@ -52,8 +54,10 @@ impl Pool {
         let write_rx = Arc::new(Mutex::new(write_rx));
         let read_rx = Arc::new(Mutex::new(read_rx));
         let mut threads = Vec::new();
+        let mut summary = None;
         for i in 0..=readers.max(1) {
             let worker = engine::worker(rt, db, values, false, busy_timeout)?;
+            summary.get_or_insert_with(|| worker.summary().clone());
             let rx = if i == 0 { write_rx.clone() } else { read_rx.clone() };
             let name = if i == 0 {
                 "writer".to_string()
@@ -67,6 +71,7 @@ impl Pool {
             threads.push(t);
         }
         Ok(Pool {
+            summary: summary.ok_or("no engine worker started")?,
             write: Some(write_tx),
             read: Some(read_tx),
             threads,

@@ -6,7 +6,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use quota_core::{Config, Timestamp};
+use quota_core::Timestamp;
+use quota_host::{HostError, Worker};
 
 use crate::commands::quota_error;
 use crate::host_tables;
@@ -25,35 +26,36 @@ pub fn run_id(rule: &str, at: Timestamp) -> String {
     format!("{rule}@{at}Z")
 }
 
-/// The last fire time of `rule` at or before `now`, within the lookback.
-pub fn previous_fire(config: &Config, rule: &str, now: Timestamp) -> Option<Timestamp> {
+/// The last fire time of `rule` at or before `now`, within the lookback (the engine's cron).
+pub fn previous_fire(w: &mut Worker, rule: &str, now: Timestamp) -> Result<Option<Timestamp>, HostError> {
     let mut t = now.plus_seconds(-missed_lookback_seconds);
     let mut last = None;
-    while let Some(next) = config.next_fire(rule, t) {
+    while let Some(next) = w.next_fire(rule, t)? {
         if next > now {
             break;
         }
         last = Some(next);
         t = next;
     }
-    last
+    Ok(last)
 }
 
 /// Logs, for each enabled rule, the last scheduled run at or before `now` if nobody applied it.
-pub async fn report_missed(app: &Arc<App>, config: &Config, now: Timestamp) {
-    for rule in config.refresh_rules.values().filter(|r| r.enabled) {
-        let Some(at) = previous_fire(config, &rule.name, now) else {
-            continue;
-        };
-        let id = run_id(&rule.name, at);
-        let lookup = id.clone();
-        let seen = app
+pub async fn report_missed(app: &Arc<App>, now: Timestamp) {
+    for rule in app.pool.summary.rules.iter().filter(|r| r.enabled) {
+        let name = rule.name.clone();
+        let missed = app
             .pool
             .run(Kind::Read, move |w| {
-                w.call_read(|b, s| b.quota_engine_api().call_run_applied(s, &lookup))
+                let Some(at) = previous_fire(w, &name, now)? else {
+                    return Ok(None);
+                };
+                let id = run_id(&name, at);
+                let applied = w.call_read(|b, s| b.quota_engine_api().call_run_applied(s, &id))?;
+                Ok::<_, HostError>(matches!(applied, Ok(false)).then_some(id))
             })
             .await;
-        if let Ok(Ok(Ok(false))) = seen {
+        if let Ok(Ok(Some(id))) = missed {
             info!(
                 "refresh rule {}: the last scheduled run {id} was not applied (no server was up then); missed runs are not replayed",
                 rule.name
@@ -65,12 +67,24 @@ pub async fn report_missed(app: &Arc<App>, config: &Config, now: Timestamp) {
 /// Runs `rule` at each of its fire times after `since`, forever. A fire time the server was up for
 /// is run even if the server reaches it late (a slow start, a busy machine); only runs at or before
 /// `since` belong to [`report_missed`].
-pub async fn run_rule_forever(app: Arc<App>, config: Arc<Config>, rule: String, since: Timestamp) {
+pub async fn run_rule_forever(app: Arc<App>, rule: String, since: Timestamp) {
     let mut since = since;
     loop {
-        let Some(at) = config.next_fire(&rule, since) else {
-            info!("refresh rule {rule}: never fires again");
-            return;
+        let name = rule.clone();
+        let at = match app.pool.run(Kind::Read, move |w| w.next_fire(&name, since)).await {
+            Ok(Ok(Some(at))) => at,
+            Ok(Ok(None)) => {
+                info!("refresh rule {rule}: never fires again");
+                return;
+            }
+            Ok(Err(e)) => {
+                info!("refresh rule {rule}: no next fire time ({e}); the rule stops");
+                return;
+            }
+            Err(e) => {
+                info!("refresh rule {rule}: stopped ({e})");
+                return;
+            }
         };
         loop {
             let wait_ms = at.seconds() * 1000 - app.clock.now_ms();
@@ -131,23 +145,24 @@ pub async fn purge_replays_forever(app: Arc<App>) {
 mod tests {
     use super::*;
 
-    fn config(schedule: &str) -> Config {
+    fn worker(schedule: &str) -> Worker {
         let v = serde_json::json!({"custom": {"authMode": "github", "quota": {"refreshRules": {
             "daily": {"enabled": true, "schedule": schedule, "action": "add", "amount": 5}
         }}}});
-        Config::from_values(&v).unwrap()
+        Worker::without_storage(crate::engine::runtime().unwrap(), &v.to_string()).unwrap()
     }
 
     #[test]
     fn previous_fire_is_the_last_at_or_before_now() {
-        let c = config("0 3 * * *");
+        let mut w = worker("0 3 * * *");
         let now = Timestamp::parse("2026-11-22T10:30:00Z").unwrap();
         assert_eq!(
-            previous_fire(&c, "daily", now),
+            previous_fire(&mut w, "daily", now).unwrap(),
             Some(Timestamp::parse("2026-11-22T03:00:00Z").unwrap())
         );
         let at = Timestamp::parse("2026-11-22T03:00:00Z").unwrap();
-        assert_eq!(previous_fire(&c, "daily", at), Some(at));
+        assert_eq!(previous_fire(&mut w, "daily", at).unwrap(), Some(at));
+        assert_eq!(previous_fire(&mut w, "nope", at).unwrap(), None);
     }
 
     #[test]

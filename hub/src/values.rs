@@ -1,6 +1,9 @@
 //! Values files: YAML (the Helm chart's format) read into the JSON document the engine takes.
 
 use std::path::Path;
+use std::sync::Arc;
+
+use quota_host::{HostError, Runtime, Worker};
 
 /// Reads a values file; a file that does not parse is refused with the parser's line and column.
 pub fn read(path: &Path) -> Result<serde_json::Value, String> {
@@ -15,11 +18,15 @@ pub fn parse(text: &str) -> Result<serde_json::Value, String> {
     serde_norway::from_str::<serde_json::Value>(text).map_err(|e| e.to_string())
 }
 
-/// Every problem of a values document, each as `key.path: message`; empty when it is valid.
-pub fn problems(values: &serde_json::Value) -> Vec<String> {
-    match quota_core::Config::from_values(values) {
-        Ok(_) => Vec::new(),
-        Err(e) => e.0.iter().map(|p| p.to_string()).collect(),
+/// Checks a values document with the engine (its `configure`, as every host does): a worker that
+/// answers configuration questions, or every problem as `key.path: message`.
+pub fn check(rt: &Arc<Runtime>, values: &serde_json::Value) -> Result<Worker, Vec<String>> {
+    match Worker::without_storage(rt.clone(), &values.to_string()) {
+        Ok(w) => Ok(w),
+        Err(HostError::Config(problems)) => {
+            Err(problems.into_iter().map(|(f, m)| format!("{f}: {m}")).collect())
+        }
+        Err(e) => Err(vec![e.to_string()]),
     }
 }
 
@@ -45,7 +52,8 @@ mod tests {
     #[test]
     fn problems_name_their_key_paths() {
         let v = parse("custom:\n  authMode: github\n  quota:\n    cpuRate: -1\n    bogus: 2\n").unwrap();
-        let p = problems(&v);
+        let rt = crate::engine::runtime().unwrap();
+        let p = check(&rt, &v).err().expect("refused");
         assert!(p.iter().any(|l| l.starts_with("custom.quota.cpuRate")), "{p:?}");
         assert!(p.iter().any(|l| l.starts_with("custom.quota.bogus")), "{p:?}");
     }
