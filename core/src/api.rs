@@ -19,7 +19,7 @@ use crate::store::{SessionStatus, Store};
 use crate::time::Timestamp;
 
 /// Largest accepted request body, in bytes.
-pub const body_bytes_max: usize = 1024 * 1024;
+pub use crate::limits::body_bytes_max;
 
 pub const scope_sessions: &str = "quota:sessions";
 pub const scope_refresh: &str = "quota:refresh";

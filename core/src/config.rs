@@ -155,6 +155,24 @@ impl Config {
         }
     }
 
+    /// The refresh that configured rule `name` makes when it runs (the scheduler's entry point).
+    pub fn rule_request(
+        &self,
+        name: &str,
+        run_id: Option<String>,
+        dry_run: bool,
+    ) -> Result<crate::refresh::RefreshRequest, QuotaError> {
+        let rule = self
+            .refresh_rules
+            .get(name)
+            .ok_or_else(|| QuotaError::NotFound(format!("No refresh rule named `{name}`")))?;
+        Ok(crate::refresh::RefreshRequest {
+            params: rule.params.clone(),
+            run_id,
+            dry_run,
+        })
+    }
+
     /// The first firing minute of rule `name` strictly after `after`.
     pub fn next_fire(&self, name: &str, after: crate::Timestamp) -> Option<crate::Timestamp> {
         self.refresh_rules.get(name)?.schedule.next_after(after)

@@ -11,9 +11,6 @@ use crate::time::Timestamp;
 
 const field_names: [&str; 5] = ["minute", "hour", "day of month", "month", "day of week"];
 const field_ranges: [(u32, u32); 5] = [(0, 59), (0, 23), (1, 31), (1, 12), (0, 6)];
-/// How far ahead `next_after` looks before deciding an expression never fires (covers Feb 29).
-const search_horizon_days: i64 = 366 * 8;
-
 /// A parsed schedule. Each field is a bit set of the values it allows.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Cron {
@@ -84,7 +81,7 @@ impl Cron {
     pub fn next_after(&self, t: Timestamp) -> Option<Timestamp> {
         let start = t.to_naive();
         let mut cur = start.with_second(0)?.with_nanosecond(0)? + Duration::minutes(1);
-        let limit = start + Duration::days(search_horizon_days);
+        let limit = start + Duration::days(crate::limits::cron_search_horizon_days);
         while cur <= limit {
             let date = cur.date();
             if !self.allows(3, cur.month()) {

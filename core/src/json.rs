@@ -7,6 +7,27 @@ use serde_json::{Map, Value};
 use crate::error::QuotaError;
 use crate::milli::Milli;
 
+/// Converts a JSON number exactly: integers directly, floats through their shortest
+/// round-trip text (what the operator wrote, for any value a human writes).
+pub fn milli(v: &serde_json::Value) -> Result<Milli, String> {
+    match v {
+        serde_json::Value::Number(n) => {
+            if let Some(i) = n.as_i64() {
+                Milli::from_int(i).ok_or_else(|| format!("`{i}` is too large"))
+            } else if let Some(f) = n.as_f64() {
+                if !f.is_finite() {
+                    return Err("must be a finite number".into());
+                }
+                let text = format!("{f}");
+                Milli::parse(&text)
+            } else {
+                Err(format!("`{n}` is too large"))
+            }
+        }
+        other => Err(format!("must be a number, got {}", kind(other))),
+    }
+}
+
 /// A short name for a JSON value's type, for messages.
 pub fn kind(v: &Value) -> &'static str {
     match v {
@@ -157,7 +178,7 @@ impl<'a> Fields<'a> {
     pub fn opt_milli(&mut self, key: &'a str, max: Milli) -> Option<Milli> {
         let v = self.raw(key)?;
         let p = self.path_of(key);
-        match Milli::from_json(v) {
+        match milli(v) {
             Ok(m) if m.raw() < 0 => {
                 self.problem(&p, format!("must not be negative, got {m}"));
                 None
@@ -228,5 +249,19 @@ impl<'a> Fields<'a> {
     /// Returns all problems, leaving unknown keys alone (for objects that may carry extra keys).
     pub fn finish_lenient(self) -> Vec<QuotaError> {
         self.problems
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn floats_convert_to_milli_exactly() {
+        let v: Value = serde_json::from_str("0.1").unwrap();
+        assert_eq!(milli(&v).unwrap(), Milli(100));
+        let v: Value = serde_json::from_str("2.675").unwrap();
+        assert_eq!(milli(&v).unwrap(), Milli(2675));
+        assert!(milli(&Value::Bool(true)).unwrap_err().contains("a boolean"));
     }
 }

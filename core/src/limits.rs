@@ -40,3 +40,12 @@ pub const scan_page_users: usize = 1000;
 pub const ledger_page_max: usize = 1000;
 /// Sessions returned by one session listing.
 pub const sessions_list_max: usize = 1000;
+/// Largest request body the HTTP front door reads, in bytes; a larger one is answered 413.
+pub const body_bytes_max: usize = 1024 * 1024;
+/// How far ahead a cron expression is searched for its next firing minute, in days (8 years: a
+/// `29 2` rule fires at most every 4 years, a day-of-week combination later still).
+pub const cron_search_horizon_days: i64 = 366 * 8;
+/// Earliest and latest timestamps accepted, in seconds since the epoch: 1970-01-01T00:00:00Z to
+/// 9999-12-31T23:59:59Z, so formatting never fails.
+pub const timestamp_seconds_min: i64 = 0;
+pub const timestamp_seconds_max: i64 = 253_402_300_799;

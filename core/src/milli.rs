@@ -77,27 +77,6 @@ impl Milli {
         Ok(Milli(if neg { -magnitude } else { magnitude }))
     }
 
-    /// Converts a JSON number exactly: integers directly, floats through their shortest
-    /// round-trip text (what the operator wrote, for any value a human writes).
-    pub fn from_json(v: &serde_json::Value) -> Result<Milli, String> {
-        match v {
-            serde_json::Value::Number(n) => {
-                if let Some(i) = n.as_i64() {
-                    Milli::from_int(i).ok_or_else(|| format!("`{i}` is too large"))
-                } else if let Some(f) = n.as_f64() {
-                    if !f.is_finite() {
-                        return Err("must be a finite number".into());
-                    }
-                    let text = format!("{f}");
-                    Milli::parse(&text)
-                } else {
-                    Err(format!("`{n}` is too large"))
-                }
-            }
-            other => Err(format!("must be a number, got {}", crate::json::kind(other))),
-        }
-    }
-
     /// The JSON number for this value: an integer when whole (`4`, not `4.0`), else the nearest
     /// double, whose shortest form is exactly these digits.
     pub fn to_json(self) -> serde_json::Value {
@@ -166,14 +145,6 @@ mod tests {
         ] {
             assert!(Milli::parse(text).is_err(), "{text} should be refused");
         }
-    }
-
-    #[test]
-    fn floats_convert_exactly() {
-        let v: serde_json::Value = serde_json::from_str("0.1").unwrap();
-        assert_eq!(Milli::from_json(&v).unwrap(), Milli(100));
-        let v: serde_json::Value = serde_json::from_str("2.675").unwrap();
-        assert_eq!(Milli::from_json(&v).unwrap(), Milli(2675));
     }
 
     #[test]

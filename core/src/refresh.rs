@@ -266,30 +266,6 @@ pub fn refresh(
     Ok(result)
 }
 
-/// Runs configured rule `name` now (the scheduler's entry point).
-pub fn run_rule(
-    config: &crate::Config,
-    store: &mut dyn Store,
-    name: &str,
-    run_id: Option<String>,
-    dry_run: bool,
-    now: Timestamp,
-) -> Result<RefreshResult, QuotaError> {
-    let rule = config
-        .refresh_rules
-        .get(name)
-        .ok_or_else(|| QuotaError::NotFound(format!("No refresh rule named `{name}`")))?;
-    refresh(
-        store,
-        &RefreshRequest {
-            params: rule.params.clone(),
-            run_id,
-            dry_run,
-        },
-        now,
-    )
-}
-
 /// Reads refresh parameters from a REST body's fields (snake_case keys; `targets` in values-file
 /// form). Used by the HTTP layer.
 pub fn params_from_body(

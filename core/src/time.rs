@@ -6,13 +6,11 @@ use std::fmt;
 use chrono::{DateTime, NaiveDateTime};
 use serde::{Serialize, Serializer};
 
+use crate::limits;
+
 /// Seconds since 1970-01-01T00:00:00Z.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
 pub struct Timestamp(pub i64);
-
-/// Earliest and latest accepted instants (years 1970..=9999), so formatting never fails.
-const earliest_seconds: i64 = 0;
-const latest_seconds: i64 = 253_402_300_799;
 
 impl Timestamp {
     pub fn seconds(self) -> i64 {
@@ -35,16 +33,20 @@ impl Timestamp {
                 .map_err(|_| format!("`{text}` is not an RFC 3339 timestamp"))?;
             naive.and_utc().timestamp()
         };
-        if !(earliest_seconds..=latest_seconds).contains(&secs) {
+        if !(limits::timestamp_seconds_min..=limits::timestamp_seconds_max).contains(&secs) {
             return Err(format!("`{text}` is outside the years 1970 to 9999"));
         }
         Ok(Timestamp(secs))
     }
 
     pub fn to_naive(self) -> NaiveDateTime {
-        DateTime::from_timestamp(self.0.clamp(earliest_seconds, latest_seconds), 0)
-            .unwrap_or_default()
-            .naive_utc()
+        DateTime::from_timestamp(
+            self.0
+                .clamp(limits::timestamp_seconds_min, limits::timestamp_seconds_max),
+            0,
+        )
+        .unwrap_or_default()
+        .naive_utc()
     }
 
     pub fn from_naive(n: NaiveDateTime) -> Timestamp {

@@ -7,12 +7,13 @@ use std::time::Duration;
 
 use quota_core::limits::batch_users_max;
 use quota_core::Timestamp;
-use quota_host::{api, Checkpointer, Worker};
+use quota_host::{Checkpointer, Worker};
 use serde_json::json;
 
 use crate::cli::{Cli, Command, QuotaArgs, ServeArgs, TokenCommand};
 use crate::clock::{self, Clock};
 use crate::db::{self, Db};
+use crate::engine::quota_error;
 use crate::host_tables;
 use crate::log::info;
 use crate::pool::{Kind, Pool};
@@ -80,17 +81,6 @@ fn pretty(s: &str) -> String {
         .ok()
         .and_then(|v| serde_json::to_string_pretty(&v).ok())
         .unwrap_or_else(|| s.to_string())
-}
-
-pub fn quota_error(e: &api::QuotaError) -> String {
-    match e {
-        api::QuotaError::Invalid(p) => format!("{}: {}", p.field, p.message),
-        api::QuotaError::InsufficientBalance => "Insufficient balance".into(),
-        api::QuotaError::OutOfRange(m)
-        | api::QuotaError::NotFound(m)
-        | api::QuotaError::Conflict(m)
-        | api::QuotaError::Storage(m) => m.clone(),
-    }
 }
 
 /// Reads and checks a values file with the engine; prints every problem and refuses the file.

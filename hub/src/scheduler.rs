@@ -9,7 +9,7 @@ use std::time::Duration;
 use quota_core::Timestamp;
 use quota_host::{HostError, Worker};
 
-use crate::commands::quota_error;
+use crate::engine::quota_error;
 use crate::host_tables;
 use crate::log::info;
 use crate::pool::Kind;

@@ -9,7 +9,7 @@ use axum::body::{to_bytes, Body};
 use axum::extract::{Request, State};
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
-use quota_core::api::body_bytes_max;
+use quota_core::limits::body_bytes_max;
 use quota_core::Timestamp;
 use quota_host::{HostError, SqlError, Tx};
 

@@ -269,14 +269,8 @@ impl Guest for Component {
         now: i64,
     ) -> Result<wit::RefreshResult, wit::QuotaError> {
         with_config(|cfg| {
-            refresh_out(refresh::run_rule(
-                cfg,
-                &mut SqlStore::host(),
-                &name,
-                run_id,
-                dry_run,
-                Timestamp(now),
-            )?)
+            let req = cfg.rule_request(&name, run_id, dry_run)?;
+            refresh_out(refresh::refresh(&mut SqlStore::host(), &req, Timestamp(now))?)
         })
     }
 
