@@ -26,7 +26,6 @@ pub mod milli;
 pub mod names;
 pub mod reads;
 pub mod refresh;
-pub mod scenario;
 pub mod sessions;
 pub mod store;
 pub mod targets;

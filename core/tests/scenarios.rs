@@ -2,15 +2,12 @@
 
 use std::path::PathBuf;
 
-use quota_core::scenario::{replay, NativeHost};
-
-fn scenario_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/scenarios")
-}
+use quota_scenarios::{replay, NativeHost};
 
 #[test]
 fn every_scenario_replays_on_the_native_core() {
-    let files: Vec<PathBuf> = quota_core::scenario::files(&scenario_dir()).expect("tests/scenarios exists");
+    let files: Vec<PathBuf> =
+        quota_scenarios::files(&quota_scenarios::scenario_dir()).expect("tests/scenarios exists");
     assert!(
         files.len() >= 25,
         "expected at least 25 scenarios, found {}",

@@ -13,7 +13,6 @@ mod state;
 
 pub mod error;
 pub mod runtime;
-pub mod scenario_host;
 pub mod sql;
 pub mod sqlite;
 pub mod worker;

@@ -3,15 +3,14 @@
 
 mod common;
 
-use quota_core::scenario::{replay, NativeHost};
-use quota_host::scenario_host::ComponentHost;
+use common::ComponentHost;
 use quota_host::{Database, Durability, SqliteDb};
+use quota_scenarios::{replay, NativeHost};
 
 #[test]
 fn component_over_sqlite_matches_the_native_core_byte_for_byte() {
     let dir = tempfile::tempdir().expect("temp dir");
-    let files =
-        quota_core::scenario::files(&common::workspace().join("tests/scenarios")).expect("scenario dir");
+    let files = quota_scenarios::files(&quota_scenarios::scenario_dir()).expect("scenario dir");
     assert!(files.len() >= 25, "found only {} scenarios", files.len());
     let mut n = 0;
     let base = dir.path().to_path_buf();

@@ -12,8 +12,8 @@ use std::path::PathBuf;
 
 use common::Server;
 use quota_core::api::{Caller, Response};
-use quota_core::scenario::{replay, NativeHost, ScenarioHost};
 use quota_core::Timestamp;
+use quota_scenarios::{replay, NativeHost, ScenarioHost};
 use serde_json::Value;
 
 struct HttpHost {
@@ -98,8 +98,7 @@ impl ScenarioHost for HttpHost {
 /// Replays every scenario through the server; `env` goes to every process it starts.
 fn every_scenario_over_http(env: &[(&str, &str)]) {
     let dir = tempfile::tempdir().expect("dir");
-    let files =
-        quota_core::scenario::files(&common::workspace().join("tests/scenarios")).expect("scenario dir");
+    let files = quota_scenarios::files(&quota_scenarios::scenario_dir()).expect("scenario dir");
     assert!(files.len() >= 25, "found only {} scenarios", files.len());
     let mut host = HttpHost {
         dir: dir.path().to_path_buf(),

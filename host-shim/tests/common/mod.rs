@@ -37,7 +37,7 @@ pub fn fault_runtime() -> Arc<Runtime> {
 }
 
 pub fn fixture_json() -> String {
-    quota_core::scenario::fixture_values().to_string()
+    quota_scenarios::fixture_values().to_string()
 }
 
 pub fn admin() -> quota_core::Caller {
@@ -80,4 +80,66 @@ pub fn request(
         serde_json::from_str(&r.body)
             .unwrap_or_else(|e| panic!("{method} {path}: not JSON ({e}): {}", r.body)),
     )
+}
+
+/// Replays scenarios through the wasm component; `fresh` makes the empty database for each scenario.
+pub struct ComponentHost {
+    runtime: std::sync::Arc<quota_host::Runtime>,
+    fresh: Box<dyn FnMut() -> Box<dyn quota_host::Database>>,
+    worker: Option<quota_host::Worker>,
+}
+
+impl ComponentHost {
+    pub fn new(
+        runtime: std::sync::Arc<quota_host::Runtime>,
+        fresh: Box<dyn FnMut() -> Box<dyn quota_host::Database>>,
+    ) -> ComponentHost {
+        ComponentHost {
+            runtime,
+            fresh,
+            worker: None,
+        }
+    }
+
+    pub fn worker(&mut self) -> Option<&mut quota_host::Worker> {
+        self.worker.as_mut()
+    }
+}
+
+impl quota_scenarios::ScenarioHost for ComponentHost {
+    fn reset(&mut self, values: &serde_json::Value, _now: quota_core::Timestamp) -> Result<(), String> {
+        let backend = (self.fresh)();
+        self.worker = Some(
+            quota_host::Worker::new(self.runtime.clone(), backend, &values.to_string())
+                .map_err(|e| e.to_string())?,
+        );
+        Ok(())
+    }
+
+    fn reconfigure(&mut self, values: &serde_json::Value, _now: quota_core::Timestamp) -> Result<(), String> {
+        let w = self.worker.as_mut().ok_or("not started")?;
+        w.configure(&values.to_string())
+            .map(|_| ())
+            .map_err(|e| e.to_string())
+    }
+
+    fn handle(
+        &mut self,
+        method: &str,
+        path: &str,
+        query: &str,
+        body: &str,
+        caller: Option<&quota_core::Caller>,
+        now: quota_core::Timestamp,
+    ) -> Result<quota_core::Response, String> {
+        let w = self.worker.as_mut().ok_or("not started")?;
+        let req = quota_core::Request {
+            method,
+            path,
+            query,
+            body,
+            caller,
+        };
+        w.handle_request(&req, now).map_err(|e| e.to_string())
+    }
 }

@@ -1,5 +1,6 @@
-//! Replays scenario files (`tests/scenarios/*.json`, format in `tests/scenarios/README.md`) against
-//! any host of the engine. A host implements [`ScenarioHost`]; the runner drives the clock, sends
+//! `quota-scenarios` (test support, not shipped): replays scenario files (`tests/scenarios/*.json`,
+//! format in `tests/scenarios/README.md`) against any host of the engine. It lives outside
+//! `quota-core` because it reads files, and the core does no I/O. A host implements [`ScenarioHost`]; the runner drives the clock, sends
 //! each request, checks expectations, and returns the transcript (every status and body, byte for
 //! byte) so that two hosts can be compared exactly.
 
@@ -7,8 +8,8 @@ use std::collections::BTreeMap;
 
 use serde_json::{json, Value};
 
-use crate::api::{Caller, Response};
-use crate::time::Timestamp;
+use quota_core::api::{Caller, Response};
+use quota_core::Timestamp;
 
 /// Something that answers engine requests: the native core, the wasm component, ...
 pub trait ScenarioHost {
@@ -27,6 +28,11 @@ pub trait ScenarioHost {
         caller: Option<&Caller>,
         now: Timestamp,
     ) -> Result<Response, String>;
+}
+
+/// `tests/scenarios/` of this workspace.
+pub fn scenario_dir() -> std::path::PathBuf {
+    std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../scenarios")
 }
 
 /// The scenario files (`*.json`) of a directory, sorted by name.
@@ -352,18 +358,18 @@ fn check_ledger_reconciles(
 /// The native host: the core itself over an in-memory store.
 #[derive(Default)]
 pub struct NativeHost {
-    pub config: Option<crate::Config>,
-    pub store: crate::MemStore,
+    pub config: Option<quota_core::Config>,
+    pub store: quota_core::MemStore,
 }
 
 impl ScenarioHost for NativeHost {
     fn reset(&mut self, values: &Value, now: Timestamp) -> Result<(), String> {
-        self.store = crate::MemStore::new();
+        self.store = quota_core::MemStore::new();
         self.reconfigure(values, now)
     }
 
     fn reconfigure(&mut self, values: &Value, _now: Timestamp) -> Result<(), String> {
-        self.config = Some(crate::Config::from_values(values).map_err(|e| e.to_string())?);
+        self.config = Some(quota_core::Config::from_values(values).map_err(|e| e.to_string())?);
         Ok(())
     }
 
@@ -377,13 +383,13 @@ impl ScenarioHost for NativeHost {
         now: Timestamp,
     ) -> Result<Response, String> {
         let config = self.config.as_ref().ok_or("not configured")?;
-        let req = crate::Request {
+        let req = quota_core::Request {
             method,
             path,
             query,
             body,
             caller,
         };
-        crate::handle_request(config, &mut self.store, &req, now).map_err(|e| e.to_string())
+        quota_core::handle_request(config, &mut self.store, &req, now).map_err(|e| e.to_string())
     }
 }
