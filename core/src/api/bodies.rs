@@ -1,0 +1,211 @@
+//! Request bodies of the REST routes: strict JSON objects into the engine's requests, every
+//! problem named by its field.
+
+use super::*;
+
+pub(super) fn first_problem(problems: Vec<QuotaError>) -> Result<(), QuotaError> {
+    match problems.into_iter().next() {
+        Some(p) => Err(p),
+        None => Ok(()),
+    }
+}
+
+pub(super) fn parse_body(body: &str) -> Result<Value, QuotaError> {
+    if body.trim().is_empty() {
+        return Ok(Value::Object(serde_json::Map::new()));
+    }
+    let v: Value = serde_json::from_str(body)
+        .map_err(|e| QuotaError::invalid("body", format!("malformed JSON: {e}")))?;
+    if !v.is_object() {
+        return Err(QuotaError::invalid(
+            "body",
+            format!("must be a JSON object, got {}", kind(&v)),
+        ));
+    }
+    Ok(v)
+}
+
+pub(super) fn session_id(text: &str) -> Result<i64, QuotaError> {
+    match text.parse::<i64>() {
+        Ok(id) if id > 0 && text.bytes().all(|b| b.is_ascii_digit()) => Ok(id),
+        _ => Err(QuotaError::NotFound(format!("Session {text} not found"))),
+    }
+}
+
+pub(super) fn timestamp(f: &mut Fields<'_>, key: &'static str) -> Option<Timestamp> {
+    let text = f.opt_str(key)?;
+    match Timestamp::parse(text) {
+        Ok(t) => Some(t),
+        Err(e) => {
+            f.problem(key, e);
+            None
+        }
+    }
+}
+
+pub(super) fn start_body(body: &Value) -> Result<StartRequest, QuotaError> {
+    let mut f = Fields::new("", Some(body), false);
+    let username = f.req_str("username");
+    let resource = f.opt_str("resource_type").map(str::to_string);
+    let runtime = f.req_int("runtime_minutes", i64::MIN, i64::MAX);
+    let server_name = f.opt_str("server_name").unwrap_or("").to_string();
+    let started_at = timestamp(&mut f, "started_at");
+    first_problem(f.finish())?;
+    Ok(StartRequest {
+        username: username.unwrap_or_default().to_string(),
+        resource,
+        runtime_minutes: runtime.unwrap_or_default(),
+        server_name,
+        started_at,
+    })
+}
+
+pub(super) fn end_body(
+    body: &Value,
+    by_server: bool,
+) -> Result<(Option<Timestamp>, Outcome, Option<EndTarget>), QuotaError> {
+    let mut f = Fields::new("", Some(body), false);
+    let ended_at = timestamp(&mut f, "ended_at");
+    let outcome = match f.opt_str("outcome") {
+        None | Some("completed") => Outcome::Completed,
+        Some("failed") => Outcome::Failed,
+        Some(other) => {
+            f.problem(
+                "outcome",
+                format!("must be `completed` or `failed`, got `{other}`"),
+            );
+            Outcome::Completed
+        }
+    };
+    let target = if by_server {
+        let username = f.req_str("username").unwrap_or_default().to_string();
+        let server_name = f.opt_str("server_name").unwrap_or("").to_string();
+        Some(EndTarget::Server {
+            username,
+            server_name,
+        })
+    } else {
+        None
+    };
+    first_problem(f.finish())?;
+    Ok((ended_at, outcome, target))
+}
+
+pub(super) fn admin_body(body: &Value) -> Result<(AdminAction, Option<String>), QuotaError> {
+    let present = |k: &str| body.get(k).is_some_and(|v| !v.is_null());
+    let mut f = Fields::new("", Some(body), false);
+    let action = f.req_str("action");
+    let description = f.opt_str("description").map(str::to_string);
+    let amount = f.opt_int("amount", i64::MIN, i64::MAX);
+    let unlimited = f.opt_bool("unlimited");
+    let parsed = match action {
+        Some(a @ ("set" | "add" | "deduct")) => {
+            if present("unlimited") {
+                f.problem(
+                    "unlimited",
+                    format!("is only used with action `set_unlimited`, not `{a}`"),
+                );
+            }
+            if !present("amount") {
+                f.problem("amount", format!("is required for action `{a}`"));
+            }
+            amount.map(|n| match a {
+                "set" => AdminAction::Set(n),
+                "add" => AdminAction::Add(n),
+                _ => AdminAction::Deduct(n),
+            })
+        }
+        Some("set_unlimited") => {
+            if present("amount") {
+                f.problem("amount", "is not used with action `set_unlimited`");
+            }
+            if !present("unlimited") {
+                f.problem(
+                    "unlimited",
+                    "is required for action `set_unlimited` (true or false)",
+                );
+            }
+            unlimited.map(AdminAction::SetUnlimited)
+        }
+        Some(other) => {
+            f.problem(
+                "action",
+                format!("must be one of set, add, deduct, set_unlimited, got `{other}`"),
+            );
+            None
+        }
+        None => None,
+    };
+    first_problem(f.finish())?;
+    let action = parsed.ok_or_else(|| QuotaError::invalid("action", "is required"))?;
+    Ok((action, description))
+}
+
+pub(super) fn batch_body(body: &Value) -> Result<Vec<BatchItem>, QuotaError> {
+    let mut f = Fields::new("", Some(body), false);
+    let users = f.raw("users");
+    first_problem(f.finish())?;
+    let list = match users {
+        Some(Value::Array(l)) => l,
+        Some(other) => {
+            return Err(QuotaError::invalid(
+                "users",
+                format!("must be a list, got {}", kind(other)),
+            ))
+        }
+        None => return Err(QuotaError::invalid("users", "is required")),
+    };
+    if list.len() > limits::batch_users_max {
+        return Err(QuotaError::invalid(
+            "users",
+            format!("must have at most {} entries", limits::batch_users_max),
+        ));
+    }
+    // A malformed entry is a per-user failure, not a structural one: the others still apply.
+    Ok(list
+        .iter()
+        .enumerate()
+        .map(|(i, entry)| {
+            let mut e = Fields::new(&format!("users[{i}]"), Some(entry), false);
+            let username = e.req_str("username").map(str::to_string);
+            let amount = e.opt_int("amount", i64::MIN, i64::MAX);
+            let unlimited = e.opt_bool("unlimited");
+            match (e.finish().into_iter().next(), username) {
+                (None, Some(username)) => Ok(BatchEntry {
+                    username,
+                    amount,
+                    unlimited,
+                }),
+                (problem, username) => Err(RejectedEntry {
+                    username: username.unwrap_or_default(),
+                    error: problem.unwrap_or_else(|| {
+                        QuotaError::invalid(format!("users[{i}].username"), "is required")
+                    }),
+                }),
+            }
+        })
+        .collect())
+}
+
+/// Parses a refresh REST body (`{action, amount, rule_name?, max_balance?, min_balance?, targets?,
+/// run_id?, dry_run?}`), strictly.
+pub fn refresh_request_from_json(body: &str) -> Result<RefreshRequest, QuotaError> {
+    refresh_body(&parse_body(body)?)
+}
+
+pub(super) fn refresh_body(body: &Value) -> Result<RefreshRequest, QuotaError> {
+    let mut f = Fields::new("", Some(body), false);
+    let mut target_problems = Vec::new();
+    let params = refresh::params_from_body(&mut f, &mut target_problems);
+    let run_id = f.opt_str("run_id").map(str::to_string);
+    let dry_run = f.opt_bool("dry_run").unwrap_or(false);
+    let mut problems = f.finish();
+    problems.extend(target_problems);
+    first_problem(problems)?;
+    let params = params.ok_or_else(|| QuotaError::invalid("body", "action and amount are required"))?;
+    Ok(RefreshRequest {
+        params,
+        run_id,
+        dry_run,
+    })
+}
