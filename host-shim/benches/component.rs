@@ -7,6 +7,9 @@
 //! 2. Durable start+end cycles on SQLite (WAL, synchronous=FULL), each call its own committed
 //!    transaction, beside the bare fsync-bound commit rate of the same disk.
 //! 3. One refresh of 100,000 users (one audit row each) on SQLite.
+//!
+//! `BENCH_PROFILE=1` runs only the check_start/end_session loop and `BENCH_PROFILE=refresh` only the
+//! refresh, for `perf record`.
 
 use std::path::PathBuf;
 use std::time::Instant;
@@ -239,6 +242,17 @@ fn main() {
     let rt = Runtime::load(&path, Limits::default()).unwrap_or_else(|e| panic!("{e}"));
     let names = names();
 
+    // `BENCH_PROFILE=refresh`: only the 100,000-user refresh, five times, for `perf record`.
+    if std::env::var("BENCH_PROFILE").as_deref() == Ok("refresh") {
+        let dir = std::env::temp_dir().join(format!("quota-bench-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        for i in 0..5 {
+            let (el, _) = refresh_run(&rt, &dir.join(format!("p{i}.db")), true, Timestamp(1_795_000_000));
+            println!("refresh {el:.3} s");
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+        return;
+    }
     // `BENCH_PROFILE=1`: only the component check_start/end_session loop, for `perf record`.
     if std::env::var("BENCH_PROFILE").is_ok() {
         for _ in 0..20 {
