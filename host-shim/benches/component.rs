@@ -18,9 +18,6 @@ use quota_core::gate::{check_start, StartDecision, StartRequest};
 use quota_core::sessions::{end_session, EndRequest, EndTarget, Outcome};
 use quota_core::store::{Store, UserRecord};
 use quota_core::{Config, MemStore, Timestamp};
-use quota_host::api::{
-    self, EndRequest as WEnd, EndTarget as WTarget, Outcome as WOutcome, StartRequest as WStart,
-};
 use quota_host::{
     Checkpointer, Database, Durability, Limits, Runtime, SqlValue, SqliteDb, SqliteOptions, Worker,
 };
@@ -115,30 +112,30 @@ fn native(names: &[String]) -> (f64, f64) {
     (median(s_ns), median(e_ns))
 }
 
-fn start_req(name: &str, server: &str) -> WStart {
-    WStart {
+fn start_req(name: &str, server: &str) -> StartRequest {
+    StartRequest {
         username: name.to_string(),
-        accelerator: Some("phx".into()),
+        resource: Some("phx".into()),
         runtime_minutes: 60,
         server_name: server.to_string(),
         started_at: None,
     }
 }
 
-fn start(w: &mut Worker, req: &WStart, now: Timestamp) -> i64 {
-    match w.check_start(req, now).unwrap().unwrap() {
-        api::StartDecision::Allowed(s) => s.session_id,
-        api::StartDecision::Refused(r) => panic!("refused: {}", r.message),
+fn start(w: &mut Worker, req: &StartRequest, now: Timestamp) -> i64 {
+    match w.check_start(req, now).unwrap() {
+        StartDecision::Allowed(s) => s.session_id,
+        StartDecision::Refused(r) => panic!("refused: {}", r.message),
     }
 }
 
 fn end(w: &mut Worker, id: i64, now: Timestamp) {
-    let req = WEnd {
-        target: WTarget::Id(id),
+    let req = EndRequest {
+        target: EndTarget::Id(id),
         ended_at: None,
-        outcome: WOutcome::Completed,
+        outcome: Outcome::Completed,
     };
-    w.end_session(&req, now).unwrap().unwrap();
+    w.end_session(&req, now).unwrap();
 }
 
 /// The same through the component, over SQLite `:memory:` (the hosts' in-memory database).
@@ -151,7 +148,7 @@ fn component(rt: &std::sync::Arc<Runtime>, names: &[String]) -> (f64, f64) {
     )
     .unwrap();
     seed_sql(w.db(), names, 1_000_000_000);
-    let reqs: Vec<WStart> = names.iter().map(|n| start_req(n, "")).collect();
+    let reqs: Vec<StartRequest> = names.iter().map(|n| start_req(n, "")).collect();
     let (mut s_ns, mut e_ns) = (Vec::new(), Vec::new());
     let mut now = t0;
     for _ in 0..ROUNDS {
@@ -223,14 +220,7 @@ fn refresh_run(
         background.then(|| Checkpointer::start(rdb, std::time::Duration::from_millis(100)).unwrap());
     let t = Instant::now();
     let r = w
-        .call(|api, s| {
-            api.quota_engine_api().call_refresh(
-                s,
-                r#"{"action":"add","amount":10,"rule_name":"bench"}"#,
-                t0.0,
-            )
-        })
-        .unwrap()
+        .refresh(r#"{"action":"add","amount":10,"rule_name":"bench"}"#, t0)
         .unwrap();
     (t.elapsed().as_secs_f64(), r.users_updated)
 }
@@ -270,13 +260,10 @@ fn main() {
     .unwrap();
     let t = Instant::now();
     for _ in 0..100_000 {
-        std::hint::black_box(
-            w0.call(|api, s| api.quota_engine_api().call_get_rates(s))
-                .unwrap(),
-        );
+        std::hint::black_box(w0.rates().unwrap());
     }
     println!(
-        "bare component call (get-rates, no imports, in a transaction): {:.0} ns",
+        "bare component call (get-rates, no imports, in a read transaction): {:.0} ns",
         t.elapsed().as_nanos() as f64 / 1e5
     );
 
@@ -289,14 +276,10 @@ fn main() {
     seed_sql(w1.db(), &names[..1], 0);
     let t = Instant::now();
     for _ in 0..100_000 {
-        std::hint::black_box(
-            w1.call(|api, s| api.quota_engine_api().call_user_detail(s, &names[0]))
-                .unwrap()
-                .unwrap(),
-        );
+        std::hint::black_box(w1.user_detail(&names[0]).unwrap());
     }
     println!(
-        "component call with two imports (user-detail): {:.0} ns",
+        "component call with two imports (user-detail, in a read transaction): {:.0} ns",
         t.elapsed().as_nanos() as f64 / 1e5
     );
 
@@ -343,7 +326,7 @@ fn main() {
             .unwrap();
         assert_eq!(r.status, 200);
     }
-    let reqs: Vec<WStart> = names.iter().take(50).map(|n| start_req(n, "")).collect();
+    let reqs: Vec<StartRequest> = names.iter().take(50).map(|n| start_req(n, "")).collect();
     let t = Instant::now();
     for i in 0..CYCLES {
         let now = t0.plus_seconds(i as i64 * 60);

@@ -16,6 +16,10 @@ pub enum HostError {
     /// and the worker was given a fresh instance.
     #[error("the engine stopped abnormally ({0}); the call was rolled back")]
     Trap(String),
+    /// The engine refused the operation (bad input, not found, ...); nothing was changed. A refused
+    /// spawn is not an error: `check_start` returns it as a decision.
+    #[error("{0}")]
+    Quota(quota_core::QuotaError),
     /// A statement failed; nothing the call wrote was kept. `Busy` is worth retrying later.
     #[error("storage: {0}; the call was rolled back")]
     Storage(SqlError),

@@ -2,22 +2,25 @@
 //!
 //! - [`Runtime`]: one per process (engine, compiled component, `InstancePre`, epoch ticker).
 //! - [`Worker`]: one instance + one [`Database`], one transaction per call ([`Worker::transaction`]
-//!   for several calls and the host's own statements together).
+//!   for several calls and the host's own statements together). Every export is a typed method
+//!   (`engine.rs`): core's types in and out, [`HostError`] for everything that is not an answer.
 //! - [`Database`]: the SQL bridge the component's `sql` import runs on; [`SqliteDb`] implements it
 //!   over a file or `:memory:`. The schema and every query are the component's.
 
 #![allow(non_upper_case_globals)]
 
 mod bindings;
+mod convert;
 mod state;
 
+pub mod engine;
 pub mod error;
 pub mod runtime;
 pub mod sql;
 pub mod sqlite;
 pub mod worker;
 
-pub use bindings::api;
+pub use engine::{ConfigSummary, Migration, RuleInfo};
 pub use error::HostError;
 pub use runtime::{Limits, Runtime};
 pub use sql::{Database, Dialect, SqlError, SqlValue};

@@ -12,6 +12,7 @@ use std::sync::Arc;
 use wasmtime::{Store, StoreLimitsBuilder};
 
 use crate::bindings::{api, QuotaEngine};
+use crate::engine::{ConfigSummary, Migration, RuleInfo};
 use crate::error::HostError;
 use crate::runtime::Runtime;
 use crate::sql::{Database, SqlError, SqlValue};
@@ -22,7 +23,7 @@ pub struct Worker {
     store: Option<Store<HostState>>,
     bindings: QuotaEngine,
     values_json: String,
-    summary: api::ConfigSummary,
+    summary: ConfigSummary,
 }
 
 /// One open transaction: engine calls and the host's own statements, committed together.
@@ -44,7 +45,7 @@ fn trap(e: wasmtime::Error) -> HostError {
 impl Tx<'_> {
     /// Runs one export. A trap poisons the instance (replaced when the transaction ends); a failed
     /// statement during the call fails it with that statement's error.
-    pub fn call<T>(
+    pub(crate) fn call<T>(
         &mut self,
         f: impl FnOnce(&QuotaEngine, &mut Store<HostState>) -> wasmtime::Result<T>,
     ) -> Result<T, HostError> {
@@ -93,18 +94,20 @@ impl Tx<'_> {
         })
     }
 
-    /// Runs a configured refresh rule.
+    /// Runs configured rule `name` (at most once per `run_id`); `replayed` says a run id had been
+    /// applied before.
     pub fn run_rule(
         &mut self,
         name: &str,
         run_id: Option<&str>,
         dry_run: bool,
         now: quota_core::Timestamp,
-    ) -> Result<Result<api::RefreshResult, api::QuotaError>, HostError> {
-        self.call(|b, s| {
+    ) -> Result<quota_core::refresh::RefreshResult, HostError> {
+        let r = self.call(|b, s| {
             b.quota_engine_api()
                 .call_run_rule(s, name, run_id, dry_run, now.0)
-        })
+        })?;
+        crate::engine::refresh_result(r)
     }
 }
 
@@ -118,10 +121,7 @@ impl Worker {
             store: Some(store),
             bindings,
             values_json: String::new(),
-            summary: api::ConfigSummary {
-                enabled: false,
-                rules: Vec::new(),
-            },
+            summary: ConfigSummary::default(),
         };
         w.configure(values_json)?;
         w.migrate()?;
@@ -129,15 +129,19 @@ impl Worker {
     }
 
     /// Brings the database to the engine's current schema (idempotent).
-    pub fn migrate(&mut self) -> Result<api::Migration, HostError> {
-        self.transaction(false, |tx| {
+    pub fn migrate(&mut self) -> Result<Migration, HostError> {
+        let m = self.transaction(false, |tx| {
             tx.call(|b, s| b.quota_engine_api().call_migrate(s))?
                 .map_err(|e| HostError::Storage(SqlError::Other(format!("migrating the database: {e:?}"))))
+        })?;
+        Ok(Migration {
+            from_version: m.from_version,
+            to_version: m.to_version,
         })
     }
 
     /// Replaces the configuration (a refused one leaves the previous in force).
-    pub fn configure(&mut self, values_json: &str) -> Result<&api::ConfigSummary, HostError> {
+    pub fn configure(&mut self, values_json: &str) -> Result<&ConfigSummary, HostError> {
         let store = self
             .store
             .as_mut()
@@ -148,7 +152,18 @@ impl Worker {
             .call_configure(store, values_json);
         match answer {
             Ok(Ok(summary)) => {
-                self.summary = summary;
+                self.summary = ConfigSummary {
+                    enabled: summary.enabled,
+                    rules: summary
+                        .rules
+                        .into_iter()
+                        .map(|r| RuleInfo {
+                            name: r.name,
+                            enabled: r.enabled,
+                            schedule: r.schedule,
+                        })
+                        .collect(),
+                };
                 self.values_json = values_json.to_string();
                 Ok(&self.summary)
             }
@@ -163,7 +178,7 @@ impl Worker {
         }
     }
 
-    pub fn summary(&self) -> &api::ConfigSummary {
+    pub fn summary(&self) -> &ConfigSummary {
         &self.summary
     }
 
@@ -204,10 +219,7 @@ impl Worker {
             store: Some(store),
             bindings,
             values_json: String::new(),
-            summary: api::ConfigSummary {
-                enabled: false,
-                rules: Vec::new(),
-            },
+            summary: ConfigSummary::default(),
         };
         w.configure(values_json)?;
         Ok(w)
@@ -262,7 +274,7 @@ impl Worker {
     }
 
     /// Runs one engine call in one write transaction.
-    pub fn call<T>(
+    pub(crate) fn call<T>(
         &mut self,
         f: impl FnOnce(&QuotaEngine, &mut Store<HostState>) -> wasmtime::Result<T>,
     ) -> Result<T, HostError> {
@@ -270,7 +282,7 @@ impl Worker {
     }
 
     /// Runs one engine call that only reads, in a read transaction.
-    pub fn call_read<T>(
+    pub(crate) fn call_read<T>(
         &mut self,
         f: impl FnOnce(&QuotaEngine, &mut Store<HostState>) -> wasmtime::Result<T>,
     ) -> Result<T, HostError> {
@@ -298,43 +310,6 @@ impl Worker {
         now: quota_core::Timestamp,
     ) -> Result<quota_core::Response, HostError> {
         self.transaction(req.method == "GET", |tx| tx.handle_request(req, now))
-    }
-
-    /// The spawn gate.
-    pub fn check_start(
-        &mut self,
-        req: &api::StartRequest,
-        now: quota_core::Timestamp,
-    ) -> Result<Result<api::StartDecision, api::QuotaError>, HostError> {
-        self.call(|b, s| b.quota_engine_api().call_check_start(s, req, now.0))
-    }
-
-    /// Ends a session.
-    pub fn end_session(
-        &mut self,
-        req: &api::EndRequest,
-        now: quota_core::Timestamp,
-    ) -> Result<Result<api::EndResult, api::QuotaError>, HostError> {
-        self.call(|b, s| b.quota_engine_api().call_end_session(s, req, now.0))
-    }
-
-    /// Runs a configured refresh rule.
-    pub fn run_rule(
-        &mut self,
-        name: &str,
-        run_id: Option<&str>,
-        dry_run: bool,
-        now: quota_core::Timestamp,
-    ) -> Result<Result<api::RefreshResult, api::QuotaError>, HostError> {
-        self.transaction(false, |tx| tx.run_rule(name, run_id, dry_run, now))
-    }
-
-    /// Closes stale sessions.
-    pub fn cleanup_stale(
-        &mut self,
-        now: quota_core::Timestamp,
-    ) -> Result<Result<Vec<api::CleanedSession>, api::QuotaError>, HostError> {
-        self.call(|b, s| b.quota_engine_api().call_cleanup_stale(s, now.0))
     }
 
     /// The database, outside any transaction (a test's dump, a tool's check).

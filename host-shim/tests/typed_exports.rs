@@ -1,12 +1,14 @@
-//! Every typed export of the component, checked against the REST answer (`handle-request`) for the
-//! same state, and configuration errors reported with their key paths.
+//! Every typed export of the component, through quota-host's typed façade (core's types in and
+//! out), checked against the REST answer (`handle-request`) for the same state, and configuration
+//! errors reported with their key paths.
 
 mod common;
 
+use quota_core::admin::{AdminAction, AdminRequest, BatchEntry};
+use quota_core::gate::{StartDecision, StartRequest};
+use quota_core::sessions::{EndRequest, EndTarget, Outcome};
 use quota_core::Timestamp;
-use quota_host::api::{
-    self, AdminAction, BatchEntry, EndRequest, EndTarget, Outcome, StartDecision, StartRequest,
-};
+use quota_core::{Milli, QuotaError};
 use quota_host::{HostError, SqliteDb, Worker};
 use serde_json::{json, Value};
 
@@ -48,13 +50,8 @@ fn configuration_errors_come_back_with_key_paths_and_leave_the_old_config() {
     }
     assert!(matches!(w.configure("{not json"), Err(HostError::Config(p)) if p[0].0 == "values"));
     // The previous configuration is still in force.
-    let rates = w
-        .call(|b, s| b.quota_engine_api().call_get_rates(s))
-        .expect("rates");
-    assert_eq!(
-        rates.rates,
-        [("cpu".to_string(), 1000), ("phx".to_string(), 2500)]
-    );
+    let rates = w.rates().expect("rates");
+    assert_eq!(rates.rates, json!({"cpu": 1, "phx": 2.5}));
 }
 
 #[test]
@@ -72,28 +69,22 @@ fn typed_exports_agree_with_the_rest_answers() {
         (summary.rules[0].name.as_str(), summary.rules[0].schedule.as_str()),
         ("nightly", "0 3 * * *")
     );
-    let next = w
-        .call(|b, s| b.quota_engine_api().call_next_fire(s, "nightly", T0.0))
-        .expect("next");
+    let next = w.next_fire("nightly", T0).expect("next");
     assert_eq!(
-        next.map(|t| Timestamp(t).to_string()),
+        next.map(|t| t.to_string()),
         Some("2026-11-19T03:00:00".to_string())
     );
-    assert_eq!(
-        w.call(|b, s| b.quota_engine_api().call_next_fire(s, "nope", T0.0))
-            .expect("next"),
-        None
-    );
+    assert_eq!(w.next_fire("nope", T0).expect("next"), None);
 
     // Spawn gate: first start creates the record with the default grant.
     let start = StartRequest {
         username: " Ann ".into(),
-        accelerator: Some("phx".into()),
+        resource: Some("phx".into()),
         runtime_minutes: 4,
         server_name: "gpu".into(),
         started_at: None,
     };
-    let StartDecision::Allowed(s) = w.check_start(&start, T0).expect("call").expect("ok") else {
+    let StartDecision::Allowed(s) = w.check_start(&start, T0).expect("ok") else {
         panic!("refused")
     };
     assert_eq!(
@@ -104,17 +95,25 @@ fn typed_exports_agree_with_the_rest_answers() {
             s.balance,
             s.runtime_minutes
         ),
-        (1, 2500, 10_000, 25, 4)
+        (1, Milli(2500), Milli(10_000), 25, 4)
+    );
+    assert_eq!(
+        (
+            s.username.as_str(),
+            s.server_name.as_str(),
+            s.resource_type.as_str()
+        ),
+        ("ann", "gpu", "phx")
     );
     let big = StartRequest {
         runtime_minutes: 60,
         server_name: "other".into(),
         ..start.clone()
     };
-    match w.check_start(&big, T0).expect("call").expect("ok") {
+    match w.check_start(&big, T0).expect("ok") {
         StartDecision::Refused(r) => {
             assert_eq!(r.message, "Cannot start container: Insufficient quota. Current balance: 25 (10 reserved by running servers), estimated cost: 150 (2.5 quota/min x 60 min). Please contact administrator to add quota.");
-            assert_eq!((r.balance, r.held, r.estimated_cost), (25, 10, 150_000));
+            assert_eq!((r.balance, r.held, r.estimated_cost), (25, 10, Milli(150_000)));
         }
         StartDecision::Allowed(_) => panic!("should be refused"),
     }
@@ -123,50 +122,48 @@ fn typed_exports_agree_with_the_rest_answers() {
         ..start.clone()
     };
     assert!(
-        matches!(w.check_start(&bad, T0).expect("call"), Err(api::QuotaError::Invalid(p)) if p.field == "runtime_minutes")
+        matches!(w.check_start(&bad, T0), Err(HostError::Quota(QuotaError::Invalid { field, .. })) if field == "runtime_minutes")
     );
 
     // End by (username, server): 3 min x 2.5 = 7.5 -> 8.
     let end = EndRequest {
-        target: EndTarget::Server(("ann".into(), "gpu".into())),
-        ended_at: Some(T0.0 + 200),
+        target: EndTarget::Server {
+            username: "ann".into(),
+            server_name: "gpu".into(),
+        },
+        ended_at: Some(T0.plus_seconds(200)),
         outcome: Outcome::Completed,
     };
-    let e = w.end_session(&end, T0).expect("call").expect("ok");
+    let e = w.end_session(&end, T0).expect("ok");
     assert_eq!(
         (e.session_id, e.duration_minutes, e.cost, e.balance),
         (1, 3, 8, 17)
     );
     assert!(matches!(
-        w.end_session(&end, T0).expect("call"),
-        Err(api::QuotaError::NotFound(_))
+        w.end_session(&end, T0),
+        Err(HostError::Quota(QuotaError::NotFound(_)))
     ));
 
     // Admin and batch.
-    let r = w
-        .call(|b, s| {
-            b.quota_engine_api().call_admin_update(
-                s,
-                "Bob",
-                AdminAction::Set(30),
-                Some("hello"),
-                "root",
-                T0.0,
-            )
-        })
-        .expect("call")
-        .expect("ok");
+    let set = AdminRequest {
+        username: "Bob".into(),
+        action: AdminAction::Set(30),
+        description: Some("hello".into()),
+    };
+    let r = w.admin_update(&set, "root", T0).expect("ok");
     assert_eq!(
-        (r.username.as_str(), r.balance, r.action.as_str(), r.amount),
+        (r.username.as_str(), r.balance, r.action, r.amount),
         ("bob", 30, "set", Some(30))
     );
-    let r = w
-        .call(|b, s| {
-            b.quota_engine_api()
-                .call_admin_update(s, "bob", AdminAction::Deduct(31), None, "root", T0.0)
-        })
-        .expect("call");
-    assert!(matches!(r, Err(api::QuotaError::InsufficientBalance)));
+    let deduct = AdminRequest {
+        username: "bob".into(),
+        action: AdminAction::Deduct(31),
+        description: None,
+    };
+    assert!(matches!(
+        w.admin_update(&deduct, "root", T0),
+        Err(HostError::Quota(QuotaError::InsufficientBalance))
+    ));
     let entries = [
         BatchEntry {
             username: "cy".into(),
@@ -179,55 +176,46 @@ fn typed_exports_agree_with_the_rest_answers() {
             unlimited: None,
         },
     ];
-    let r = w
-        .call(|b, s| b.quota_engine_api().call_batch(s, &entries, "root", T0.0))
-        .expect("call")
-        .expect("ok");
+    let r = w.batch(&entries, "root", T0).expect("ok");
     assert_eq!((r.success, r.failed), (1, 1));
     assert_eq!(r.details[1].status, "failed");
 
     // Refresh by body and by configured rule (at most once per run id).
     let r = w
-        .call(|b, s| {
-            b.quota_engine_api().call_refresh(
-                s,
-                r#"{"action":"add","amount":1,"targets":{"includeUsers":["cy"]}}"#,
-                T0.0,
-            )
-        })
-        .expect("call")
+        .refresh(
+            r#"{"action":"add","amount":1,"targets":{"includeUsers":["cy"]}}"#,
+            T0,
+        )
         .expect("ok");
     assert_eq!(
         (r.users_updated, r.total_change, r.skipped, r.action.as_str()),
         (1, 1, 2, "add")
     );
-    let bad = w
-        .call(|b, s| {
-            b.quota_engine_api()
-                .call_refresh(s, r#"{"action":"add","amount":1,"target":{}}"#, T0.0)
-        })
-        .expect("call");
-    assert!(matches!(bad, Err(api::QuotaError::Invalid(p)) if p.field == "target"));
+    let bad = w.refresh(r#"{"action":"add","amount":1,"target":{}}"#, T0);
+    assert!(matches!(bad, Err(HostError::Quota(QuotaError::Invalid { field, .. })) if field == "target"));
     let first = w
         .run_rule("nightly", Some("nightly@2026-11-19T03:00:00Z"), false, T0)
-        .expect("call")
         .expect("ok");
+    assert!(!first.replayed);
     assert_eq!((first.users_updated, first.total_change), (3, 15)); // ann 17->22, bob 30->35, cy 4->9
     let again = w
         .run_rule("nightly", Some("nightly@2026-11-19T03:00:00Z"), false, T0)
-        .expect("call")
         .expect("ok");
-    assert_eq!(again.json, first.json, "a replayed run answers the first result");
+    assert!(again.replayed);
+    assert_eq!(
+        (again.users_updated, again.total_change),
+        (first.users_updated, first.total_change),
+        "a replayed run answers the first result"
+    );
+    assert!(w.run_applied("nightly@2026-11-19T03:00:00Z").expect("applied"));
+    assert!(!w.run_applied("nightly@2026-11-20T03:00:00Z").expect("applied"));
     assert!(matches!(
-        w.run_rule("nope", None, false, T0).expect("call"),
-        Err(api::QuotaError::NotFound(_))
+        w.run_rule("nope", None, false, T0),
+        Err(HostError::Quota(QuotaError::NotFound(_)))
     ));
 
     // Reads agree with REST.
-    let users = w
-        .call(|b, s| b.quota_engine_api().call_list_users(s))
-        .expect("call")
-        .expect("ok");
+    let users = w.list_users().expect("ok");
     let rest_users = rest(&mut w, "GET", "/admin/api/quota/");
     let pairs: Vec<(String, i64)> = users.iter().map(|u| (u.username.clone(), u.balance)).collect();
     let rest_pairs: Vec<(String, i64)> = rest_users["users"]
@@ -247,10 +235,7 @@ fn typed_exports_agree_with_the_rest_answers() {
         [("ann".to_string(), 22), ("bob".into(), 35), ("cy".into(), 9)]
     );
 
-    let d = w
-        .call(|b, s| b.quota_engine_api().call_user_detail(s, "ann"))
-        .expect("call")
-        .expect("ok");
+    let d = w.user_detail("ann").expect("ok");
     let rest_d = rest(&mut w, "GET", "/admin/api/quota/users/ann");
     let ids: Vec<i64> = d.recent_transactions.iter().map(|t| t.id).collect();
     let rest_ids: Vec<i64> = rest_d["recent_transactions"]
@@ -262,50 +247,42 @@ fn typed_exports_agree_with_the_rest_answers() {
     assert_eq!(ids, rest_ids);
     assert_eq!(d.recent_transactions.len(), 3, "grant, usage, refresh");
 
-    let me = w
-        .call(|b, s| b.quota_engine_api().call_me(s, "ANN"))
-        .expect("call")
-        .expect("ok");
+    let me = w.me("ANN").expect("ok");
     assert_eq!(
         (me.username.as_str(), me.balance, me.unlimited, me.enabled),
         ("ann", 22, false, true)
     );
-    assert_eq!(me.rates, [("cpu".to_string(), 1000), ("phx".to_string(), 2500)]);
+    assert_eq!(me.rates, json!({"cpu": 1, "phx": 2.5}));
+    assert_eq!(me.rates, rest(&mut w, "GET", "/api/quota/rates")["rates"]);
 
-    let acc = w
-        .call(|b, s| b.quota_engine_api().call_get_accelerators(s))
-        .expect("call");
+    let acc = w.accelerators().expect("ok");
     let rest_acc = rest(&mut w, "GET", "/api/accelerators");
     assert_eq!(acc.len(), 1);
-    assert_eq!(acc[0].key, "phx");
+    assert_eq!(acc[0].0, "phx");
     assert_eq!(
         rest_acc["accelerators"]["phx"]["displayName"],
-        acc[0].display_name.as_str()
+        acc[0].1.display_name.as_str()
     );
-    assert_eq!(acc[0].node_selector, [("accel".to_string(), "phx".to_string())]);
-    assert_eq!(acc[0].quota_rate, 2500);
+    assert_eq!(
+        acc[0].1.node_selector.get("accel").map(String::as_str),
+        Some("phx")
+    );
+    assert_eq!(acc[0].1.quota_rate, Milli(2500));
 
     // Stale cleanup.
     let s2 = StartRequest {
         username: "bob".into(),
-        accelerator: None,
+        resource: None,
         runtime_minutes: 10,
         server_name: String::new(),
         started_at: None,
     };
     assert!(matches!(
-        w.check_start(&s2, T0).expect("call").expect("ok"),
+        w.check_start(&s2, T0).expect("ok"),
         StartDecision::Allowed(_)
     ));
-    assert!(w
-        .cleanup_stale(T0.plus_seconds(8 * 3600))
-        .expect("call")
-        .expect("ok")
-        .is_empty());
-    let cleaned = w
-        .cleanup_stale(T0.plus_seconds(8 * 3600 + 60))
-        .expect("call")
-        .expect("ok");
+    assert!(w.cleanup_stale(T0.plus_seconds(8 * 3600)).expect("ok").is_empty());
+    let cleaned = w.cleanup_stale(T0.plus_seconds(8 * 3600 + 60)).expect("ok");
     assert_eq!(
         cleaned
             .iter()

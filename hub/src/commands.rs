@@ -13,7 +13,6 @@ use serde_json::json;
 use crate::cli::{Cli, Command, QuotaArgs, ServeArgs, TokenCommand};
 use crate::clock::{self, Clock};
 use crate::db::{self, Db};
-use crate::engine::quota_error;
 use crate::host_tables;
 use crate::log::info;
 use crate::pool::{Kind, Pool};
@@ -62,9 +61,9 @@ pub fn run(cli: Cli) -> Result<ExitCode, String> {
             };
             let r = w
                 .run_rule(&rule, None, dry_run, Clock::system()?.now())
-                .map_err(|e| e.to_string())?
-                .map_err(|e| quota_error(&e))?;
-            println!("{}", pretty(&r.json));
+                .map_err(|e| e.to_string())?;
+            let json = serde_json::to_string_pretty(&r).map_err(|e| e.to_string())?;
+            println!("{json}");
             Ok(ExitCode::SUCCESS)
         }
         Command::Cleanup(t) => {
@@ -74,13 +73,6 @@ pub fn run(cli: Cli) -> Result<ExitCode, String> {
         }
         Command::CheckConfig { values } => check_config(&values),
     }
-}
-
-fn pretty(s: &str) -> String {
-    serde_json::from_str::<serde_json::Value>(s)
-        .ok()
-        .and_then(|v| serde_json::to_string_pretty(&v).ok())
-        .unwrap_or_else(|| s.to_string())
 }
 
 /// Reads and checks a values file with the engine; prints every problem and refuses the file.
@@ -310,19 +302,14 @@ async fn run_server(app: Arc<App>, listen: &str) -> Result<(), String> {
     // replayed), runs after it are the scheduler's, however long the rest of the start-up takes.
     let t0 = app.clock.now();
     match app.pool.run(Kind::Write, move |w| w.cleanup_stale(t0)).await {
-        Ok(Ok(Ok(cleaned))) => {
+        Ok(Ok(cleaned)) => {
             for c in &cleaned {
                 info!(
                     "stale session {} of {} (server `{}`, started {}) closed after {} minutes, not charged",
-                    c.session_id,
-                    c.username,
-                    c.server_name,
-                    Timestamp(c.start_time),
-                    c.duration_minutes
+                    c.session_id, c.username, c.server_name, c.start_time, c.duration_minutes
                 );
             }
         }
-        Ok(Ok(Err(e))) => return Err(format!("stale cleanup: {}", quota_error(&e))),
         Ok(Err(e)) => return Err(format!("stale cleanup: {e}")),
         Err(e) => return Err(format!("stale cleanup: {e}")),
     }

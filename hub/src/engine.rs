@@ -31,15 +31,3 @@ pub fn worker(
     host_tables::ensure_schema(w.db()).map_err(|e| e.to_string())?;
     Ok(w)
 }
-
-/// An engine refusal as one line: `field: message` for bad input, else the engine's message.
-pub fn quota_error(e: &quota_host::api::QuotaError) -> String {
-    match e {
-        quota_host::api::QuotaError::Invalid(p) => format!("{}: {}", p.field, p.message),
-        quota_host::api::QuotaError::InsufficientBalance => "Insufficient balance".into(),
-        quota_host::api::QuotaError::OutOfRange(m)
-        | quota_host::api::QuotaError::NotFound(m)
-        | quota_host::api::QuotaError::Conflict(m)
-        | quota_host::api::QuotaError::Storage(m) => m.clone(),
-    }
-}

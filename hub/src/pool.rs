@@ -6,7 +6,7 @@ use std::sync::mpsc::{channel, Receiver, Sender};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
-use quota_host::{api, Runtime, Worker};
+use quota_host::{ConfigSummary, Runtime, Worker};
 
 use crate::db::Db;
 use crate::engine;
@@ -15,7 +15,7 @@ type Job = Box<dyn FnOnce(&mut Worker) + Send>;
 
 pub struct Pool {
     /// What the engine made of the values document (rules, enabled).
-    pub summary: api::ConfigSummary,
+    pub summary: ConfigSummary,
     write: Option<Sender<Job>>,
     read: Option<Sender<Job>>,
     threads: Vec<JoinHandle<()>>,

@@ -9,7 +9,6 @@ use std::time::Duration;
 use quota_core::Timestamp;
 use quota_host::{HostError, Worker};
 
-use crate::engine::quota_error;
 use crate::host_tables;
 use crate::log::info;
 use crate::pool::Kind;
@@ -51,8 +50,7 @@ pub async fn report_missed(app: &Arc<App>, now: Timestamp) {
                     return Ok(None);
                 };
                 let id = run_id(&name, at);
-                let applied = w.call_read(|b, s| b.quota_engine_api().call_run_applied(s, &id))?;
-                Ok::<_, HostError>(matches!(applied, Ok(false)).then_some(id))
+                Ok::<_, HostError>((!w.run_applied(&id)?).then_some(id))
             })
             .await;
         if let Ok(Ok(Some(id))) = missed {
@@ -106,14 +104,14 @@ pub async fn run_rule_forever(app: Arc<App>, rule: String, since: Timestamp) {
         // The engine applies a run id at most once, deciding inside the call's transaction, so of
         // several servers racing for one run exactly one sees `replayed: false`.
         match answer {
-            Ok(Ok(Ok(r))) if r.replayed => {
+            Ok(Ok(r)) if r.replayed => {
                 info!("refresh rule {rule}: run {id} was already applied (by another server)")
             }
-            Ok(Ok(Ok(r))) => info!(
+            Ok(Ok(r)) => info!(
                 "refresh rule {rule}: run {id} applied: {} users updated, total change {}, {} skipped",
                 r.users_updated, r.total_change, r.skipped
             ),
-            Ok(Ok(Err(e))) => info!("refresh rule {rule}: run {id} refused: {}", quota_error(&e)),
+            Ok(Err(HostError::Quota(e))) => info!("refresh rule {rule}: run {id} refused: {e}"),
             Ok(Err(e)) => info!("refresh rule {rule}: run {id} failed and was rolled back: {e}"),
             Err(e) => info!("refresh rule {rule}: run {id} not run: {e}"),
         }
