@@ -5,7 +5,7 @@
 //! component boundary (see `wit/0.2.0/quota.wit`, interface `sql`). Host code of its own (quota-hub's
 //! tokens) uses the typed [`Database::query`] on the same connection and transaction.
 
-use std::fmt::Write;
+use quota_core::json::{push_int, push_string};
 
 use thiserror::Error;
 
@@ -151,33 +151,6 @@ pub fn param_rows_from_json(json: &str) -> Result<Vec<Vec<SqlValue>>, SqlError> 
     serde_json::from_str(json).map_err(|e| SqlError::Other(format!("parameter rows: {e}")))
 }
 
-/// Appends `s` as a JSON string (quotes and escapes; other characters as they are).
-pub fn push_json_str(out: &mut String, s: &str) {
-    out.push('"');
-    let bytes = s.as_bytes();
-    let mut start = 0;
-    for (i, &b) in bytes.iter().enumerate() {
-        let esc = match b {
-            b'"' => "\\\"",
-            b'\\' => "\\\\",
-            b'\n' => "\\n",
-            b'\r' => "\\r",
-            b'\t' => "\\t",
-            0..=0x1f => "",
-            _ => continue,
-        };
-        out.push_str(&s[start..i]);
-        if esc.is_empty() {
-            let _ = write!(out, "\\u{b:04x}");
-        } else {
-            out.push_str(esc);
-        }
-        start = i + 1;
-    }
-    out.push_str(&s[start..]);
-    out.push('"');
-}
-
 /// Rows as a JSON array of arrays.
 pub fn rows_to_json(rows: &[Vec<SqlValue>]) -> String {
     let mut out = String::with_capacity(2 + rows.len() * 32);
@@ -192,11 +165,9 @@ pub fn rows_to_json(rows: &[Vec<SqlValue>]) -> String {
                 out.push(',');
             }
             match v {
-                SqlValue::Int(n) => {
-                    let _ = write!(out, "{n}");
-                }
+                SqlValue::Int(n) => push_int(&mut out, *n),
                 SqlValue::Null => out.push_str("null"),
-                SqlValue::Text(s) => push_json_str(&mut out, s),
+                SqlValue::Text(s) => push_string(&mut out, s),
             }
         }
         out.push(']');

@@ -7,9 +7,9 @@ use std::time::Duration;
 use rusqlite::types::{ToSqlOutput, ValueRef};
 use rusqlite::{Connection, ErrorCode, ToSql};
 
-use crate::sql::{
-    param_rows_from_json, params_from_json, push_json_str, Database, Dialect, SqlError, SqlValue,
-};
+use quota_core::json::{push_int, push_string};
+
+use crate::sql::{param_rows_from_json, params_from_json, Database, Dialect, SqlError, SqlValue};
 
 /// Page cache per connection, in KiB.
 const cache_kib: i64 = 64 * 1024;
@@ -238,11 +238,9 @@ impl Database for SqliteDb {
                     out.push(',');
                 }
                 match r.get_ref(i).map_err(sql_err)? {
-                    ValueRef::Integer(v) => {
-                        let _ = std::fmt::Write::write_fmt(&mut out, format_args!("{v}"));
-                    }
+                    ValueRef::Integer(v) => push_int(&mut out, v),
                     ValueRef::Null => out.push_str("null"),
-                    ValueRef::Text(t) => push_json_str(
+                    ValueRef::Text(t) => push_string(
                         &mut out,
                         std::str::from_utf8(t)
                             .map_err(|_| SqlError::Other(format!("column {i}: text that is not UTF-8")))?,

@@ -4,8 +4,6 @@
 //! so JSON carries it exactly to every host (JavaScript numbers included). Parameters are written
 //! by hand and rows are read straight into [`Cell`]s: no intermediate JSON tree either way.
 
-use std::fmt::Write;
-
 use quota_core::StoreError;
 
 /// The largest magnitude a value may have on the wire: 2^53 - 1.
@@ -75,7 +73,7 @@ impl Params {
             )));
         }
         self.sep();
-        let _ = write!(self.text, "{v}");
+        quota_core::json::push_int(&mut self.text, v);
         Ok(())
     }
 
@@ -86,21 +84,7 @@ impl Params {
 
     pub fn push_text(&mut self, s: &str) {
         self.sep();
-        self.text.push('"');
-        for c in s.chars() {
-            match c {
-                '"' => self.text.push_str("\\\""),
-                '\\' => self.text.push_str("\\\\"),
-                '\n' => self.text.push_str("\\n"),
-                '\r' => self.text.push_str("\\r"),
-                '\t' => self.text.push_str("\\t"),
-                c if (c as u32) < 0x20 => {
-                    let _ = write!(self.text, "\\u{:04x}", c as u32);
-                }
-                c => self.text.push(c),
-            }
-        }
-        self.text.push('"');
+        quota_core::json::push_string(&mut self.text, s);
     }
 
     /// Starts a row of a bulk write (the text becomes an array of arrays).
