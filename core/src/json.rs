@@ -28,6 +28,96 @@ pub fn milli(v: &serde_json::Value) -> Result<Milli, String> {
     }
 }
 
+/// One value as the engine stores it and the SQL bridge carries it: an integer within
+/// +-(2^53-1), a string, or null (flags are 0/1). Read from JSON without an intermediate tree;
+/// anything else (a float, a boolean, an array) is refused.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SqlValue {
+    Int(i64),
+    Text(String),
+    Null,
+}
+
+impl SqlValue {
+    pub fn as_int(&self) -> Option<i64> {
+        match self {
+            SqlValue::Int(i) => Some(*i),
+            _ => None,
+        }
+    }
+
+    pub fn as_text(&self) -> Option<&str> {
+        match self {
+            SqlValue::Text(s) => Some(s),
+            _ => None,
+        }
+    }
+}
+
+impl From<i64> for SqlValue {
+    fn from(v: i64) -> SqlValue {
+        SqlValue::Int(v)
+    }
+}
+
+impl From<&str> for SqlValue {
+    fn from(v: &str) -> SqlValue {
+        SqlValue::Text(v.to_string())
+    }
+}
+
+impl From<String> for SqlValue {
+    fn from(v: String) -> SqlValue {
+        SqlValue::Text(v)
+    }
+}
+
+impl std::fmt::Display for SqlValue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SqlValue::Int(i) => write!(f, "{i}"),
+            SqlValue::Text(s) => write!(f, "{s:?}"),
+            SqlValue::Null => f.write_str("null"),
+        }
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for SqlValue {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<SqlValue, D::Error> {
+        struct V;
+        impl serde::de::Visitor<'_> for V {
+            type Value = SqlValue;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("an integer within +-(2^53-1), a string or null")
+            }
+            fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<SqlValue, E> {
+                let max = crate::limits::json_int_abs_max;
+                if (-max..=max).contains(&v) {
+                    Ok(SqlValue::Int(v))
+                } else {
+                    Err(E::custom(format!("{v} is outside +-(2^53-1)")))
+                }
+            }
+            fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<SqlValue, E> {
+                match i64::try_from(v) {
+                    Ok(i) => self.visit_i64(i),
+                    Err(_) => Err(E::custom(format!("{v} is outside +-(2^53-1)"))),
+                }
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<SqlValue, E> {
+                Ok(SqlValue::Text(v.to_string()))
+            }
+            fn visit_string<E: serde::de::Error>(self, v: String) -> Result<SqlValue, E> {
+                Ok(SqlValue::Text(v))
+            }
+            fn visit_unit<E: serde::de::Error>(self) -> Result<SqlValue, E> {
+                Ok(SqlValue::Null)
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
 /// Appends `v` in decimal: JSON text without `core::fmt`, which costs several times more in the
 /// component (the SQL bridge writes every parameter and row this way).
 pub fn push_int(out: &mut String, v: i64) {

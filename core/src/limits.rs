@@ -5,6 +5,9 @@
 
 /// Largest magnitude of any balance or ledger value (exact in a JavaScript number).
 pub const balance_abs_max: i64 = 9_007_199_254_740_991;
+/// Largest magnitude of an integer carried as JSON between the engine and a host: 2^53 - 1, exact
+/// in Rust, Python and JavaScript alike.
+pub const json_int_abs_max: i64 = 9_007_199_254_740_991;
 /// Largest magnitude of one admin or refresh `amount`.
 pub const amount_abs_max: i64 = 10_000_000;
 /// Requested runtime bounds, in minutes. The maximum is also the stale threshold.

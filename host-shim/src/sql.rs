@@ -9,56 +9,13 @@ use quota_core::json::{push_int, push_string};
 
 use thiserror::Error;
 
-/// The largest magnitude a value may have on the wire: 2^53 - 1.
-pub const json_int_max: i64 = (1 << 53) - 1;
-
 /// The SQL a database speaks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Dialect {
     Sqlite,
 }
 
-/// One value of a parameter or a column.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum SqlValue {
-    Int(i64),
-    Text(String),
-    Null,
-}
-
-impl SqlValue {
-    pub fn as_int(&self) -> Option<i64> {
-        match self {
-            SqlValue::Int(i) => Some(*i),
-            _ => None,
-        }
-    }
-
-    pub fn as_text(&self) -> Option<&str> {
-        match self {
-            SqlValue::Text(s) => Some(s),
-            _ => None,
-        }
-    }
-}
-
-impl From<i64> for SqlValue {
-    fn from(v: i64) -> SqlValue {
-        SqlValue::Int(v)
-    }
-}
-
-impl From<&str> for SqlValue {
-    fn from(v: &str) -> SqlValue {
-        SqlValue::Text(v.to_string())
-    }
-}
-
-impl From<String> for SqlValue {
-    fn from(v: String) -> SqlValue {
-        SqlValue::Text(v)
-    }
-}
+pub use quota_core::json::SqlValue;
 
 /// Why a statement failed.
 #[derive(Clone, Debug, Error, PartialEq, Eq)]
@@ -101,43 +58,6 @@ pub trait Database: Send {
     /// [`Database::execute_many`] with rows as the component sends them (JSON array of arrays).
     fn execute_many_json(&mut self, sql: &str, rows_json: &str) -> Result<u64, SqlError> {
         self.execute_many(sql, &param_rows_from_json(rows_json)?)
-    }
-}
-
-/// Reads a parameter straight from JSON: an integer within +-(2^53-1), a string or null, nothing
-/// else (no intermediate `serde_json::Value`).
-impl<'de> serde::Deserialize<'de> for SqlValue {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<SqlValue, D::Error> {
-        struct V;
-        impl serde::de::Visitor<'_> for V {
-            type Value = SqlValue;
-            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-                f.write_str("an integer within +-(2^53-1), a string or null")
-            }
-            fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<SqlValue, E> {
-                if (-json_int_max..=json_int_max).contains(&v) {
-                    Ok(SqlValue::Int(v))
-                } else {
-                    Err(E::custom(format!("{v} is outside +-(2^53-1)")))
-                }
-            }
-            fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<SqlValue, E> {
-                match i64::try_from(v) {
-                    Ok(i) => self.visit_i64(i),
-                    Err(_) => Err(E::custom(format!("{v} is outside +-(2^53-1)"))),
-                }
-            }
-            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<SqlValue, E> {
-                Ok(SqlValue::Text(v.to_string()))
-            }
-            fn visit_string<E: serde::de::Error>(self, v: String) -> Result<SqlValue, E> {
-                Ok(SqlValue::Text(v))
-            }
-            fn visit_unit<E: serde::de::Error>(self) -> Result<SqlValue, E> {
-                Ok(SqlValue::Null)
-            }
-        }
-        d.deserialize_any(V)
     }
 }
 
@@ -188,7 +108,7 @@ mod tests {
                 SqlValue::Int(1),
                 SqlValue::Text("a".into()),
                 SqlValue::Null,
-                SqlValue::Int(-json_int_max)
+                SqlValue::Int(-quota_core::limits::json_int_abs_max)
             ]
         );
         for bad in [

@@ -76,9 +76,12 @@ fn sql_err(e: rusqlite::Error) -> SqlError {
     }
 }
 
-impl ToSql for SqlValue {
+/// Binds a value (the value type is core's, the trait rusqlite's: a wrapper joins them).
+struct Bind<'a>(&'a SqlValue);
+
+impl ToSql for Bind<'_> {
     fn to_sql(&self) -> rusqlite::Result<ToSqlOutput<'_>> {
-        Ok(match self {
+        Ok(match self.0 {
             SqlValue::Int(i) => ToSqlOutput::Borrowed(ValueRef::Integer(*i)),
             SqlValue::Text(s) => ToSqlOutput::Borrowed(ValueRef::Text(s.as_bytes())),
             SqlValue::Null => ToSqlOutput::Borrowed(ValueRef::Null),
@@ -207,7 +210,7 @@ impl Database for SqliteDb {
         let mut st = self.conn.prepare_cached(sql).map_err(sql_err)?;
         let n = st.column_count();
         let mut rows = st
-            .query(rusqlite::params_from_iter(params.iter()))
+            .query(rusqlite::params_from_iter(params.iter().map(Bind)))
             .map_err(sql_err)?;
         let mut out = Vec::new();
         while let Some(r) = rows.next().map_err(sql_err)? {
@@ -226,7 +229,7 @@ impl Database for SqliteDb {
         let mut st = self.conn.prepare_cached(sql).map_err(sql_err)?;
         let n = st.column_count();
         let mut rows = st
-            .query(rusqlite::params_from_iter(params.iter()))
+            .query(rusqlite::params_from_iter(params.iter().map(Bind)))
             .map_err(sql_err)?;
         let mut out = String::from("[");
         let mut first = true;
@@ -267,7 +270,7 @@ impl Database for SqliteDb {
         let mut changed = 0u64;
         for row in rows {
             changed += st
-                .execute(rusqlite::params_from_iter(row.iter()))
+                .execute(rusqlite::params_from_iter(row.iter().map(Bind)))
                 .map_err(sql_err)? as u64;
         }
         Ok(changed)

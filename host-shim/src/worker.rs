@@ -115,6 +115,17 @@ impl Worker {
     /// A worker over `db`, configured with the values document (JSON), with the database brought to
     /// the engine's schema (the engine's `migrate`, in a write transaction).
     pub fn new(runtime: Arc<Runtime>, db: Box<dyn Database>, values_json: &str) -> Result<Worker, HostError> {
+        let mut w = Worker::configured(runtime, db, values_json)?;
+        w.migrate()?;
+        Ok(w)
+    }
+
+    /// A fresh instance over `db`, configured; the schema untouched.
+    fn configured(
+        runtime: Arc<Runtime>,
+        db: Box<dyn Database>,
+        values_json: &str,
+    ) -> Result<Worker, HostError> {
         let (store, bindings) = instantiate(&runtime, db)?;
         let mut w = Worker {
             runtime,
@@ -124,7 +135,6 @@ impl Worker {
             summary: ConfigSummary::default(),
         };
         w.configure(values_json)?;
-        w.migrate()?;
         Ok(w)
     }
 
@@ -213,16 +223,7 @@ impl Worker {
     /// `HostError::Config` with every problem and its key path.
     pub fn without_storage(runtime: Arc<Runtime>, values_json: &str) -> Result<Worker, HostError> {
         let db = crate::sqlite::SqliteDb::memory().map_err(HostError::Storage)?;
-        let (store, bindings) = instantiate(&runtime, Box::new(db))?;
-        let mut w = Worker {
-            runtime,
-            store: Some(store),
-            bindings,
-            values_json: String::new(),
-            summary: ConfigSummary::default(),
-        };
-        w.configure(values_json)?;
-        Ok(w)
+        Worker::configured(runtime, Box::new(db), values_json)
     }
 
     fn store_mut(&mut self) -> &mut Store<HostState> {

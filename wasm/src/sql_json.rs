@@ -7,7 +7,7 @@
 use quota_core::StoreError;
 
 /// The largest magnitude a value may have on the wire: 2^53 - 1.
-pub const json_int_max: i64 = (1 << 53) - 1;
+pub const json_int_max: i64 = quota_core::limits::json_int_abs_max;
 
 /// One statement's parameters (a JSON array), or the rows of a bulk write (an array of arrays).
 #[derive(Default)]
@@ -107,62 +107,7 @@ impl Params {
     }
 }
 
-/// One column value of a row.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Cell {
-    Int(i64),
-    Text(String),
-    Null,
-}
-
-impl Cell {
-    pub fn as_i64(&self) -> Option<i64> {
-        match self {
-            Cell::Int(i) => Some(*i),
-            _ => None,
-        }
-    }
-}
-
-impl std::fmt::Display for Cell {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Cell::Int(i) => write!(f, "{i}"),
-            Cell::Text(s) => write!(f, "{s:?}"),
-            Cell::Null => f.write_str("null"),
-        }
-    }
-}
-
-impl<'de> serde::Deserialize<'de> for Cell {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Cell, D::Error> {
-        struct V;
-        impl serde::de::Visitor<'_> for V {
-            type Value = Cell;
-            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-                f.write_str("an integer, a string or null")
-            }
-            fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<Cell, E> {
-                Ok(Cell::Int(v))
-            }
-            fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<Cell, E> {
-                i64::try_from(v)
-                    .map(Cell::Int)
-                    .map_err(|_| E::custom("integer out of range"))
-            }
-            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Cell, E> {
-                Ok(Cell::Text(v.to_string()))
-            }
-            fn visit_string<E: serde::de::Error>(self, v: String) -> Result<Cell, E> {
-                Ok(Cell::Text(v))
-            }
-            fn visit_unit<E: serde::de::Error>(self) -> Result<Cell, E> {
-                Ok(Cell::Null)
-            }
-        }
-        d.deserialize_any(V)
-    }
-}
+pub use quota_core::json::SqlValue as Cell;
 
 /// The rows of a query: arrays of column values.
 pub fn rows(json: &str) -> Result<Vec<Vec<Cell>>, StoreError> {
@@ -198,7 +143,7 @@ impl<'a> Columns<'a> {
     }
 
     pub fn int(&self, i: usize) -> Result<i64, StoreError> {
-        self.row[i].as_i64().ok_or_else(|| self.bad(i, "an integer"))
+        self.row[i].as_int().ok_or_else(|| self.bad(i, "an integer"))
     }
 
     pub fn opt_int(&self, i: usize) -> Result<Option<i64>, StoreError> {

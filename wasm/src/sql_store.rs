@@ -157,7 +157,7 @@ impl SqlStore {
         let version = found
             .first()
             .and_then(|r| r.first())
-            .and_then(Cell::as_i64)
+            .and_then(Cell::as_int)
             .and_then(|v| u32::try_from(v).ok())
             .ok_or_else(|| StoreError("the database did not report its schema version".into()))?;
         let steps = (self.d.migration)(version).ok_or_else(|| {
@@ -237,7 +237,7 @@ impl Store for SqlStore {
         let rows = query(self.d.insert_session, p)?;
         rows.first()
             .and_then(|r| r.first())
-            .and_then(Cell::as_i64)
+            .and_then(Cell::as_int)
             .ok_or_else(|| StoreError("inserting a session returned no id".into()))
     }
 
