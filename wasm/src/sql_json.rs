@@ -120,12 +120,12 @@ pub fn rows(json: &str) -> Result<Vec<Vec<Cell>>, StoreError> {
 
 /// One row's columns, read in order with the column's name for messages.
 pub struct Columns<'a> {
-    row: &'a [Cell],
+    row: &'a mut [Cell],
     table: &'static str,
 }
 
 impl<'a> Columns<'a> {
-    pub fn new(row: &'a [Cell], table: &'static str, expected: usize) -> Result<Columns<'a>, StoreError> {
+    pub fn new(row: &'a mut [Cell], table: &'static str, expected: usize) -> Result<Columns<'a>, StoreError> {
         if row.len() != expected {
             return Err(StoreError(format!(
                 "{table}: a row has {} columns, expected {expected}",
@@ -161,14 +161,18 @@ impl<'a> Columns<'a> {
         }
     }
 
-    pub fn text(&self, i: usize) -> Result<String, StoreError> {
-        match &self.row[i] {
-            Cell::Text(s) => Ok(s.clone()),
-            _ => Err(self.bad(i, "a string")),
+    /// The string in column `i`, taken out of the row (no copy).
+    pub fn text(&mut self, i: usize) -> Result<String, StoreError> {
+        match std::mem::replace(&mut self.row[i], Cell::Null) {
+            Cell::Text(s) => Ok(s),
+            other => {
+                self.row[i] = other;
+                Err(self.bad(i, "a string"))
+            }
         }
     }
 
-    pub fn opt_text(&self, i: usize) -> Result<Option<String>, StoreError> {
+    pub fn opt_text(&mut self, i: usize) -> Result<Option<String>, StoreError> {
         match &self.row[i] {
             Cell::Null => Ok(None),
             _ => self.text(i).map(Some),
@@ -215,13 +219,13 @@ mod tests {
 
     #[test]
     fn rows_are_checked_column_by_column() {
-        let r = rows(r#"[[1,"a",null,"x"]]"#).unwrap();
-        let c = Columns::new(&r[0], "t", 4).unwrap();
+        let mut r = rows(r#"[[1,"a",null,"x"]]"#).unwrap();
+        let mut c = Columns::new(&mut r[0], "t", 4).unwrap();
         assert_eq!(c.int(0).unwrap(), 1);
         assert_eq!(c.text(1).unwrap(), "a");
         assert_eq!(c.opt_int(2).unwrap(), None);
         assert!(c.int(3).unwrap_err().0.contains("column 3"));
-        assert!(Columns::new(&r[0], "t", 3).is_err());
+        assert!(Columns::new(&mut r[0], "t", 3).is_err());
         assert!(
             rows("[[1.5]]").is_err(),
             "floats are not values the engine stores"

@@ -67,8 +67,8 @@ fn limit(n: usize) -> i64 {
         .min(crate::sql_json::json_int_max)
 }
 
-fn user(row: &[Cell]) -> Result<UserRecord, StoreError> {
-    let c = Columns::new(row, "users", dialect::user_column_count)?;
+fn user(row: &mut [Cell]) -> Result<UserRecord, StoreError> {
+    let mut c = Columns::new(row, "users", dialect::user_column_count)?;
     Ok(UserRecord {
         username: c.text(0)?,
         balance: c.int(1)?,
@@ -77,8 +77,8 @@ fn user(row: &[Cell]) -> Result<UserRecord, StoreError> {
     })
 }
 
-fn transaction(row: &[Cell]) -> Result<Transaction, StoreError> {
-    let c = Columns::new(row, "transactions", dialect::transaction_column_count)?;
+fn transaction(row: &mut [Cell]) -> Result<Transaction, StoreError> {
+    let mut c = Columns::new(row, "transactions", dialect::transaction_column_count)?;
     let kind = c.text(3)?;
     Ok(Transaction {
         id: c.int(0)?,
@@ -95,8 +95,8 @@ fn transaction(row: &[Cell]) -> Result<Transaction, StoreError> {
     })
 }
 
-fn session(row: &[Cell]) -> Result<Session, StoreError> {
-    let c = Columns::new(row, "sessions", dialect::session_column_count)?;
+fn session(row: &mut [Cell]) -> Result<Session, StoreError> {
+    let mut c = Columns::new(row, "sessions", dialect::session_column_count)?;
     let status = c.text(9)?;
     Ok(Session {
         id: c.int(0)?,
@@ -116,12 +116,18 @@ fn session(row: &[Cell]) -> Result<Session, StoreError> {
     })
 }
 
-fn all<T>(rows: Vec<Vec<Cell>>, f: fn(&[Cell]) -> Result<T, StoreError>) -> Result<Vec<T>, StoreError> {
-    rows.iter().map(|r| f(r)).collect()
+fn all<T>(
+    mut rows: Vec<Vec<Cell>>,
+    f: fn(&mut [Cell]) -> Result<T, StoreError>,
+) -> Result<Vec<T>, StoreError> {
+    rows.iter_mut().map(|r| f(r)).collect()
 }
 
-fn first<T>(rows: Vec<Vec<Cell>>, f: fn(&[Cell]) -> Result<T, StoreError>) -> Result<Option<T>, StoreError> {
-    rows.first().map(|r| f(r)).transpose()
+fn first<T>(
+    mut rows: Vec<Vec<Cell>>,
+    f: fn(&mut [Cell]) -> Result<T, StoreError>,
+) -> Result<Option<T>, StoreError> {
+    rows.first_mut().map(|r| f(r)).transpose()
 }
 
 fn user_params(p: &mut Params, u: &UserRecord) -> Result<(), StoreError> {
@@ -292,7 +298,7 @@ impl Store for SqlStore {
     fn get_refresh_run(&mut self, run_id: &str) -> Result<Option<RefreshRun>, StoreError> {
         let rows = query(self.d.get_refresh_run, Params::new().text(run_id))?;
         first(rows, |row| {
-            let c = Columns::new(row, "refresh_runs", 4)?;
+            let mut c = Columns::new(row, "refresh_runs", 4)?;
             Ok(RefreshRun {
                 run_id: c.text(0)?,
                 params: c.text(1)?,
