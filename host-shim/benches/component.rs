@@ -53,12 +53,10 @@ fn seed(store: &mut dyn Store, names: &[String], t0: Timestamp) {
     }
 }
 
-/// The same users written straight into an engine database (after the worker created the schema).
-fn seed_sql(db: &mut dyn Database, names: &[String], balance: i64) {
-    let rows: Vec<Vec<SqlValue>> = names
-        .iter()
-        .map(|n| vec![n.as_str().into(), SqlValue::Int(balance)])
-        .collect();
+/// Users (name, balance) written straight into an engine database (after the worker created the
+/// schema).
+fn seed_sql<'a>(db: &mut dyn Database, users: impl Iterator<Item = (&'a str, i64)>) {
+    let rows: Vec<Vec<SqlValue>> = users.map(|(n, b)| vec![n.into(), SqlValue::Int(b)]).collect();
     db.begin().unwrap();
     db.execute_many(
         "INSERT INTO users (username, balance, unlimited, updated_at) VALUES (?1, ?2, 0, 0)",
@@ -147,7 +145,7 @@ fn component(rt: &std::sync::Arc<Runtime>, names: &[String]) -> (f64, f64) {
         &values().to_string(),
     )
     .unwrap();
-    seed_sql(w.db(), names, 1_000_000_000);
+    seed_sql(w.db(), names.iter().map(|n| (n.as_str(), 1_000_000_000)));
     let reqs: Vec<StartRequest> = names.iter().map(|n| start_req(n, "")).collect();
     let (mut s_ns, mut e_ns) = (Vec::new(), Vec::new());
     let mut now = t0;
@@ -199,19 +197,13 @@ fn refresh_run(
     let b = SqliteDb::open_with(rdb, options).unwrap();
     let mut w = Worker::new(rt.clone(), Box::new(b), &values().to_string()).unwrap();
     let names: Vec<String> = (0..REFRESH_USERS).map(|i| format!("u{i:06}")).collect();
-    let rows: Vec<Vec<SqlValue>> = names
-        .iter()
-        .enumerate()
-        .map(|(i, n)| vec![n.as_str().into(), SqlValue::Int((i % 500) as i64)])
-        .collect();
-    let db = w.db();
-    db.begin().unwrap();
-    db.execute_many(
-        "INSERT INTO users (username, balance, unlimited, updated_at) VALUES (?1, ?2, 0, 0)",
-        &rows,
-    )
-    .unwrap();
-    db.commit().unwrap();
+    seed_sql(
+        w.db(),
+        names
+            .iter()
+            .enumerate()
+            .map(|(i, n)| (n.as_str(), (i % 500) as i64)),
+    );
     SqliteDb::open(rdb, Durability::Full)
         .unwrap()
         .checkpoint()
@@ -273,7 +265,7 @@ fn main() {
         &values().to_string(),
     )
     .unwrap();
-    seed_sql(w1.db(), &names[..1], 0);
+    seed_sql(w1.db(), names[..1].iter().map(|n| (n.as_str(), 0)));
     let t = Instant::now();
     for _ in 0..100_000 {
         std::hint::black_box(w1.user_detail(&names[0]).unwrap());

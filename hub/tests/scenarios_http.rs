@@ -11,7 +11,7 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 
 use common::Server;
-use quota_core::api::{Caller, Response};
+use quota_core::api::{Request, Response};
 use quota_core::Timestamp;
 use quota_scenarios::{replay, NativeHost, ScenarioHost};
 use serde_json::Value;
@@ -53,15 +53,8 @@ impl ScenarioHost for HttpHost {
         self.start(values, now) // same database, new values file: a restart, as an operator does it
     }
 
-    fn handle(
-        &mut self,
-        method: &str,
-        path: &str,
-        query: &str,
-        body: &str,
-        caller: Option<&Caller>,
-        now: Timestamp,
-    ) -> Result<Response, String> {
+    fn handle(&mut self, req: &Request<'_>, now: Timestamp) -> Result<Response, String> {
+        let (method, path, query, body, caller) = (req.method, req.path, req.query, req.body, req.caller);
         let server = self.server.as_ref().ok_or("not started")?;
         let token = match caller {
             None => None,

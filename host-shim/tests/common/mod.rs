@@ -125,21 +125,10 @@ impl quota_scenarios::ScenarioHost for ComponentHost {
 
     fn handle(
         &mut self,
-        method: &str,
-        path: &str,
-        query: &str,
-        body: &str,
-        caller: Option<&quota_core::Caller>,
+        req: &quota_core::Request<'_>,
         now: quota_core::Timestamp,
     ) -> Result<quota_core::Response, String> {
         let w = self.worker.as_mut().ok_or("not started")?;
-        let req = quota_core::Request {
-            method,
-            path,
-            query,
-            body,
-            caller,
-        };
-        w.handle_request(&req, now).map_err(|e| e.to_string())
+        w.handle_request(req, now).map_err(|e| e.to_string())
     }
 }

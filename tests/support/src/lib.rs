@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 
 use serde_json::{json, Value};
 
-use quota_core::api::{Caller, Response};
+use quota_core::api::{Caller, Request, Response};
 use quota_core::Timestamp;
 
 /// Something that answers engine requests: the native core, the wasm component, ...
@@ -19,15 +19,7 @@ pub trait ScenarioHost {
     /// Replaces the configuration, keeping the stored state (a restart, for a server), at `now`.
     fn reconfigure(&mut self, values: &Value, now: Timestamp) -> Result<(), String>;
     /// One request (path below the base URL, query without `?`).
-    fn handle(
-        &mut self,
-        method: &str,
-        path: &str,
-        query: &str,
-        body: &str,
-        caller: Option<&Caller>,
-        now: Timestamp,
-    ) -> Result<Response, String>;
+    fn handle(&mut self, req: &Request<'_>, now: Timestamp) -> Result<Response, String>;
 }
 
 /// `tests/scenarios/` of this workspace.
@@ -195,7 +187,14 @@ pub fn replay(host: &mut dyn ScenarioHost, scenario: &Value) -> Result<Replay, S
             _ => String::new(),
         };
         let caller = caller_for(step.get("as"))?;
-        let resp = host.handle(method, path, query, &body, caller.as_ref(), now)?;
+        let req = Request {
+            method,
+            path,
+            query,
+            body: &body,
+            caller: caller.as_ref(),
+        };
+        let resp = host.handle(&req, now)?;
         let request = format!("{method} {target}");
         if let Some(expect) = step.get("expect") {
             check(n, &request, &resp, expect, &mut out.failures);
@@ -239,7 +238,14 @@ fn check(n: usize, request: &str, resp: &Response, expect: &Value, failures: &mu
 
 fn admin_get(host: &mut dyn ScenarioHost, path: &str, query: &str, now: Timestamp) -> Result<Value, String> {
     let admin = caller_for(None)?;
-    let r = host.handle("GET", path, query, "", admin.as_ref(), now)?;
+    let req = Request {
+        method: "GET",
+        path,
+        query,
+        body: "",
+        caller: admin.as_ref(),
+    };
+    let r = host.handle(&req, now)?;
     if r.status != 200 {
         return Err(format!("GET {path}?{query}: status {} {}", r.status, r.body));
     }
@@ -373,23 +379,8 @@ impl ScenarioHost for NativeHost {
         Ok(())
     }
 
-    fn handle(
-        &mut self,
-        method: &str,
-        path: &str,
-        query: &str,
-        body: &str,
-        caller: Option<&Caller>,
-        now: Timestamp,
-    ) -> Result<Response, String> {
+    fn handle(&mut self, req: &Request<'_>, now: Timestamp) -> Result<Response, String> {
         let config = self.config.as_ref().ok_or("not configured")?;
-        let req = quota_core::Request {
-            method,
-            path,
-            query,
-            body,
-            caller,
-        };
-        quota_core::handle_request(config, &mut self.store, &req, now).map_err(|e| e.to_string())
+        quota_core::handle_request(config, &mut self.store, req, now).map_err(|e| e.to_string())
     }
 }
