@@ -23,12 +23,19 @@ pub fn checked_balance(v: i128, what: &str) -> Result<i64, QuotaError> {
 
 /// The stored record, or a fresh one with balance 0 (not yet written).
 pub fn user_or_new(store: &mut dyn Store, username: &str, now: Timestamp) -> Result<UserRecord, QuotaError> {
-    Ok(store.get_user(username)?.unwrap_or_else(|| UserRecord {
+    Ok(store
+        .get_user(username)?
+        .unwrap_or_else(|| new_user(username, now)))
+}
+
+/// A user who has no row yet: balance 0, limited.
+pub fn new_user(username: &str, now: Timestamp) -> UserRecord {
+    UserRecord {
         username: username.to_string(),
         balance: 0,
         unlimited: false,
         updated_at: now,
-    }))
+    }
 }
 
 /// What a transaction says besides the numbers.

@@ -122,7 +122,8 @@ pub fn close(
     let charge =
         session.billable && status == SessionStatus::Completed && !user.as_ref().is_some_and(|u| u.unlimited);
     if charge {
-        let mut u = ledger::user_or_new(store, &session.username, now)?;
+        // The row read above (one read per call, not two); a user without a row starts at zero.
+        let mut u = user.unwrap_or_else(|| ledger::new_user(&session.username, now));
         let exact = session.rate.times(minutes).ok_or_else(|| {
             QuotaError::OutOfRange(format!(
                 "Session {} cost is too large; nothing was changed",

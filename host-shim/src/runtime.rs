@@ -70,6 +70,10 @@ impl Runtime {
         let load = |e: wasmtime::Error| HostError::Load(format!("{e:#}"));
         let mut config = Config::new();
         config.epoch_interruption(true);
+        // `QUOTA_PERFMAP=1`: name the guest's compiled functions for `perf report` (/tmp/perf-PID.map).
+        if std::env::var_os("QUOTA_PERFMAP").is_some() {
+            config.profiler(wasmtime::ProfilingStrategy::PerfMap);
+        }
         let engine = Engine::new(&config).map_err(load)?;
         let component = Component::from_binary(&engine, bytes).map_err(load)?;
         let mut linker: Linker<HostState> = Linker::new(&engine);

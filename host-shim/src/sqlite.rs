@@ -9,7 +9,7 @@ use rusqlite::{Connection, ErrorCode, ToSql};
 
 use quota_core::json::{push_int, push_string};
 
-use crate::sql::{param_rows_from_json, params_from_json, Database, Dialect, SqlError, SqlValue};
+use crate::sql::{for_each_param_row, Database, Dialect, Param, SqlError, SqlValue};
 
 /// Page cache per connection, in KiB.
 const cache_kib: i64 = 64 * 1024;
@@ -85,6 +85,19 @@ impl ToSql for Bind<'_> {
             SqlValue::Int(i) => ToSqlOutput::Borrowed(ValueRef::Integer(*i)),
             SqlValue::Text(s) => ToSqlOutput::Borrowed(ValueRef::Text(s.as_bytes())),
             SqlValue::Null => ToSqlOutput::Borrowed(ValueRef::Null),
+        })
+    }
+}
+
+/// Binds a parameter borrowed from the component's JSON.
+struct BindParam<'a, 'b>(&'b Param<'a>);
+
+impl ToSql for BindParam<'_, '_> {
+    fn to_sql(&self) -> rusqlite::Result<ToSqlOutput<'_>> {
+        Ok(match self.0 {
+            Param::Int(i) => ToSqlOutput::Borrowed(ValueRef::Integer(*i)),
+            Param::Text(s) => ToSqlOutput::Borrowed(ValueRef::Text(s.as_bytes())),
+            Param::Null => ToSqlOutput::Borrowed(ValueRef::Null),
         })
     }
 }
@@ -225,11 +238,12 @@ impl Database for SqliteDb {
 
     fn query_json(&mut self, sql: &str, params_json: &str) -> Result<String, SqlError> {
         // Rows go from SQLite straight into the JSON text: no row vectors in between.
-        let params = params_from_json(params_json)?;
+        let params: Vec<Param<'_>> =
+            serde_json::from_str(params_json).map_err(|e| SqlError::Other(format!("parameters: {e}")))?;
         let mut st = self.conn.prepare_cached(sql).map_err(sql_err)?;
         let n = st.column_count();
         let mut rows = st
-            .query(rusqlite::params_from_iter(params.iter().map(Bind)))
+            .query(rusqlite::params_from_iter(params.iter().map(BindParam)))
             .map_err(sql_err)?;
         let mut out = String::from("[");
         let mut first = true;
@@ -262,7 +276,16 @@ impl Database for SqliteDb {
     }
 
     fn execute_many_json(&mut self, sql: &str, rows_json: &str) -> Result<u64, SqlError> {
-        self.execute_many(sql, &param_rows_from_json(rows_json)?)
+        // Each row is bound straight from the JSON text as it is parsed.
+        let mut st = self.conn.prepare_cached(sql).map_err(sql_err)?;
+        let mut changed = 0u64;
+        for_each_param_row(rows_json, |row| {
+            changed += st
+                .execute(rusqlite::params_from_iter(row.iter().map(BindParam)))
+                .map_err(sql_err)? as u64;
+            Ok(())
+        })?;
+        Ok(changed)
     }
 
     fn execute_many(&mut self, sql: &str, rows: &[Vec<SqlValue>]) -> Result<u64, SqlError> {

@@ -200,18 +200,36 @@ impl Store for SqlStore {
     }
 
     fn record_changes(&mut self, changes: &[Change]) -> Result<(), StoreError> {
-        // Two bulk statements: every user row, then every audit row (ids follow the order given).
-        let (mut users, mut entries) = (Params::new(), Params::new());
+        // Bulk statements: every user row, then the audit rows in blocks of
+        // `transaction_block_rows`, then the rest one by one (ids follow the order given).
+        let mut users = Params::new();
         for c in changes {
             users.begin_row();
             user_params(&mut users, &c.user)?;
             users.end_row();
-            entries.begin_row();
-            transaction_params(&mut entries, &c.entry)?;
-            entries.end_row();
         }
         self.write_users(&users.finish(), changes.len())?;
-        execute_many(self.d.insert_transaction, entries)?;
+        let blocks = changes.len() / dialect::transaction_block_rows * dialect::transaction_block_rows;
+        if blocks > 0 {
+            let mut entries = Params::new();
+            for block in changes[..blocks].chunks(dialect::transaction_block_rows) {
+                entries.begin_row();
+                for c in block {
+                    transaction_params(&mut entries, &c.entry)?;
+                }
+                entries.end_row();
+            }
+            execute_many(self.d.insert_transaction_block, entries)?;
+        }
+        if blocks < changes.len() {
+            let mut entries = Params::new();
+            for c in &changes[blocks..] {
+                entries.begin_row();
+                transaction_params(&mut entries, &c.entry)?;
+                entries.end_row();
+            }
+            execute_many(self.d.insert_transaction, entries)?;
+        }
         Ok(())
     }
 
