@@ -3,6 +3,8 @@
 //! its key path, so an operator fixes a file in one pass.
 
 use std::collections::BTreeMap;
+
+use indexmap::IndexMap;
 use std::fmt;
 
 use serde::{Deserialize, Deserializer, Serialize};
@@ -28,7 +30,8 @@ pub struct Config {
     pub cpu_rate: Milli,
     pub minimum_to_start: Milli,
     pub default_quota: i64,
-    pub accelerators: BTreeMap<String, Accelerator>,
+    /// In the values file's order (spawn pages preselect the first one).
+    pub accelerators: IndexMap<String, Accelerator>,
     pub refresh_rules: BTreeMap<String, RefreshRule>,
 }
 
@@ -213,8 +216,8 @@ fn valid_key(field: &str, key: &str) -> Result<(), QuotaError> {
     Ok(())
 }
 
-fn read_accelerators(v: Option<&Value>, problems: &mut Vec<QuotaError>) -> BTreeMap<String, Accelerator> {
-    let mut out = BTreeMap::new();
+fn read_accelerators(v: Option<&Value>, problems: &mut Vec<QuotaError>) -> IndexMap<String, Accelerator> {
+    let mut out = IndexMap::new();
     let map = match v {
         None | Some(Value::Null) => return out,
         Some(Value::Object(m)) => m,
@@ -466,6 +469,25 @@ mod tests {
         let shown = serde_json::to_value(a).unwrap();
         assert_eq!(shown.as_object().unwrap().len(), 4);
         assert_eq!(c.rates_json().to_string(), r#"{"cpu":1,"phx":2.5}"#);
+    }
+
+    #[test]
+    fn accelerators_keep_the_values_files_order() {
+        // Spawn pages preselect the first accelerator: sorting would change the default.
+        let c = load(
+            r#"{"custom": {"authMode": "github", "accelerators": {
+                "zeta": {"quotaRate": 3}, "alpha": {"quotaRate": 2}, "mid": {"quotaRate": 1}}}}"#,
+        )
+        .unwrap();
+        let keys: Vec<&str> = c.accelerators.keys().map(String::as_str).collect();
+        assert_eq!(keys, ["zeta", "alpha", "mid"]);
+        assert_eq!(
+            c.rates_json().to_string(),
+            r#"{"cpu":1,"zeta":3,"alpha":2,"mid":1}"#
+        );
+        let listed = serde_json::to_string(&crate::reads::accelerators(&c)).unwrap();
+        let (z, a) = (listed.find("zeta").unwrap(), listed.find("alpha").unwrap());
+        assert!(z < a, "{listed}");
     }
 
     #[test]

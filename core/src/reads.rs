@@ -61,7 +61,9 @@ pub fn me(config: &Config, store: &mut dyn Store, username: &str) -> Result<Me, 
     Ok(Me {
         username: d.0,
         balance: d.1,
-        unlimited: d.2,
+        // With quota disabled nothing limits the user: `unlimited` says so, whatever is stored (the
+        // original answered this way, and its spawn page refuses to launch on a negative balance).
+        unlimited: d.2 || !config.enabled,
         rates: config.rates_json(),
         enabled: config.enabled,
     })
@@ -94,7 +96,7 @@ pub fn rates(config: &Config) -> Rates {
 
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Accelerators<'a> {
-    pub accelerators: &'a std::collections::BTreeMap<String, Accelerator>,
+    pub accelerators: &'a indexmap::IndexMap<String, Accelerator>,
 }
 
 pub fn accelerators(config: &Config) -> Accelerators<'_> {

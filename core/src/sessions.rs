@@ -201,6 +201,8 @@ pub struct SessionView {
     pub duration_minutes: Option<i64>,
     pub cost: i64,
     pub rate: crate::milli::Milli,
+    /// The runtime asked for at start (a host re-arms its auto-stop timer from it).
+    pub runtime_minutes: i64,
     pub estimated_cost: crate::milli::Milli,
 }
 
@@ -217,6 +219,7 @@ impl From<&Session> for SessionView {
             duration_minutes: s.duration_minutes,
             cost: s.cost,
             rate: s.rate,
+            runtime_minutes: s.runtime_minutes,
             estimated_cost: s.estimated_cost,
         }
     }

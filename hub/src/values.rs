@@ -44,6 +44,14 @@ mod tests {
     }
 
     #[test]
+    fn accelerators_keep_the_files_order() {
+        let v =
+            parse("custom:\n  accelerators:\n    zeta: {quotaRate: 1}\n    alpha: {quotaRate: 2}\n").unwrap();
+        let keys: Vec<&String> = v["custom"]["accelerators"].as_object().unwrap().keys().collect();
+        assert_eq!(keys, ["zeta", "alpha"]);
+    }
+
+    #[test]
     fn bad_yaml_names_the_place() {
         let e = parse("custom:\n  quota: [1,\n").unwrap_err();
         assert!(e.contains("line"), "{e}");
