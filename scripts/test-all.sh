@@ -28,4 +28,7 @@ cargo clippy -p quota-wasm --target wasm32-unknown-unknown --features fault-inje
 step "tests"
 cargo test --workspace --locked
 
+step "python: the engine in JupyterHub (python/)"
+bash scripts/test-python.sh
+
 step "done in $(( $(date +%s) - started ))s"

@@ -1,0 +1,43 @@
+"""JupyterHub quota: the quota engine component in the hub's own process.
+
+In ``jupyterhub_config.py``::
+
+    import jupyterhub_quota
+    jupyterhub_quota.configure(c, values_file="values.yaml", db_url="sqlite:///var/lib/quota/quota.db")
+
+:class:`QuotaEngine` is the engine itself, usable without JupyterHub.
+"""
+
+from .engine import (
+    COMPONENT_PATH,
+    Caller,
+    Component,
+    ConfigError,
+    ConfigSummary,
+    EngineError,
+    QuotaEngine,
+    QuotaError,
+    Response,
+    StorageError,
+)
+
+__all__ = [
+    "COMPONENT_PATH",
+    "Caller",
+    "Component",
+    "ConfigError",
+    "ConfigSummary",
+    "EngineError",
+    "QuotaEngine",
+    "QuotaError",
+    "Response",
+    "StorageError",
+    "configure",
+]
+
+
+def configure(c, **kwargs):
+    """Wires quota into a JupyterHub configuration: see :func:`jupyterhub_quota.hub.configure`."""
+    from .hub import configure as _configure
+
+    return _configure(c, **kwargs)

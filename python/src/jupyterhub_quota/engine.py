@@ -1,0 +1,343 @@
+"""The quota engine component in-process, through wasmtime-py.
+
+:class:`Component` compiles ``quota-engine.wasm`` once per process. :class:`QuotaEngine` is one
+instance of it over one database connection: every call runs in one transaction (``BEGIN
+IMMEDIATE`` for writes), committed only when the call returned normally and no statement failed; a
+trap, a runaway guest or a storage failure rolls it back, and the instance is replaced (wasmtime-py
+poisons an instance after a trap). A ``QuotaEngine`` is not thread-safe: use it from one thread
+(the hub integration runs it on one worker thread).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Optional, Sequence
+
+import wasmtime
+from wasmtime.component import Component as WasmComponent
+from wasmtime.component import Linker, Record, Variant
+
+from .bridge import JSON_INT_MAX, BridgeFailure, SqliteBridge, open_sqlite
+
+#: The component shipped inside this package.
+COMPONENT_PATH = Path(__file__).with_name("quota-engine.wasm")
+
+API = "quota:engine/api@0.2.0"
+SQL = "quota:engine/sql@0.2.0"
+
+#: A call that runs longer than this is interrupted (a runaway guest never hangs the hub).
+CALL_DEADLINE_S = 5.0
+#: The guest's linear memory may not grow past this.
+MEMORY_LIMIT_BYTES = 256 * 1024 * 1024
+_EPOCH_TICK_S = 0.05
+
+
+class EngineError(RuntimeError):
+    """The component could not be loaded, or a call trapped or ran out of time or memory. The call
+    changed nothing (it was rolled back) and the instance was replaced."""
+
+
+class StorageError(RuntimeError):
+    """A statement failed; the call changed nothing. ``busy`` means another writer held the database
+    longer than the wait: the whole call may simply be tried again."""
+
+    def __init__(self, message: str, busy: bool = False):
+        super().__init__(message)
+        self.busy = busy
+
+
+class ConfigError(ValueError):
+    """The values document was refused: ``problems`` is a list of (key path, message)."""
+
+    def __init__(self, problems: Sequence[tuple[str, str]]):
+        self.problems = list(problems)
+        super().__init__("; ".join(f"{f}: {m}" for f, m in self.problems))
+
+
+class QuotaError(Exception):
+    """An operation was refused (nothing changed): ``kind`` is the WIT case (``invalid``,
+    ``not-found``, ...)."""
+
+    def __init__(self, kind: str, message: str):
+        super().__init__(message)
+        self.kind = kind
+
+
+@dataclass(frozen=True)
+class Caller:
+    """Who makes a request: a name, whether they are a quota admin, and their quota scopes
+    (``quota:sessions``, ``quota:refresh``, ``quota:admin``)."""
+
+    name: str
+    admin: bool = False
+    scopes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Response:
+    status: int
+    body: str
+
+    def json(self) -> Any:
+        return json.loads(self.body)
+
+
+@dataclass(frozen=True)
+class Rule:
+    name: str
+    enabled: bool
+    schedule: str
+
+
+@dataclass(frozen=True)
+class ConfigSummary:
+    enabled: bool
+    rules: tuple[Rule, ...]
+
+
+def _record(**fields: Any) -> Record:
+    r = Record()
+    for k, v in fields.items():
+        setattr(r, k.replace("_", "-"), v)
+    return r
+
+
+def _get(r: Any, name: str) -> Any:
+    return getattr(r, name.replace("_", "-"))
+
+
+def _quota_error(v: Any) -> QuotaError:
+    if isinstance(v, Variant):
+        payload = v.payload
+        if v.tag == "invalid" and payload is not None:
+            return QuotaError("invalid", f"{_get(payload, 'field')}: {_get(payload, 'message')}")
+        if v.tag == "insufficient-balance":
+            return QuotaError(v.tag, "Insufficient balance")
+        return QuotaError(v.tag, str(payload))
+    return QuotaError("other", str(v))
+
+
+def _timestamp(now: Optional[int]) -> int:
+    t = int(time.time()) if now is None else now
+    if type(t) is not int or not -JSON_INT_MAX <= t <= JSON_INT_MAX:
+        raise ValueError(f"now: {t!r} is not a timestamp in whole seconds")
+    return t
+
+
+class Component:
+    """The compiled component (one per process and path; compiling takes about half a second)."""
+
+    _cache: dict[Path, "Component"] = {}
+    _lock = threading.Lock()
+
+    def __init__(self, path: Path):
+        config = wasmtime.Config()
+        config.epoch_interruption = True
+        self.engine = wasmtime.Engine(config)
+        try:
+            self.component = WasmComponent.from_file(self.engine, str(path))
+        except (wasmtime.WasmtimeError, OSError) as e:
+            raise EngineError(f"loading {path}: {e}") from e
+        self.path = path
+        ticker = threading.Thread(target=self._tick, name="quota-epoch", daemon=True)
+        ticker.start()
+
+    def _tick(self) -> None:
+        while True:
+            time.sleep(_EPOCH_TICK_S)
+            self.engine.increment_epoch()
+
+    @classmethod
+    def load(cls, path: Optional[Path] = None) -> "Component":
+        p = Path(path or COMPONENT_PATH).resolve()
+        with cls._lock:
+            c = cls._cache.get(p)
+            if c is None:
+                if not p.is_file():
+                    raise EngineError(
+                        f"{p} not found: build it with `bash scripts/build-wasm.sh` in the repository "
+                        "(a wheel carries it inside)"
+                    )
+                c = cls._cache[p] = Component(p)
+            return c
+
+
+class QuotaEngine:
+    """One engine instance over one SQLite database (a file path, or ``:memory:``).
+
+    ``values`` is the values document (``{"custom": {"quota": ..., "accelerators": ...,
+    "authMode": ...}}``) as a dict. Opening brings the database to the engine's schema (the
+    engine's ``migrate``: idempotent, safe when several processes start at once).
+    """
+
+    def __init__(
+        self,
+        db: str,
+        values: dict,
+        *,
+        component: Optional[Component] = None,
+        durability: str = "full",
+        call_deadline: float = CALL_DEADLINE_S,
+    ):
+        self.component = component or Component.load()
+        self.conn = open_sqlite(db, durability=durability)
+        self.bridge = SqliteBridge(self.conn)
+        self.call_deadline = call_deadline
+        self._values_json = ""
+        self.summary: Optional[ConfigSummary] = None
+        self._linker = Linker(self.component.engine)
+        with self._linker.root() as root:
+            with root.add_instance(SQL) as sql:
+                sql.add_func("get-dialect", self.bridge.get_dialect)
+                sql.add_func("query", self.bridge.query)
+                sql.add_func("execute-many", self.bridge.execute_many)
+        self._instantiate()
+        self.migration = self.migrate()
+        self.configure(values)
+
+    # Instances
+
+    def _instantiate(self) -> None:
+        self._store = wasmtime.Store(self.component.engine)
+        self._store.set_limits(memory_size=MEMORY_LIMIT_BYTES)
+        self._store.set_epoch_deadline(1 << 40)
+        inst = self._linker.instantiate(self._store, self.component.component)
+        api = inst.get_export_index(self._store, API)
+        if api is None:
+            raise EngineError(f"the component does not export {API}")
+        self._funcs: dict[str, Any] = {}
+        for name in (
+            "migrate", "configure", "next-fire", "check-start", "end-session", "cleanup-stale",
+            "refresh", "run-rule", "run-applied", "get-rates", "handle-request",
+        ):
+            idx = inst.get_export_index(self._store, name, api)
+            if idx is None:
+                raise EngineError(f"the component does not export {API}#{name}")
+            self._funcs[name] = inst.get_func(self._store, idx)
+
+    def _replace_instance(self) -> None:
+        self._instantiate()
+        if self._values_json:
+            self._funcs["configure"](self._store, self._values_json)
+
+    def _raw(self, call: Callable[[dict, wasmtime.Store], Any]) -> Any:
+        """Runs one export call with the deadline; a trap replaces the instance."""
+        ticks = max(1, int(self.call_deadline / _EPOCH_TICK_S))
+        self._store.set_epoch_deadline(ticks)
+        try:
+            return call(self._funcs, self._store)
+        except Exception as e:  # a trap, the deadline, the memory limit, or a lowering error
+            self._replace_instance()
+            raise EngineError(f"the engine call failed and changed nothing: {e}") from e
+
+    def _call(self, call: Callable[[dict, wasmtime.Store], Any], write: bool = True) -> Any:
+        """One export call in one transaction."""
+        try:
+            self.bridge.begin(write)
+        except BridgeFailure as f:
+            raise StorageError(str(f), busy=f.kind == "busy") from None
+        try:
+            result = self._raw(call)
+        except BaseException:
+            self.bridge.rollback()
+            raise
+        failed = self.bridge.failed
+        if failed is not None:
+            self.bridge.rollback()
+            raise StorageError(str(failed), busy=failed.kind == "busy")
+        try:
+            self.bridge.commit()
+        except BridgeFailure as f:
+            raise StorageError(str(f), busy=f.kind == "busy") from None
+        return result
+
+    # Exports
+
+    def migrate(self) -> tuple[int, int]:
+        r = self._call(lambda f, s: f["migrate"](s))
+        if isinstance(r, Variant):
+            raise StorageError(str(_quota_error(r)))
+        return (_get(r, "from_version"), _get(r, "to_version"))
+
+    def configure(self, values: dict) -> ConfigSummary:
+        """Replaces the configuration; on error the previous one stays in force."""
+        text = json.dumps(values, separators=(",", ":"), allow_nan=False)
+        r = self._raw(lambda f, s: f["configure"](s, text))
+        if isinstance(r, list):
+            raise ConfigError([(_get(p, "field"), _get(p, "message")) for p in r])
+        self._values_json = text
+        self.summary = ConfigSummary(
+            enabled=r.enabled,
+            rules=tuple(Rule(x.name, x.enabled, x.schedule) for x in r.rules),
+        )
+        return self.summary
+
+    def next_fire(self, rule: str, after: int) -> Optional[int]:
+        """The first firing minute of ``rule`` strictly after ``after`` (seconds), or None."""
+        return self._raw(lambda f, s: f["next-fire"](s, rule, _timestamp(after)))
+
+    def handle_request(
+        self,
+        method: str,
+        path: str,
+        query: str = "",
+        body: str = "",
+        caller: Optional[Caller] = None,
+        now: Optional[int] = None,
+    ) -> Response:
+        """Answers one REST request below the base URL (``/api/quota/me``, ...), as quota-hub does.
+        GETs run in a read transaction."""
+        req = _record(
+            method=method,
+            path=path,
+            query=query,
+            body=body,
+            caller=None if caller is None else _record(name=caller.name, admin=caller.admin, scopes=list(caller.scopes)),
+        )
+        t = _timestamp(now)
+        r = self._call(lambda f, s: f["handle-request"](s, req, t), write=method != "GET")
+        if isinstance(r, str):
+            raise StorageError(r)
+        return Response(r.status, r.body)
+
+    def cleanup_stale(self, now: Optional[int] = None) -> list[dict]:
+        """Closes sessions active for more than 8 hours (not billed); returns them for the log."""
+        t = _timestamp(now)
+        r = self._call(lambda f, s: f["cleanup-stale"](s, t))
+        if isinstance(r, Variant):
+            raise _quota_error(r)
+        return [
+            {
+                "session_id": _get(c, "session_id"),
+                "username": c.username,
+                "server_name": _get(c, "server_name"),
+                "start_time": _get(c, "start_time"),
+                "duration_minutes": _get(c, "duration_minutes"),
+            }
+            for c in r
+        ]
+
+    def run_rule(self, rule: str, run_id: Optional[str], now: Optional[int] = None, dry_run: bool = False) -> dict:
+        """Runs refresh rule ``rule`` of the values file once for ``run_id`` (a run id already
+        applied changes nothing and answers as the first run did). Returns the result as JSON
+        (``replayed`` added)."""
+        t = _timestamp(now)
+        r = self._call(lambda f, s: f["run-rule"](s, rule, run_id, dry_run, t))
+        if isinstance(r, Variant):
+            raise _quota_error(r)
+        out = json.loads(r.json)
+        out["replayed"] = r.replayed
+        return out
+
+    def run_applied(self, run_id: str) -> bool:
+        r = self._call(lambda f, s: f["run-applied"](s, run_id), write=False)
+        if isinstance(r, Variant):
+            raise _quota_error(r)
+        return bool(r)
+
+    def close(self) -> None:
+        self.conn.close()

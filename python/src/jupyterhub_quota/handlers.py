@@ -1,0 +1,77 @@
+"""The quota REST routes inside the hub (`/hub/api/quota/...`, `/hub/api/accelerators`,
+`/hub/admin/api/quota/...`), answered by the engine's `handle-request`, byte for byte as quota-hub
+answers them. Authentication and XSRF are the hub's own: these handlers subclass its API handler."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from jupyterhub.apihandlers.base import APIHandler
+from tornado import web
+
+from .engine import Caller
+from .service import log
+
+if TYPE_CHECKING:
+    from .hub import QuotaHub
+
+#: Hub scope -> the engine's scope of the same meaning.
+SCOPES = {
+    "custom:quota:admin": "quota:admin",
+    "custom:quota:refresh": "quota:refresh",
+    "custom:quota:sessions": "quota:sessions",
+}
+
+
+def caller_for(user: Any, expanded_scopes: set) -> Caller:
+    """The engine's caller for a hub user or service: a quota admin if the user is a hub admin,
+    holds `admin:users` (the built-in admin role) or `custom:quota:admin`."""
+    scopes = tuple(v for k, v in SCOPES.items() if k in expanded_scopes)
+    admin = bool(getattr(user, "admin", False)) or "admin:users" in expanded_scopes or "custom:quota:admin" in expanded_scopes
+    return Caller(user.name, admin=admin, scopes=scopes)
+
+
+#: Installed integrations by key (traitlets deep-copies handler arguments, so they carry a key).
+_registry: dict[str, "QuotaHub"] = {}
+
+
+class QuotaAPIHandler(APIHandler):
+    def initialize(self, key: str) -> None:
+        self.quota = _registry[key]
+
+    async def _answer(self, method: str) -> None:
+        user = self.current_user
+        if user is None:
+            # The hub's own answer and shape for a missing or bad token.
+            raise web.HTTPError(403, "Missing or invalid credentials.")
+        caller = caller_for(user, self.expanded_scopes)
+        base = self.hub.base_url  # e.g. /hub/
+        path = "/" + self.request.path[len(base):]
+        body = self.request.body.decode("utf-8", "replace") if self.request.body else ""
+        try:
+            r = await self.quota.service.request(method, path, body, caller, query=self.request.query)
+        except Exception as e:
+            log.exception("quota: %s %s failed", method, path)
+            busy = getattr(e, "busy", False)
+            raise web.HTTPError(503 if busy else 500, "The quota engine failed; nothing was changed") from None
+        self.set_status(r.status)
+        self.set_header("Content-Type", "application/json; charset=UTF-8")
+        self.finish(r.body)
+
+    async def get(self, *_args: Any) -> None:
+        await self._answer("GET")
+
+    async def post(self, *_args: Any) -> None:
+        await self._answer("POST")
+
+
+def handlers(quota: "QuotaHub") -> list:
+    """`c.JupyterHub.extra_handlers` entries (patterns below the hub's prefix)."""
+    key = str(id(quota))
+    _registry[key] = quota
+    args = {"key": key}
+    return [
+        (r"/api/quota/.*", QuotaAPIHandler, args),
+        (r"/api/accelerators", QuotaAPIHandler, args),
+        (r"/admin/api/quota(?:/.*)?", QuotaAPIHandler, args),
+    ]

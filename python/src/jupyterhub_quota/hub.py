@@ -1,0 +1,175 @@
+"""`configure(c, ...)`: the engine inside JupyterHub (spawn gate, billing at stop, stale cleanup,
+auto-stop, scheduled refresh rules, the quota REST routes)."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any, Optional, Union
+
+from . import values as values_mod
+from .engine import QuotaEngine
+from .service import DEFAULT_RUNTIME_MINUTES, QuotaService, log
+from .timers import Timers
+from .scheduler import Scheduler
+
+#: The scopes an admin grants through `c.JupyterHub.load_roles` (same meaning as quota-hub's).
+CUSTOM_SCOPES = {
+    "custom:quota:admin": {"description": "Every quota admin operation (set, add, deduct, batch, refresh, sessions)."},
+    "custom:quota:refresh": {"description": "Run quota refresh rules (POST /hub/admin/api/quota/refresh)."},
+    "custom:quota:sessions": {"description": "Record and end quota usage sessions (what the hub itself does)."},
+}
+
+
+def _hub_app() -> Any:
+    """The running JupyterHub application, or None (no hub, or a sub-command such as upgrade-db)."""
+    try:
+        from jupyterhub.app import JupyterHub
+    except ImportError:
+        return None
+    if not JupyterHub.initialized():
+        return None
+    app = JupyterHub.instance()
+    if getattr(app, "subapp", None) is not None or app.generate_config or getattr(app, "generate_certs", False):
+        return None
+    return app
+
+
+class QuotaHub:
+    """What `configure()` installs; kept on the hub so tests and hooks reach it."""
+
+    def __init__(self, service: QuotaService, *, default_runtime: int, scheduler: bool, auto_stop: bool):
+        self.service = service
+        self.default_runtime = default_runtime
+        self.timers = Timers(service) if auto_stop else None
+        self.scheduler = Scheduler(service) if scheduler else None
+        #: (username, server name) of servers that became ready (JupyterHub's server-action event).
+        self.ready: set[tuple[str, str]] = set()
+        self._listening = False
+
+    # Start-up
+
+    async def start(self, app: Any) -> None:
+        """Stale cleanup at once; the rest when the hub has started."""
+        try:
+            for s in await self.service.run(lambda e: e.cleanup_stale()):
+                log.warning(
+                    "quota: closed stale session %s of %s (server %r, started %s, %s min, not billed)",
+                    s["session_id"], s["username"], s["server_name"], s["start_time"], s["duration_minutes"],
+                )
+        except Exception:
+            log.exception("quota: stale-session cleanup at start failed")
+        started = getattr(app, "_start_future", None)
+        if started is not None:
+            await started
+        self.listen(app)
+        for user in list(app.users.values()):
+            for name, spawner in list(user.spawners.items()):
+                if spawner.ready:
+                    self.ready.add((user.name, name))
+        if self.timers is not None:
+            await self.timers.rearm(app)
+        if self.scheduler is not None:
+            await self.scheduler.start()
+
+    def listen(self, app: Any) -> None:
+        if self._listening or getattr(app, "eventlog", None) is None:
+            return
+
+        # jupyter_events calls listeners with keywords (logger, schema_id, data); an exception here
+        # would fail the spawn that emitted the event, so nothing may escape.
+        async def on_server_action(*_args: Any, data: Any = None, **_kwargs: Any) -> None:
+            try:
+                if isinstance(data, dict) and data.get("action") == "start":
+                    self.ready.add((data.get("username", ""), data.get("servername", "") or ""))
+            except Exception:  # noqa: BLE001
+                log.exception("quota: reading a server-action event")
+
+        app.eventlog.add_listener(
+            schema_id="https://schema.jupyter.org/jupyterhub/events/server-action", listener=on_server_action
+        )
+        self._listening = True
+
+
+def configure(
+    c: Any,
+    *,
+    values_file: Union[str, Path, None] = None,
+    values: Optional[dict] = None,
+    db_url: str = "sqlite:///jupyterhub_quota.sqlite",
+    scheduler: bool = True,
+    auto_stop: bool = True,
+    default_runtime_minutes: int = DEFAULT_RUNTIME_MINUTES,
+    routes: bool = True,
+    durability: str = "full",
+    component_path: Union[str, Path, None] = None,
+) -> Optional[QuotaHub]:
+    """Wires quota into a JupyterHub configuration (call it in ``jupyterhub_config.py``).
+
+    - ``values_file``: the values file (YAML, the Helm chart's layout: ``custom.quota``,
+      ``custom.accelerators``, ``custom.authMode``), the one quota-hub reads. Or ``values``: the
+      same document as a dict. When it gives neither ``authMode`` nor ``custom.quota.enabled``, the
+      mode comes from the hub's authenticator (GitHub -> on, Dummy/SharedPassword -> off, others: an
+      error asking for one of the two keys).
+    - ``db_url``: the quota database, SQLAlchemy-style: ``sqlite:///quota.db`` (relative to the hub's
+      working directory) or ``sqlite:////var/lib/quota/quota.db`` (absolute). quota-hub opens the
+      same file (``quota-hub list-quota --db FILE``).
+    - ``scheduler``: run the values file's enabled refresh rules at their cron times (each run once,
+      even across restarts and several hubs). False when CronJobs or quota-hub run them.
+    - ``auto_stop``: stop a server when its requested runtime is over (timers re-armed at start).
+    - ``default_runtime_minutes``: the runtime of a spawn that does not give ``runtime_minutes``.
+    - ``routes``: serve ``/hub/api/quota/...``, ``/hub/api/accelerators`` and
+      ``/hub/admin/api/quota/...`` inside the hub.
+    - ``durability``: ``"full"`` (``synchronous=FULL``: a commit survives power loss) or ``"normal"``.
+    - ``component_path``: another ``quota-engine.wasm`` than the one in this package.
+
+    Hooks already set in the config (``pre_spawn_hook``, ``post_stop_hook``, ``options_from_form``)
+    are kept and run first. Under ``jupyterhub upgrade-db`` (or anywhere no hub is running) only the
+    quota database is migrated: no hooks, timers or scheduler. Returns the installed
+    :class:`QuotaHub`, or None when no hub is running.
+    """
+    if (values_file is None) == (values is None):
+        raise ValueError("configure(): give exactly one of values_file= and values=")
+    doc = values_mod.load(values_file) if values_file is not None else values
+    authenticator = c.JupyterHub.authenticator_class if "authenticator_class" in c.JupyterHub else "pam"
+    doc = values_mod.with_auth_mode(doc, authenticator)
+    path = values_mod.sqlite_path(db_url)
+    if path != ":memory:":
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+
+    def open_engine() -> QuotaEngine:
+        from .engine import Component
+
+        comp = Component.load(Path(component_path) if component_path else None)
+        return QuotaEngine(path, doc, component=comp, durability=durability)
+
+    app = _hub_app()
+    if app is None:
+        # upgrade-db and friends: bring the quota database to the current schema, nothing else.
+        open_engine().close()
+        return None
+
+    service = QuotaService(open_engine)
+    quota = QuotaHub(service, default_runtime=default_runtime_minutes, scheduler=scheduler, auto_stop=auto_stop)
+    from .spawn import install_spawn_hooks
+
+    install_spawn_hooks(c, quota)
+    scopes = dict(c.JupyterHub.custom_scopes) if "custom_scopes" in c.JupyterHub else {}
+    scopes.update(CUSTOM_SCOPES)
+    c.JupyterHub.custom_scopes = scopes
+    if routes:
+        from .handlers import handlers
+
+        extra = list(c.JupyterHub.extra_handlers) if "extra_handlers" in c.JupyterHub else []
+        c.JupyterHub.extra_handlers = extra + handlers(quota)
+    app.quota = quota
+    asyncio.get_running_loop().create_task(quota.start(app))
+    summary = service.engine.summary
+    log.info(
+        "quota: %s, database %s, %d refresh rule(s) enabled%s",
+        "enabled" if summary and summary.enabled else "disabled",
+        path,
+        sum(1 for r in (summary.rules if summary else ()) if r.enabled),
+        "" if scheduler else " (scheduler off)",
+    )
+    return quota

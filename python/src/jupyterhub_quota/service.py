@@ -1,0 +1,97 @@
+"""The engine as the hub uses it: one engine on one worker thread, so engine calls never run on
+the hub's event loop, and the hub's own decisions (options, outcome at stop) around it."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import math
+import time
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Callable, Optional
+
+from .engine import Caller, QuotaEngine, Response
+
+#: A child of the hub's own logger, so its lines appear in the hub log.
+log = logging.getLogger("JupyterHub.quota")
+
+#: The hub acts on the quota routes as this caller (scope `quota:sessions`).
+HUB = Caller("jupyterhub", scopes=("quota:sessions",))
+#: Start-up and scheduled work run as an admin caller of this name.
+SYSTEM = Caller("jupyterhub", admin=True)
+
+#: What `runtime_minutes` defaults to when a spawn does not say (the original's spawn page).
+DEFAULT_RUNTIME_MINUTES = 20
+
+
+class OptionError(ValueError):
+    """A spawn option is not usable: the message names it."""
+
+
+def runtime_option(value: Any, default: int) -> int:
+    """`user_options["runtime_minutes"]`: an integer (the engine checks 1..=480). Strings of digits
+    are accepted (the spawn form posts strings); floats, NaN, booleans and the rest are refused."""
+    if value is None:
+        return default
+    if isinstance(value, bool):
+        raise OptionError(f"runtime_minutes: must be a whole number of minutes, got {json.dumps(value)}")
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float):
+        shown = "NaN" if math.isnan(value) else repr(value)
+        raise OptionError(f"runtime_minutes: must be a whole number of minutes, got {shown}")
+    if isinstance(value, str):
+        s = value.strip()
+        if s.lstrip("-").isdigit() and s.isascii():
+            return int(s)
+        raise OptionError(f"runtime_minutes: must be a whole number of minutes, got {json.dumps(value)}")
+    raise OptionError(f"runtime_minutes: must be a whole number of minutes, got {type(value).__name__}")
+
+
+def accelerator_option(value: Any) -> Optional[str]:
+    """`user_options["gpu_selection"]`: an accelerator key; absent, null or "" means CPU."""
+    if value is None or value == "":
+        return None
+    if not isinstance(value, str):
+        raise OptionError(f"gpu_selection: must be an accelerator name, got {json.dumps(value, default=str)}")
+    return value
+
+
+class QuotaService:
+    """One :class:`QuotaEngine` used from one worker thread."""
+
+    def __init__(self, open_engine: Callable[[], QuotaEngine]):
+        self.executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="quota-engine")
+        # Opened on the worker thread, which is the only one that ever touches it.
+        self.engine: QuotaEngine = self.executor.submit(open_engine).result()
+
+    async def run(self, fn: Callable[[QuotaEngine], Any]) -> Any:
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self.executor, fn, self.engine)
+
+    def run_sync(self, fn: Callable[[QuotaEngine], Any]) -> Any:
+        return self.executor.submit(fn, self.engine).result()
+
+    async def request(
+        self, method: str, path: str, body: Any = None, caller: Optional[Caller] = HUB, query: str = ""
+    ) -> Response:
+        text = body if isinstance(body, str) else ("" if body is None else json.dumps(body, separators=(",", ":")))
+        now = int(time.time())
+        return await self.run(lambda e: e.handle_request(method, path, query, text, caller, now))
+
+    async def active_sessions(self) -> list[dict]:
+        """Every active session, for re-arming auto-stop timers."""
+        out: list[dict] = []
+        after = 0
+        while True:
+            r = await self.request("GET", "/api/quota/sessions", caller=SYSTEM, query=f"status=active&after_id={after}")
+            if r.status != 200:
+                raise RuntimeError(f"listing active sessions: {r.status} {r.body}")
+            page = r.json()["sessions"]
+            if not page:
+                return out
+            out.extend(page)
+            if len(page) < 1000:
+                return out
+            after = page[-1]["session_id"]

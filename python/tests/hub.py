@@ -1,0 +1,170 @@
+"""A real JupyterHub (from PyPI) with the real configurable-http-proxy (from npm), the simple
+local-process spawner and the quota integration, on loopback ports, started and stopped by a test."""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any, Optional
+
+HERE = Path(__file__).resolve().parent
+CHP_BIN = HERE / "node" / "node_modules" / ".bin"
+
+#: How long the hub, a spawn or a stop may take before a test gives up (the machine may be busy).
+DEADLINE_S = 120.0
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_for(what: str, check, deadline: float = DEADLINE_S, every: float = 0.2) -> Any:
+    """Polls `check()` until it returns something truthy; fails the test after `deadline`."""
+    end = time.monotonic() + deadline
+    while True:
+        v = check()
+        if v:
+            return v
+        if time.monotonic() > end:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(every)
+
+
+class Hub:
+    def __init__(self, state: Path, values: Path, quota_kwargs: Optional[dict] = None, extra_env: Optional[dict] = None):
+        self.state = state
+        self.state.mkdir(parents=True, exist_ok=True)
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.admin_token = secrets.token_hex(16)
+        self.sessions_token = secrets.token_hex(16)
+        self.env = dict(os.environ)
+        self.env.update(
+            QT_STATE=str(state),
+            QT_PORT=str(self.port),
+            QT_HUB_PORT=str(free_port()),
+            QT_PROXY_API_PORT=str(free_port()),
+            QT_PROXY_TOKEN=secrets.token_hex(16),
+            QT_COOKIE_SECRET=secrets.token_hex(32),
+            QT_ADMIN_TOKEN=self.admin_token,
+            QT_SESSIONS_TOKEN=self.sessions_token,
+            QT_VALUES=str(values),
+            QT_QUOTA_KWARGS=json.dumps(quota_kwargs or {}),
+            PATH=f"{CHP_BIN}{os.pathsep}{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+        )
+        self.env.update(extra_env or {})
+        self.proc: Optional[subprocess.Popen] = None
+        self.log_path = state / "hub.log"
+        self.user_tokens: dict[str, str] = {}
+
+    # Life cycle
+
+    def start(self) -> "Hub":
+        log = open(self.log_path, "a")
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "jupyterhub", "-f", str(HERE / "hub_config.py")],
+            cwd=self.state, env=self.env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+        )
+        wait_for("the hub to answer", self._up)
+        return self
+
+    def _up(self) -> bool:
+        if self.proc is not None and self.proc.poll() is not None:
+            raise AssertionError(f"the hub exited with {self.proc.returncode}:\n{self.log()[-4000:]}")
+        try:
+            return self.api("GET", "/hub/api/")[0] == 200
+        except OSError:
+            return False
+
+    def stop(self) -> None:
+        """Stops the hub (SIGTERM, as an operator's restart does); single-user servers keep running
+        unless `cleanup_servers` stops them."""
+        if self.proc is None:
+            return
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            self.proc.wait(timeout=DEADLINE_S)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait()
+        self.proc = None
+
+    def log(self) -> str:
+        return self.log_path.read_text() if self.log_path.exists() else ""
+
+    # HTTP
+
+    def api(self, method: str, path: str, token: Optional[str] = None, body: Any = None) -> tuple[int, Any]:
+        data = None if body is None else json.dumps(body).encode()
+        req = urllib.request.Request(self.url + path, data=data, method=method)
+        if token:
+            req.add_header("Authorization", f"token {token}")
+        if data is not None:
+            req.add_header("Content-Type", "application/json")
+        try:
+            with urllib.request.urlopen(req, timeout=DEADLINE_S) as r:
+                raw = r.read()
+                status = r.status
+        except urllib.error.HTTPError as e:
+            raw, status = e.read(), e.code
+        try:
+            return status, json.loads(raw) if raw else None
+        except ValueError:
+            return status, raw.decode("utf-8", "replace")
+
+    def admin(self, method: str, path: str, body: Any = None) -> tuple[int, Any]:
+        return self.api(method, path, self.admin_token, body)
+
+    def token_for(self, user: str) -> str:
+        """A token of `user` (created through the hub's API; the user is created if needed)."""
+        if user not in self.user_tokens:
+            self.admin("POST", f"/hub/api/users/{user}")
+            status, body = self.admin("POST", f"/hub/api/users/{user}/tokens", {"note": "quota test"})
+            assert status == 201, (status, body)
+            self.user_tokens[user] = body["token"]
+        return self.user_tokens[user]
+
+    # Servers
+
+    def server_path(self, user: str, server: str = "") -> str:
+        return f"/hub/api/users/{user}/server" if not server else f"/hub/api/users/{user}/servers/{server}"
+
+    def spawn(self, user: str, options: Any = None, server: str = "") -> tuple[int, Any]:
+        self.token_for(user)
+        return self.admin("POST", self.server_path(user, server), options if options is not None else {})
+
+    def server_state(self, user: str, server: str = "") -> Optional[dict]:
+        status, model = self.admin("GET", f"/hub/api/users/{user}")
+        assert status == 200, (status, model)
+        return (model.get("servers") or {}).get(server)
+
+    def wait_ready(self, user: str, server: str = "") -> dict:
+        return wait_for(f"{user}'s server {server!r} to be ready", lambda: (s := self.server_state(user, server)) and s.get("ready") and s)
+
+    def wait_stopped(self, user: str, server: str = "") -> None:
+        wait_for(f"{user}'s server {server!r} to stop", lambda: self.server_state(user, server) is None)
+
+    def stop_server(self, user: str, server: str = "") -> None:
+        status, body = self.admin("DELETE", self.server_path(user, server))
+        assert status in (202, 204), (status, body)
+        self.wait_stopped(user, server)
+
+    def quota_db(self) -> Path:
+        return self.state / "quota.sqlite"
+
+
+def copy_values(src: Path, dst: Path) -> Path:
+    shutil.copy(src, dst)
+    return dst

@@ -1,0 +1,187 @@
+"""The integration inside a real JupyterHub 6 (PyPI), with the real configurable-http-proxy (npm)
+and the simple local-process spawner, on loopback. Each test reads the quota database the hub
+wrote, with sqlite3, as an operator would."""
+
+from __future__ import annotations
+
+import json
+import math
+import sqlite3
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from hub import DEADLINE_S, HERE, Hub, wait_for
+
+REPO = HERE.parents[1]
+VALUES = HERE / "hub_values.yaml"
+REFUSAL = "Cannot start container: Insufficient quota."
+
+
+def rows(hub: Hub, sql: str, *params):
+    conn = sqlite3.connect(hub.quota_db())
+    try:
+        return conn.execute(sql, params).fetchall()
+    finally:
+        conn.close()
+
+
+def sessions(hub: Hub, user: str):
+    return rows(hub, "SELECT server_name, status, duration_minutes, cost, rate_milli FROM sessions WHERE username = ? ORDER BY id", user)
+
+
+def usage(hub: Hub, user: str):
+    return rows(hub, "SELECT amount, description FROM transactions WHERE username = ? AND transaction_type = 'usage' ORDER BY id", user)
+
+
+def set_quota(hub: Hub, user: str, amount: int) -> None:
+    status, body = hub.admin("POST", f"/hub/admin/api/quota/{user}", {"action": "set", "amount": amount})
+    assert status == 200, (status, body)
+    assert body["balance"] == amount
+
+
+@pytest.fixture(scope="module")
+def hub(tmp_path_factory):
+    h = Hub(tmp_path_factory.mktemp("hub"), VALUES, extra_env={"QT_EXTRA_PRE_SPAWN": "1"}).start()
+    yield h
+    h.stop()
+
+
+def test_a_user_without_quota_is_refused_then_billed_once_after_an_admin_grant(hub):
+    status, body = hub.spawn("alice", {"runtime_minutes": 5})
+    assert status == 403, (status, body)
+    assert body["message"] == (
+        "Cannot start container: Insufficient quota. Current balance: 0, estimated cost: 5 "
+        "(1 quota/min x 5 min). Please contact administrator to add quota."
+    ), body
+    assert hub.server_state("alice") is None
+    assert sessions(hub, "alice") == []
+    # The operator's own pre_spawn_hook still ran, before the gate.
+    assert (hub.state / "earlier-hook-ran").read_text() == "alice"
+
+    set_quota(hub, "alice", 100)
+    status, body = hub.spawn("alice", {"runtime_minutes": 5})
+    assert status in (201, 202), (status, body)
+    hub.wait_ready("alice")
+    status, me = hub.api("GET", "/hub/api/quota/me", hub.token_for("alice"))
+    assert status == 200, (status, me)
+    assert (me["username"], me["balance"], me["unlimited"], me["enabled"]) == ("alice", 100, False, True)
+    assert [s[:2] for s in sessions(hub, "alice")] == [("", "active")]
+
+    hub.stop_server("alice")
+    [(server, status_, minutes, cost, rate)] = sessions(hub, "alice")
+    assert (server, status_) == ("", "completed")
+    assert cost == math.ceil(rate * minutes / 1000) and cost >= 1
+    assert [u[0] for u in usage(hub, "alice")] == [-cost]
+    status, me = hub.api("GET", "/hub/api/quota/me", hub.token_for("alice"))
+    assert me["balance"] == 100 - cost
+
+
+def test_the_default_and_a_named_server_share_one_balance(hub):
+    set_quota(hub, "bob", 30)
+    status, body = hub.spawn("bob", {"runtime_minutes": 15})
+    assert status in (201, 202), (status, body)
+    hub.wait_ready("bob")
+    # 30 credits, 15 held by the running default server: a 20-minute named server does not fit.
+    status, body = hub.spawn("bob", {"runtime_minutes": 20}, server="second")
+    assert status == 403, (status, body)
+    assert body["message"].startswith(REFUSAL), body
+    assert hub.server_state("bob", "second") is None
+    # 5 minutes of phx (10 credits) fits in the 15 left, with the accelerator chosen by its key.
+    status, body = hub.spawn("bob", {"runtime_minutes": 5, "gpu_selection": "phx"}, server="second")
+    assert status in (201, 202), (status, body)
+    hub.wait_ready("bob", "second")
+    active = {s[0]: s[4] for s in sessions(hub, "bob") if s[1] == "active"}
+    assert active == {"": 1000, "second": 2000}
+    hub.stop_server("bob", "second")
+    hub.stop_server("bob")
+    assert len(usage(hub, "bob")) == 2
+
+
+@pytest.mark.parametrize(
+    "options, option",
+    [
+        ({"runtime_minutes": "abc"}, "runtime_minutes"),
+        ({"runtime_minutes": float("nan")}, "runtime_minutes"),
+        ({"runtime_minutes": -5}, "runtime_minutes"),
+        ({"runtime_minutes": 0}, "runtime_minutes"),
+        ({"runtime_minutes": 481}, "runtime_minutes"),
+        ({"runtime_minutes": 2.5}, "runtime_minutes"),
+        ({"runtime_minutes": True}, "runtime_minutes"),
+        ({"runtime_minutes": 5, "gpu_selection": "tpu"}, "gpu_selection"),
+        ({"runtime_minutes": 5, "gpu_selection": 3}, "gpu_selection"),
+    ],
+    ids=lambda v: json.dumps(v) if isinstance(v, dict) else v,
+)
+def test_bad_spawn_options_are_400_naming_the_option_and_change_nothing(hub, options, option):
+    set_quota(hub, "carol", 1000)
+    status, body = hub.spawn("carol", options)
+    assert status == 400, (status, body)
+    assert body["message"].startswith(f"{option}:"), body
+    assert hub.server_state("carol") is None
+    assert sessions(hub, "carol") == []
+
+
+def test_the_quota_routes_answer_inside_the_hub_with_its_auth(hub):
+    status, body = hub.api("GET", "/hub/api/quota/me")
+    assert status == 403 and "message" in body, (status, body)  # the hub's own answer
+    status, body = hub.api("GET", "/hub/api/quota/rates", hub.token_for("dora"))
+    assert status == 200 and list(body["rates"]) == ["cpu", "phx"], body
+    status, body = hub.api("GET", "/hub/api/accelerators", hub.token_for("dora"))
+    assert status == 200 and "phx" in body["accelerators"], body
+    # A plain user is not a quota admin; the hub's admin role and a hub admin user are.
+    status, body = hub.api("GET", "/hub/admin/api/quota/", hub.token_for("dora"))
+    assert status == 403, (status, body)
+    status, body = hub.admin("GET", "/hub/admin/api/quota/")
+    assert status == 200 and "users" in body, (status, body)
+    status, body = hub.api("GET", "/hub/admin/api/quota/", hub.token_for("admin"))
+    assert status == 200, (status, body)
+    # custom:quota:sessions lets a service record sessions, not administer.
+    status, body = hub.api("POST", "/hub/api/quota/sessions/end", hub.sessions_token, {"username": "nobody"})
+    assert status == 404, (status, body)
+    status, body = hub.api("GET", "/hub/admin/api/quota/", hub.sessions_token)
+    assert status == 403, (status, body)
+
+
+def test_quota_hub_reads_the_hubs_database(hub):
+    set_quota(hub, "erin", 77)
+    out = subprocess.run(
+        ["cargo", "run", "-q", "--locked", "-p", "quota-hub", "--", "list-quota", "--db", str(hub.quota_db())],
+        cwd=REPO, check=True, capture_output=True, text=True, timeout=600,
+    ).stdout
+    line = next(l for l in out.splitlines() if l.split()[:1] == ["erin"])
+    assert "77" in line.split(), out
+
+
+def test_a_hub_restart_while_a_server_runs_bills_it_once(tmp_path):
+    h = Hub(tmp_path / "hub", VALUES, extra_env={"QT_CLEANUP_SERVERS": "0"}).start()
+    try:
+        set_quota(h, "frank", 100)
+        status, body = h.spawn("frank", {"runtime_minutes": 30})
+        assert status in (201, 202), (status, body)
+        h.wait_ready("frank")
+        h.stop()
+        h.start()
+        assert h.server_state("frank")["ready"], "the server survived the restart"
+        h.stop_server("frank")
+        [(server, status_, minutes, cost, rate)] = sessions(h, "frank")
+        assert status_ == "completed" and cost >= 1
+        assert [u[0] for u in usage(h, "frank")] == [-cost]
+    finally:
+        h.stop()
+
+
+def test_a_server_is_stopped_when_its_runtime_is_over_and_billed_that_minute(tmp_path):
+    h = Hub(tmp_path / "hub", VALUES).start()
+    try:
+        set_quota(h, "gina", 100)
+        status, body = h.spawn("gina", {"runtime_minutes": 1})
+        assert status in (201, 202), (status, body)
+        h.wait_ready("gina")
+        wait_for("the hub to stop gina's server at its runtime", lambda: h.server_state("gina") is None, deadline=DEADLINE_S + 60)
+        [(server, status_, minutes, cost, rate)] = sessions(h, "gina")
+        assert (status_, minutes, cost) == ("completed", 1, 1)
+        assert "its requested runtime is over" in h.log()
+    finally:
+        h.stop()

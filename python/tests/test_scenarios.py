@@ -1,0 +1,19 @@
+"""Every scenario through the Python bridge over a real SQLite file, byte for byte as the native core."""
+
+import pytest
+
+from jupyterhub_quota import QuotaEngine
+
+from scenarios import files, replay
+
+import json
+
+
+@pytest.mark.parametrize("path", files(), ids=lambda p: p.name)
+def test_scenario_transcript_matches_the_native_core(path, native_transcripts, tmp_path):
+    scenario = json.loads(path.read_text())
+    got = replay(scenario, lambda values: QuotaEngine(str(tmp_path / "quota.db"), values))
+    want = native_transcripts[path.name]
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        assert g == w, f"step {w['step']} {w['request']}"
