@@ -1,23 +1,13 @@
 #!/usr/bin/env bash
-# The Python integration (python/): builds the wheel from this checkout (with the engine component
-# inside), installs it into a virtualenv under target/ with a real JupyterHub, installs the real
-# configurable-http-proxy from npm, and runs python/tests. Needs python3 (3.9+) with venv, and Node.
+# The Python integration (python/): builds and installs the wheel into target/pyenv with a real
+# JupyterHub and the real configurable-http-proxy (scripts/python-env.sh), then runs python/tests
+# (pytest arguments pass through). Needs python3 (3.9+) with venv, Node and npm, and the engine
+# component (scripts/build-wasm.sh --fault; the wheel build makes the shipped one if missing).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 started=$(date +%s)
-venv=target/pyenv
-if [ ! -x "$venv/bin/python" ]; then
-    python3 -m venv "$venv" || {
-        echo "python3 -m venv failed: install Python's venv module (Debian: apt-get install python3-venv)"; exit 1; }
-fi
-"$venv/bin/python" -m pip install -q --disable-pip-version-check -r python/requirements-test.txt
-# The wheel, as an operator would build it (`pip wheel ./python`), then installed from the file.
-rm -rf target/python-dist
-"$venv/bin/python" -m pip wheel -q --disable-pip-version-check --no-deps -w target/python-dist ./python
-"$venv/bin/python" -m pip install -q --disable-pip-version-check --force-reinstall --no-deps target/python-dist/jupyterhub_quota-*-py3-none-any.whl
-"$venv/bin/python" -m pip install -q --disable-pip-version-check target/python-dist/jupyterhub_quota-*-py3-none-any.whl
-(cd python/tests/node && npm ci --no-audit --no-fund --loglevel=error)
+bash scripts/python-env.sh
 echo "python set-up took $(( $(date +%s) - started ))s"
 # The tests import the installed package, not python/src.
 cd python/tests
-exec "../../$venv/bin/python" -m pytest -q -p no:cacheprovider "$@"
+exec ../../target/pyenv/bin/python -m pytest -q -p no:cacheprovider "$@"

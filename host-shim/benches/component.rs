@@ -9,7 +9,8 @@
 //! 3. One refresh of 100,000 users (one audit row each) on SQLite.
 //!
 //! `BENCH_PROFILE=1` runs only the check_start/end_session loop and `BENCH_PROFILE=refresh` only the
-//! refresh, for `perf record`.
+//! refresh, for `perf record`; `BENCH_PROFILE=gate` prints check_start's median (typed, and as the
+//! hub's REST request) as one JSON line for the other languages' benches.
 
 use std::path::PathBuf;
 use std::time::Instant;
@@ -166,6 +167,50 @@ fn component(rt: &std::sync::Arc<Runtime>, names: &[String]) -> (f64, f64) {
     (median(s_ns), median(e_ns))
 }
 
+/// Median ns of `POST /api/quota/sessions` through `handle-request` (each call its own transaction).
+fn rest_gate(rt: &std::sync::Arc<Runtime>, names: &[String]) -> f64 {
+    let mut w = Worker::new(
+        rt.clone(),
+        Box::new(SqliteDb::memory().unwrap()),
+        &values().to_string(),
+    )
+    .unwrap();
+    seed_sql(w.db(), names.iter().map(|n| (n.as_str(), 1_000_000_000)));
+    let hub = quota_core::Caller {
+        name: "hub".into(),
+        admin: false,
+        scopes: vec!["quota:sessions".into()],
+    };
+    let bodies: Vec<String> = names
+        .iter()
+        .map(|n| format!(r#"{{"username":"{n}","runtime_minutes":60,"resource_type":"phx"}}"#))
+        .collect();
+    let mut per_call = Vec::new();
+    for round in 0..20 {
+        let now = Timestamp(1_795_000_000 + round * 7200);
+        for b in &bodies {
+            let t = Instant::now();
+            let r = w
+                .handle_request(
+                    &quota_core::Request {
+                        method: "POST",
+                        path: "/api/quota/sessions",
+                        query: "",
+                        body: b,
+                        caller: Some(&hub),
+                    },
+                    now,
+                )
+                .unwrap();
+            per_call.push(t.elapsed().as_nanos() as f64);
+            assert_eq!(r.status, 201, "{}", r.body);
+        }
+        // End them all so the next round starts from the same state.
+        w.cleanup_stale(now.plus_seconds(9 * 3600)).unwrap();
+    }
+    median(per_call)
+}
+
 fn bare_commits_per_second(path: &std::path::Path) -> f64 {
     let b = SqliteDb::open(path, Durability::Full).unwrap();
     let c = b.connection();
@@ -233,6 +278,17 @@ fn main() {
             println!("refresh {el:.3} s");
         }
         let _ = std::fs::remove_dir_all(&dir);
+        return;
+    }
+    // `BENCH_PROFILE=gate`: check_start through the component, typed and as the REST request a hub
+    // sends (`POST /api/quota/sessions`), median ns per call as one JSON line (for the Python and
+    // JavaScript benches, which print it beside their own).
+    if std::env::var("BENCH_PROFILE").as_deref() == Ok("gate") {
+        let (typed, _) = component(&rt, &names[..200]);
+        println!(
+            "{}",
+            serde_json::json!({"check_start_typed_ns": typed, "check_start_rest_ns": rest_gate(&rt, &names[..200])})
+        );
         return;
     }
     // `BENCH_PROFILE=1`: only the component check_start/end_session loop, for `perf record`.

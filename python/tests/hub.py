@@ -6,13 +6,13 @@ from __future__ import annotations
 import json
 import os
 import secrets
-import shutil
 import signal
 import socket
 import subprocess
 import sys
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from pathlib import Path
 from typing import Any, Optional
@@ -161,10 +161,46 @@ class Hub:
         assert status in (202, 204), (status, body)
         self.wait_stopped(user, server)
 
+    def login(self, user: str) -> "Browser":
+        """A browser session of `user`: the login form, then the hub's cookies and XSRF token."""
+        b = Browser(self.url)
+        b.get("/hub/login")
+        status, _ = b.post("/hub/login?next=%2Fhub%2Fhome", {"username": user, "password": "any"})
+        assert status < 400, status
+        return b
+
     def quota_db(self) -> Path:
         return self.state / "quota.sqlite"
 
 
-def copy_values(src: Path, dst: Path) -> Path:
-    shutil.copy(src, dst)
-    return dst
+class Browser:
+    """Cookies and the `_xsrf` token, as a browser page has them."""
+
+    def __init__(self, base: str):
+        import http.cookiejar
+
+        self.base = base
+        self.jar = http.cookiejar.CookieJar()
+        self.opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(self.jar))
+
+    def xsrf(self) -> str:
+        return next((c.value for c in self.jar if c.name == "_xsrf"), "")
+
+    def _send(self, req: urllib.request.Request) -> tuple[int, Any]:
+        req.add_header("X-XSRFToken", self.xsrf())
+        try:
+            with self.opener.open(req, timeout=DEADLINE_S) as r:
+                raw, status = r.read(), r.status
+        except urllib.error.HTTPError as e:
+            raw, status = e.read(), e.code
+        try:
+            return status, json.loads(raw)
+        except ValueError:
+            return status, raw.decode("utf-8", "replace")
+
+    def get(self, path: str) -> tuple[int, Any]:
+        return self._send(urllib.request.Request(self.base + path))
+
+    def post(self, path: str, form: dict) -> tuple[int, Any]:
+        data = urllib.parse.urlencode({**form, "_xsrf": self.xsrf()}).encode()
+        return self._send(urllib.request.Request(self.base + path, data=data, method="POST"))

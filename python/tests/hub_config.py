@@ -43,11 +43,20 @@ c.JupyterHub.load_roles = [
 ]
 
 if env.get("QT_EXTRA_PRE_SPAWN"):
-    # A hook the operator had already set: configure() must keep it.
+    # A hook the operator had already set: configure() must keep it (and run it first).
     def earlier_hook(spawner):
         (state / "earlier-hook-ran").write_text(spawner.user.name)
+        if spawner.user.name == "broken":
+            # This user's server cannot start: the spawn fails after the quota gate allowed it.
+            spawner.cmd = [str(state / "no-such-singleuser-command")]
 
     c.Spawner.pre_spawn_hook = earlier_hook
+
+# The spawn page's form (the original's keys); its posts arrive as lists of strings.
+c.Spawner.options_form = """
+<input name="runtime_minutes" value="20"><select name="gpu_selection"><option value="">CPU</option>
+<option value="phx">PHX</option></select>
+"""
 
 kwargs = json.loads(env.get("QT_QUOTA_KWARGS", "{}"))
 jupyterhub_quota.configure(

@@ -8,6 +8,7 @@ import json
 import math
 import sqlite3
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -144,6 +145,44 @@ def test_the_quota_routes_answer_inside_the_hub_with_its_auth(hub):
     assert status == 403, (status, body)
 
 
+def test_a_spawn_that_fails_after_the_gate_is_not_charged(hub):
+    set_quota(hub, "broken", 50)
+    status, body = hub.spawn("broken", {"runtime_minutes": 10})
+    assert status >= 400, (status, body)
+    hub.wait_stopped("broken")
+    assert [s[:2] for s in sessions(hub, "broken")] == [("", "failed")]
+    assert usage(hub, "broken") == []
+    assert hub.api("GET", "/hub/api/quota/me", hub.token_for("broken"))[1]["balance"] == 50
+
+
+def test_the_spawn_form_posts_lists_of_strings_and_they_reach_the_gate_typed(hub):
+    set_quota(hub, "hana", 100)
+    browser = hub.login("hana")
+    status, _ = browser.post(f"/hub/spawn/hana", {"runtime_minutes": "3", "gpu_selection": "phx"})
+    assert status < 400, status
+    hub.wait_ready("hana")
+    [(server, status_, *_rest)] = sessions(hub, "hana")
+    [(minutes, rate)] = rows(hub, "SELECT runtime_minutes, rate_milli FROM sessions WHERE username = 'hana'")
+    assert (status_, minutes, rate) == ("active", 3, 2000)
+    # The page's own calls use the login cookie and the hub's XSRF token.
+    status, me = browser.get("/hub/api/quota/me")
+    assert status == 200 and me["balance"] == 100, (status, me)
+    hub.stop_server("hana")
+
+
+def test_upgrade_db_only_migrates_the_quota_database(tmp_path):
+    h = Hub(tmp_path / "hub", VALUES)
+    out = subprocess.run(
+        [sys.executable, "-m", "jupyterhub", "upgrade-db", "-f", str(HERE / "hub_config.py")],
+        cwd=h.state, env=h.env, capture_output=True, text=True, timeout=DEADLINE_S,
+    )
+    assert out.returncode == 0, out.stdout + out.stderr
+    with sqlite3.connect(h.quota_db()) as c:
+        assert c.execute("PRAGMA user_version").fetchone()[0] == 3
+        assert c.execute("SELECT count(*) FROM sessions").fetchone()[0] == 0
+    assert "refresh rule" not in out.stdout + out.stderr
+
+
 def test_quota_hub_reads_the_hubs_database(hub):
     set_quota(hub, "erin", 77)
     out = subprocess.run(
@@ -183,5 +222,29 @@ def test_a_server_is_stopped_when_its_runtime_is_over_and_billed_that_minute(tmp
         [(server, status_, minutes, cost, rate)] = sessions(h, "gina")
         assert (status_, minutes, cost) == ("completed", 1, 1)
         assert "its requested runtime is over" in h.log()
+    finally:
+        h.stop()
+
+
+def test_the_example_config_runs_as_the_readme_says(tmp_path):
+    """examples/jupyterhub/jupyterhub_config.py, as `scripts/hub-demo.sh` runs it."""
+    state = tmp_path / "demo"
+    state.mkdir()
+    h = Hub(tmp_path / "unused", VALUES)
+    env = dict(h.env, QUOTA_DEMO_STATE=str(state), QUOTA_DEMO_PORT=str(h.port))
+    with open(state / "hub.log", "w") as log:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "jupyterhub", "-f", str(REPO / "examples" / "jupyterhub" / "jupyterhub_config.py")],
+            cwd=state, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+        )
+    h.proc, h.log_path = proc, state / "hub.log"
+    try:
+        wait_for("the example hub", h._up)
+        browser = h.login("admin")
+        status, me = browser.get("/hub/api/quota/me")
+        assert status == 200 and me["enabled"] is True and list(me["rates"]) == ["cpu", "phx"], (status, me)
+        status, body = browser.get("/hub/admin/api/quota/")
+        assert status == 200, (status, body)
+        assert (state / "quota.sqlite").exists()
     finally:
         h.stop()
