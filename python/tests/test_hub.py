@@ -9,11 +9,13 @@ import math
 import sqlite3
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
 from hub import DEADLINE_S, HERE, Hub, wait_for
+from jupyterhub_quota import Caller, QuotaEngine
 
 REPO = HERE.parents[1]
 VALUES = HERE / "hub_values.yaml"
@@ -203,10 +205,31 @@ def test_a_hub_restart_while_a_server_runs_bills_it_once(tmp_path):
         h.stop()
         h.start()
         assert h.server_state("frank")["ready"], "the server survived the restart"
+        wait_for("auto-stop re-armed", lambda: "auto-stop re-armed for 1 running server(s)" in h.log())
         h.stop_server("frank")
         [(server, status_, minutes, cost, rate)] = sessions(h, "frank")
         assert status_ == "completed" and cost >= 1
         assert [u[0] for u in usage(h, "frank")] == [-cost]
+    finally:
+        h.stop()
+
+
+def test_sessions_older_than_8_hours_are_closed_unbilled_when_the_hub_starts(tmp_path):
+    state = tmp_path / "hub"
+    state.mkdir()
+    # A session left active by a hub that died 9 hours ago, written through the engine.
+    e = QuotaEngine(str(state / "quota.sqlite"), {"custom": {"authMode": "github"}})
+    long_ago = int(time.time()) - 9 * 3600
+    admin = Caller("admin", admin=True)
+    e.handle_request("POST", "/admin/api/quota/users/ivan", body='{"action":"set","amount":50}', caller=admin, now=long_ago)
+    r = e.handle_request("POST", "/api/quota/sessions", body='{"username":"ivan","runtime_minutes":30}', caller=admin, now=long_ago)
+    assert r.status == 201, r.body
+    e.close()
+    h = Hub(state, VALUES).start()
+    try:
+        wait_for("the start-up cleanup", lambda: "closed stale session 1 of ivan" in h.log())
+        assert [s[:2] for s in sessions(h, "ivan")] == [("", "cleaned_up")]
+        assert usage(h, "ivan") == []
     finally:
         h.stop()
 

@@ -25,6 +25,8 @@ from .bridge import JSON_INT_MAX, BridgeFailure, SqliteBridge, open_sqlite
 
 #: The component shipped inside this package.
 COMPONENT_PATH = Path(__file__).with_name("quota-engine.wasm")
+#: Where `scripts/build-wasm.sh` puts it, for a source checkout (`PYTHONPATH=python/src`, editable).
+_CHECKOUT_PATH = Path(__file__).resolve().parents[3] / "target" / "wasm" / "quota-engine.wasm"
 
 API = "quota:engine/api@0.2.0"
 SQL = "quota:engine/sql@0.2.0"
@@ -153,6 +155,8 @@ class Component:
 
     @classmethod
     def load(cls, path: Optional[Path] = None) -> "Component":
+        if path is None and not COMPONENT_PATH.is_file() and _CHECKOUT_PATH.is_file():
+            path = _CHECKOUT_PATH
         p = Path(path or COMPONENT_PATH).resolve()
         with cls._lock:
             c = cls._cache.get(p)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import time
-from typing import Optional
+from typing import Awaitable, Callable, Optional
 
 from .service import QuotaService, log
 
@@ -21,12 +21,21 @@ def run_id(rule: str, at: int) -> str:
 
 
 class Scheduler:
-    def __init__(self, service: QuotaService):
+    """`clock` and `sleep` are the real ones in a hub; tests pass their own."""
+
+    def __init__(
+        self,
+        service: QuotaService,
+        clock: Callable[[], float] = time.time,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+    ):
         self.service = service
+        self.clock = clock
+        self.sleep = sleep
         self.tasks: list[asyncio.Task] = []
 
     async def start(self, now: Optional[int] = None) -> None:
-        t0 = int(time.time()) if now is None else now
+        t0 = int(self.clock()) if now is None else now
         summary = self.service.engine.summary
         for rule in [r for r in (summary.rules if summary else ()) if r.enabled]:
             await self._report_missed(rule.name, t0)
@@ -56,12 +65,13 @@ class Scheduler:
             if at is None:
                 log.info("quota: refresh rule %s never fires again", rule)
                 return
-            while (wait := at - time.time()) > 0:
-                await asyncio.sleep(wait)
-            since = max(at, int(time.time()))
+            while (wait := at - self.clock()) > 0:
+                await self.sleep(wait)
+            now = int(self.clock())
+            since = max(at, now)
             rid = run_id(rule, at)
             try:
-                r = await self.service.run(lambda e: e.run_rule(rule, rid))
+                r = await self.service.run(lambda e: e.run_rule(rule, rid, now=now))
             except Exception as e:  # noqa: BLE001 - logged; the rule goes on at its next time
                 log.error("quota: refresh rule %s: run %s failed and changed nothing: %s", rule, rid, e)
                 continue

@@ -1,0 +1,119 @@
+"""The hub-side pieces without a hub: hook chaining, the scheduler on a test clock, engine errors in
+the gate. (test_hub.py runs them inside a real JupyterHub.)"""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from types import SimpleNamespace
+
+import pytest
+from tornado import web
+from traitlets.config import Config
+
+from jupyterhub_quota import Caller, QuotaEngine
+from jupyterhub_quota.hub import QuotaHub
+from jupyterhub_quota.scheduler import Scheduler
+from jupyterhub_quota.service import QuotaService
+from jupyterhub_quota.spawn import install_spawn_hooks
+
+VALUES = {"custom": {"authMode": "github", "quota": {"defaultQuota": 0, "refreshRules": {
+    "hourly": {"enabled": True, "schedule": "0 * * * *", "action": "add", "amount": 5},
+    "off": {"enabled": False, "schedule": "* * * * *", "action": "add", "amount": 1}}}}}
+T0 = 1_795_000_000  # 2026-11-18T11:06:40Z
+
+
+def spawner(user: str, server: str = "", **options) -> SimpleNamespace:
+    return SimpleNamespace(user=SimpleNamespace(name=user), name=server, user_options=options)
+
+
+def quota_hub(db: str) -> QuotaHub:
+    return QuotaHub(QuotaService(lambda: QuotaEngine(db, VALUES)), default_runtime=20, scheduler=False, auto_stop=False)
+
+
+def test_hooks_already_set_run_first_and_still_run_when_quota_refuses(tmp_path):
+    calls = []
+    c = Config()
+    c.Spawner.pre_spawn_hook = lambda s: calls.append(("pre", s.user.name))
+
+    async def stop_hook(s):
+        calls.append(("stop", s.user.name))
+
+    c.Spawner.post_stop_hook = stop_hook
+    c.Spawner.options_from_form = lambda form: {**form, "seen": True}
+    q = quota_hub(str(tmp_path / "q.db"))
+    install_spawn_hooks(c, q)
+
+    with pytest.raises(web.HTTPError) as err:
+        asyncio.run(c.Spawner.pre_spawn_hook(spawner("alice", runtime_minutes=5)))
+    assert err.value.status_code == 403 and err.value.log_message.startswith("Cannot start container")
+    asyncio.run(c.Spawner.post_stop_hook(spawner("alice")))  # no session: a quiet no-op
+    assert calls == [("pre", "alice"), ("stop", "alice")]
+    opts = c.Spawner.options_from_form({"runtime_minutes": ["15"], "gpu_selection": [""], "other": ["x"]})
+    assert opts == {"runtime_minutes": "15", "gpu_selection": "", "other": ["x"], "seen": True}
+
+
+def test_an_engine_failure_in_the_gate_is_a_clear_503_and_starts_nothing(tmp_path):
+    db = tmp_path / "q.db"
+    q = quota_hub(str(db))
+    c = Config()
+    install_spawn_hooks(c, q)
+    with sqlite3.connect(db) as conn:
+        conn.execute("CREATE TRIGGER no_users BEFORE INSERT ON users BEGIN SELECT RAISE(ABORT, 'disk says no'); END")
+    with pytest.raises(web.HTTPError) as err:
+        asyncio.run(c.Spawner.pre_spawn_hook(spawner("bob", runtime_minutes=5)))
+    assert err.value.status_code == 503
+    assert "Quota check failed, the server was not started" in err.value.log_message
+    assert "disk says no" in err.value.log_message
+
+
+class Clock:
+    """A test clock: `sleep` moves it forward instead of waiting."""
+
+    def __init__(self, t: float):
+        self.t = t
+        self.slept: list[float] = []
+        self.parked: asyncio.Event | None = None
+
+    def __call__(self) -> float:
+        return self.t
+
+    async def sleep(self, s: float) -> None:
+        self.slept.append(s)
+        if len(self.slept) >= 2:
+            self.parked.set()  # the first fire is done; this wait never ends, the test stops here
+            await asyncio.Event().wait()
+        self.t += s
+
+
+def balance(db, user):
+    with sqlite3.connect(db) as c:
+        return c.execute("SELECT balance FROM users WHERE username = ?", (user,)).fetchone()[0]
+
+
+def test_the_scheduler_runs_each_fire_time_once_even_across_a_restart(tmp_path):
+    db = str(tmp_path / "q.db")
+    seed = QuotaEngine(db, VALUES)
+    seed.handle_request("POST", "/admin/api/quota/users/ann", body='{"action":"set","amount":10}',
+                        caller=Caller("admin", admin=True), now=T0)
+    seed.close()
+
+    async def run_until_two_fires(clock: Clock) -> Scheduler:
+        clock.parked = asyncio.Event()
+        s = Scheduler(QuotaService(lambda: QuotaEngine(db, VALUES)), clock=clock, sleep=clock.sleep)
+        await s.start()
+        await clock.parked.wait()
+        s.stop()
+        return s
+
+    clock = Clock(T0)
+    asyncio.run(run_until_two_fires(clock))
+    assert clock.slept == [3200, 3600]  # 11:06:40 -> 12:00:00, then to 13:00:00
+    assert balance(db, "ann") == 15
+    # A second hub (or a restart) that reaches the same fire time does not apply it again.
+    again = Clock(T0)
+    asyncio.run(run_until_two_fires(again))
+    assert balance(db, "ann") == 15
+    with sqlite3.connect(db) as c:
+        runs = [r[0] for r in c.execute("SELECT run_id FROM refresh_runs")]
+    assert runs == ["hourly@2026-11-18T12:00:00Z"]
