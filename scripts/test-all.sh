@@ -31,4 +31,7 @@ cargo test --workspace --locked
 step "python: the engine in JupyterHub (python/)"
 bash scripts/test-python.sh
 
+step "javascript: the Node bridge (js/)"
+bash scripts/test-js.sh
+
 step "done in $(( $(date +%s) - started ))s"

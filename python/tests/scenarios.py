@@ -86,7 +86,7 @@ def replay(scenario: dict, open_engine: Callable[[dict], QuotaEngine]) -> list[d
             else:
                 body = ""
             r = engine.handle_request(step["method"], path, query, body, caller_for(step.get("as")), now)
-            out.append({"step": n, "request": f"{step['method']} {target}", "status": r.status, "body": r.body})
+            out.append({"step": n, "request": f"{step['method']} {target}", "sent": body, "status": r.status, "body": r.body})
     finally:
         engine.close()
     return out

@@ -102,6 +102,9 @@ pub fn caller_for(v: Option<&Value>) -> Result<Option<Caller>, String> {
 pub struct Exchange {
     pub step: usize,
     pub request: String,
+    /// The request body exactly as sent (a host whose JSON cannot keep `10.0` apart from `10`, as
+    /// JavaScript's cannot, replays these bytes).
+    pub sent: String,
     pub status: u16,
     pub body: String,
 }
@@ -202,6 +205,7 @@ pub fn replay(host: &mut dyn ScenarioHost, scenario: &Value) -> Result<Replay, S
         out.transcript.push(Exchange {
             step: n,
             request,
+            sent: body.clone(),
             status: resp.status,
             body: resp.body,
         });

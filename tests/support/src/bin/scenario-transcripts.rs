@@ -1,6 +1,7 @@
 //! Prints the native core's transcript of every scenario file as one JSON document, for hosts in
 //! other languages to compare with byte for byte:
-//! `{"01-....json": [{"step": 1, "request": "POST /...", "status": 201, "body": "..."}, ...], ...}`.
+//! `{"01-....json": [{"step": 1, "request": "POST /...", "sent": "...", "status": 201, "body": "..."}, ...]}`
+//! (`sent`: the request body exactly as sent).
 //!
 //! `cargo run -q -p quota-scenarios --bin scenario-transcripts [DIR]` (default: tests/scenarios).
 
@@ -29,7 +30,7 @@ fn main() {
         let steps: Vec<Value> = r
             .transcript
             .into_iter()
-            .map(|x| json!({"step": x.step, "request": x.request, "status": x.status, "body": x.body}))
+            .map(|x| json!({"step": x.step, "request": x.request, "sent": x.sent, "status": x.status, "body": x.body}))
             .collect();
         out.insert(name, Value::Array(steps));
     }

@@ -1,0 +1,27 @@
+// Transpiles the engine component (target/wasm/quota-engine.wasm, from scripts/build-wasm.sh) into
+// gen/ with jco: one engine artifact for Node and the browser. `--instantiation sync` lets the
+// bridge pass its imports as plain functions and instantiate again after a trap.
+import { execFileSync } from 'node:child_process';
+import { existsSync, rmSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const here = dirname(fileURLToPath(import.meta.url));
+const root = join(here, '..');
+const wasm = join(root, '..', 'target', 'wasm', 'quota-engine.wasm');
+if (!existsSync(wasm)) {
+  console.error(`${wasm} is missing: run \`bash scripts/build-wasm.sh\` at the repository root first`);
+  process.exit(1);
+}
+const jco = join(root, 'node_modules', '.bin', 'jco');
+function transpile(component, out) {
+  rmSync(join(root, out), { recursive: true, force: true });
+  execFileSync(jco, ['transpile', component, '--instantiation', 'sync', '--name', 'quota-engine', '-o', join(root, out), '--quiet'], {
+    stdio: 'inherit',
+  });
+  console.log(`${out}/quota-engine.js: transpiled from ${component}`);
+}
+transpile(wasm, 'gen');
+// The test-only fault-injection build (scripts/build-wasm.sh --fault), for the bridge's tests.
+const fault = join(root, '..', 'target', 'wasm', 'quota-engine-fault.wasm');
+if (existsSync(fault)) transpile(fault, 'gen-fault');

@@ -1,0 +1,198 @@
+// The engine component (transpiled by jco into gen/) over a host's SQL bridge: shared by the Node
+// bridge (src/node.js) and the pages (src/browser.js). One instance at a time; every call runs in
+// one transaction of the host's database, committed only when the call returned normally and no
+// statement failed. After anything but the engine's own error result (a trap, an exception in an
+// import, a lowering error) the instance is replaced: its state may be half-finished.
+import { instantiate as instantiateShipped } from '../gen/quota-engine.js';
+
+/** The largest magnitude an integer may have on the wire: 2^53 - 1. */
+export const JSON_INT_MAX = Number.MAX_SAFE_INTEGER;
+
+/** A statement failed: `kind` is `busy`, `constraint` or `other`. */
+export class StorageError extends Error {
+  constructor(kind, message) {
+    super(message);
+    this.name = 'StorageError';
+    this.kind = kind;
+    this.busy = kind === 'busy';
+  }
+}
+
+/** The engine trapped or an import misbehaved; the call changed nothing and the instance was replaced. */
+export class EngineError extends Error {
+  constructor(message, cause) {
+    super(message, { cause });
+    this.name = 'EngineError';
+  }
+}
+
+/** The values document was refused: `problems` is a list of {field, message}. */
+export class ConfigError extends Error {
+  constructor(problems) {
+    super(problems.map((p) => `${p.field}: ${p.message}`).join('; '));
+    this.name = 'ConfigError';
+    this.problems = problems;
+  }
+}
+
+/** An operation was refused (nothing changed): `kind` is the WIT case (`invalid`, `not-found`, ...). */
+export class QuotaError extends Error {
+  constructor(kind, message) {
+    super(message);
+    this.name = 'QuotaError';
+    this.kind = kind;
+  }
+}
+
+function isComponentError(e) {
+  return e !== null && typeof e === 'object' && e.constructor?.name === 'ComponentError' && 'payload' in e;
+}
+
+function quotaError(payload) {
+  if (payload?.tag === 'invalid') return new QuotaError('invalid', `${payload.val.field}: ${payload.val.message}`);
+  if (payload?.tag === 'insufficient-balance') return new QuotaError(payload.tag, 'Insufficient balance');
+  return new QuotaError(payload?.tag ?? 'other', String(payload?.val ?? payload));
+}
+
+/** A timestamp in whole seconds, range-checked (s64 on the wire). */
+export function seconds(now) {
+  const t = now ?? Math.floor(Date.now() / 1000);
+  if (!Number.isSafeInteger(t)) throw new RangeError(`now: ${t} is not a timestamp in whole seconds`);
+  return BigInt(t);
+}
+
+/**
+ * @param {object} o
+ * @param {(path: string) => WebAssembly.Module} o.getCoreModule compiled core modules of gen/
+ * @param {object|null} o.db the host's database: {dialect, query(sql, params) -> rows,
+ *   executeMany(sql, rows) -> changes, begin(write), commit(), rollback()}; null for pure calls
+ */
+export class Engine {
+  constructor({ getCoreModule, db, instantiate = instantiateShipped }) {
+    this.getCoreModule = getCoreModule;
+    this.instantiateComponent = instantiate;
+    this.db = db;
+    this.valuesJson = '';
+    this.summary = null;
+    this.failed = null;
+    this.instantiate();
+  }
+
+  instantiate() {
+    const fail = (e) => {
+      const f = e instanceof StorageError ? e : new StorageError('other', `${e?.name ?? 'Error'}: ${e?.message ?? e}`);
+      if (this.failed === null) this.failed = f;
+      return { tag: 'err', val: f.kind === 'busy' ? { tag: 'busy' } : { tag: f.kind, val: f.message } };
+    };
+    const db = this.db;
+    const sql = {
+      getDialect: () => db?.dialect ?? 'sqlite',
+      query: (statement, paramsJson) => {
+        if (!db) return fail(new StorageError('other', 'this engine has no database'));
+        try {
+          return { tag: 'ok', val: JSON.stringify(db.query(statement, parseParams(JSON.parse(paramsJson)))) };
+        } catch (e) {
+          return fail(e);
+        }
+      },
+      executeMany: (statement, rowsJson) => {
+        if (!db) return fail(new StorageError('other', 'this engine has no database'));
+        try {
+          const rows = JSON.parse(rowsJson);
+          if (!Array.isArray(rows)) throw new StorageError('other', 'parameter rows: expected an array of arrays');
+          return { tag: 'ok', val: BigInt(db.executeMany(statement, rows.map(parseParams))) };
+        } catch (e) {
+          return fail(e);
+        }
+      },
+    };
+    // jco keys imports by interface name without the version.
+    const root = this.instantiateComponent(this.getCoreModule, { 'quota:engine/sql': sql, 'quota:engine/types': {} });
+    this.api = root.api;
+  }
+
+  /** Runs `fn(api)` with no transaction (configuration, pure functions); a trap replaces the instance. */
+  raw(fn) {
+    try {
+      return fn(this.api);
+    } catch (e) {
+      if (isComponentError(e)) throw e;
+      this.replace();
+      throw new EngineError(`the engine call failed and changed nothing: ${e?.message ?? e}`, e);
+    }
+  }
+
+  replace() {
+    this.instantiate();
+    if (this.valuesJson) this.api.configure(this.valuesJson);
+  }
+
+  /** One export call in one transaction (`write`: an immediate write lock; else a read snapshot). */
+  call(fn, write = true) {
+    this.db.begin(write);
+    this.failed = null;
+    let result;
+    try {
+      result = this.raw(fn);
+    } catch (e) {
+      this.db.rollback();
+      if (this.failed && !isComponentError(e)) {
+        // An import failure that surfaced as a trap: report the storage error.
+        throw this.failed;
+      }
+      if (isComponentError(e)) {
+        if (this.failed) throw this.failed;
+        throw quotaError(e.payload);
+      }
+      throw e;
+    }
+    if (this.failed) {
+      this.db.rollback();
+      throw this.failed;
+    }
+    this.db.commit();
+    return result;
+  }
+
+  configure(values) {
+    const text = typeof values === 'string' ? values : JSON.stringify(values);
+    let r;
+    try {
+      r = this.raw((api) => api.configure(text));
+    } catch (e) {
+      if (isComponentError(e)) throw new ConfigError(e.payload);
+      throw e;
+    }
+    this.valuesJson = text;
+    this.summary = { enabled: r.enabled, rules: r.rules.map((x) => ({ name: x.name, enabled: x.enabled, schedule: x.schedule })) };
+    return this.summary;
+  }
+
+  migrate() {
+    const m = this.call((api) => api.migrate());
+    return { from: m.fromVersion, to: m.toVersion };
+  }
+
+  /** Answers one REST request below the base URL, as quota-hub does; GETs in a read transaction. */
+  handleRequest({ method, path, query = '', body = '', caller = null }, now) {
+    const req = {
+      method,
+      path,
+      query,
+      body,
+      caller: caller ? { name: caller.name, admin: !!caller.admin, scopes: [...(caller.scopes ?? [])] } : undefined,
+    };
+    const t = seconds(now);
+    const r = this.call((api) => api.handleRequest(req, t), method !== 'GET');
+    return { status: r.status, body: r.body };
+  }
+}
+
+function parseParams(params) {
+  if (!Array.isArray(params)) throw new StorageError('other', 'parameters: expected a JSON array');
+  return params.map((v) => {
+    if (v === null || typeof v === 'string') return v;
+    if (typeof v === 'number' && Number.isSafeInteger(v)) return v;
+    throw new StorageError('other', `parameter ${JSON.stringify(v)}: only integers within +-(2^53-1), strings and null`);
+  });
+}

@@ -1,0 +1,79 @@
+// Types of the Node entry point (`@quota-engine/js`).
+
+export class StorageError extends Error {
+  readonly kind: 'busy' | 'constraint' | 'other';
+  readonly busy: boolean;
+}
+export class EngineError extends Error {}
+export class ConfigError extends Error {
+  readonly problems: { field: string; message: string }[];
+}
+export class QuotaError extends Error {
+  readonly kind: string;
+}
+
+export interface Caller {
+  name: string;
+  admin?: boolean;
+  /** `quota:sessions`, `quota:refresh`, `quota:admin` */
+  scopes?: string[];
+}
+
+export interface Request {
+  method: string;
+  /** below the base URL: `/api/quota/me`, `/admin/api/quota/users/alice`, ... */
+  path: string;
+  query?: string;
+  body?: string;
+  caller?: Caller | null;
+}
+
+export interface Response {
+  status: number;
+  /** JSON text, byte for byte as quota-hub answers */
+  body: string;
+}
+
+export interface ConfigSummary {
+  enabled: boolean;
+  rules: { name: string; enabled: boolean; schedule: string }[];
+}
+
+export interface Options {
+  durability?: 'full' | 'normal';
+  busyTimeoutMs?: number;
+}
+
+export const BUSY_TIMEOUT_MS: number;
+
+/** The engine over a SQLite file or `:memory:`; every call is one transaction. */
+export class QuotaEngine {
+  constructor(path: string, values: object, options?: Options);
+  readonly migration: { from: number; to: number };
+  readonly summary: ConfigSummary;
+  configure(values: object | string): ConfigSummary;
+  migrate(): { from: number; to: number };
+  /** `now`: whole seconds since the epoch (default: the clock). */
+  handleRequest(req: Request, now?: number): Response;
+  checkStart(
+    req: { username: string; accelerator?: string | null; runtimeMinutes: number; serverName?: string; startedAt?: number | null },
+    now?: number,
+  ):
+    | { allowed: { sessionId: number; rate: number; runtimeMinutes: number; estimatedCost: number; balance: number } }
+    | { refused: { message: string; balance: number; held: number; estimatedCost: number } };
+  endSession(
+    req: { id?: number | null; username?: string; serverName?: string; outcome?: 'completed' | 'failed'; endedAt?: number | null },
+    now?: number,
+  ): { sessionId: number; status: string; durationMinutes: number; cost: number; balance: number };
+  cleanupStale(now?: number): { sessionId: number; username: string; serverName: string; startTime: number; durationMinutes: number }[];
+  adminUpdate(
+    username: string,
+    action: 'set' | 'add' | 'deduct' | 'set-unlimited',
+    value: number | boolean,
+    options?: { description?: string | null; caller?: string },
+    now?: number,
+  ): { username: string; balance: number; action: string; amount: number | null; unlimited: boolean | null };
+  /** The refresh REST body (`{action, amount, max_balance?, targets?, run_id?, ...}`); its JSON result. */
+  refresh(body: object, now?: number): Record<string, unknown> & { replayed: boolean };
+  close(): void;
+}

@@ -1,0 +1,115 @@
+// The Node bridge itself: transactions, storage errors, traps, bulk writes, typed calls.
+import assert from 'node:assert/strict';
+import { existsSync, mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+
+import Database from 'better-sqlite3';
+
+import { ConfigError, EngineError, QuotaEngine, QuotaError, StorageError } from '../src/node.js';
+
+const here = dirname(fileURLToPath(import.meta.url));
+const VALUES = { custom: { authMode: 'github', quota: { defaultQuota: 50 } } };
+const ADMIN = { name: 'admin', admin: true };
+const HUB = { name: 'hub', scopes: ['quota:sessions'] };
+const T0 = 1_795_000_000;
+const tmp = () => join(mkdtempSync(join(tmpdir(), 'quota-js-')), 'q.db');
+
+const start = (e, user, now = T0) =>
+  e.handleRequest({ method: 'POST', path: '/api/quota/sessions', body: JSON.stringify({ username: user, runtime_minutes: 5 }), caller: HUB }, now);
+
+function balance(path, user) {
+  const d = new Database(path);
+  try {
+    return d.prepare('SELECT balance FROM users WHERE username = ?').pluck().get(user) ?? null;
+  } finally {
+    d.close();
+  }
+}
+
+test('a file is migrated once; a second engine on it sees the first one’s writes', () => {
+  const db = tmp();
+  const a = new QuotaEngine(db, VALUES);
+  assert.deepEqual(a.migration, { from: 0, to: 3 });
+  assert.equal(start(a, 'alice').status, 201);
+  const b = new QuotaEngine(db, VALUES);
+  assert.deepEqual(b.migration, { from: 3, to: 3 });
+  assert.equal(JSON.parse(b.handleRequest({ method: 'GET', path: '/api/quota/me', caller: { name: 'alice' } }, T0).body).balance, 50);
+  assert.equal(new Database(db).pragma('journal_mode', { simple: true }), 'wal');
+});
+
+test('configuration errors name their keys and keep the old configuration', () => {
+  const e = new QuotaEngine(':memory:', VALUES);
+  assert.throws(() => e.configure({ custom: { authMode: 'github', quota: { cpuRate: 'fast' } } }), (err) => {
+    assert.ok(err instanceof ConfigError);
+    assert.deepEqual(err.problems.map((p) => p.field), ['custom.quota.cpuRate']);
+    return true;
+  });
+  assert.equal(start(e, 'bob').status, 201);
+});
+
+test('a busy database fails the call as busy and changes nothing', () => {
+  const db = tmp();
+  const e = new QuotaEngine(db, VALUES, { busyTimeoutMs: 50 });
+  const other = new Database(db);
+  other.exec('BEGIN IMMEDIATE');
+  try {
+    assert.throws(() => start(e, 'alice'), (err) => err instanceof StorageError && err.busy);
+  } finally {
+    other.exec('ROLLBACK');
+    other.close();
+  }
+  assert.equal(balance(db, 'alice'), null);
+  assert.equal(start(e, 'alice').status, 201);
+});
+
+test('a constraint failure rolls the whole call back', () => {
+  const db = tmp();
+  const e = new QuotaEngine(db, VALUES);
+  const d = new Database(db);
+  d.exec("CREATE TRIGGER no_audit BEFORE INSERT ON transactions BEGIN SELECT RAISE(ABORT, 'audit refused'); END");
+  d.close();
+  assert.throws(
+    () => e.handleRequest({ method: 'POST', path: '/admin/api/quota/users/bob', body: '{"action":"set","amount":7}', caller: ADMIN }, T0),
+    (err) => err instanceof StorageError && err.kind === 'constraint' && /audit refused/.test(err.message),
+  );
+  assert.equal(balance(db, 'bob'), null);
+  assert.equal(e.db.conn.inTransaction, false);
+});
+
+const faultDir = join(here, '..', 'gen-fault');
+test('a trap after a write rolls back and a fresh, configured instance goes on', async () => {
+  assert.ok(existsSync(faultDir), 'gen-fault/ is missing: run `bash scripts/build-wasm.sh --fault` and `npm run build`');
+  const { instantiate } = await import('../gen-fault/quota-engine.js');
+  const db = tmp();
+  const e = new QuotaEngine(db, VALUES, { component: { dir: faultDir, instantiate } });
+  assert.throws(() => e.handleRequest({ method: 'POST', path: '/__fault/trap-after-write', caller: ADMIN }, T0), EngineError);
+  assert.equal(balance(db, 'fault-written'), null);
+  assert.equal(JSON.parse(start(e, 'alice').body).balance, 50);
+});
+
+test('a refresh over more users than a write block keeps ids and order', () => {
+  const db = tmp();
+  const e = new QuotaEngine(db, VALUES);
+  for (let i = 0; i < 37; i++) e.adminUpdate(`u${String(i).padStart(3, '0')}`, 'set', i, {}, T0);
+  const r = e.refresh({ action: 'add', amount: 10, max_balance: 40, rule_name: 'bulk' }, T0 + 60);
+  assert.equal(r.users_updated, 37);
+  const d = new Database(db);
+  const rows = d.prepare("SELECT id, username, balance_before, balance_after FROM transactions WHERE transaction_type = 'auto_refresh' ORDER BY id").raw().all();
+  d.close();
+  assert.deepEqual(rows.map((x) => x[1]), Array.from({ length: 37 }, (_, i) => `u${String(i).padStart(3, '0')}`));
+  assert.deepEqual(rows.map((x) => x[0]), Array.from({ length: 37 }, (_, i) => 38 + i));
+  assert.ok(rows.every(([, , b, a]) => a === Math.min(40, b + 10) || (b >= 40 && a === b)));
+});
+
+test('typed calls: gate, end by server, admin refusal', () => {
+  const e = new QuotaEngine(':memory:', VALUES);
+  const d = e.checkStart({ username: 'cy', runtimeMinutes: 5 }, T0);
+  assert.equal(d.allowed.balance, 50);
+  const end = e.endSession({ username: 'cy' }, T0 + 600);
+  assert.deepEqual([end.status, end.durationMinutes, end.cost, end.balance], ['completed', 10, 10, 40]);
+  assert.throws(() => e.adminUpdate('cy', 'deduct', 1000, {}, T0), (err) => err instanceof QuotaError && err.kind === 'insufficient-balance');
+  assert.throws(() => e.checkStart({ username: 'cy', runtimeMinutes: 5 }, 2 ** 60), RangeError);
+});

@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# The JavaScript package (js/): installs it (better-sqlite3 is built from source against Node's own
+# headers), transpiles the engine component with jco into js/gen, and runs `node --test`.
+# Needs Node 20+ with npm, g++ and make, and the components (scripts/build-wasm.sh --fault).
+set -euo pipefail
+cd "$(dirname "$0")/../js"
+# No prebuilt binary can be downloaded here; build better-sqlite3 against the installed Node headers.
+if [ -z "${npm_config_nodedir:-}" ] && [ -f /usr/include/node/node.h ]; then export npm_config_nodedir=/usr; fi
+# `npm install --no-save` installs what package-lock.json pins and leaves it as it is; `npm ci` refuses
+# this lock because jco's optional per-platform packages for other platforms have no entries in it.
+npm install --no-save --no-audit --no-fund --loglevel=error
+npm run -s build
+node --test test/
