@@ -1,7 +1,7 @@
 // Replays the scenario files of tests/scenarios through the Node bridge (the format is in
 // tests/scenarios/README.md; the Rust replayer is tests/support).
 import { execFileSync } from 'node:child_process';
-import { readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -80,12 +80,20 @@ export function replay(scenario, openEngine, sentBodies = new Map()) {
   return out;
 }
 
+/**
+ * A workspace binary: the one `cargo test --workspace` left in target/debug (the test command runs
+ * it first), else built now. (`cargo run -p` would rebuild wasmtime with another feature set.)
+ */
+export function rustBin(name, pkg) {
+  const path = join(REPO, 'target', 'debug', name);
+  if (!existsSync(path)) execFileSync('cargo', ['build', '-q', '--locked', '-p', pkg, '--bin', name], { cwd: REPO, stdio: 'inherit' });
+  return path;
+}
+
 let native = null;
 /** The native core's transcripts of every scenario (Rust, `scenario-transcripts`). */
 export function nativeTranscripts() {
-  native ??= JSON.parse(execFileSync('cargo', ['run', '-q', '--locked', '-p', 'quota-scenarios', '--bin', 'scenario-transcripts'], {
-    cwd: REPO, encoding: 'utf8', maxBuffer: 64 << 20,
-  }));
+  native ??= JSON.parse(execFileSync(rustBin('scenario-transcripts', 'quota-scenarios'), [], { cwd: REPO, encoding: 'utf8', maxBuffer: 64 << 20 }));
   return native;
 }
 

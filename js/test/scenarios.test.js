@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 
 import { QuotaEngine } from '../src/node.js';
-import { REPO, files, load, nativeTranscripts, replay } from './scenarios.js';
+import { REPO, files, load, nativeTranscripts, replay, rustBin } from './scenarios.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'quota-js-'));
 
@@ -30,7 +30,7 @@ test('quota-hub reads a file the Node bridge wrote', () => {
   const e = new QuotaEngine(db, { custom: { authMode: 'github' } });
   e.adminUpdate('zoe', 'set', 321, {}, 1795000000);
   e.close();
-  const out = execFileSync('cargo', ['run', '-q', '--locked', '-p', 'quota-hub', '--', 'list-quota', '--db', db], { cwd: REPO, encoding: 'utf8' });
+  const out = execFileSync(rustBin('quota-hub', 'quota-hub'), ['list-quota', '--db', db], { cwd: REPO, encoding: 'utf8' });
   const line = out.split('\n').find((l) => l.split(/\s+/)[0] === 'zoe');
   assert.ok(line && line.split(/\s+/).includes('321'), out);
 });

@@ -1,3 +1,5 @@
+import json
+import os
 import subprocess
 from pathlib import Path
 
@@ -6,13 +8,22 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 
 
+def rust_bin(name: str, package: str) -> str:
+    """A workspace binary: the one `cargo test --workspace` left in target/debug (the test command
+    runs it first), else built now. (`cargo run -p` would rebuild wasmtime with another feature set.)"""
+    path = REPO / "target" / "debug" / name
+    if not path.exists():
+        subprocess.run(["cargo", "build", "-q", "--locked", "-p", package, "--bin", name], cwd=REPO, check=True)
+    return str(path)
+
+
 @pytest.fixture(scope="session")
 def native_transcripts():
     """The native core's transcripts of every scenario (Rust, `scenario-transcripts`)."""
-    import json
-
-    out = subprocess.run(
-        ["cargo", "run", "-q", "--locked", "-p", "quota-scenarios", "--bin", "scenario-transcripts"],
-        cwd=REPO, check=True, capture_output=True, text=True,
-    ).stdout
+    out = subprocess.run([rust_bin("scenario-transcripts", "quota-scenarios")], cwd=REPO, check=True, capture_output=True, text=True).stdout
     return json.loads(out)
+
+
+@pytest.fixture(scope="session")
+def quota_hub_bin():
+    return rust_bin("quota-hub", "quota-hub")

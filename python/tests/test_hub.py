@@ -185,10 +185,10 @@ def test_upgrade_db_only_migrates_the_quota_database(tmp_path):
     assert "refresh rule" not in out.stdout + out.stderr
 
 
-def test_quota_hub_reads_the_hubs_database(hub):
+def test_quota_hub_reads_the_hubs_database(hub, quota_hub_bin):
     set_quota(hub, "erin", 77)
     out = subprocess.run(
-        ["cargo", "run", "-q", "--locked", "-p", "quota-hub", "--", "list-quota", "--db", str(hub.quota_db())],
+        [quota_hub_bin, "list-quota", "--db", str(hub.quota_db())],
         cwd=REPO, check=True, capture_output=True, text=True, timeout=600,
     ).stdout
     line = next(l for l in out.splitlines() if l.split()[:1] == ["erin"])
