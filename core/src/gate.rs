@@ -54,28 +54,27 @@ pub enum StartDecision {
     Refused(Refusal),
 }
 
-/// Validates a start request, closes an orphaned session of the same server, creates the user's
-/// record on the first attempt, and decides.
-pub fn check_start(
-    config: &Config,
-    store: &mut dyn Store,
-    req: &StartRequest,
-    now: Timestamp,
-) -> Result<StartDecision, QuotaError> {
-    let username = normalize_username("username", &req.username)?;
-    let server_name = validate_server_name("server_name", &req.server_name)?;
-    if !(limits::runtime_minutes_min..=limits::runtime_minutes_max).contains(&req.runtime_minutes) {
+/// The price of a spawn: the resource's rate and `rate x minutes`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Estimate {
+    pub rate: Milli,
+    pub estimated_cost: Milli,
+}
+
+/// What a start of `resource` (`cpu` or an accelerator key) for `runtime_minutes` would cost, with
+/// the gate's own checks of both: the spawn form shows exactly what the gate then holds.
+pub fn estimate(config: &Config, resource: &str, runtime_minutes: i64) -> Result<Estimate, QuotaError> {
+    if !(limits::runtime_minutes_min..=limits::runtime_minutes_max).contains(&runtime_minutes) {
         return Err(QuotaError::invalid(
             "runtime_minutes",
             format!(
                 "must be a whole number of minutes from {} to {}, got {}",
                 limits::runtime_minutes_min,
                 limits::runtime_minutes_max,
-                req.runtime_minutes
+                runtime_minutes
             ),
         ));
     }
-    let resource = req.resource.as_deref().unwrap_or(cpu_resource);
     let rate = config.rate_of(resource).ok_or_else(|| {
         let known: Vec<&str> = std::iter::once(cpu_resource)
             .chain(config.accelerators.keys().map(String::as_str))
@@ -86,7 +85,22 @@ pub fn check_start(
         )
     })?;
     // rate <= rate_max and minutes <= 480, so this cannot overflow.
-    let estimated_cost = rate.times(req.runtime_minutes).unwrap_or(Milli(i64::MAX));
+    let estimated_cost = rate.times(runtime_minutes).unwrap_or(Milli(i64::MAX));
+    Ok(Estimate { rate, estimated_cost })
+}
+
+/// Validates a start request, closes an orphaned session of the same server, creates the user's
+/// record on the first attempt, and decides.
+pub fn check_start(
+    config: &Config,
+    store: &mut dyn Store,
+    req: &StartRequest,
+    now: Timestamp,
+) -> Result<StartDecision, QuotaError> {
+    let username = normalize_username("username", &req.username)?;
+    let server_name = validate_server_name("server_name", &req.server_name)?;
+    let resource = req.resource.as_deref().unwrap_or(cpu_resource);
+    let Estimate { rate, estimated_cost } = estimate(config, resource, req.runtime_minutes)?;
     let start = req.started_at.unwrap_or(now);
 
     // A hub starts only a server that is not running: an active session of this server is an orphan.

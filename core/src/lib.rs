@@ -18,6 +18,7 @@ pub mod config;
 pub mod cron;
 pub mod error;
 pub mod gate;
+pub mod inputs;
 pub mod json;
 pub mod ledger;
 pub mod limits;

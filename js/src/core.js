@@ -168,6 +168,50 @@ export class Engine {
     return this.summary;
   }
 
+  // Pure functions: no storage, no transaction (the pages run them with no database at all).
+
+  /** A quota field: `{unlimited: true}` or `{set: n}`; anything else throws a QuotaError naming `field`. */
+  parseQuotaInput(field, text) {
+    let r;
+    try {
+      r = this.raw((api) => api.parseQuotaInput(field, text));
+    } catch (e) {
+      if (isComponentError(e)) throw new QuotaError('invalid', `${e.payload.field}: ${e.payload.message}`);
+      throw e;
+    }
+    return r.tag === 'unlimited' ? { unlimited: true } : { set: Number(r.val) };
+  }
+
+  /** The price of a spawn: `{rate, estimatedCost}` as exact decimals (numbers: 2.5, 150). */
+  estimateCost(accelerator, runtimeMinutes) {
+    if (!Number.isSafeInteger(runtimeMinutes)) throw new QuotaError('invalid', `runtime_minutes: must be a whole number of minutes, got ${runtimeMinutes}`);
+    let r;
+    try {
+      r = this.raw((api) => api.estimateCost(accelerator || undefined, BigInt(runtimeMinutes)));
+    } catch (e) {
+      if (isComponentError(e)) throw quotaError(e.payload);
+      throw e;
+    }
+    return { rate: Number(r.rate) / 1000, estimatedCost: Number(r.estimatedCost) / 1000 };
+  }
+
+  /**
+   * What a refresh (`body`: the refresh request's fields) would do to `users` ({username, balance,
+   * unlimited}), computed as the server's dry run: `{users_updated, total_change, skipped, changes}`.
+   */
+  refreshPreview(body, users) {
+    const text = JSON.stringify(body);
+    const list = users.map((u) => ({ username: u.username, balance: BigInt(u.balance), unlimited: !!u.unlimited, updatedAt: 0n }));
+    let r;
+    try {
+      r = this.raw((api) => api.refreshPreview(text, list));
+    } catch (e) {
+      if (isComponentError(e)) throw quotaError(e.payload);
+      throw e;
+    }
+    return JSON.parse(r);
+  }
+
   migrate() {
     const m = this.call((api) => api.migrate());
     return { from: m.fromVersion, to: m.toVersion };

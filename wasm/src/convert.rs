@@ -1,5 +1,6 @@
-//! `quota-core` results to the generated WIT types (only outward: storage rows no longer cross the
-//! boundary as records, and requests are converted where each export reads them).
+//! `quota-core` results to the generated WIT types (outward: storage rows no longer cross the
+//! boundary as records, and requests are converted where each export reads them), and the user
+//! records a page hands to `refresh-preview`.
 
 use quota_core::store::{SessionStatus, Transaction, TransactionType, UserRecord};
 
@@ -15,6 +16,16 @@ pub fn user_out(u: &UserRecord) -> wit::UserRecord {
         balance: u.balance,
         unlimited: u.unlimited,
         updated_at: u.updated_at.seconds(),
+    }
+}
+
+/// A user record from the host (a page's loaded users, for a preview).
+pub fn user_in(u: wit::UserRecord) -> UserRecord {
+    UserRecord {
+        username: u.username,
+        balance: u.balance,
+        unlimited: u.unlimited,
+        updated_at: quota_core::Timestamp(u.updated_at),
     }
 }
 

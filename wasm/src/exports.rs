@@ -346,6 +346,25 @@ impl Guest for Component {
         })
     }
 
+    fn estimate_cost(
+        accelerator: Option<String>,
+        runtime_minutes: i64,
+    ) -> Result<wit::Estimate, wit::QuotaError> {
+        with_config(|cfg| crate::pure::estimate(cfg, accelerator, runtime_minutes))
+    }
+
+    fn parse_quota_input(field: String, text: String) -> Result<wit::QuotaInput, wit::Problem> {
+        crate::pure::quota_input(&field, &text)
+    }
+
+    fn refresh_preview(
+        body_json: String,
+        users: Vec<crate::bindings::types::UserRecord>,
+    ) -> Result<String, wit::QuotaError> {
+        let users = users.into_iter().map(cv::user_in).collect();
+        crate::pure::refresh_preview(&body_json, users).map_err(error_out)
+    }
+
     fn handle_request(req: wit::HttpRequest, now: i64) -> Result<wit::HttpResponse, String> {
         let caller = req.caller.map(|c| quota_core::Caller {
             name: c.name,

@@ -15,5 +15,6 @@ mod bindings;
 mod convert;
 mod dialect;
 mod exports;
+mod pure;
 mod sql_json;
 mod sql_store;
