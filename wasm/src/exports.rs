@@ -372,7 +372,7 @@ impl Guest for Component {
             scopes: c.scopes,
         });
         #[cfg(feature = "fault-injection")]
-        if let Some(r) = crate::exports::fault(&req.path) {
+        if let Some(r) = crate::fault::fault(&req.path) {
             return r;
         }
         let request = quota_core::Request {
@@ -391,33 +391,6 @@ impl Guest for Component {
             status: answer.status,
             body: answer.body,
         })
-    }
-}
-
-/// Test-only faults: trap after writing a row, or spin until the host's deadline stops the guest.
-#[cfg(feature = "fault-injection")]
-fn fault(path: &str) -> Option<Result<wit::HttpResponse, String>> {
-    use quota_core::Store;
-    match path {
-        "/__fault/trap-after-write" => {
-            let user = quota_core::store::UserRecord {
-                username: "fault-written".into(),
-                balance: 123,
-                unlimited: false,
-                updated_at: Timestamp(0),
-            };
-            if let Err(e) = SqlStore::host().put_user(&user) {
-                return Some(Err(e.0));
-            }
-            panic!("injected trap after a write");
-        }
-        "/__fault/spin" => {
-            let mut n: u64 = 0;
-            loop {
-                n = std::hint::black_box(n.wrapping_add(1));
-            }
-        }
-        _ => None,
     }
 }
 

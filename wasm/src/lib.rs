@@ -15,6 +15,8 @@ mod bindings;
 mod convert;
 mod dialect;
 mod exports;
+#[cfg(feature = "fault-injection")]
+mod fault;
 mod pure;
 mod sql_json;
 mod sql_store;
