@@ -137,9 +137,8 @@ fn end(w: &mut Worker, id: i64, now: Timestamp) {
     w.end_session(&req, now).unwrap();
 }
 
-/// The same through the component, over SQLite `:memory:` (the hosts' in-memory database).
-fn component(rt: &std::sync::Arc<Runtime>, names: &[String]) -> (f64, f64) {
-    let t0 = Timestamp(1_795_000_000);
+/// A worker over SQLite `:memory:` (the hosts' in-memory database) whose `names` can afford anything.
+fn rich_users_in_memory(rt: &std::sync::Arc<Runtime>, names: &[String]) -> Worker {
     let mut w = Worker::new(
         rt.clone(),
         Box::new(SqliteDb::memory().unwrap()),
@@ -147,6 +146,13 @@ fn component(rt: &std::sync::Arc<Runtime>, names: &[String]) -> (f64, f64) {
     )
     .unwrap();
     seed_sql(w.db(), names.iter().map(|n| (n.as_str(), 1_000_000_000)));
+    w
+}
+
+/// The same through the component, over SQLite `:memory:`.
+fn component(rt: &std::sync::Arc<Runtime>, names: &[String]) -> (f64, f64) {
+    let t0 = Timestamp(1_795_000_000);
+    let mut w = rich_users_in_memory(rt, names);
     let reqs: Vec<StartRequest> = names.iter().map(|n| start_req(n, "")).collect();
     let (mut s_ns, mut e_ns) = (Vec::new(), Vec::new());
     let mut now = t0;
@@ -169,13 +175,7 @@ fn component(rt: &std::sync::Arc<Runtime>, names: &[String]) -> (f64, f64) {
 
 /// Median ns of `POST /api/quota/sessions` through `handle-request` (each call its own transaction).
 fn rest_gate(rt: &std::sync::Arc<Runtime>, names: &[String]) -> f64 {
-    let mut w = Worker::new(
-        rt.clone(),
-        Box::new(SqliteDb::memory().unwrap()),
-        &values().to_string(),
-    )
-    .unwrap();
-    seed_sql(w.db(), names.iter().map(|n| (n.as_str(), 1_000_000_000)));
+    let mut w = rich_users_in_memory(rt, names);
     let hub = quota_core::Caller {
         name: "hub".into(),
         admin: false,
