@@ -2,7 +2,7 @@
 // gen/ with jco: one engine artifact for Node and the browser. `--instantiation sync` lets the
 // bridge pass its imports as plain functions and instantiate again after a trap.
 import { execFileSync } from 'node:child_process';
-import { existsSync, rmSync } from 'node:fs';
+import { existsSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -19,6 +19,9 @@ function transpile(component, out) {
   execFileSync(jco, ['transpile', component, '--instantiation', 'sync', '--name', 'quota-engine', '-o', join(root, out), '--quiet'], {
     stdio: 'inherit',
   });
+  // The core modules the generated code asks for, so a page can compile them before instantiating.
+  const modules = readdirSync(join(root, out)).filter((f) => f.endsWith('.wasm')).sort();
+  writeFileSync(join(root, out, 'modules.json'), JSON.stringify(modules) + '\n');
   console.log(`${out}/quota-engine.js: transpiled from ${component}`);
 }
 transpile(wasm, 'gen');
