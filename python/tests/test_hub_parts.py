@@ -49,6 +49,7 @@ def test_hooks_already_set_run_first_and_still_run_when_quota_refuses(tmp_path):
     assert err.value.status_code == 403 and err.value.log_message.startswith("Cannot start container")
     asyncio.run(c.Spawner.post_stop_hook(spawner("alice")))  # no session: a quiet no-op
     assert calls == [("pre", "alice"), ("stop", "alice")]
+    assert not q.listening  # no hub event log here: a stop would be billed as completed
     opts = c.Spawner.options_from_form({"runtime_minutes": ["15"], "gpu_selection": [""], "other": ["x"]})
     assert opts == {"runtime_minutes": "15", "gpu_selection": "", "other": ["x"], "seen": True}
 
@@ -117,3 +118,22 @@ def test_the_scheduler_runs_each_fire_time_once_even_across_a_restart(tmp_path):
     with sqlite3.connect(db) as c:
         runs = [r[0] for r in c.execute("SELECT run_id FROM refresh_runs")]
     assert runs == ["hourly@2026-11-18T12:00:00Z"]
+
+
+def test_without_the_hubs_ready_signal_a_stop_is_billed_not_free(tmp_path):
+    db = str(tmp_path / "q.db")
+    q = quota_hub(db)
+    q.service.run_sync(lambda e: e.handle_request("POST", "/admin/api/quota/users/dan", body='{"action":"set","amount":100}',
+                                                  caller=Caller("admin", admin=True)))
+    c = Config()
+    install_spawn_hooks(c, q)
+    asyncio.run(c.Spawner.pre_spawn_hook(spawner("dan", runtime_minutes=5)))
+    asyncio.run(c.Spawner.post_stop_hook(spawner("dan")))
+    with sqlite3.connect(db) as conn:
+        assert conn.execute("SELECT status FROM sessions WHERE username = 'dan'").fetchone()[0] == "completed"
+    # With the signal (a hub's event log) and no start event, the same stop is a failed spawn.
+    q.listening = True
+    asyncio.run(c.Spawner.pre_spawn_hook(spawner("dan", runtime_minutes=5)))
+    asyncio.run(c.Spawner.post_stop_hook(spawner("dan")))
+    with sqlite3.connect(db) as conn:
+        assert [r[0] for r in conn.execute("SELECT status FROM sessions WHERE username = 'dan' ORDER BY id")] == ["completed", "failed"]

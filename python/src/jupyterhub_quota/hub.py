@@ -45,7 +45,7 @@ class QuotaHub:
         self.scheduler = Scheduler(service) if scheduler else None
         #: (username, server name) of servers that became ready (JupyterHub's server-action event).
         self.ready: set[tuple[str, str]] = set()
-        self._listening = False
+        self.listening = False
 
     # Start-up
 
@@ -73,7 +73,7 @@ class QuotaHub:
             await self.scheduler.start()
 
     def listen(self, app: Any) -> None:
-        if self._listening or getattr(app, "eventlog", None) is None:
+        if self.listening or getattr(app, "eventlog", None) is None:
             return
 
         # jupyter_events calls listeners with keywords (logger, schema_id, data); an exception here
@@ -88,7 +88,7 @@ class QuotaHub:
         app.eventlog.add_listener(
             schema_id="https://schema.jupyter.org/jupyterhub/events/server-action", listener=on_server_action
         )
-        self._listening = True
+        self.listening = True
 
 
 def configure(

@@ -115,7 +115,9 @@ async def end(quota: "QuotaHub", spawner: Any) -> None:
     user, server = spawner.user.name, spawner.name or ""
     if quota.timers is not None:
         quota.timers.cancel(user, server)
-    became_ready = (user, server) in quota.ready
+    # Without the hub's event log (a hub that has none) there is no "ready" signal: bill the session
+    # rather than let every server run for free.
+    became_ready = (user, server) in quota.ready or not quota.listening
     quota.ready.discard((user, server))
     outcome = "completed" if became_ready else "failed"
     body = {"username": user, "server_name": server, "outcome": outcome}
