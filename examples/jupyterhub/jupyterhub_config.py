@@ -36,5 +36,5 @@ c.JupyterHub.allow_named_servers = True
 jupyterhub_quota.configure(
     c,
     values_file=here / "values.yaml",
-    db_url=f"sqlite:///{state / 'quota.sqlite'}",
+    db_url=f"sqlite://{state / 'quota.sqlite'}",
 )

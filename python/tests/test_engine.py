@@ -154,12 +154,12 @@ def test_auth_mode_comes_from_the_authenticator_only_when_the_values_say_nothing
     assert values_mod.with_auth_mode({"custom": {"authMode": "multi"}}, "pam")["custom"]["authMode"] == "multi"
 
 
-def test_sqlite_urls_read_as_sqlalchemy_reads_them():
-    assert values_mod.sqlite_path("sqlite:///quota.db") == "quota.db"
-    assert values_mod.sqlite_path("sqlite:////var/lib/quota/q.db") == "/var/lib/quota/q.db"
-    assert values_mod.sqlite_path("sqlite://") == ":memory:"
+def test_sqlite_urls_read_as_quota_hub_reads_them():
+    assert values_mod.sqlite_path("sqlite://quota.db") == "quota.db"
+    assert values_mod.sqlite_path("sqlite:///var/lib/quota/q.db") == "/var/lib/quota/q.db"
+    assert values_mod.sqlite_path("sqlite://:memory:") == ":memory:"
     assert values_mod.sqlite_path("/abs/q.db") == "/abs/q.db"
-    for bad in ("postgresql://u@h/db", "sqlite://host/q.db"):
+    for bad in ("postgresql://u@h/db", "sqlite://"):
         with pytest.raises(values_mod.ValuesError):
             values_mod.sqlite_path(bad)
 

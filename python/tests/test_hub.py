@@ -188,7 +188,8 @@ def test_upgrade_db_only_migrates_the_quota_database(tmp_path):
 def test_quota_hub_reads_the_hubs_database(hub, quota_hub_bin):
     set_quota(hub, "erin", 77)
     out = subprocess.run(
-        [quota_hub_bin, "list-quota", "--db", str(hub.quota_db())],
+        # The URL the hub was configured with (hub_config.py): one URL, one file, in both readers.
+        [quota_hub_bin, "list-quota", "--db", f"sqlite://{hub.quota_db()}"],
         cwd=REPO, check=True, capture_output=True, text=True, timeout=600,
     ).stdout
     line = next(l for l in out.splitlines() if l.split()[:1] == ["erin"])

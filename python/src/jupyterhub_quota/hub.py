@@ -96,7 +96,7 @@ def configure(
     *,
     values_file: Union[str, Path, None] = None,
     values: Optional[dict] = None,
-    db_url: str = "sqlite:///jupyterhub_quota.sqlite",
+    db_url: str = "sqlite://jupyterhub_quota.sqlite",
     scheduler: bool = True,
     auto_stop: bool = True,
     default_runtime_minutes: int = DEFAULT_RUNTIME_MINUTES,
@@ -111,9 +111,9 @@ def configure(
       same document as a dict. When it gives neither ``authMode`` nor ``custom.quota.enabled``, the
       mode comes from the hub's authenticator (GitHub -> on, Dummy/SharedPassword -> off, others: an
       error asking for one of the two keys).
-    - ``db_url``: the quota database, SQLAlchemy-style: ``sqlite:///quota.db`` (relative to the hub's
-      working directory) or ``sqlite:////var/lib/quota/quota.db`` (absolute). quota-hub opens the
-      same file (``quota-hub list-quota --db FILE``).
+    - ``db_url``: the quota database, as quota-hub's ``--db`` reads it: ``sqlite://quota.db``
+      (relative to the hub's working directory) or ``sqlite:///var/lib/quota/quota.db`` (absolute),
+      so ``quota-hub list-quota --db <the same URL>`` opens the same file.
     - ``scheduler``: run the values file's enabled refresh rules at their cron times (each run once,
       even across restarts and several hubs). False when CronJobs or quota-hub run them.
     - ``auto_stop``: stop a server when its requested runtime is over (timers re-armed at start).

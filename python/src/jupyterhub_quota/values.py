@@ -75,20 +75,17 @@ def with_auth_mode(values: dict, authenticator_class: Any) -> dict:
 
 
 def sqlite_path(db_url: str) -> str:
-    """The file of a SQLite URL, as SQLAlchemy (and JupyterHub's own `db_url`) reads it:
-    ``sqlite:///quota.db`` is relative to the hub's working directory, ``sqlite:////var/lib/q.db``
-    is absolute, ``sqlite:///:memory:`` (or ``sqlite://``) is a private in-memory database. A plain
-    path is taken as it is."""
+    """The file of a SQLite URL, read as quota-hub reads `--db` (so one URL names one file for both):
+    ``sqlite://quota.db`` is relative to the hub's working directory, ``sqlite:///var/lib/q.db`` is
+    absolute, ``sqlite://:memory:`` is a private in-memory database. A plain path is taken as it is."""
     if "://" not in db_url:
         return db_url
     scheme, _, rest = db_url.partition("://")
     if scheme != "sqlite":
         raise ValuesError(
-            f"db_url: `{scheme}://` is not supported here (sqlite:///<file>); PostgreSQL comes with the "
+            f"db_url: `{scheme}://` is not supported here (sqlite://<file>); PostgreSQL comes with the "
             "scale-out release"
         )
-    if rest in ("", "/"):
-        return ":memory:"
-    if not rest.startswith("/"):
-        raise ValuesError(f"db_url: `{db_url}` has a host part; use sqlite:///relative.db or sqlite:////absolute.db")
-    return rest[1:]
+    if not rest:
+        raise ValuesError(f"db_url: `{db_url}` names no file (e.g. sqlite://quota.db or sqlite:///var/lib/quota/quota.db)")
+    return rest
