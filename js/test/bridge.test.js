@@ -113,3 +113,12 @@ test('typed calls: gate, end by server, admin refusal', () => {
   assert.throws(() => e.adminUpdate('cy', 'deduct', 1000, {}, T0), (err) => err instanceof QuotaError && err.kind === 'insufficient-balance');
   assert.throws(() => e.checkStart({ username: 'cy', runtimeMinutes: 5 }, 2 ** 60), RangeError);
 });
+
+test('jco’s debug log still works when asked for (JCO_DEBUG), though read once at load', async () => {
+  const { execFileSync } = await import('node:child_process');
+  const script = `import { QuotaEngine } from ${JSON.stringify(new URL('../src/node.js', import.meta.url).href)};
+    new QuotaEngine(':memory:', { custom: { authMode: 'github' } });`;
+  const run = (env) => execFileSync(process.execPath, ['--input-type=module', '-e', script], { env: { ...process.env, ...env }, encoding: 'utf8' });
+  assert.match(run({ JCO_DEBUG: '1' }), /quota:engine\/sql@0\.2\.0/);
+  assert.doesNotMatch(run({ JCO_DEBUG: '' }), /quota:engine\/sql@0\.2\.0/);
+});
