@@ -79,16 +79,6 @@ pub enum Param<'a> {
     Null,
 }
 
-impl<'a> From<&'a SqlValue> for Param<'a> {
-    fn from(v: &'a SqlValue) -> Param<'a> {
-        match v {
-            SqlValue::Int(i) => Param::Int(*i),
-            SqlValue::Text(s) => Param::Text(std::borrow::Cow::Borrowed(s)),
-            SqlValue::Null => Param::Null,
-        }
-    }
-}
-
 impl<'de> serde::Deserialize<'de> for Param<'de> {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Param<'de>, D::Error> {
         struct V;

@@ -76,10 +76,25 @@ fn sql_err(e: rusqlite::Error) -> SqlError {
     }
 }
 
-/// Binds a parameter (borrowed from the component's JSON, or from a host's typed value).
-impl ToSql for Param<'_> {
+/// Binds a value (the value type is core's, the trait rusqlite's: a wrapper joins them).
+struct Bind<'a>(&'a SqlValue);
+
+impl ToSql for Bind<'_> {
     fn to_sql(&self) -> rusqlite::Result<ToSqlOutput<'_>> {
-        Ok(match self {
+        Ok(match self.0 {
+            SqlValue::Int(i) => ToSqlOutput::Borrowed(ValueRef::Integer(*i)),
+            SqlValue::Text(s) => ToSqlOutput::Borrowed(ValueRef::Text(s.as_bytes())),
+            SqlValue::Null => ToSqlOutput::Borrowed(ValueRef::Null),
+        })
+    }
+}
+
+/// Binds a parameter borrowed from the component's JSON.
+struct BindParam<'a, 'b>(&'b Param<'a>);
+
+impl ToSql for BindParam<'_, '_> {
+    fn to_sql(&self) -> rusqlite::Result<ToSqlOutput<'_>> {
+        Ok(match self.0 {
             Param::Int(i) => ToSqlOutput::Borrowed(ValueRef::Integer(*i)),
             Param::Text(s) => ToSqlOutput::Borrowed(ValueRef::Text(s.as_bytes())),
             Param::Null => ToSqlOutput::Borrowed(ValueRef::Null),
@@ -208,7 +223,7 @@ impl Database for SqliteDb {
         let mut st = self.conn.prepare_cached(sql).map_err(sql_err)?;
         let n = st.column_count();
         let mut rows = st
-            .query(rusqlite::params_from_iter(params.iter().map(Param::from)))
+            .query(rusqlite::params_from_iter(params.iter().map(Bind)))
             .map_err(sql_err)?;
         let mut out = Vec::new();
         while let Some(r) = rows.next().map_err(sql_err)? {
@@ -228,7 +243,7 @@ impl Database for SqliteDb {
         let mut st = self.conn.prepare_cached(sql).map_err(sql_err)?;
         let n = st.column_count();
         let mut rows = st
-            .query(rusqlite::params_from_iter(params.iter()))
+            .query(rusqlite::params_from_iter(params.iter().map(BindParam)))
             .map_err(sql_err)?;
         let mut out = String::from("[");
         let mut first = true;
@@ -266,7 +281,7 @@ impl Database for SqliteDb {
         let mut changed = 0u64;
         for_each_param_row(rows_json, |row| {
             changed += st
-                .execute(rusqlite::params_from_iter(row.iter()))
+                .execute(rusqlite::params_from_iter(row.iter().map(BindParam)))
                 .map_err(sql_err)? as u64;
             Ok(())
         })?;
@@ -278,7 +293,7 @@ impl Database for SqliteDb {
         let mut changed = 0u64;
         for row in rows {
             changed += st
-                .execute(rusqlite::params_from_iter(row.iter().map(Param::from)))
+                .execute(rusqlite::params_from_iter(row.iter().map(Bind)))
                 .map_err(sql_err)? as u64;
         }
         Ok(changed)
