@@ -76,6 +76,30 @@ fn sql_err(e: rusqlite::Error) -> SqlError {
     }
 }
 
+/// Switches the file to WAL. On a new file several processes starting at once all try to; the
+/// switch needs the file to itself and SQLite answers `busy` at once, without its busy handler (a
+/// reader upgrading its lock could otherwise deadlock), so it is retried here for up to `wait`.
+fn enter_wal(conn: &Connection, wait: Duration) -> Result<(), SqlError> {
+    let deadline = std::time::Instant::now() + wait;
+    let mut pause = Duration::from_millis(1);
+    loop {
+        let mode = conn.query_row("PRAGMA journal_mode=WAL", [], |r| r.get::<_, String>(0));
+        match mode.map_err(sql_err) {
+            Ok(m) if m.eq_ignore_ascii_case("wal") || m.eq_ignore_ascii_case("memory") => return Ok(()),
+            Ok(m) => {
+                return Err(SqlError::Other(format!(
+                    "sqlite: could not switch to WAL (journal mode stays {m})"
+                )))
+            }
+            Err(SqlError::Busy) if std::time::Instant::now() < deadline => {
+                std::thread::sleep(pause);
+                pause = (pause * 2).min(Duration::from_millis(50));
+            }
+            Err(e) => return Err(e),
+        }
+    }
+}
+
 /// Binds a value (the value type is core's, the trait rusqlite's: a wrapper joins them).
 struct Bind<'a>(&'a SqlValue);
 
@@ -174,7 +198,7 @@ impl SqliteDb {
 
     fn setup(conn: Connection, options: SqliteOptions) -> Result<SqliteDb, SqlError> {
         conn.busy_timeout(options.busy_timeout).map_err(sql_err)?;
-        conn.pragma_update(None, "journal_mode", "WAL").map_err(sql_err)?;
+        enter_wal(&conn, options.busy_timeout)?;
         let sync = match options.durability {
             Durability::Full => "FULL",
             Durability::Normal => "NORMAL",

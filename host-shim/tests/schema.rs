@@ -198,8 +198,10 @@ fn hosts_starting_at_once_on_one_new_file_both_come_up() {
         .map(|_| {
             let (path, go) = (path.clone(), go.clone());
             std::thread::spawn(move || {
-                let db = SqliteDb::open(&path, Durability::Full).expect("open");
+                // Open after the barrier: opening a new file (the switch to WAL) is part of the race,
+                // and a thread that fails cannot leave the others waiting for it.
                 go.wait();
+                let db = SqliteDb::open(&path, Durability::Full).map_err(|e| format!("open: {e:?}"))?;
                 Worker::new(common::runtime(), Box::new(db), &common::fixture_json())
                     .map(|_| ())
                     .map_err(|e| e.to_string())

@@ -30,13 +30,40 @@ function coreModules(dir) {
 /** How long a writer waits for another's lock before `busy`. */
 export const BUSY_TIMEOUT_MS = 10_000;
 
+const pauseCell = new Int32Array(new SharedArrayBuffer(4));
+
+/**
+ * Switches the file to WAL. On a new file several processes starting at once all try to; the switch
+ * needs the file to itself and SQLite answers busy at once, without its busy handler, so it is
+ * retried here (a synchronous pause: the driver is synchronous) for up to `waitMs`.
+ */
+function enterWal(conn, waitMs) {
+  const deadline = Date.now() + waitMs;
+  let pause = 1;
+  for (;;) {
+    let mode;
+    try {
+      mode = conn.pragma('journal_mode = WAL', { simple: true });
+    } catch (e) {
+      if (e?.code !== 'SQLITE_BUSY' || Date.now() >= deadline) throw e;
+      Atomics.wait(pauseCell, 0, 0, pause);
+      pause = Math.min(pause * 2, 50);
+      continue;
+    }
+    if (!['wal', 'memory'].includes(String(mode).toLowerCase())) {
+      throw new Error(`sqlite: could not switch to WAL (journal mode stays ${mode})`);
+    }
+    return;
+  }
+}
+
 /** The SQL bridge over one better-sqlite3 connection; prepared statements cached by their text. */
 export class SqliteBridge {
   constructor(path, { durability = 'full', busyTimeoutMs = BUSY_TIMEOUT_MS } = {}) {
     const Database = require('better-sqlite3');
     this.dialect = 'sqlite';
     this.conn = new Database(path, { timeout: busyTimeoutMs });
-    this.conn.pragma('journal_mode = WAL');
+    enterWal(this.conn, busyTimeoutMs);
     this.conn.pragma(`synchronous = ${durability === 'full' ? 'FULL' : 'NORMAL'}`);
     this.statements = new Map();
     this.begins = { true: this.conn.prepare('BEGIN IMMEDIATE'), false: this.conn.prepare('BEGIN DEFERRED') };

@@ -50,6 +50,28 @@ test('configuration errors name their keys and keep the old configuration', () =
   assert.equal(start(e, 'bob').status, 201);
 });
 
+test('engines in several processes opening one new file at once all come up in WAL', async () => {
+  // The switch to WAL on a new file answers busy at once to all but one; the bridge retries it.
+  const { spawn } = await import('node:child_process');
+  const node = join(here, '..', 'src', 'node.js');
+  const opener = `import { SqliteBridge } from ${JSON.stringify(node)};
+    new SqliteBridge(':memory:'); // loads the driver before the start line
+    const at = Number(process.argv[2]); while (Date.now() < at) {}
+    process.stdout.write(new SqliteBridge(process.argv[1]).conn.pragma('journal_mode', { simple: true }));`;
+  for (let round = 0; round < 8; round++) {
+    const path = tmp();
+    const at = String(Date.now() + 400);
+    const outs = await Promise.all(Array.from({ length: 5 }, () => new Promise((done) => {
+      const p = spawn(process.execPath, ['--input-type=module', '-e', opener, path, at]);
+      let out = '';
+      p.stdout.on('data', (d) => { out += d; });
+      p.stderr.on('data', (d) => { out += d; });
+      p.on('close', () => done(out));
+    })));
+    assert.deepEqual(outs, Array(5).fill('wal'));
+  }
+});
+
 test('a busy database fails the call as busy and changes nothing', () => {
   const db = tmp();
   const e = new QuotaEngine(db, VALUES, { busyTimeoutMs: 50 });

@@ -56,6 +56,31 @@ def test_configuration_errors_name_their_keys_and_keep_the_old_config(tmp_path):
     assert run_id("nightly", 1_795_057_200) == "nightly@2026-11-19T03:00:00Z"
 
 
+def test_connections_opening_one_new_file_at_once_all_come_up_in_wal(tmp_path):
+    # The switch to WAL on a new file answers busy at once to all but one; the bridge retries it.
+    from jupyterhub_quota.bridge import open_sqlite
+
+    for round_ in range(30):
+        path = str(tmp_path / f"new{round_}.db")
+        go, results = threading.Barrier(6), []
+
+        def opener():
+            go.wait()
+            try:
+                conn = open_sqlite(path)
+                results.append(conn.execute("PRAGMA journal_mode").fetchone()[0])
+                conn.close()
+            except Exception as e:  # noqa: BLE001 - reported by the assertion below
+                results.append(repr(e))
+
+        threads = [threading.Thread(target=opener) for _ in range(6)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert results == ["wal"] * 6, results
+
+
 def test_a_busy_database_fails_the_call_as_busy_and_changes_nothing(tmp_path):
     db = tmp_path / "q.db"
     e = QuotaEngine(str(db), VALUES)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import time
 from typing import Any, Optional
 
 from wasmtime.component import Variant
@@ -64,6 +65,26 @@ def _classify(e: sqlite3.Error) -> BridgeFailure:
     return BridgeFailure("other", f"sqlite: {e}")
 
 
+def _enter_wal(conn: sqlite3.Connection, wait: float) -> None:
+    """Switches the file to WAL. On a new file several processes starting at once all try to; the
+    switch needs the file to itself and SQLite answers busy at once, without its busy handler, so it
+    is retried here for up to ``wait`` seconds."""
+    deadline = time.monotonic() + wait
+    pause = 0.001
+    while True:
+        try:
+            (mode,) = conn.execute("PRAGMA journal_mode=WAL").fetchone()
+        except sqlite3.OperationalError as e:
+            if _classify(e).kind != "busy" or time.monotonic() >= deadline:
+                raise
+            time.sleep(pause)
+            pause = min(pause * 2, 0.05)
+            continue
+        if str(mode).lower() not in ("wal", "memory"):
+            raise sqlite3.OperationalError(f"could not switch to WAL (journal mode stays {mode})")
+        return
+
+
 def open_sqlite(path: str, *, durability: str = "full", busy_timeout: float = BUSY_TIMEOUT_S) -> sqlite3.Connection:
     """Opens (creating if needed) a database file, or ``:memory:``: WAL, ``synchronous=FULL`` by
     default, autocommit mode (the engine's caller owns every transaction)."""
@@ -74,7 +95,7 @@ def open_sqlite(path: str, *, durability: str = "full", busy_timeout: float = BU
         check_same_thread=False,
         cached_statements=STATEMENT_CACHE,
     )
-    conn.execute("PRAGMA journal_mode=WAL")
+    _enter_wal(conn, busy_timeout)
     conn.execute(f"PRAGMA synchronous={'FULL' if durability == 'full' else 'NORMAL'}")
     return conn
 
