@@ -18,6 +18,9 @@ fi
 step "wasm components (shipped and fault-injection)"
 bash scripts/build-wasm.sh --fault
 
+step "javascript build: the component through jco (js/gen), embedded by quota-hub's admin page"
+bash scripts/build-js.sh
+
 step "format"
 cargo fmt --all -- --check
 

@@ -9,6 +9,7 @@ mod db;
 mod engine;
 mod host_tables;
 mod log;
+mod pages;
 mod pool;
 mod quota_file;
 mod scheduler;

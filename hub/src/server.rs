@@ -72,6 +72,9 @@ async fn handle(State(app): State<Arc<App>>, req: Request) -> Response {
             &format!("No route for {full_path} (routes are under {}/)", app.base),
         );
     };
+    if let Some(page) = crate::pages::answer(parts.method.as_str(), path, &app.base) {
+        return page;
+    }
     let path = path.to_string();
     let query = parts.uri.query().unwrap_or("").to_string();
     let method = parts.method.as_str().to_string();

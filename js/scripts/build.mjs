@@ -2,6 +2,7 @@
 // gen/ with jco: one engine artifact for Node and the browser. `--instantiation sync` lets the
 // bridge pass its imports as plain functions and instantiate again after a trap.
 import { execFileSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { existsSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -32,6 +33,9 @@ function transpile(component, out) {
   // The core modules the generated code asks for, so a page can compile them before instantiating.
   const modules = readdirSync(join(root, out)).filter((f) => f.endsWith('.wasm')).sort();
   writeFileSync(join(root, out, 'modules.json'), JSON.stringify(modules) + '\n');
+  // Which component this is (quota-hub's build refuses to embed a js/gen made from another one).
+  const sha256 = createHash('sha256').update(readFileSync(component)).digest('hex');
+  writeFileSync(join(root, out, 'source.json'), JSON.stringify({ component_sha256: sha256 }) + '\n');
   console.log(`${out}/quota-engine.js: transpiled from ${component}`);
 }
 transpile(wasm, 'gen');

@@ -7,15 +7,11 @@ import { dirname, extname, join, normalize } from 'node:path';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 
-import { chromium } from 'playwright-core';
-
 import { QuotaEngine } from '../src/node.js';
+import { launchBrowser } from './quota-hub.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const TYPES = { '.html': 'text/html', '.js': 'text/javascript', '.wasm': 'application/wasm', '.json': 'application/json' };
-export const CHROMIUM = process.env.CHROMIUM ?? '/usr/bin/chromium';
-export const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-  '--disable-background-networking', '--disable-component-update', '--disable-sync'];
 
 /** Serves js/ on a loopback port. */
 function serve() {
@@ -32,9 +28,8 @@ function serve() {
 }
 
 test('the pure functions run in Chromium and answer as the Node bridge does', async () => {
-  assert.ok(existsSync(CHROMIUM), `${CHROMIUM} is missing: apt-get install chromium (scripts/test-js.sh does)`);
   const server = await serve();
-  const browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
+  const browser = await launchBrowser();
   try {
     const page = await browser.newPage();
     await page.goto(`http://127.0.0.1:${server.address().port}/test/fixtures/pure.html`);

@@ -1,0 +1,141 @@
+//! The admin page (`{base}/admin/users`) and its assets (`{base}/quota-static/...`), built into
+//! the binary (hub/build.rs): the page's scripts, and the engine component transpiled by jco,
+//! which the page runs for quota inputs and refresh previews. The page signs in with a token that
+//! it keeps in session storage; these routes need none (they hold no data).
+
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+
+include!(concat!(env!("OUT_DIR"), "/assets.rs"));
+
+/// Where the assets are served, below the base URL.
+pub const static_prefix: &str = "/quota-static/";
+/// The admin page, below the base URL.
+pub const admin_path: &str = "/admin/users";
+
+/// Nothing from elsewhere: scripts, styles, the engine's modules and the API are all this server's.
+const page_policy: &str = "default-src 'none'; script-src 'self' 'wasm-unsafe-eval'; \
+    style-src 'self'; connect-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'none'; \
+    frame-ancestors 'none'";
+
+/// The answer for `path` (below the base) when it is a page or an asset; None for the API.
+pub fn answer(method: &str, path: &str, base: &str) -> Option<Response> {
+    let asset = path.strip_prefix(static_prefix);
+    if path != admin_path && asset.is_none() {
+        return None;
+    }
+    if method != "GET" && method != "HEAD" {
+        let mut r = (StatusCode::METHOD_NOT_ALLOWED, "GET only\n").into_response();
+        r.headers_mut()
+            .insert(header::ALLOW, HeaderValue::from_static("GET, HEAD"));
+        return Some(r);
+    }
+    Some(match asset {
+        None => admin_page(base),
+        Some(name) => match assets.iter().find(|(n, _)| *n == name) {
+            Some((n, bytes)) => (
+                [
+                    (header::CONTENT_TYPE, content_type(n)),
+                    (header::CACHE_CONTROL, "no-cache"),
+                    (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
+                ],
+                *bytes,
+            )
+                .into_response(),
+            None => (StatusCode::NOT_FOUND, format!("No asset {name}\n")).into_response(),
+        },
+    })
+}
+
+fn admin_page(base: &str) -> Response {
+    let template = asset_text("pages/admin.html");
+    let statics = format!("{base}{static_prefix}");
+    let config = serde_json::json!({ "base": base, "auth": "token", "static": statics });
+    let html = fill(template, &statics, &config);
+    (
+        [
+            (header::CONTENT_TYPE, "text/html; charset=utf-8"),
+            (header::CACHE_CONTROL, "no-store"),
+            (header::CONTENT_SECURITY_POLICY, page_policy),
+            (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
+            (header::REFERRER_POLICY, "no-referrer"),
+        ],
+        html,
+    )
+        .into_response()
+}
+
+fn asset_text(name: &str) -> &'static str {
+    let bytes = assets
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map(|(_, b)| *b)
+        .unwrap_or_default();
+    std::str::from_utf8(bytes).unwrap_or_default()
+}
+
+/// The page template with its two holes filled: `{{static}}` (an URL prefix) and `{{config}}`
+/// (JSON inside a `<script type="application/json">`, so `<` is escaped and cannot end it).
+pub fn fill(template: &str, statics: &str, config: &serde_json::Value) -> String {
+    let config = config.to_string().replace('<', "\\u003c");
+    template
+        .replace("{{static}}", &html_attr(statics))
+        .replace("{{config}}", &config)
+}
+
+fn html_attr(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('"', "&quot;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+}
+
+fn content_type(name: &str) -> &'static str {
+    match name.rsplit('.').next() {
+        Some("html") => "text/html; charset=utf-8",
+        Some("js") => "text/javascript; charset=utf-8",
+        Some("css") => "text/css; charset=utf-8",
+        Some("wasm") => "application/wasm",
+        Some("json") => "application/json",
+        _ => "application/octet-stream",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_config_cannot_close_its_script_element() {
+        let cfg = serde_json::json!({ "base": "</script><script>alert(1)</script>" });
+        let html = fill(
+            "<script type=\"application/json\">{{config}}</script>",
+            "/s/",
+            &cfg,
+        );
+        assert_eq!(html.matches("</script>").count(), 1, "{html}");
+    }
+
+    #[test]
+    fn every_asset_the_page_loads_is_built_in() {
+        for name in [
+            "pages/admin.html",
+            "pages/admin.js",
+            "pages/quota.css",
+            "src/browser.js",
+            "src/core.js",
+            "gen/quota-engine.js",
+            "gen/modules.json",
+        ] {
+            assert!(assets.iter().any(|(n, _)| *n == name), "{name} is not built in");
+        }
+        let modules: Vec<String> =
+            serde_json::from_str(asset_text("gen/modules.json")).expect("modules.json");
+        for m in modules {
+            assert!(
+                assets.iter().any(|(n, _)| *n == format!("gen/{m}")),
+                "gen/{m} is not built in"
+            );
+        }
+    }
+}

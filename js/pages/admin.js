@@ -1,0 +1,283 @@
+// The admin page (`{base}/admin/users`) in quota-hub and inside JupyterHub. It loads the users
+// (one list request, plus the active sessions for the Server column), the engine component for
+// the pure functions (quota inputs, refresh previews), and renders one table. Every server error
+// is shown in the alert; nothing fails silently.
+import { loadEngine } from '../src/browser.js';
+import { Api, ApiError, TOKEN_KEY, userPath } from './api.js';
+import { RefreshPanel } from './refresh-panel.js';
+import { UsersTable } from './users-table.js';
+
+const $ = (id) => document.getElementById(id);
+const cfg = JSON.parse($('quota-page').textContent);
+const api = new Api(cfg);
+/** Figures for tests and the benchmark: request count, load and render milliseconds. */
+window.quotaPage = { state: 'loading', api };
+
+const page = {
+  api,
+  engine: null,
+  table: null,
+  error(message, fieldId) {
+    const box = $('alert');
+    box.textContent = message;
+    box.hidden = false;
+    if (fieldId) {
+      $(fieldId).setAttribute('aria-invalid', 'true');
+      $(fieldId).focus();
+    }
+  },
+  clearError() {
+    $('alert').hidden = true;
+    $('alert').textContent = '';
+    for (const el of document.querySelectorAll('[aria-invalid="true"]')) el.removeAttribute('aria-invalid');
+  },
+  say(message) {
+    $('status').textContent = message;
+  },
+  reload: () => load(false),
+};
+
+/** Every active session, paged by id (1,000 a page), counted per user. */
+async function running() {
+  const counts = new Map();
+  let after = 0;
+  for (;;) {
+    const { sessions } = await api.get(`/api/quota/sessions?status=active&after_id=${after}`);
+    for (const s of sessions) counts.set(s.username, (counts.get(s.username) ?? 0) + 1);
+    if (sessions.length < 1000) return counts;
+    after = sessions[sessions.length - 1].session_id;
+  }
+}
+
+async function load(first) {
+  const t0 = performance.now();
+  const [rates, list, active] = await Promise.all([
+    first ? api.get('/api/quota/rates') : Promise.resolve(null),
+    api.get('/admin/api/quota/'),
+    running(),
+  ]);
+  if (first) {
+    // The engine only answers pure functions here; quota's switch is all its configuration needs.
+    page.engine = await loadEngine(`${cfg.static}gen/`, { custom: { authMode: 'github', quota: { enabled: rates.enabled } } });
+    page.enabled = rates.enabled;
+    page.table = new UsersTable($('users'), { quota: rates.enabled, actions });
+    $('disabled').hidden = rates.enabled;
+    $('tools').hidden = !rates.enabled;
+  }
+  const users = mergeHubUsers(list.users);
+  const t1 = performance.now();
+  page.table.render(users, active);
+  void document.body.offsetHeight; // layout included in the render figure
+  const t2 = performance.now();
+  $('summary').textContent = `${users.length} user(s)${page.enabled ? '' : ' · quota disabled'}`;
+  Object.assign(window.quotaPage, { state: 'ready', users: users.length, loadMs: t1 - t0, renderMs: t2 - t1 });
+}
+
+/** Inside JupyterHub the page also lists hub users who have no quota record yet (balance 0). */
+function mergeHubUsers(users) {
+  if (!cfg.hubUsers?.length) return users;
+  const have = new Set(users.map((u) => u.username));
+  const extra = cfg.hubUsers.filter((n) => !have.has(n)).map((username) => ({ username, balance: 0, unlimited: false, updated_at: null }));
+  return extra.length ? [...users, ...extra].sort((a, b) => (a.username < b.username ? -1 : a.username > b.username ? 1 : 0)) : users;
+}
+
+/** A quota as typed, parsed by the engine: {unlimited: true} or {set: n}; null when invalid (shown). */
+function parse(field, text) {
+  try {
+    return page.engine.parseQuotaInput(field, text);
+  } catch (e) {
+    page.error(e.message);
+    return null;
+  }
+}
+
+const actions = {
+  /** Inline edit. A number on an unlimited user sets the balance and clears the flag in one call. */
+  async save(name, text) {
+    page.clearError();
+    const q = parse(`Quota for ${name}`, text);
+    if (!q) return false;
+    const user = page.table.users.get(name);
+    try {
+      if (q.unlimited) {
+        const r = await api.post(userPath(name), { action: 'set_unlimited', unlimited: true });
+        page.table.update(name, { unlimited: true, balance: r.balance });
+        page.say(`${name}: unlimited`);
+      } else if (user.unlimited) {
+        const r = await api.post('/admin/api/quota/batch', { users: [{ username: name, amount: q.set, unlimited: false }] });
+        const d = r.details[0];
+        if (d.status !== 'success') throw new ApiError(400, `${name}: ${d.error ?? d.status}`);
+        page.table.update(name, { unlimited: false, balance: d.balance });
+        page.say(`${name}: quota set to ${d.balance}`);
+      } else {
+        const r = await api.post(userPath(name), { action: 'set', amount: q.set });
+        page.table.update(name, { balance: r.balance });
+        page.say(`${name}: quota set to ${r.balance}`);
+      }
+      return true;
+    } catch (e) {
+      page.error(e.message);
+      return false;
+    }
+  },
+
+  async toggle(name, on) {
+    page.clearError();
+    try {
+      const r = await api.post(userPath(name), { action: 'set_unlimited', unlimited: on });
+      page.table.update(name, { unlimited: on, balance: r.balance });
+      page.say(`${name}: ${on ? 'unlimited' : 'limited'}`);
+      return true;
+    } catch (e) {
+      page.error(e.message);
+      return false;
+    }
+  },
+
+  async ledger(name) {
+    page.clearError();
+    try {
+      const r = await api.get(userPath(name));
+      const rows = document.createDocumentFragment();
+      for (const t of r.recent_transactions) {
+        const tr = document.createElement('tr');
+        for (const [v, num] of [[t.created_at, false], [t.transaction_type, false], [t.amount, true], [t.balance_before, true],
+          [t.balance_after, true], [t.created_by ?? '(system)', false], [t.description, false]]) {
+          const td = document.createElement('td');
+          if (num) td.className = 'num';
+          td.textContent = String(v);
+          tr.append(td);
+        }
+        rows.append(tr);
+      }
+      const panel = $('ledger');
+      panel.setAttribute('aria-label', `Ledger of ${name}`);
+      $('ledger-title').textContent = `Ledger of ${name}: ${r.recent_transactions.length} recent transaction(s)`;
+      panel.querySelector('tbody').replaceChildren(rows);
+      panel.hidden = false;
+      $('ledger-close').focus();
+    } catch (e) {
+      page.error(e.message);
+    }
+  },
+};
+
+function setQuotaPanel() {
+  const form = $('set-form');
+  const open = (on) => {
+    form.hidden = !on;
+    if (on) {
+      $('set-count').textContent = `${page.table.selected().length} selected`;
+      $('set-value').focus();
+    } else $('set-open').focus();
+  };
+  $('set-open').addEventListener('click', () => open(form.hidden));
+  $('set-cancel').addEventListener('click', () => open(false));
+  $('users').addEventListener('change', () => {
+    if (!form.hidden) $('set-count').textContent = `${page.table.selected().length} selected`;
+  });
+  let busy = false;
+  const apply = async () => {
+    if (busy) return;
+    page.clearError();
+    const chosen = page.table.selected();
+    if (!chosen.length) {
+      page.error('Set quota: select at least one user first');
+      return;
+    }
+    const q = parse('Quota for selected users', $('set-value').value);
+    if (!q) {
+      $('set-value').setAttribute('aria-invalid', 'true');
+      return;
+    }
+    const entries = chosen.map((u) => (q.unlimited ? { username: u.username, unlimited: true }
+      : u.unlimited ? { username: u.username, amount: q.set, unlimited: false } : { username: u.username, amount: q.set }));
+    busy = true;
+    $('set-apply').disabled = true;
+    const failed = [];
+    let ok = 0;
+    try {
+      // One request (the batch route takes up to 1,000 entries; more go 1,000 at a time).
+      for (let i = 0; i < entries.length; i += 1000) {
+        const r = await api.post('/admin/api/quota/batch', { users: entries.slice(i, i + 1000) });
+        for (const d of r.details) {
+          if (d.status === 'success') {
+            ok += 1;
+            page.table.update(d.username, { balance: d.balance, unlimited: !!q.unlimited });
+          } else failed.push(`${d.username}: ${d.error ?? d.status}`);
+        }
+      }
+      page.say(`Set quota: ${ok} user(s) updated${failed.length ? `, ${failed.length} failed` : ''}`);
+      if (failed.length) page.error(`Set quota failed for ${failed.length} user(s):\n${failed.join('\n')}`);
+    } catch (e) {
+      page.error(e.message);
+    } finally {
+      busy = false;
+      $('set-apply').disabled = false;
+    }
+  };
+  $('set-apply').addEventListener('click', apply);
+  $('set-value').addEventListener('keydown', (ev) => {
+    if (ev.key === 'Enter') {
+      ev.preventDefault();
+      apply();
+    }
+  });
+}
+
+function signIn() {
+  $('signin').hidden = false;
+  $('token').focus();
+  const go = () => {
+    const t = $('token').value.trim();
+    if (!t) {
+      page.error('API token: paste an admin token first');
+      return;
+    }
+    sessionStorage.setItem(TOKEN_KEY, t);
+    $('token').value = '';
+    $('signin').hidden = true;
+    start();
+  };
+  $('sign-in').onclick = go;
+  $('token').onkeydown = (ev) => {
+    if (ev.key === 'Enter') {
+      ev.preventDefault();
+      go();
+    }
+  };
+}
+
+let wired = false;
+async function start() {
+  page.clearError();
+  window.quotaPage.state = 'loading';
+  try {
+    await load(!page.table);
+    if (!wired && page.enabled) {
+      wired = true;
+      setQuotaPanel();
+      new RefreshPanel(page);
+      $('ledger-close').addEventListener('click', () => {
+        $('ledger').hidden = true;
+      });
+    }
+    if (cfg.auth === 'token') $('sign-out').hidden = false;
+  } catch (e) {
+    window.quotaPage.state = 'error';
+    page.error(e.message);
+    if (cfg.auth === 'token' && e instanceof ApiError && (e.status === 401 || e.status === 403)) {
+      sessionStorage.removeItem(TOKEN_KEY);
+      page.error(`The token was refused: ${e.message}`);
+      signIn();
+    }
+  }
+}
+
+$('sign-out').addEventListener('click', () => {
+  sessionStorage.removeItem(TOKEN_KEY);
+  location.reload();
+});
+
+if (cfg.auth === 'token' && !api.token) signIn();
+else start();

@@ -1,0 +1,212 @@
+// The users table: one row per user, built in one pass (10,000 rows render in one frame's work),
+// and every per-row control handled by delegation on the table body. Inline edit lives here too:
+// click the value, Enter saves, Escape cancels only the edit.
+
+const fmt = (n) => String(n);
+
+export class UsersTable {
+  /**
+   * `table`: the <table>; `quota`: quota is enabled (Quota, Unlimited and Ledger columns);
+   * `actions`: {save(user, text), toggle(user, on), ledger(user)} (each returns a promise, resolved
+   * true when the change was made).
+   */
+  constructor(table, { quota, actions }) {
+    this.table = table;
+    this.body = table.tBodies[0];
+    this.quota = quota;
+    this.actions = actions;
+    /** username -> {username, balance, unlimited, updated_at, running} */
+    this.users = new Map();
+    this.rows = new Map();
+    this.editing = null;
+    this.header();
+    this.body.addEventListener('click', (ev) => this.onClick(ev));
+    this.body.addEventListener('change', (ev) => this.onChange(ev));
+    this.body.addEventListener('keydown', (ev) => this.onKey(ev));
+  }
+
+  header() {
+    const cols = [['Select', 'visually-hidden'], ['User'], ['Server']];
+    if (this.quota) cols.push(['Quota', 'num'], ['Unlimited'], ['Last updated (UTC)'], ['Ledger', 'visually-hidden']);
+    const tr = this.table.tHead.rows[0];
+    tr.replaceChildren(...cols.map(([text, cls]) => {
+      const th = document.createElement('th');
+      th.scope = 'col';
+      if (cls === 'num') th.className = 'num';
+      if (cls === 'visually-hidden') {
+        const s = document.createElement('span');
+        s.className = cls;
+        s.textContent = text;
+        th.append(s);
+      } else th.textContent = text;
+      return th;
+    }));
+  }
+
+  /** Replaces every row. `users`: the list route's records; `running`: username -> active sessions. */
+  render(users, running) {
+    this.editing = null;
+    this.users.clear();
+    this.rows.clear();
+    const frag = document.createDocumentFragment();
+    for (const u of users) {
+      const user = { ...u, running: running.get(u.username) ?? 0 };
+      this.users.set(u.username, user);
+      const tr = this.row(user);
+      this.rows.set(u.username, tr);
+      frag.append(tr);
+    }
+    this.body.replaceChildren(frag);
+    this.table.hidden = false;
+  }
+
+  row(u) {
+    const tr = document.createElement('tr');
+    tr.dataset.user = u.username;
+    const sel = document.createElement('input');
+    sel.type = 'checkbox';
+    sel.className = 'sel';
+    sel.setAttribute('aria-label', `Select ${u.username}`);
+    const name = document.createElement('th');
+    name.scope = 'row';
+    name.textContent = u.username;
+    const server = document.createElement('td');
+    server.className = 'server';
+    tr.append(cell(sel), name, server);
+    if (this.quota) {
+      const edit = document.createElement('button');
+      edit.type = 'button';
+      edit.className = 'edit';
+      edit.setAttribute('aria-label', `Edit quota for ${u.username}`);
+      const q = cell(edit);
+      q.className = 'num quota';
+      const unl = document.createElement('input');
+      unl.type = 'checkbox';
+      unl.className = 'unl';
+      unl.setAttribute('aria-label', `Unlimited for ${u.username}`);
+      const updated = document.createElement('td');
+      updated.className = 'updated';
+      const ledger = document.createElement('button');
+      ledger.type = 'button';
+      ledger.className = 'ledger';
+      ledger.textContent = 'Ledger';
+      ledger.setAttribute('aria-label', `Ledger for ${u.username}`);
+      tr.append(q, cell(unl), updated, cell(ledger));
+    }
+    this.fill(tr, u);
+    return tr;
+  }
+
+  /** Writes a user's values into their row. */
+  fill(tr, u) {
+    const server = tr.querySelector('.server');
+    server.textContent = u.running > 0 ? `running (${u.running})` : 'stopped';
+    server.classList.toggle('running', u.running > 0);
+    if (!this.quota) return;
+    const edit = tr.querySelector('.edit') ?? (this.editing?.name === u.username ? this.editing.button : null);
+    if (edit) edit.textContent = u.unlimited ? '∞' : fmt(u.balance);
+    tr.querySelector('.unl').checked = !!u.unlimited;
+    tr.querySelector('.updated').textContent = u.updated_at ?? '';
+  }
+
+  /** Merges fields into a user (after a write) and redraws the row. */
+  update(username, fields) {
+    const u = this.users.get(username);
+    if (!u) return;
+    Object.assign(u, fields);
+    this.fill(this.rows.get(username), u);
+  }
+
+  selected() {
+    return [...this.body.querySelectorAll('input.sel:checked')].map((c) => this.users.get(c.closest('tr').dataset.user));
+  }
+
+  list() {
+    return [...this.users.values()];
+  }
+
+  userOf(ev) {
+    const tr = ev.target.closest('tr[data-user]');
+    return tr ? tr.dataset.user : null;
+  }
+
+  onClick(ev) {
+    const name = this.userOf(ev);
+    if (name === null) return;
+    if (ev.target.closest('button.edit')) this.startEdit(name);
+    else if (ev.target.closest('button.ledger')) this.actions.ledger(name);
+  }
+
+  async onChange(ev) {
+    if (!ev.target.matches('input.unl')) return;
+    const name = this.userOf(ev);
+    const box = ev.target;
+    const want = box.checked;
+    box.disabled = true;
+    const ok = await this.actions.toggle(name, want);
+    box.disabled = false;
+    // On failure the row shows the stored state again.
+    if (!ok) box.checked = !!this.users.get(name)?.unlimited;
+  }
+
+  startEdit(name) {
+    if (this.editing) this.cancelEdit();
+    const tr = this.rows.get(name);
+    const u = this.users.get(name);
+    const button = tr.querySelector('button.edit');
+    const input = document.createElement('input');
+    input.type = 'text';
+    input.className = 'quota-input';
+    input.size = 8;
+    input.autocomplete = 'off';
+    input.setAttribute('aria-label', `Quota for ${name}`);
+    input.value = u.unlimited ? '∞' : fmt(u.balance);
+    // The button leaves the page while its input is there (one control named for this user's quota).
+    button.replaceWith(input);
+    this.editing = { name, input, button, busy: false };
+    input.focus();
+    input.select();
+  }
+
+  cancelEdit() {
+    const e = this.editing;
+    if (!e) return;
+    this.editing = null;
+    e.input.replaceWith(e.button);
+    e.button.focus();
+  }
+
+  async onKey(ev) {
+    const e = this.editing;
+    if (!e || ev.target !== e.input) return;
+    if (ev.key === 'Escape') {
+      // Only the edit closes: nothing else on the page hears this Escape.
+      ev.preventDefault();
+      ev.stopPropagation();
+      if (!e.busy) this.cancelEdit();
+    } else if (ev.key === 'Enter') {
+      ev.preventDefault();
+      ev.stopPropagation();
+      if (e.busy) return;
+      e.busy = true;
+      e.input.readOnly = true;
+      e.input.setAttribute('aria-busy', 'true');
+      const ok = await this.actions.save(e.name, e.input.value);
+      e.busy = false;
+      e.input.readOnly = false;
+      e.input.removeAttribute('aria-busy');
+      if (ok) {
+        if (this.editing === e) this.cancelEdit();
+      } else {
+        e.input.setAttribute('aria-invalid', 'true');
+        e.input.focus();
+      }
+    }
+  }
+}
+
+function cell(child) {
+  const td = document.createElement('td');
+  td.append(child);
+  return td;
+}
