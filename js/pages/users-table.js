@@ -19,6 +19,11 @@ export class UsersTable {
     this.users = new Map();
     this.rows = new Map();
     this.editing = null;
+    // The rows are CSS grids (for speed with 10,000 users): say the table roles explicitly.
+    table.setAttribute('role', 'table');
+    for (const part of [table.tHead, this.body]) part.setAttribute('role', 'rowgroup');
+    table.tHead.rows[0].setAttribute('role', 'row');
+    table.classList.toggle('no-quota', !quota);
     this.header();
     this.body.addEventListener('click', (ev) => this.onClick(ev));
     this.body.addEventListener('change', (ev) => this.onChange(ev));
@@ -32,6 +37,7 @@ export class UsersTable {
     tr.replaceChildren(...cols.map(([text, cls]) => {
       const th = document.createElement('th');
       th.scope = 'col';
+      th.setAttribute('role', 'columnheader');
       if (cls === 'num') th.className = 'num';
       if (cls === 'visually-hidden') {
         const s = document.createElement('span');
@@ -60,53 +66,69 @@ export class UsersTable {
     this.table.hidden = false;
   }
 
-  row(u) {
+  /** The row every user's row is cloned from (cloning is several times faster than building). */
+  prototype() {
     const tr = document.createElement('tr');
-    tr.dataset.user = u.username;
+    tr.setAttribute('role', 'row');
     const sel = document.createElement('input');
     sel.type = 'checkbox';
     sel.className = 'sel';
-    sel.setAttribute('aria-label', `Select ${u.username}`);
     const name = document.createElement('th');
     name.scope = 'row';
-    name.textContent = u.username;
+    name.setAttribute('role', 'rowheader');
     const server = document.createElement('td');
     server.className = 'server';
+    server.setAttribute('role', 'cell');
     tr.append(cell(sel), name, server);
     if (this.quota) {
       const edit = document.createElement('button');
       edit.type = 'button';
       edit.className = 'edit';
-      edit.setAttribute('aria-label', `Edit quota for ${u.username}`);
       const q = cell(edit);
       q.className = 'num quota';
       const unl = document.createElement('input');
       unl.type = 'checkbox';
       unl.className = 'unl';
-      unl.setAttribute('aria-label', `Unlimited for ${u.username}`);
       const updated = document.createElement('td');
       updated.className = 'updated';
+      updated.setAttribute('role', 'cell');
       const ledger = document.createElement('button');
       ledger.type = 'button';
       ledger.className = 'ledger';
       ledger.textContent = 'Ledger';
-      ledger.setAttribute('aria-label', `Ledger for ${u.username}`);
       tr.append(q, cell(unl), updated, cell(ledger));
+    }
+    return tr;
+  }
+
+  row(u) {
+    this.proto ??= this.prototype();
+    const tr = this.proto.cloneNode(true);
+    const c = tr.cells;
+    tr.dataset.user = u.username;
+    c[0].firstChild.setAttribute('aria-label', `Select ${u.username}`);
+    c[1].textContent = u.username;
+    if (this.quota) {
+      c[3].firstChild.setAttribute('aria-label', `Edit quota for ${u.username}`);
+      c[4].firstChild.setAttribute('aria-label', `Unlimited for ${u.username}`);
+      c[6].firstChild.setAttribute('aria-label', `Ledger for ${u.username}`);
     }
     this.fill(tr, u);
     return tr;
   }
 
-  /** Writes a user's values into their row. */
+  /** Writes a user's values into their row (cells: select, user, server, quota, unlimited, updated, ledger). */
   fill(tr, u) {
-    const server = tr.querySelector('.server');
-    server.textContent = u.running > 0 ? `running (${u.running})` : 'stopped';
-    server.classList.toggle('running', u.running > 0);
+    const c = tr.cells;
+    c[2].textContent = u.running > 0 ? `running (${u.running})` : 'stopped';
+    if (u.running > 0) c[2].classList.add('running');
+    else c[2].classList.remove('running');
     if (!this.quota) return;
-    const edit = tr.querySelector('.edit') ?? (this.editing?.name === u.username ? this.editing.button : null);
+    // While the value is edited its button is off the page (kept in `editing`).
+    const edit = c[3].querySelector('button.edit') ?? (this.editing?.name === u.username ? this.editing.button : null);
     if (edit) edit.textContent = u.unlimited ? '∞' : fmt(u.balance);
-    tr.querySelector('.unl').checked = !!u.unlimited;
-    tr.querySelector('.updated').textContent = u.updated_at ?? '';
+    c[4].firstChild.checked = !!u.unlimited;
+    c[5].textContent = u.updated_at ?? '';
   }
 
   /** Merges fields into a user (after a write) and redraws the row. */
@@ -207,6 +229,7 @@ export class UsersTable {
 
 function cell(child) {
   const td = document.createElement('td');
+  td.setAttribute('role', 'cell');
   td.append(child);
   return td;
 }

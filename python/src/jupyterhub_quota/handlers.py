@@ -65,12 +65,13 @@ class QuotaAPIHandler(APIHandler):
         await self._answer("POST")
 
 
-def handlers(quota: "QuotaHub") -> list:
-    """`c.JupyterHub.extra_handlers` entries (patterns below the hub's prefix)."""
+def handlers(quota: "QuotaHub") -> tuple[str, list]:
+    """The key the handlers find `quota` by, and the `c.JupyterHub.extra_handlers` entries of the
+    routes (patterns below the hub's prefix)."""
     key = str(id(quota))
     _registry[key] = quota
     args = {"key": key}
-    return [
+    return key, [
         (r"/api/quota/.*", QuotaAPIHandler, args),
         (r"/api/accelerators", QuotaAPIHandler, args),
         (r"/admin/api/quota(?:/.*)?", QuotaAPIHandler, args),

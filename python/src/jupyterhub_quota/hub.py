@@ -101,6 +101,8 @@ def configure(
     auto_stop: bool = True,
     default_runtime_minutes: int = DEFAULT_RUNTIME_MINUTES,
     routes: bool = True,
+    pages: bool = True,
+    spawn_form: bool = True,
     durability: str = "full",
     component_path: Union[str, Path, None] = None,
 ) -> Optional[QuotaHub]:
@@ -120,6 +122,11 @@ def configure(
     - ``default_runtime_minutes``: the runtime of a spawn that does not give ``runtime_minutes``.
     - ``routes``: serve ``/hub/api/quota/...``, ``/hub/api/accelerators`` and
       ``/hub/admin/api/quota/...`` inside the hub.
+    - ``pages``: serve the admin page at ``/hub/admin/users`` (hub admins; the hub's login) and
+      its assets at ``/hub/quota-static/``.
+    - ``spawn_form``: set ``Spawner.options_form`` to the quota spawn form (accelerators with
+      their rates, a runtime, the user's balance and the estimated cost, live). False keeps the
+      configured form (it should post ``runtime_minutes`` and ``gpu_selection``).
     - ``durability``: ``"full"`` (``synchronous=FULL``: a commit survives power loss) or ``"normal"``.
     - ``component_path``: another ``quota-engine.wasm`` than the one in this package.
 
@@ -157,11 +164,18 @@ def configure(
     scopes = dict(c.JupyterHub.custom_scopes) if "custom_scopes" in c.JupyterHub else {}
     scopes.update(CUSTOM_SCOPES)
     c.JupyterHub.custom_scopes = scopes
-    if routes:
+    if routes or pages:
         from .handlers import handlers
+        from .pages import page_handlers
 
+        key, api = handlers(quota)
         extra = list(c.JupyterHub.extra_handlers) if "extra_handlers" in c.JupyterHub else []
-        c.JupyterHub.extra_handlers = extra + handlers(quota)
+        # The page calls the quota routes: it comes with them.
+        c.JupyterHub.extra_handlers = extra + (api if routes else []) + (page_handlers(quota, key) if pages and routes else [])
+    if spawn_form:
+        from .pages import spawn_form as make_form
+
+        c.Spawner.options_form = make_form(quota, doc)
     app.quota = quota
     asyncio.get_running_loop().create_task(quota.start(app))
     summary = service.engine.summary
