@@ -31,6 +31,10 @@ cargo clippy -p quota-wasm --target wasm32-unknown-unknown --features fault-inje
 step "tests"
 cargo test --workspace --locked
 
+step "postgresql: the component over a real PostgreSQL server (scripts/with-postgres.sh)"
+cargo clippy -p quota-host --features postgres --all-targets --locked -- -D warnings
+bash scripts/with-postgres.sh cargo test -p quota-host --features postgres --locked --test postgres
+
 step "python: the engine in JupyterHub (python/)"
 bash scripts/test-python.sh
 

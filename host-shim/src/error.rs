@@ -28,6 +28,6 @@ pub enum HostError {
 impl HostError {
     /// Whether the call failed only because another writer held the database (HTTP 503).
     pub fn is_busy(&self) -> bool {
-        matches!(self, HostError::Storage(SqlError::Busy))
+        matches!(self, HostError::Storage(SqlError::Busy | SqlError::Conflict(_)))
     }
 }

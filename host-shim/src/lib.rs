@@ -15,6 +15,8 @@ mod state;
 
 pub mod engine;
 pub mod error;
+#[cfg(feature = "postgres")]
+pub mod pg;
 pub mod runtime;
 pub mod sql;
 pub mod sqlite;

@@ -13,6 +13,7 @@ use thiserror::Error;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Dialect {
     Sqlite,
+    Postgres,
 }
 
 pub use quota_core::json::SqlValue;
@@ -23,6 +24,10 @@ pub enum SqlError {
     /// Another writer held the lock longer than the host waits.
     #[error("the database is busy (locked by another writer)")]
     Busy,
+    /// The transaction conflicted with a concurrent one (PostgreSQL: a serialization failure or a
+    /// deadlock) and was rolled back; the whole call can run again. The guest sees `busy`.
+    #[error("the transaction conflicted with a concurrent one: {0}")]
+    Conflict(String),
     /// A constraint was violated.
     #[error("constraint violated: {0}")]
     Constraint(String),
@@ -48,6 +53,18 @@ pub trait Database: Send {
     fn rollback(&mut self) -> Result<(), SqlError>;
     /// Every row of every table, in a fixed order: for tests that compare whole states.
     fn dump(&mut self) -> Result<String, SqlError>;
+
+    /// Called outside any transaction before the engine's `migrate`, so that hosts starting at once
+    /// on a new database migrate one after the other (the second then finds nothing to do). SQLite
+    /// needs nothing: its write transaction already serializes them.
+    fn lock_for_migration(&mut self) -> Result<(), SqlError> {
+        Ok(())
+    }
+
+    /// Releases [`Database::lock_for_migration`], outside any transaction.
+    fn unlock_after_migration(&mut self) -> Result<(), SqlError> {
+        Ok(())
+    }
 
     /// [`Database::query`] with parameters and rows as the component sends them (JSON).
     fn query_json(&mut self, sql: &str, params_json: &str) -> Result<String, SqlError> {

@@ -25,7 +25,7 @@ impl HostState {
 
 fn wit_error(e: SqlError) -> sql::Error {
     match e {
-        SqlError::Busy => sql::Error::Busy,
+        SqlError::Busy | SqlError::Conflict(_) => sql::Error::Busy,
         SqlError::Constraint(m) => sql::Error::Constraint(m),
         SqlError::Other(m) => sql::Error::Other(m),
     }
@@ -37,6 +37,7 @@ impl sql::Host for HostState {
     fn get_dialect(&mut self) -> sql::Dialect {
         match self.db.dialect() {
             Dialect::Sqlite => sql::Dialect::Sqlite,
+            Dialect::Postgres => sql::Dialect::Postgres,
         }
     }
 

@@ -24,7 +24,12 @@ pub struct Worker {
     bindings: QuotaEngine,
     values_json: String,
     summary: ConfigSummary,
+    /// Calls run again after a conflict with a concurrent transaction, since this worker began.
+    pub conflicts_retried: u64,
 }
+
+/// How many times one call runs again after conflicts before it fails (as `busy`: HTTP 503).
+pub const conflict_retries_max: u32 = 30;
 
 /// One open transaction: engine calls and the host's own statements, committed together.
 pub struct Tx<'a> {
@@ -133,6 +138,7 @@ impl Worker {
             bindings,
             values_json: String::new(),
             summary: ConfigSummary::default(),
+            conflicts_retried: 0,
         };
         w.configure(values_json)?;
         Ok(w)
@@ -140,10 +146,16 @@ impl Worker {
 
     /// Brings the database to the engine's current schema (idempotent).
     pub fn migrate(&mut self) -> Result<Migration, HostError> {
+        // Hosts starting at once on a new database take turns (SQLite's write lock does this
+        // already; PostgreSQL takes an advisory lock, held outside the transaction's snapshot).
+        self.db().lock_for_migration().map_err(HostError::Storage)?;
         let m = self.transaction(false, |tx| {
             tx.call(|b, s| b.quota_engine_api().call_migrate(s))?
                 .map_err(|e| HostError::Storage(SqlError::Other(format!("migrating the database: {e:?}"))))
-        })?;
+        });
+        let unlocked = self.db().unlock_after_migration();
+        let m = m?;
+        unlocked.map_err(HostError::Storage)?;
         Ok(Migration {
             from_version: m.from_version,
             to_version: m.to_version,
@@ -234,11 +246,41 @@ impl Worker {
     }
 
     /// Runs `f` in one transaction (a read transaction when `read_only`): committed only if `f`
-    /// returns `Ok`, nothing trapped and no statement failed; rolled back otherwise.
+    /// returns `Ok`, nothing trapped and no statement failed; rolled back otherwise. When the
+    /// database reports a conflict with a concurrent transaction (PostgreSQL's serialization
+    /// failures and deadlocks), the whole of `f` runs again in a new transaction, at most
+    /// [`conflict_retries_max`] times; engine calls are deterministic, so a retry decides again
+    /// from what is committed.
     pub fn transaction<T>(
         &mut self,
         read_only: bool,
-        f: impl FnOnce(&mut Tx<'_>) -> Result<T, HostError>,
+        mut f: impl FnMut(&mut Tx<'_>) -> Result<T, HostError>,
+    ) -> Result<T, HostError> {
+        let mut attempt = 0;
+        loop {
+            match self.transaction_once(read_only, &mut f) {
+                Err(HostError::Storage(SqlError::Conflict(m))) => {
+                    attempt += 1;
+                    self.conflicts_retried += 1;
+                    if attempt > conflict_retries_max {
+                        return Err(HostError::Storage(SqlError::Conflict(format!(
+                            "{m} (still conflicting after {conflict_retries_max} retries)"
+                        ))));
+                    }
+                    // Back off a little, more each time, so the transactions that collided spread out.
+                    std::thread::sleep(std::time::Duration::from_micros(
+                        200 * attempt as u64 * attempt as u64,
+                    ));
+                }
+                other => return other,
+            }
+        }
+    }
+
+    fn transaction_once<T>(
+        &mut self,
+        read_only: bool,
+        f: &mut impl FnMut(&mut Tx<'_>) -> Result<T, HostError>,
     ) -> Result<T, HostError> {
         let ticks = self.runtime.limits.deadline_ticks();
         let store = self
@@ -262,8 +304,9 @@ impl Worker {
                 Ok(()) => return Ok(v),
                 Err(e) => Err(HostError::Storage(e)),
             },
-            (Err(e), _) => Err(e),
-            (Ok(_), Some(e)) => Err(HostError::Storage(e)),
+            // The database's own record of a failure wins over what the guest made of it.
+            (_, Some(e)) => Err(HostError::Storage(e)),
+            (Err(e), None) => Err(e),
             (Ok(_), None) => Err(HostError::Trap("an engine call trapped".into())),
         };
         let rolled_back = store.data_mut().db.rollback();
@@ -277,17 +320,17 @@ impl Worker {
     /// Runs one engine call in one write transaction.
     pub(crate) fn call<T>(
         &mut self,
-        f: impl FnOnce(&QuotaEngine, &mut Store<HostState>) -> wasmtime::Result<T>,
+        f: impl Fn(&QuotaEngine, &mut Store<HostState>) -> wasmtime::Result<T>,
     ) -> Result<T, HostError> {
-        self.transaction(false, |tx| tx.call(f))
+        self.transaction(false, |tx| tx.call(&f))
     }
 
     /// Runs one engine call that only reads, in a read transaction.
     pub(crate) fn call_read<T>(
         &mut self,
-        f: impl FnOnce(&QuotaEngine, &mut Store<HostState>) -> wasmtime::Result<T>,
+        f: impl Fn(&QuotaEngine, &mut Store<HostState>) -> wasmtime::Result<T>,
     ) -> Result<T, HostError> {
-        self.transaction(true, |tx| tx.call(f))
+        self.transaction(true, |tx| tx.call(&f))
     }
 
     /// A fresh instance over the same database, configured as before.

@@ -26,6 +26,7 @@ impl SqlStore {
         let d = DIALECT.with(|c| {
             *c.get().get_or_insert_with(|| match host::get_dialect() {
                 host::Dialect::Sqlite => &dialect::sqlite,
+                host::Dialect::Postgres => &dialect::postgres,
             })
         });
         SqlStore { d }
