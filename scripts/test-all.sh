@@ -33,7 +33,9 @@ cargo test --workspace --locked
 
 step "postgresql: the component over a real PostgreSQL server (scripts/with-postgres.sh)"
 cargo clippy -p quota-host --features postgres --all-targets --locked -- -D warnings
-bash scripts/with-postgres.sh cargo test -p quota-host --features postgres --locked --test postgres
+cargo clippy -p quota-hub --features pg-tests --all-targets --locked -- -D warnings
+bash scripts/with-postgres.sh bash -c 'cargo test -p quota-host --features postgres --locked --test postgres &&
+    cargo test -p quota-hub --features pg-tests --locked --test postgres'
 
 step "python: the engine in JupyterHub (python/)"
 bash scripts/test-python.sh

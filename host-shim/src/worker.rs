@@ -66,6 +66,11 @@ impl Tx<'_> {
         }
     }
 
+    /// The SQL the database speaks (for a host's own statements).
+    pub fn dialect(&self) -> crate::Dialect {
+        self.store.data().db.dialect()
+    }
+
     /// A statement of the host's own (quota-hub's tokens and replays), in this transaction.
     pub fn query(&mut self, sql: &str, params: &[SqlValue]) -> Result<Vec<Vec<SqlValue>>, HostError> {
         let r = self.store.data_mut().db.query(sql, params);

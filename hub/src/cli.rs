@@ -66,9 +66,13 @@ pub struct ServeArgs {
     /// Path prefix of every route.
     #[arg(long, default_value = "/hub")]
     pub base_url: String,
-    /// Engine instances answering reads in parallel (writes have one of their own).
+    /// Engine instances answering reads in parallel.
     #[arg(long, default_value_t = 2)]
     pub readers: usize,
+    /// Engine instances answering writes in parallel: 1 on SQLite (one writer at a time anyway);
+    /// on PostgreSQL 4 unless given (conflicts between them are retried).
+    #[arg(long)]
+    pub writers: Option<usize>,
     /// How long a write waits for another process holding the database lock before the request
     /// fails with 503 (retry later); milliseconds.
     #[arg(long, default_value_t = crate::db::busy_timeout_ms_default)]

@@ -39,8 +39,8 @@ pub fn run(cli: Cli) -> Result<ExitCode, String> {
                 },
         } => {
             let mut conn = db::parse(&db)?.open(true, Duration::from_millis(db::busy_timeout_ms_default))?;
-            host_tables::ensure_schema(&mut conn).map_err(|e| e.to_string())?;
-            let conn: &mut dyn quota_host::Database = &mut conn;
+            let conn: &mut dyn quota_host::Database = conn.as_mut();
+            host_tables::ensure_schema(conn).map_err(|e| e.to_string())?;
             let secret = tokens::issue(conn, &user, admin, &scope, Clock::system()?.now())?;
             println!("{secret}");
             Ok(ExitCode::SUCCESS)
@@ -275,10 +275,21 @@ fn serve(a: ServeArgs) -> Result<ExitCode, String> {
         info!("WARNING: test clock options are on; never use them in production");
     }
     let busy = Duration::from_millis(a.busy_timeout_ms);
-    let pool = Pool::start(&rt, &db, &doc, a.readers, busy)?;
+    let writers = match (&db, a.writers) {
+        (Db::Sqlite(_), Some(n)) if n > 1 => {
+            return Err("--writers: SQLite takes one writer at a time; more than 1 needs postgres://".into())
+        }
+        (Db::Sqlite(_), _) => 1,
+        (Db::Postgres(_), n) => n.unwrap_or(4),
+    };
+    let pool = Pool::start(&rt, &db, &doc, writers, a.readers, busy)?;
     let _checkpointer = match &db {
-        Db::Sqlite(path) => Checkpointer::start(path, Duration::from_millis(checkpoint_interval_ms))
-            .map_err(|e| format!("checkpointer: {e}"))?,
+        Db::Sqlite(path) => Some(
+            Checkpointer::start(path, Duration::from_millis(checkpoint_interval_ms))
+                .map_err(|e| format!("checkpointer: {e}"))?,
+        ),
+        // PostgreSQL checkpoints by itself.
+        Db::Postgres(_) => None,
     };
     let app = Arc::new(App {
         pool,
@@ -293,6 +304,12 @@ fn serve(a: ServeArgs) -> Result<ExitCode, String> {
     let served = tokio_rt.block_on(run_server(app.clone(), &a.listen));
     tokio_rt.shutdown_timeout(Duration::from_secs(5));
     served?;
+    if let Ok(mut app) = Arc::try_unwrap(app) {
+        let retried = app.pool.shutdown();
+        if retried > 0 {
+            info!("{retried} engine call(s) ran again after a conflict with another replica's transaction");
+        }
+    }
     info!("stopped");
     Ok(ExitCode::SUCCESS)
 }

@@ -1,13 +1,16 @@
-//! Database URLs: `sqlite://FILE` (relative) or `sqlite:///abs/FILE`; a bare path means SQLite.
+//! Database URLs: `sqlite://FILE` (relative) or `sqlite:///abs/FILE`; a bare path means SQLite;
+//! `postgres://user@host[:port]/db` (or `postgresql://`) for several replicas on one database.
 
 use std::path::PathBuf;
 use std::time::Duration;
 
-use quota_host::{SqliteDb, SqliteOptions};
+use quota_host::pg::PgDb;
+use quota_host::{Database, SqliteDb, SqliteOptions};
 
 #[derive(Debug)]
 pub enum Db {
     Sqlite(PathBuf),
+    Postgres(String),
 }
 
 /// How long a write waits for another process's lock before it fails as busy (HTTP 503), unless
@@ -22,10 +25,12 @@ pub fn parse(url: &str) -> Result<Db, String> {
         return Ok(Db::Sqlite(PathBuf::from(rest)));
     }
     if url.starts_with("postgres://") || url.starts_with("postgresql://") {
-        return Err("--db: PostgreSQL is not supported by this build yet; use sqlite://FILE".into());
+        return Ok(Db::Postgres(url.to_string()));
     }
     if url.contains("://") {
-        return Err(format!("--db {url}: unknown scheme (expected sqlite://FILE)"));
+        return Err(format!(
+            "--db {url}: unknown scheme (expected sqlite://FILE or postgres://user@host/db)"
+        ));
     }
     Ok(Db::Sqlite(PathBuf::from(url)))
 }
@@ -33,7 +38,7 @@ pub fn parse(url: &str) -> Result<Db, String> {
 impl Db {
     /// One connection (the schema is brought up to date by the engine worker that uses it).
     /// Servers turn SQLite's inline checkpoint off and run a background checkpointer instead.
-    pub fn open(&self, auto_checkpoint: bool, busy_timeout: Duration) -> Result<SqliteDb, String> {
+    pub fn open(&self, auto_checkpoint: bool, busy_timeout: Duration) -> Result<Box<dyn Database>, String> {
         match self {
             Db::Sqlite(path) => SqliteDb::open_with(
                 path,
@@ -43,8 +48,24 @@ impl Db {
                     ..SqliteOptions::default()
                 },
             )
+            .map(|d| Box::new(d) as Box<dyn Database>)
             .map_err(|e| format!("database {}: {e}", path.display())),
+            Db::Postgres(url) => PgDb::connect(url)
+                .map(|d| Box::new(d) as Box<dyn Database>)
+                .map_err(|e| format!("database {}: {e}", redact(url))),
         }
+    }
+}
+
+/// A URL without its password, for messages.
+pub fn redact(url: &str) -> String {
+    match (url.find("://"), url.rfind('@')) {
+        (Some(s), Some(at)) if at > s => {
+            let user = &url[s + 3..at];
+            let user = user.split(':').next().unwrap_or_default();
+            format!("{}{user}@{}", &url[..s + 3], &url[at + 1..])
+        }
+        _ => url.to_string(),
     }
 }
 
@@ -63,6 +84,8 @@ mod tests {
         assert!(matches!(parse("q.db"), Ok(Db::Sqlite(_))));
         assert!(parse("sqlite://").is_err());
         assert!(parse("mysql://x").unwrap_err().contains("unknown scheme"));
-        assert!(parse("postgres://h/db").unwrap_err().contains("PostgreSQL"));
+        assert!(matches!(parse("postgres://u@h/db"), Ok(Db::Postgres(_))));
+        assert!(matches!(parse("postgresql://u@h/db"), Ok(Db::Postgres(_))));
+        assert_eq!(redact("postgres://u:secret@h:5432/db"), "postgres://u@h:5432/db");
     }
 }

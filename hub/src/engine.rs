@@ -27,7 +27,7 @@ pub fn worker(
     busy_timeout: std::time::Duration,
 ) -> Result<Worker, String> {
     let conn = db.open(auto_checkpoint, busy_timeout)?;
-    let mut w = Worker::new(rt.clone(), Box::new(conn), &values.to_string()).map_err(|e| e.to_string())?;
+    let mut w = Worker::new(rt.clone(), conn, &values.to_string()).map_err(|e| e.to_string())?;
     host_tables::ensure_schema(w.db()).map_err(|e| e.to_string())?;
     Ok(w)
 }

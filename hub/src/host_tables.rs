@@ -4,10 +4,10 @@
 //! are quota-hub's, created here if missing (files written by quota-hub 0.1.0 already have them).
 
 use quota_core::Timestamp;
-use quota_host::{Database, HostError, SqlValue, Tx};
+use quota_host::{Database, Dialect, HostError, SqlValue, Tx};
 
-/// quota-hub's tables, created if missing (idempotent).
-const schema: &[&str] = &[
+/// quota-hub's tables, created if missing (idempotent): SQLite.
+const sqlite_schema: &[&str] = &[
     "CREATE TABLE IF NOT EXISTS api_tokens (
         hash TEXT PRIMARY KEY,
         name TEXT NOT NULL,
@@ -28,6 +28,37 @@ const schema: &[&str] = &[
      ) WITHOUT ROWID",
     "CREATE INDEX IF NOT EXISTS idempotency_by_age ON idempotency (created_at)",
 ];
+
+/// The same tables on PostgreSQL (integers `bigint`, as the engine's).
+const postgres_schema: &[&str] = &[
+    "CREATE TABLE IF NOT EXISTS api_tokens (
+        hash TEXT PRIMARY KEY,
+        name TEXT NOT NULL,
+        admin BIGINT NOT NULL,
+        scopes TEXT NOT NULL,
+        created_at BIGINT NOT NULL
+     )",
+    "CREATE TABLE IF NOT EXISTS idempotency (
+        caller TEXT NOT NULL,
+        method TEXT NOT NULL,
+        path TEXT NOT NULL,
+        key TEXT NOT NULL,
+        body_hash TEXT NOT NULL,
+        status BIGINT NOT NULL,
+        body TEXT NOT NULL,
+        created_at BIGINT NOT NULL,
+        PRIMARY KEY (caller, method, path, key)
+     )",
+    "CREATE INDEX IF NOT EXISTS idempotency_by_age ON idempotency (created_at)",
+];
+
+/// A statement written for SQLite (`?N` placeholders), in the database's dialect.
+fn in_dialect(sql: &str, dialect: Dialect) -> std::borrow::Cow<'_, str> {
+    match dialect {
+        Dialect::Sqlite => sql.into(),
+        Dialect::Postgres => sql.replace('?', "$").into(),
+    }
+}
 
 /// An API token, by the hash of its secret (the secret itself is never stored).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -63,24 +94,40 @@ pub struct IdempotencyRecord {
 
 /// Where the statements run: inside an engine transaction, or on a bare connection.
 pub trait Sql {
+    fn dialect(&self) -> Dialect;
+    /// Runs one statement written with SQLite's `?N` placeholders, in the database's dialect.
     fn run(&mut self, sql: &str, params: &[SqlValue]) -> Result<Vec<Vec<SqlValue>>, HostError>;
 }
 
 impl Sql for Tx<'_> {
+    fn dialect(&self) -> Dialect {
+        Tx::dialect(self)
+    }
+
     fn run(&mut self, sql: &str, params: &[SqlValue]) -> Result<Vec<Vec<SqlValue>>, HostError> {
-        self.query(sql, params)
+        let sql = in_dialect(sql, Sql::dialect(self));
+        self.query(&sql, params)
     }
 }
 
 impl Sql for dyn Database + '_ {
+    fn dialect(&self) -> Dialect {
+        Database::dialect(self)
+    }
+
     fn run(&mut self, sql: &str, params: &[SqlValue]) -> Result<Vec<Vec<SqlValue>>, HostError> {
-        self.query(sql, params).map_err(HostError::Storage)
+        let sql = in_dialect(sql, Database::dialect(self));
+        self.query(&sql, params).map_err(HostError::Storage)
     }
 }
 
 /// Creates quota-hub's tables if missing, in one transaction.
 pub fn ensure_schema(db: &mut dyn Database) -> Result<(), HostError> {
     db.begin().map_err(HostError::Storage)?;
+    let schema = match Database::dialect(db) {
+        Dialect::Sqlite => sqlite_schema,
+        Dialect::Postgres => postgres_schema,
+    };
     for statement in schema {
         if let Err(e) = db.run(statement, &[]) {
             let _ = db.rollback();
@@ -190,9 +237,12 @@ pub fn put_idempotent(
         r.body.as_str().into(),
         r.created_at.seconds().into(),
     ]);
+    // Both dialects read this upsert (SQLite 3.24+ and PostgreSQL).
     db.run(
-        "INSERT OR REPLACE INTO idempotency (caller, method, path, key, body_hash, status, body, created_at)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+        "INSERT INTO idempotency (caller, method, path, key, body_hash, status, body, created_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
+         ON CONFLICT (caller, method, path, key) DO UPDATE SET body_hash = excluded.body_hash,
+         status = excluded.status, body = excluded.body, created_at = excluded.created_at",
         &p,
     )
     .map(|_| ())

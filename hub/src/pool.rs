@@ -1,6 +1,7 @@
-//! Engine workers on their own threads. Writes go to one writer (SQLite takes one writer at a time;
-//! queueing them here instead of in SQLite's busy handler keeps latency flat), reads to several
-//! readers, each with its own connection and engine instance.
+//! Engine workers on their own threads. Writes go to the writers (on SQLite one: it takes one writer
+//! at a time, and queueing writes here instead of in SQLite's busy handler keeps latency flat; on
+//! PostgreSQL several, whose conflicts the workers retry), reads to several readers, each with its
+//! own connection and engine instance.
 
 use std::sync::mpsc::{channel, Receiver, Sender};
 use std::sync::{Arc, Mutex};
@@ -18,7 +19,7 @@ pub struct Pool {
     pub summary: ConfigSummary,
     write: Option<Sender<Job>>,
     read: Option<Sender<Job>>,
-    threads: Vec<JoinHandle<()>>,
+    threads: Vec<JoinHandle<u64>>,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -27,16 +28,17 @@ pub enum Kind {
     Write,
 }
 
-fn serve(rx: Arc<Mutex<Receiver<Job>>>, mut worker: Worker) {
+/// Answers jobs until the queue closes; returns how many calls ran again after a conflict.
+fn serve(rx: Arc<Mutex<Receiver<Job>>>, mut worker: Worker) -> u64 {
     loop {
         // The lock is held only while waiting for the next job.
         let job = match rx.lock() {
             Ok(guard) => guard.recv(),
-            Err(_) => return,
+            Err(_) => return worker.conflicts_retried,
         };
         match job {
             Ok(job) => job(&mut worker),
-            Err(_) => return,
+            Err(_) => return worker.conflicts_retried,
         }
     }
 }
@@ -46,23 +48,29 @@ impl Pool {
         rt: &Arc<Runtime>,
         db: &Db,
         values: &serde_json::Value,
+        writers: usize,
         readers: usize,
         busy_timeout: std::time::Duration,
     ) -> Result<Pool, String> {
+        let writers = writers.max(1);
         let (write_tx, write_rx) = channel::<Job>();
         let (read_tx, read_rx) = channel::<Job>();
         let write_rx = Arc::new(Mutex::new(write_rx));
         let read_rx = Arc::new(Mutex::new(read_rx));
         let mut threads = Vec::new();
         let mut summary = None;
-        for i in 0..=readers.max(1) {
+        for i in 0..writers + readers.max(1) {
             let worker = engine::worker(rt, db, values, false, busy_timeout)?;
             summary.get_or_insert_with(|| worker.summary().clone());
-            let rx = if i == 0 { write_rx.clone() } else { read_rx.clone() };
-            let name = if i == 0 {
-                "writer".to_string()
+            let rx = if i < writers {
+                write_rx.clone()
             } else {
-                format!("reader-{i}")
+                read_rx.clone()
+            };
+            let name = if i < writers {
+                format!("writer-{i}")
+            } else {
+                format!("reader-{}", i - writers)
             };
             let t = std::thread::Builder::new()
                 .name(name)
@@ -101,13 +109,12 @@ impl Pool {
             .map_err(|_| "an engine worker stopped during the call".to_string())
     }
 
-    /// Lets queued jobs finish, then stops the workers.
-    pub fn shutdown(&mut self) {
+    /// Lets queued jobs finish, then stops the workers; returns how many calls ran again after a
+    /// conflict with another transaction (PostgreSQL), over the pool's life.
+    pub fn shutdown(&mut self) -> u64 {
         self.write = None;
         self.read = None;
-        for t in self.threads.drain(..) {
-            let _ = t.join();
-        }
+        self.threads.drain(..).map(|t| t.join().unwrap_or(0)).sum()
     }
 }
 

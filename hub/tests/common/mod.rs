@@ -81,10 +81,17 @@ impl Server {
 
     /// [`Server::start`] with extra environment variables for the server process.
     pub fn start_with_env(db: &Path, values: &Path, extra: &[&str], env: &[(String, String)]) -> Server {
+        let mut s = Server::start_url(&format!("sqlite://{}", db.display()), values, extra, env);
+        s.db = db.to_path_buf();
+        s
+    }
+
+    /// A server on any `--db` URL (`postgres://...`); `db` is then empty.
+    pub fn start_url(db_url: &str, values: &Path, extra: &[&str], env: &[(String, String)]) -> Server {
         let mut child = Command::new(bin)
             .arg("serve")
             .arg("--db")
-            .arg(format!("sqlite://{}", db.display()))
+            .arg(db_url)
             .arg("--values")
             .arg(values)
             .args(["--listen", "127.0.0.1:0"])
@@ -108,7 +115,7 @@ impl Server {
         Server {
             child,
             url,
-            db: db.to_path_buf(),
+            db: PathBuf::new(),
             stderr,
         }
     }
@@ -171,8 +178,12 @@ pub fn token_with_env(
     scopes: &[&str],
     env: &[(String, String)],
 ) -> String {
-    let dbarg = format!("sqlite://{}", db.display());
-    let mut args = vec!["token", "issue", "--db", &dbarg, "--user", user];
+    token_url(&format!("sqlite://{}", db.display()), user, admin, scopes, env)
+}
+
+/// Issues a token with the CLI on any `--db` URL.
+pub fn token_url(dbarg: &str, user: &str, admin: bool, scopes: &[&str], env: &[(String, String)]) -> String {
+    let mut args = vec!["token", "issue", "--db", dbarg, "--user", user];
     if admin {
         args.push("--admin");
     }

@@ -1,0 +1,297 @@
+//! Several `quota-hub serve` replicas on one PostgreSQL database (a real server, started by
+//! `scripts/with-postgres.sh`, which sets `QUOTA_TEST_PG_URL`): hammered at once with session
+//! starts and ends, admin adds and one refresh run id sent to every replica, the ledger stays
+//! exact and no request fails with a raw database error; a replica killed with SIGKILL in the middle
+//! of a refresh leaves it applied wholly or not at all, and re-sending its run id completes it once.
+
+mod common;
+
+use std::sync::Arc;
+
+use common::{http, json, Server};
+use quota_host::pg::PgDb;
+use quota_host::{Database, SqlValue};
+
+fn server_url() -> String {
+    std::env::var("QUOTA_TEST_PG_URL").unwrap_or_else(|_| {
+        panic!("QUOTA_TEST_PG_URL is not set: run this test through scripts/with-postgres.sh")
+    })
+}
+
+fn fresh_database(name: &str) -> String {
+    let url = server_url();
+    let mut admin = PgDb::connect(&url).expect("connect");
+    admin
+        .batch(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
+        .expect("drop");
+    admin.batch(&format!("CREATE DATABASE {name}")).expect("create");
+    format!("{}/{name}", url.rsplit_once('/').expect("database in url").0)
+}
+
+fn values(dir: &std::path::Path) -> std::path::PathBuf {
+    common::write_values(
+        dir,
+        "values.yaml",
+        &serde_json::json!({"custom": {"authMode": "github", "quota": {"cpuRate": 1, "minimumToStart": 1, "defaultQuota": 0}}}),
+    )
+}
+
+fn scalar(db: &mut PgDb, sql: &str) -> i64 {
+    match db.query(sql, &[]).expect(sql).first().and_then(|r| r.first()) {
+        Some(SqlValue::Int(i)) => *i,
+        other => panic!("{sql}: {other:?}"),
+    }
+}
+
+/// Every balance equals the sum of its ledger; returns the users whose do not.
+fn ledger_mismatches(db: &mut PgDb) -> Vec<Vec<SqlValue>> {
+    db.query(
+        "SELECT u.username, u.balance, COALESCE(SUM(t.amount), 0) FROM users u
+         LEFT JOIN transactions t ON t.username = u.username
+         GROUP BY u.username, u.balance HAVING u.balance <> COALESCE(SUM(t.amount), 0)",
+        &[],
+    )
+    .expect("ledger check")
+}
+
+#[test]
+fn three_replicas_hammered_at_once_keep_the_ledger_exact() {
+    let dir = tempfile::tempdir().expect("dir");
+    let url = fresh_database("replicas");
+    let values = values(dir.path());
+    let admin = common::token_url(&url, "root", true, &[], &[]);
+    let hub = common::token_url(&url, "hub", false, &["quota:sessions"], &[]);
+    let servers: Vec<Server> = (0..3)
+        .map(|_| Server::start_url(&url, &values, &[], &[]))
+        .collect();
+    let urls: Arc<Vec<String>> = Arc::new(servers.iter().map(|s| s.url.clone()).collect());
+    let users = 12;
+    let agent = common::agent();
+    for u in 0..users {
+        let (st, body) = http(
+            &agent,
+            "POST",
+            &format!("{}/admin/api/quota/users/u{u}", urls[0]),
+            Some(&admin),
+            Some(r#"{"action": "set", "amount": 100000}"#),
+            &[],
+        );
+        assert_eq!(st, 200, "{body}");
+    }
+    let rounds = 25;
+    let mut workers = Vec::new();
+    for t in 0..9 {
+        let (urls, admin, hub) = (urls.clone(), admin.clone(), hub.clone());
+        workers.push(std::thread::spawn(move || {
+            let agent = common::agent();
+            let mut statuses = Vec::new();
+            for r in 0..rounds {
+                let base = &urls[(t + r) % 3];
+                let user = format!("u{}", (t * 7 + r) % users);
+                if t % 3 == 0 {
+                    let (st, b) = http(
+                        &agent,
+                        "POST",
+                        &format!("{base}/admin/api/quota/users/{user}"),
+                        Some(&admin),
+                        Some(r#"{"action": "add", "amount": 3}"#),
+                        &[],
+                    );
+                    statuses.push((st, b));
+                } else {
+                    let start = format!(
+                        r#"{{"username": "{user}", "runtime_minutes": 5, "server_name": "t{t}r{r}"}}"#
+                    );
+                    let (st, b) = http(
+                        &agent,
+                        "POST",
+                        &format!("{base}/api/quota/sessions"),
+                        Some(&hub),
+                        Some(&start),
+                        &[],
+                    );
+                    if st == 201 {
+                        let id = json(&b)["session_id"].as_i64().expect("id");
+                        // Ended through another replica than the one that started it.
+                        let other = &urls[(t + r + 1) % 3];
+                        let end = http(
+                            &agent,
+                            "POST",
+                            &format!("{other}/api/quota/sessions/{id}/end"),
+                            Some(&hub),
+                            Some("{}"),
+                            &[],
+                        );
+                        statuses.push(end);
+                    }
+                    statuses.push((st, b));
+                }
+            }
+            statuses
+        }));
+    }
+    // The same refresh run id to all three replicas at once, in the middle of the load.
+    let refreshes: Vec<_> = (0..3)
+        .map(|k| {
+            let (urls, admin) = (urls.clone(), admin.clone());
+            std::thread::spawn(move || {
+                http(
+                    &common::agent(),
+                    "POST",
+                    &format!("{}/admin/api/quota/refresh", urls[k]),
+                    Some(&admin),
+                    Some(r#"{"action": "add", "amount": 10, "run_id": "replicas-test-run"}"#),
+                    &[],
+                )
+            })
+        })
+        .collect();
+    let mut answers: Vec<(u16, String)> = workers
+        .into_iter()
+        .flat_map(|w| w.join().expect("worker"))
+        .collect();
+    let refresh: Vec<(u16, String)> = refreshes
+        .into_iter()
+        .map(|h| h.join().expect("refresh"))
+        .collect();
+    for (st, body) in &refresh {
+        assert_eq!(*st, 200, "{body}");
+    }
+    // A replay answers the first result byte for byte: all three say the same, and the ledger
+    // (below) shows one application.
+    assert!(refresh.iter().all(|r| r.1 == refresh[0].1), "{refresh:?}");
+    answers.extend(refresh);
+    for (st, body) in &answers {
+        assert!(matches!(st, 200 | 201), "{st} {body}");
+        assert!(
+            !body.to_lowercase().contains("postgres"),
+            "a raw database error reached a client: {body}"
+        );
+    }
+    let mut db = PgDb::connect(&url).expect("connect");
+    assert!(
+        ledger_mismatches(&mut db).is_empty(),
+        "{:?}",
+        ledger_mismatches(&mut db)
+    );
+    assert_eq!(
+        scalar(&mut db, "SELECT COUNT(*) FROM sessions WHERE status = 'active'"),
+        0
+    );
+    let ended = scalar(
+        &mut db,
+        "SELECT COUNT(*) FROM sessions WHERE status = 'completed'",
+    );
+    let usage = scalar(
+        &mut db,
+        "SELECT COUNT(*) FROM transactions WHERE transaction_type = 'usage'",
+    );
+    assert_eq!(usage, ended, "one usage transaction per ended session");
+    assert_eq!(
+        scalar(
+            &mut db,
+            "SELECT COUNT(*) FROM transactions WHERE transaction_type = 'auto_refresh'"
+        ),
+        users as i64,
+        "the run id applied once: one refresh transaction per user"
+    );
+    assert_eq!(scalar(&mut db, "SELECT COUNT(*) FROM refresh_runs"), 1);
+    let mut retried = 0;
+    for s in servers {
+        let log = s.stderr.clone();
+        s.stop();
+        retried += log
+            .all()
+            .iter()
+            .find_map(|l| {
+                l.split_whitespace()
+                    .nth(1)
+                    .filter(|_| l.contains("ran again after a conflict"))
+                    .and_then(|n| n.parse::<u64>().ok())
+            })
+            .unwrap_or(0);
+    }
+    println!("3 replicas: {} answers, {ended} sessions billed once each, refresh applied once; {retried} conflict retries", answers.len());
+}
+
+#[test]
+fn a_replica_killed_during_a_refresh_leaves_it_whole_or_absent_and_a_resend_completes_it_once() {
+    let dir = tempfile::tempdir().expect("dir");
+    let url = fresh_database("killed");
+    let values = values(dir.path());
+    let admin = common::token_url(&url, "root", true, &[], &[]);
+    // Enough users that the refresh is still running when the replica is killed.
+    let users = 20_000;
+    let victim = Server::start_url(&url, &values, &[], &[]);
+    // Seeded in SQL (the CLI writes a row per round trip): each user with a balance and the one
+    // ledger row that explains it.
+    let mut seed = PgDb::connect(&url).expect("connect");
+    seed.batch(&format!(
+        "INSERT INTO users SELECT 'k' || lpad(i::text, 5, '0'), i % 500, 0, 1795000000
+           FROM generate_series(0, {users} - 1) AS i;
+         INSERT INTO transactions (username, amount, transaction_type, resource_type, description,
+           balance_before, balance_after, created_at, created_by)
+         SELECT 'k' || lpad(i::text, 5, '0'), i % 500, 'set', NULL, '', 0, i % 500, 1795000000, 'seed'
+           FROM generate_series(0, {users} - 1) AS i"
+    ))
+    .expect("seed");
+    let body = r#"{"action": "add", "amount": 7, "run_id": "killed-run"}"#;
+    let target = format!("{}/admin/api/quota/refresh", victim.url);
+    let admin2 = admin.clone();
+    let sender = std::thread::spawn(move || {
+        common::send(
+            &common::agent(),
+            "POST",
+            &target,
+            Some(&admin2),
+            Some(body.as_bytes()),
+            &[],
+        )
+    });
+    // Kill it once the refresh's transaction has written (PostgreSQL shows it as active).
+    let mut db = PgDb::connect(&url).expect("connect");
+    let deadline = std::time::Instant::now() + common::patience;
+    loop {
+        let busy = scalar(&mut db, "SELECT COUNT(*) FROM pg_stat_activity WHERE query LIKE 'INSERT INTO transactions%' AND state = 'active'");
+        if busy > 0 || std::time::Instant::now() > deadline {
+            break;
+        }
+        std::thread::yield_now();
+    }
+    victim.kill9();
+    let _ = sender.join();
+    // Applied wholly or not at all.
+    let changed = scalar(
+        &mut db,
+        "SELECT COUNT(*) FROM transactions WHERE transaction_type = 'auto_refresh'",
+    );
+    assert!(
+        changed == 0 || changed == users,
+        "{changed} of {users} users refreshed"
+    );
+    assert!(ledger_mismatches(&mut db).is_empty());
+    // Re-sent to another replica: completed exactly once.
+    let other = Server::start_url(&url, &values, &[], &[]);
+    let agent = common::agent();
+    for _ in 0..2 {
+        let (st, b) = http(
+            &agent,
+            "POST",
+            &format!("{}/admin/api/quota/refresh", other.url),
+            Some(&admin),
+            Some(body),
+            &[],
+        );
+        assert_eq!(st, 200, "{b}");
+    }
+    assert_eq!(
+        scalar(
+            &mut db,
+            "SELECT COUNT(*) FROM transactions WHERE transaction_type = 'auto_refresh'"
+        ),
+        users
+    );
+    assert!(ledger_mismatches(&mut db).is_empty());
+    other.stop();
+    println!("killed during the refresh with {changed} of {users} applied; re-sent: {users} applied once");
+}
