@@ -40,8 +40,39 @@ pub enum Command {
         /// Compute and print the changes without writing anything.
         #[arg(long)]
         dry_run: bool,
+        /// With `--url`: the rule itself as JSON (its values-file form), instead of reading it from
+        /// `--values` (what a CronJob from `render-cronjobs` passes).
+        #[arg(long)]
+        rule_json: Option<String>,
+        /// Apply at most once under this run id.
+        #[arg(long, conflicts_with = "scheduled_within")]
+        run_id: Option<String>,
+        /// The run id is `<rule>@<fire time>` of the rule's latest scheduled minute, which must be
+        /// at most this many seconds ago (a CronJob's start deadline): a retried or duplicated Job
+        /// applies once.
+        #[arg(long)]
+        scheduled_within: Option<i64>,
         #[command(flatten)]
         target: Target,
+    },
+    /// Print one Kubernetes CronJob (batch/v1) per enabled refresh rule, as YAML.
+    RenderCronjobs {
+        #[arg(long, default_value = default_values)]
+        values: PathBuf,
+        #[arg(long, default_value = "default")]
+        namespace: String,
+        /// The hub's base URL the Jobs send the refresh to.
+        #[arg(long, default_value = "http://quota-hub:8765/hub")]
+        hub_url: String,
+        /// The Secret holding a token with only the `quota:refresh` scope.
+        #[arg(long, default_value = "quota-refresh-token")]
+        token_secret: String,
+        /// The key of that token in the Secret.
+        #[arg(long, default_value = "token")]
+        token_key: String,
+        /// The image with the quota-hub binary.
+        #[arg(long, default_value = "quota-hub:0.1.0")]
+        image: String,
     },
     /// Close sessions active for more than 8 hours (the server also does this when it starts).
     Cleanup(Target),

@@ -10,8 +10,9 @@ use quota_core::Timestamp;
 use quota_host::{Checkpointer, Worker};
 use serde_json::json;
 
-use crate::cli::{Cli, Command, QuotaArgs, ServeArgs, TokenCommand};
+use crate::cli::{self, Cli, Command, QuotaArgs, ServeArgs, TokenCommand};
 use crate::clock::{self, Clock};
+use crate::cronjobs;
 use crate::db::{self, Db};
 use crate::host_tables;
 use crate::log::info;
@@ -51,21 +52,19 @@ pub fn run(cli: Cli) -> Result<ExitCode, String> {
         Command::Refresh {
             rule,
             dry_run,
+            rule_json,
+            run_id,
+            scheduled_within,
             target,
-        } => {
-            if target.url.is_some() {
-                return Err("refresh runs a rule of the local values file: use --db, not --url".into());
-            }
-            let Target::Local(mut w, _) = Target::open(&target, true)? else {
-                unreachable!("a target without --url is local")
-            };
-            let r = w
-                .run_rule(&rule, None, dry_run, Clock::system()?.now())
-                .map_err(|e| e.to_string())?;
-            let json = serde_json::to_string_pretty(&r).map_err(|e| e.to_string())?;
-            println!("{json}");
-            Ok(ExitCode::SUCCESS)
-        }
+        } => refresh(&rule, dry_run, rule_json, run_id, scheduled_within, &target),
+        Command::RenderCronjobs {
+            values,
+            namespace,
+            hub_url,
+            token_secret,
+            token_key,
+            image,
+        } => render_cronjobs(&values, &namespace, &hub_url, &token_secret, &token_key, &image),
         Command::Cleanup(t) => {
             let v = Target::open(&t, false)?.ok("POST", "/admin/api/quota/cleanup", "{}")?;
             println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
@@ -73,6 +72,108 @@ pub fn run(cli: Cli) -> Result<ExitCode, String> {
         }
         Command::CheckConfig { values } => check_config(&values),
     }
+}
+
+/// `refresh RULE`: on the database (`--db`), or sent to a server (`--url`) as the rule's refresh
+/// request; with `--scheduled-within`, under the run id of its latest scheduled minute.
+fn refresh(
+    rule: &str,
+    dry_run: bool,
+    rule_json: Option<String>,
+    run_id: Option<String>,
+    scheduled_within: Option<i64>,
+    target: &cli::Target,
+) -> Result<ExitCode, String> {
+    let now = Clock::system()?.now();
+    let rt = engine::runtime()?;
+    let (doc, fragment) = match &rule_json {
+        Some(text) => {
+            let fragment: serde_json::Value =
+                serde_json::from_str(text).map_err(|e| format!("--rule-json: not JSON: {e}"))?;
+            (cronjobs::one_rule_values(rule, &fragment), fragment)
+        }
+        None => {
+            let doc = values::read(&target.values)?;
+            let fragment = cronjobs::rules(&doc)
+                .into_iter()
+                .find(|(n, _)| n == rule)
+                .map(|(_, f)| f)
+                .ok_or_else(|| format!("refresh: no rule `{rule}` in {}", target.values.display()))?;
+            (doc, fragment)
+        }
+    };
+    let mut checker =
+        values::check(&rt, &doc).map_err(|p| format!("refresh rule `{rule}`: {}", p.join("; ")))?;
+    let run_id = match (run_id, scheduled_within) {
+        (Some(id), _) => Some(id),
+        (None, Some(window)) => {
+            let at = scheduler::previous_fire(&mut checker, rule, now)
+                .map_err(|e| e.to_string())?
+                .filter(|at| at.seconds() >= now.seconds() - window)
+                .ok_or_else(|| {
+                    format!("refresh rule `{rule}`: no scheduled time within the last {window} s (give --run-id to run it by hand)")
+                })?;
+            Some(scheduler::run_id(rule, at))
+        }
+        (None, None) => None,
+    };
+    if target.url.is_none() {
+        if rule_json.is_some() {
+            return Err("--rule-json goes with --url; on a database the values file's rule runs".into());
+        }
+        let Target::Local(mut w, _) = Target::open(target, true)? else {
+            unreachable!("a target without --url is local")
+        };
+        let r = w
+            .run_rule(rule, run_id.as_deref(), dry_run, now)
+            .map_err(|e| e.to_string())?;
+        println!("{}", serde_json::to_string_pretty(&r).map_err(|e| e.to_string())?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    let mut body = cronjobs::refresh_body(rule, &fragment, run_id.as_deref());
+    if dry_run {
+        body["dry_run"] = true.into();
+    }
+    let v = Target::open(target, false)?.ok("POST", "/admin/api/quota/refresh", &body.to_string())?;
+    println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
+    Ok(ExitCode::SUCCESS)
+}
+
+fn render_cronjobs(
+    values_path: &std::path::Path,
+    namespace: &str,
+    hub_url: &str,
+    token_secret: &str,
+    token_key: &str,
+    image: &str,
+) -> Result<ExitCode, String> {
+    let rt = engine::runtime()?;
+    let (doc, _) = checked_values(values_path, &rt, "; no CronJobs rendered")?;
+    let o = cronjobs::Options {
+        namespace,
+        hub_url,
+        token_secret,
+        token_key,
+        image,
+    };
+    let jobs = cronjobs::render(&doc, &o).map_err(|bad| {
+        for b in &bad {
+            eprintln!("{}: {b}", values_path.display());
+        }
+        format!(
+            "{}: {} rule name(s) cannot name a CronJob; no CronJobs rendered",
+            values_path.display(),
+            bad.len()
+        )
+    })?;
+    let mut out = String::new();
+    for j in &jobs {
+        out.push_str("---\n");
+        out.push_str(&serde_norway::to_string(j).map_err(|e| e.to_string())?);
+    }
+    print!("{out}");
+    eprintln!("{} CronJob(s) for {} enabled rule(s)", jobs.len(), jobs.len());
+    Ok(ExitCode::SUCCESS)
 }
 
 /// Reads and checks a values file with the engine; prints every problem and refuses the file.

@@ -5,6 +5,7 @@
 mod cli;
 mod clock;
 mod commands;
+mod cronjobs;
 mod db;
 mod engine;
 mod host_tables;

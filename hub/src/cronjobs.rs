@@ -1,0 +1,186 @@
+//! Refresh rules as Kubernetes CronJobs (`render-cronjobs`), and what such a Job runs: the rule's
+//! refresh request sent to a hub over HTTP with a run id derived from its scheduled minute, so a
+//! retried or duplicated Job applies once (and the same ids as quota-hub's own scheduler).
+
+use serde_json::{json, Map, Value};
+
+/// Longest CronJob name Kubernetes accepts (its Jobs get an 11-character suffix).
+const cronjob_name_chars_max: usize = 52;
+const name_prefix: &str = "quota-refresh-";
+/// How long after its scheduled time a Job may still start; its run id is the latest fire time
+/// within this window (plus a minute of clock skew).
+pub const starting_deadline_seconds: i64 = 300;
+
+/// The values file's rules (`custom.quota.refreshRules`), in the file's order.
+pub fn rules(values: &Value) -> Vec<(String, Value)> {
+    values
+        .pointer("/custom/quota/refreshRules")
+        .and_then(Value::as_object)
+        .map(|m| m.iter().map(|(k, v)| (k.clone(), v.clone())).collect())
+        .unwrap_or_default()
+}
+
+/// A values document holding only `rule` (what a Job needs to know its schedule and request).
+pub fn one_rule_values(rule: &str, fragment: &Value) -> Value {
+    json!({"custom": {"authMode": "github", "quota": {"refreshRules": {rule: fragment}}}})
+}
+
+/// The REST refresh body of a rule (the values file's camelCase keys to the route's fields).
+pub fn refresh_body(rule: &str, fragment: &Value, run_id: Option<&str>) -> Value {
+    let mut body = Map::new();
+    body.insert("rule_name".into(), rule.into());
+    for (from, to) in [
+        ("action", "action"),
+        ("amount", "amount"),
+        ("maxBalance", "max_balance"),
+        ("minBalance", "min_balance"),
+        ("targets", "targets"),
+    ] {
+        if let Some(v) = fragment.get(from).filter(|v| !v.is_null()) {
+            body.insert(to.into(), v.clone());
+        }
+    }
+    if let Some(id) = run_id {
+        body.insert("run_id".into(), id.into());
+    }
+    Value::Object(body)
+}
+
+/// Why `rule` cannot name a CronJob (`quota-refresh-<rule>` must be a DNS-1123 label of at most
+/// 52 characters), or None.
+pub fn bad_name(rule: &str) -> Option<String> {
+    let name = format!("{name_prefix}{rule}");
+    let ok_chars = rule
+        .bytes()
+        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-');
+    if rule.is_empty() || !ok_chars || rule.ends_with('-') {
+        return Some(format!(
+            "refresh rule `{rule}`: a CronJob name may hold only lowercase letters, digits and `-`, and must end \
+             with a letter or digit (rename the rule, e.g. `{}`)",
+            suggest(rule)
+        ));
+    }
+    if name.len() > cronjob_name_chars_max {
+        return Some(format!(
+            "refresh rule `{rule}`: the CronJob name `{name}` is {} characters, Kubernetes allows {cronjob_name_chars_max}",
+            name.len()
+        ));
+    }
+    None
+}
+
+fn suggest(rule: &str) -> String {
+    let s: String = rule
+        .to_ascii_lowercase()
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+        .collect();
+    let s = s.trim_matches('-').to_string();
+    if s.is_empty() {
+        "topup".into()
+    } else {
+        s
+    }
+}
+
+pub struct Options<'a> {
+    pub namespace: &'a str,
+    pub hub_url: &'a str,
+    pub token_secret: &'a str,
+    pub token_key: &'a str,
+    pub image: &'a str,
+}
+
+/// One `batch/v1` CronJob per enabled rule (none for a disabled one); every rule name is checked
+/// first, and all bad names are reported together.
+pub fn render(values: &Value, o: &Options<'_>) -> Result<Vec<Value>, Vec<String>> {
+    let rules = rules(values);
+    let bad: Vec<String> = rules.iter().filter_map(|(name, _)| bad_name(name)).collect();
+    if !bad.is_empty() {
+        return Err(bad);
+    }
+    Ok(rules
+        .iter()
+        .filter(|(_, r)| r.get("enabled").and_then(Value::as_bool).unwrap_or(false))
+        .map(|(name, r)| cronjob(name, r, o))
+        .collect())
+}
+
+fn cronjob(rule: &str, fragment: &Value, o: &Options<'_>) -> Value {
+    let labels = json!({
+        "app.kubernetes.io/name": "quota-hub",
+        "app.kubernetes.io/component": "quota-refresh",
+        "quota.engine/rule": rule,
+    });
+    let schedule = fragment
+        .get("schedule")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    json!({
+        "apiVersion": "batch/v1",
+        "kind": "CronJob",
+        "metadata": {"name": format!("{name_prefix}{rule}"), "namespace": o.namespace, "labels": labels},
+        "spec": {
+            "schedule": schedule,
+            "timeZone": "Etc/UTC",
+            "concurrencyPolicy": "Forbid",
+            "startingDeadlineSeconds": starting_deadline_seconds,
+            "successfulJobsHistoryLimit": 3,
+            "failedJobsHistoryLimit": 3,
+            "jobTemplate": {
+                "metadata": {"labels": labels},
+                "spec": {
+                    "backoffLimit": 3,
+                    "template": {
+                        "metadata": {"labels": labels},
+                        "spec": {
+                            "restartPolicy": "OnFailure",
+                            "containers": [{
+                                "name": "refresh",
+                                "image": o.image,
+                                "args": [
+                                    "refresh", rule,
+                                    "--url", o.hub_url,
+                                    "--rule-json", fragment.to_string(),
+                                    "--scheduled-within", (starting_deadline_seconds + 60).to_string(),
+                                ],
+                                "env": [{
+                                    "name": "QUOTA_HUB_TOKEN",
+                                    "valueFrom": {"secretKeyRef": {"name": o.token_secret, "key": o.token_key}},
+                                }],
+                            }],
+                        },
+                    },
+                },
+            },
+        },
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names() {
+        assert_eq!(bad_name("weekly-topup"), None);
+        assert!(bad_name("Weekly_TopUp").unwrap().contains("`weekly-topup`"));
+        assert!(bad_name("a.b").is_some());
+        assert!(bad_name("x-").is_some());
+        assert!(bad_name(&"a".repeat(39)).unwrap().contains("53 characters"));
+        assert_eq!(bad_name(&"a".repeat(38)), None);
+    }
+
+    #[test]
+    fn bodies_keep_zero_and_skip_what_is_absent() {
+        let b = refresh_body(
+            "r",
+            &json!({"action": "add", "amount": 0, "schedule": "0 3 * * *"}),
+            Some("r@x"),
+        );
+        assert_eq!(
+            b,
+            json!({"rule_name": "r", "action": "add", "amount": 0, "run_id": "r@x"})
+        );
+    }
+}

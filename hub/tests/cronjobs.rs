@@ -1,0 +1,228 @@
+//! `render-cronjobs`: one CronJob per enabled rule, read back field by field; bad rule names are
+//! refused with a message naming them; and the Job's own command, run twice against a real server
+//! with a token that may only refresh, applies its scheduled run once.
+
+mod common;
+
+use common::{cli, Server};
+use serde_json::{json, Value};
+
+fn values(dir: &std::path::Path, rules: Value) -> std::path::PathBuf {
+    common::write_values(
+        dir,
+        "values.yaml",
+        &json!({"custom": {"authMode": "github", "quota": {"defaultQuota": 10, "refreshRules": rules}}}),
+    )
+}
+
+fn render(values: &std::path::Path) -> (i32, String, String) {
+    cli(&[
+        "render-cronjobs",
+        "--values",
+        &values.to_string_lossy(),
+        "--namespace",
+        "hub",
+        "--hub-url",
+        "http://quota-hub.hub:8765/hub",
+        "--token-secret",
+        "refresh-token",
+        "--image",
+        "registry.example/quota-hub:1",
+    ])
+}
+
+#[test]
+fn one_cronjob_per_enabled_rule_labelled_and_forbidding_overlap() {
+    let dir = tempfile::tempdir().expect("dir");
+    let v = values(
+        dir.path(),
+        json!({
+            "nightly": {"enabled": true, "schedule": "0 3 * * *", "action": "add", "amount": 0},
+            "weekly": {"enabled": false, "schedule": "0 6 * * 1", "action": "set", "amount": 100},
+            "term-start": {"enabled": true, "schedule": "0 0 1 9 *", "action": "set", "amount": 500,
+                "targets": {"usernamePattern": "student-"}},
+        }),
+    );
+    let (code, out, err) = render(&v);
+    assert_eq!(code, 0, "{err}");
+    let docs: Vec<Value> = out
+        .split("\n---\n")
+        .map(|d| d.trim_start_matches("---\n"))
+        .filter(|d| !d.trim().is_empty())
+        .map(|d| serde_norway::from_str(d).unwrap_or_else(|e| panic!("{e}: {d}")))
+        .collect();
+    let names: Vec<&str> = docs
+        .iter()
+        .map(|d| d["metadata"]["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        ["quota-refresh-nightly", "quota-refresh-term-start"],
+        "disabled rules get no job"
+    );
+    for (d, (rule, schedule)) in docs
+        .iter()
+        .zip([("nightly", "0 3 * * *"), ("term-start", "0 0 1 9 *")])
+    {
+        assert_eq!(d["apiVersion"], "batch/v1");
+        assert_eq!(d["kind"], "CronJob");
+        assert_eq!(d["metadata"]["namespace"], "hub");
+        assert_eq!(
+            d["metadata"]["labels"]["app.kubernetes.io/component"],
+            "quota-refresh"
+        );
+        let spec = &d["spec"];
+        assert_eq!(spec["schedule"], schedule);
+        assert_eq!(spec["timeZone"], "Etc/UTC");
+        assert_eq!(spec["concurrencyPolicy"], "Forbid");
+        assert!(spec["startingDeadlineSeconds"].as_i64().unwrap() > 0);
+        let pod = &spec["jobTemplate"]["spec"]["template"];
+        assert_eq!(
+            pod["metadata"]["labels"]["app.kubernetes.io/component"],
+            "quota-refresh"
+        );
+        let c = &pod["spec"]["containers"][0];
+        assert_eq!(c["image"], "registry.example/quota-hub:1");
+        let env = &c["env"][0];
+        assert_eq!(env["name"], "QUOTA_HUB_TOKEN");
+        assert_eq!(env["valueFrom"]["secretKeyRef"]["name"], "refresh-token");
+        let args: Vec<&str> = c["args"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|a| a.as_str().unwrap())
+            .collect();
+        assert_eq!(
+            &args[..4],
+            ["refresh", rule, "--url", "http://quota-hub.hub:8765/hub"]
+        );
+        let rule_json: Value =
+            serde_json::from_str(args[args.iter().position(|a| *a == "--rule-json").unwrap() + 1]).unwrap();
+        assert_eq!(rule_json["schedule"], schedule);
+        assert!(args.contains(&"--scheduled-within"));
+    }
+    let nightly: Value = serde_json::from_str(
+        docs[0]["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"][0]["args"][5]
+            .as_str()
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(nightly["amount"], 0, "an amount of 0 stays 0");
+}
+
+#[test]
+fn rule_names_that_cannot_name_a_cronjob_are_refused_all_at_once() {
+    let dir = tempfile::tempdir().expect("dir");
+    let v = values(
+        dir.path(),
+        json!({
+            "ok": {"enabled": true, "schedule": "0 3 * * *", "action": "add", "amount": 1},
+            "Weekly_TopUp": {"enabled": true, "schedule": "0 3 * * *", "action": "add", "amount": 1},
+            "far-too-long-a-name-for-kubernetes-to-take": {"enabled": false, "schedule": "0 3 * * *", "action": "add", "amount": 1},
+        }),
+    );
+    let (code, out, err) = render(&v);
+    assert_ne!(code, 0);
+    assert_eq!(out, "", "nothing rendered");
+    assert!(
+        err.contains("`Weekly_TopUp`") && err.contains("`weekly-topup`"),
+        "{err}"
+    );
+    assert!(
+        err.contains("far-too-long-a-name-for-kubernetes-to-take") && err.contains("52"),
+        "{err}"
+    );
+    assert!(err.contains("2 rule name(s)"), "{err}");
+}
+
+#[test]
+fn the_jobs_command_run_twice_applies_its_scheduled_run_once() {
+    // An every-minute rule: the Job's run id is `<rule>@<this minute>`. Two runs in one minute
+    // (a retried or duplicated Job) apply once; if the minute turns between them, try again.
+    for _attempt in 0..3 {
+        let dir = tempfile::tempdir().expect("dir");
+        let rule = json!({"enabled": true, "schedule": "* * * * *", "action": "add", "amount": 5});
+        let v = values(dir.path(), json!({"often": rule}));
+        let db = dir.path().join("q.db");
+        let admin = common::token(&db, "root", true, &[]);
+        let refresh_token = common::token(&db, "cron", false, &["quota:refresh"]);
+        let server = Server::start(&db, &v, &[]);
+        let agent = common::agent();
+        for u in ["ann", "bob"] {
+            let (st, b) = common::http(
+                &agent,
+                "POST",
+                &format!("{}/admin/api/quota/users/{u}", server.url),
+                Some(&admin),
+                Some(r#"{"action": "set", "amount": 10}"#),
+                &[],
+            );
+            assert_eq!(st, 200, "{b}");
+        }
+        let job = |_: usize| {
+            common::cli_with_env(
+                &common::workspace(),
+                &[
+                    "refresh",
+                    "often",
+                    "--url",
+                    &server.url,
+                    "--rule-json",
+                    &rule.to_string(),
+                    "--scheduled-within",
+                    "360",
+                ],
+                &[("QUOTA_HUB_TOKEN".to_string(), refresh_token.clone())],
+            )
+        };
+        let (a, b) = (job(0), job(1));
+        assert_eq!(a.0, 0, "{}", a.2);
+        assert_eq!(b.0, 0, "{}", b.2);
+        let ledger = common::http(
+            &agent,
+            "GET",
+            &format!("{}/admin/api/quota/transactions", server.url),
+            Some(&admin),
+            None,
+            &[],
+        );
+        let txs = common::json(&ledger.1)["transactions"]
+            .as_array()
+            .unwrap()
+            .clone();
+        let refreshes = txs
+            .iter()
+            .filter(|t| t["transaction_type"] == "auto_refresh")
+            .count();
+        server.stop();
+        if a.1 != b.1 && refreshes == 4 {
+            continue; // the minute turned between the two runs: two scheduled runs, each once
+        }
+        assert_eq!(refreshes, 2, "one refresh per user: {txs:?}");
+        assert_eq!(a.1, b.1, "the second run answers the first result");
+        return;
+    }
+    panic!("the minute turned during every attempt");
+}
+
+#[test]
+fn a_job_started_after_its_deadline_refuses_to_guess_a_run_id() {
+    let dir = tempfile::tempdir().expect("dir");
+    // Fires once a year on 29 February at 00:00: never within the last 6 minutes on other days.
+    let rule = json!({"enabled": true, "schedule": "0 0 29 2 *", "action": "add", "amount": 5});
+    let (code, _, err) = cli(&[
+        "refresh",
+        "leap",
+        "--url",
+        "http://127.0.0.1:9/hub",
+        "--token",
+        "x",
+        "--rule-json",
+        &rule.to_string(),
+        "--scheduled-within",
+        "360",
+    ]);
+    let _ = dir;
+    assert_ne!(code, 0);
+    assert!(err.contains("no scheduled time within the last 360 s"), "{err}");
+}
