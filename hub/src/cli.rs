@@ -57,7 +57,7 @@ pub enum Command {
     },
     /// Print one Kubernetes CronJob (batch/v1) per enabled refresh rule, as YAML.
     RenderCronjobs {
-        #[arg(long, default_value = default_values)]
+        #[arg(long, env = "QUOTA_HUB_VALUES", default_value = default_values)]
         values: PathBuf,
         #[arg(long, default_value = "default")]
         namespace: String,
@@ -78,7 +78,7 @@ pub enum Command {
     Cleanup(Target),
     /// Validate a values file and print every problem with its key path.
     CheckConfig {
-        #[arg(long, default_value = default_values)]
+        #[arg(long, env = "QUOTA_HUB_VALUES", default_value = default_values)]
         values: PathBuf,
     },
 }
@@ -86,10 +86,10 @@ pub enum Command {
 #[derive(Args)]
 pub struct ServeArgs {
     /// The values file (the Helm chart's format: `custom.quota`, `custom.accelerators`, `custom.authMode`).
-    #[arg(long, default_value = default_values)]
+    #[arg(long, env = "QUOTA_HUB_VALUES", default_value = default_values)]
     pub values: PathBuf,
     /// Database: `sqlite://FILE` (created if missing).
-    #[arg(long, default_value = default_db)]
+    #[arg(long, env = "QUOTA_HUB_DB", default_value = default_db)]
     pub db: String,
     /// Address to listen on (`127.0.0.1:0` picks a free port; the URL printed says which).
     #[arg(long, default_value = "127.0.0.1:8765")]
@@ -120,7 +120,7 @@ pub struct ServeArgs {
 pub enum TokenCommand {
     /// Create a token; prints it once on stdout (only its hash is stored).
     Issue {
-        #[arg(long, default_value = default_db)]
+        #[arg(long, env = "QUOTA_HUB_DB", default_value = default_db)]
         db: String,
         /// The user or service the token acts as.
         #[arg(long)]
@@ -138,10 +138,10 @@ pub enum TokenCommand {
 #[derive(Args, Clone)]
 pub struct Target {
     /// Database to act on directly: `sqlite://FILE`.
-    #[arg(long, default_value = default_db)]
+    #[arg(long, env = "QUOTA_HUB_DB", default_value = default_db)]
     pub db: String,
     /// The values file (used with `--db`).
-    #[arg(long, default_value = default_values)]
+    #[arg(long, env = "QUOTA_HUB_VALUES", default_value = default_values)]
     pub values: PathBuf,
     /// Act through a running server instead, e.g. `http://127.0.0.1:8765/hub`.
     #[arg(long)]
@@ -155,7 +155,7 @@ pub struct Target {
 pub struct QuotaArgs {
     /// Usernames (trimmed and lowercased).
     pub users: Vec<String>,
-    /// A CSV file with a header `username[,quota]`.
+    /// A CSV file with a header `username[,quota]`; `-` reads it from standard input.
     #[arg(short = 'f', long = "file", conflicts_with = "users")]
     pub file: Option<PathBuf>,
     /// The amount (for `set-quota` with a file, used for rows without a quota).

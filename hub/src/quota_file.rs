@@ -22,7 +22,14 @@ pub struct Parsed {
 /// Reads `path`. `use_quota_column`: per-row quotas win over `default_amount` (set-quota); when
 /// false the column is ignored and `default_amount` applies to every row (add-quota).
 pub fn read(path: &Path, default_amount: Option<i64>, use_quota_column: bool) -> Result<Parsed, String> {
-    let text = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let text = if path == Path::new("-") {
+        let mut buf = Vec::new();
+        std::io::Read::read_to_end(&mut std::io::stdin(), &mut buf)
+            .map_err(|e| format!("standard input: {e}"))?;
+        buf
+    } else {
+        std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?
+    };
     parse(&text, default_amount, use_quota_column).map_err(|e| format!("{}: {e}", path.display()))
 }
 
