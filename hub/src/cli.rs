@@ -55,6 +55,21 @@ pub enum Command {
         #[command(flatten)]
         target: Target,
     },
+    /// Copy a SQLite database (users, ledger, sessions, refresh runs, tokens) into PostgreSQL in one
+    /// transaction, then check counts and every balance against its ledger.
+    MigrateDb {
+        /// The SQLite file: `sqlite://FILE`.
+        #[arg(long)]
+        from: String,
+        /// The PostgreSQL database: `postgres://user@host/db`.
+        #[arg(long)]
+        to: String,
+        #[arg(long, env = "QUOTA_HUB_VALUES", default_value = default_values)]
+        values: PathBuf,
+        /// Empty a target that already holds rows first (otherwise it is refused).
+        #[arg(long)]
+        replace: bool,
+    },
     /// Print one Kubernetes CronJob (batch/v1) per enabled refresh rule, as YAML.
     RenderCronjobs {
         #[arg(long, env = "QUOTA_HUB_VALUES", default_value = default_values)]

@@ -57,6 +57,12 @@ pub fn run(cli: Cli) -> Result<ExitCode, String> {
             scheduled_within,
             target,
         } => refresh(&rule, dry_run, rule_json, run_id, scheduled_within, &target),
+        Command::MigrateDb {
+            from,
+            to,
+            values,
+            replace,
+        } => crate::migrate_db::run(&from, &to, &values, replace).map(|()| ExitCode::SUCCESS),
         Command::RenderCronjobs {
             values,
             namespace,

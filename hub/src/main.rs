@@ -10,6 +10,7 @@ mod db;
 mod engine;
 mod host_tables;
 mod log;
+mod migrate_db;
 mod pages;
 mod pool;
 mod quota_file;

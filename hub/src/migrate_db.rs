@@ -1,0 +1,205 @@
+//! `migrate-db --from sqlite://a.db --to postgres://...`: copies every engine table (users, the
+//! whole ledger, sessions, refresh runs) and quota-hub's own (tokens, replays) in one transaction
+//! on the target, with their ids, then checks row counts and every balance against its ledger.
+
+use std::time::Instant;
+
+use quota_host::{Database, SqlValue};
+
+use crate::db::{self, Db};
+use crate::{engine, values};
+
+/// Rows read from the source and written to the target at a time.
+const page_rows: i64 = 5_000;
+
+/// (table, columns, the column rows are ordered and paged by).
+const tables: &[(&str, &str, &str)] = &[
+    ("users", "username, balance, unlimited, updated_at", "username"),
+    (
+        "transactions",
+        "id, username, amount, transaction_type, resource_type, description, balance_before, balance_after, created_at, created_by",
+        "id",
+    ),
+    (
+        "sessions",
+        "id, username, server_name, resource_type, rate_milli, runtime_minutes, estimated_cost_milli, start_time, billable, status, end_time, duration_minutes, cost",
+        "id",
+    ),
+    ("refresh_runs", "run_id, params, result, created_at", "run_id"),
+    ("api_tokens", "hash, name, admin, scopes, created_at", "hash"),
+    ("idempotency", "caller, method, path, key, body_hash, status, body, created_at", "caller, method, path, key"),
+];
+
+fn sql(e: impl std::fmt::Display) -> String {
+    e.to_string()
+}
+
+fn count(db: &mut dyn Database, table: &str) -> Result<i64, String> {
+    match db
+        .query(&format!("SELECT COUNT(*) FROM {table}"), &[])
+        .map_err(sql)?
+        .first()
+        .and_then(|r| r.first())
+    {
+        Some(SqlValue::Int(n)) => Ok(*n),
+        other => Err(format!("{table}: count: {other:?}")),
+    }
+}
+
+fn placeholders(dialect: quota_host::Dialect, n: usize) -> String {
+    (1..=n)
+        .map(|i| match dialect {
+            quota_host::Dialect::Sqlite => format!("?{i}"),
+            quota_host::Dialect::Postgres => format!("${i}"),
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Users whose balance differs from the sum of their ledger.
+pub fn ledger_mismatches(db: &mut dyn Database) -> Result<Vec<String>, String> {
+    let rows = db
+        .query(
+            "SELECT u.username FROM users u LEFT JOIN transactions t ON t.username = u.username
+             GROUP BY u.username, u.balance HAVING u.balance <> COALESCE(SUM(t.amount), 0) ORDER BY u.username",
+            &[],
+        )
+        .map_err(sql)?;
+    Ok(rows
+        .into_iter()
+        .filter_map(|r| r.first().and_then(|v| v.as_text().map(str::to_string)))
+        .collect())
+}
+
+pub fn run(from: &str, to: &str, values_path: &std::path::Path, replace: bool) -> Result<(), String> {
+    let started = Instant::now();
+    let (Db::Sqlite(_), target) = (db::parse(from)?, db::parse(to)?) else {
+        return Err("--from: give the SQLite file to copy (sqlite://FILE)".into());
+    };
+    let rt = engine::runtime()?;
+    let doc = values::read(values_path)?;
+    // Both databases at the engine's current schema (the engine's migrate, as at any start).
+    let mut source = engine::worker(
+        &rt,
+        &db::parse(from)?,
+        &doc,
+        true,
+        std::time::Duration::from_secs(10),
+    )?;
+    let mut dest = engine::worker(&rt, &target, &doc, true, std::time::Duration::from_secs(10))?;
+    let src = source.db();
+    let dst = dest.db();
+    let mut existing = 0;
+    for (t, _, _) in tables {
+        existing += count(dst, t)?;
+    }
+    if existing > 0 && !replace {
+        return Err(format!(
+            "--to {}: the target already holds {existing} row(s); nothing copied (give --replace to empty it first)",
+            db::redact(to)
+        ));
+    }
+    dst.begin().map_err(sql)?;
+    let copied = copy_all(src, dst, replace);
+    let copied = match copied {
+        Ok(c) => {
+            dst.commit().map_err(sql)?;
+            c
+        }
+        Err(e) => {
+            let _ = dst.rollback();
+            return Err(format!("{e}; nothing was written to the target"));
+        }
+    };
+    // Verify what was committed.
+    for (table, n) in &copied {
+        let there = count(dst, table)?;
+        if there != *n {
+            return Err(format!(
+                "verification: {table} has {there} row(s) in the target, {n} in the source"
+            ));
+        }
+    }
+    let wrong = ledger_mismatches(dst)?;
+    if !wrong.is_empty() {
+        return Err(format!(
+            "verification: {} balance(s) differ from their ledger, e.g. {}",
+            wrong.len(),
+            wrong[0]
+        ));
+    }
+    let src_balances = src
+        .query(
+            "SELECT username, balance, unlimited FROM users ORDER BY username",
+            &[],
+        )
+        .map_err(sql)?;
+    let dst_balances = dst
+        .query(
+            "SELECT username, balance, unlimited FROM users ORDER BY username",
+            &[],
+        )
+        .map_err(sql)?;
+    if src_balances != dst_balances {
+        return Err("verification: the balances in the target differ from the source".into());
+    }
+    let summary: Vec<String> = copied.iter().map(|(t, n)| format!("{t} {n}")).collect();
+    println!(
+        "copied {} to {} in {:.1} s: {}; every balance equals its ledger",
+        from,
+        db::redact(to),
+        started.elapsed().as_secs_f64(),
+        summary.join(", ")
+    );
+    Ok(())
+}
+
+fn copy_all(
+    src: &mut dyn Database,
+    dst: &mut dyn Database,
+    replace: bool,
+) -> Result<Vec<(&'static str, i64)>, String> {
+    let dialect = dst.dialect();
+    if replace {
+        for (t, _, _) in tables.iter().rev() {
+            dst.query(&format!("DELETE FROM {t}"), &[]).map_err(sql)?;
+        }
+    }
+    let mut copied = Vec::new();
+    for (table, cols, order) in tables {
+        let n_cols = cols.split(',').count();
+        let total = count(src, table)?;
+        let insert = format!(
+            "INSERT INTO {table} ({cols}) VALUES ({})",
+            placeholders(dialect, n_cols)
+        );
+        let mut offset = 0;
+        while offset < total {
+            let rows = src
+                .query(
+                    &format!("SELECT {cols} FROM {table} ORDER BY {order} LIMIT {page_rows} OFFSET {offset}"),
+                    &[],
+                )
+                .map_err(|e| format!("reading {table}: {e}"))?;
+            if rows.is_empty() {
+                break;
+            }
+            dst.execute_many(&insert, &rows)
+                .map_err(|e| format!("writing {table}: {e}"))?;
+            offset += rows.len() as i64;
+            eprintln!("{table}: {offset} / {total}");
+        }
+        if dialect == quota_host::Dialect::Postgres && (*table == "transactions" || *table == "sessions") {
+            // Ids continue after the largest one copied (never reused).
+            dst.query(
+                &format!(
+                    "SELECT setval(pg_get_serial_sequence('{table}', 'id'), COALESCE((SELECT MAX(id) FROM {table}), 0) + 1, false)"
+                ),
+                &[],
+            )
+            .map_err(sql)?;
+        }
+        copied.push((*table, offset));
+    }
+    Ok(copied)
+}
