@@ -123,6 +123,10 @@ pub struct ServeArgs {
     /// fails with 503 (retry later); milliseconds.
     #[arg(long, default_value_t = crate::db::busy_timeout_ms_default)]
     pub busy_timeout_ms: u64,
+    /// Do not run the refresh rules here: Kubernetes CronJobs (`render-cronjobs`, the Helm chart)
+    /// or another process run them. Use one of the two, not both.
+    #[arg(long, env = "QUOTA_HUB_NO_SCHEDULER")]
+    pub no_scheduler: bool,
     /// Testing only: honour an `X-Quota-Test-Now: <RFC 3339>` header as the request's clock.
     #[arg(long, hide = true)]
     pub test_clock: bool,

@@ -403,6 +403,7 @@ fn serve(a: ServeArgs) -> Result<ExitCode, String> {
         base: server::normalise_base(&a.base_url),
         clock,
         test_clock: a.test_clock,
+        scheduler: !a.no_scheduler,
     });
     let tokio_rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -437,8 +438,18 @@ async fn run_server(app: Arc<App>, listen: &str) -> Result<(), String> {
         Ok(Err(e)) => return Err(format!("stale cleanup: {e}")),
         Err(e) => return Err(format!("stale cleanup: {e}")),
     }
-    scheduler::report_missed(&app, t0).await;
-    for rule in app.pool.summary.rules.iter().filter(|r| r.enabled) {
+    if app.scheduler {
+        scheduler::report_missed(&app, t0).await;
+    } else {
+        info!("refresh rules: not scheduled here (--no-scheduler: CronJobs or another process run them)");
+    }
+    for rule in app
+        .pool
+        .summary
+        .rules
+        .iter()
+        .filter(|r| r.enabled && app.scheduler)
+    {
         let name = rule.name.clone();
         if let Ok(Ok(Some(t))) = app.pool.run(Kind::Read, move |w| w.next_fire(&name, t0)).await {
             info!("refresh rule {}: next run {t}Z", rule.name);

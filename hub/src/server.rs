@@ -29,6 +29,8 @@ pub struct App {
     pub clock: Clock,
     /// Honour `X-Quota-Test-Now` (tests only).
     pub test_clock: bool,
+    /// Run the values file's refresh rules at their cron times in this process.
+    pub scheduler: bool,
 }
 
 pub fn router(app: Arc<App>) -> axum::Router {

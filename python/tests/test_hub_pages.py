@@ -12,7 +12,7 @@ import pytest
 
 from hub import DEADLINE_S, HERE, Hub, wait_for
 
-playwright = pytest.importorskip("playwright.sync_api")
+import playwright.sync_api as playwright_sync  # noqa: E402
 
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
@@ -30,7 +30,7 @@ def hub(tmp_path_factory):
 @pytest.fixture(scope="module")
 def browser():
     assert os.path.exists(CHROMIUM), f"{CHROMIUM} is missing: apt-get install chromium (scripts/test-js.sh does)"
-    with playwright.sync_playwright() as p:
+    with playwright_sync.sync_playwright() as p:
         b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
         yield b
         b.close()
