@@ -8,6 +8,9 @@ cd "$(dirname "$0")/.."
 started=$(date +%s)
 bash scripts/python-env.sh
 echo "python set-up took $(( $(date +%s) - started ))s"
-# The tests import the installed package, not python/src.
+# The tests import the installed package, not python/src. The PostgreSQL tests need a server:
+# scripts/with-postgres.sh starts a throwaway one unless QUOTA_TEST_PG_URL names one already.
 cd python/tests
-exec ../../target/pyenv/bin/python -m pytest -q -p no:cacheprovider "$@"
+pytest=(../../target/pyenv/bin/python -m pytest -q -p no:cacheprovider "$@")
+if [ -n "${QUOTA_TEST_PG_URL:-}" ]; then exec "${pytest[@]}"; fi
+exec bash ../../scripts/with-postgres.sh "${pytest[@]}"

@@ -184,7 +184,9 @@ def test_sqlite_urls_read_as_quota_hub_reads_them():
     assert values_mod.sqlite_path("sqlite:///var/lib/quota/q.db") == "/var/lib/quota/q.db"
     assert values_mod.sqlite_path("sqlite://:memory:") == ":memory:"
     assert values_mod.sqlite_path("/abs/q.db") == "/abs/q.db"
-    for bad in ("postgresql://u@h/db", "sqlite://"):
+    # A PostgreSQL URL goes to the engine as it is (psycopg connects to it).
+    assert values_mod.sqlite_path("postgresql://u@h/db") == "postgresql://u@h/db"
+    for bad in ("mysql://u@h/db", "sqlite://"):
         with pytest.raises(values_mod.ValuesError):
             values_mod.sqlite_path(bad)
 

@@ -33,6 +33,8 @@ SQL = "quota:engine/sql@0.2.0"
 
 #: A call that runs longer than this is interrupted (a runaway guest never hangs the hub).
 CALL_DEADLINE_S = 5.0
+#: How many times one call runs again after conflicts before it fails as busy.
+CONFLICT_RETRIES_MAX = 30
 #: The guest's linear memory may not grow past this.
 MEMORY_LIMIT_BYTES = 256 * 1024 * 1024
 _EPOCH_TICK_S = 0.05
@@ -47,9 +49,15 @@ class StorageError(RuntimeError):
     """A statement failed; the call changed nothing. ``busy`` means another writer held the database
     longer than the wait: the whole call may simply be tried again."""
 
-    def __init__(self, message: str, busy: bool = False):
+    def __init__(self, message: str, busy: bool = False, conflict: bool = False):
         super().__init__(message)
-        self.busy = busy
+        self.busy = busy or conflict
+        #: The transaction conflicted with a concurrent one (PostgreSQL); the call is retried.
+        self.conflict = conflict
+
+    @classmethod
+    def of(cls, f: BridgeFailure) -> "StorageError":
+        return cls(str(f), busy=f.kind == "busy", conflict=f.kind == "conflict")
 
 
 class ConfigError(ValueError):
@@ -188,8 +196,19 @@ class QuotaEngine:
         call_deadline: float = CALL_DEADLINE_S,
     ):
         self.component = component or Component.load()
-        self.conn = open_sqlite(db, durability=durability)
-        self.bridge = SqliteBridge(self.conn)
+        if db.startswith(("postgres://", "postgresql://")):
+            from .pg_bridge import PgBridge, connect
+
+            try:
+                self.conn = connect(db)
+            except BridgeFailure as f:
+                raise StorageError(str(f)) from None
+            self.bridge: Any = PgBridge(self.conn)
+        else:
+            self.conn = open_sqlite(db, durability=durability)
+            self.bridge = SqliteBridge(self.conn)
+        #: Calls run again after a conflict with a concurrent transaction (PostgreSQL).
+        self.conflicts_retried = 0
         self.call_deadline = call_deadline
         self._values_json = ""
         self.summary: Optional[ConfigSummary] = None
@@ -239,11 +258,24 @@ class QuotaEngine:
             raise EngineError(f"the engine call failed and changed nothing: {e}") from e
 
     def _call(self, call: Callable[[dict, wasmtime.Store], Any], write: bool = True) -> Any:
-        """One export call in one transaction."""
+        """One export call in one transaction; run again, whole, after a conflict with a concurrent
+        transaction (PostgreSQL's serialization failures and deadlocks), at most
+        ``CONFLICT_RETRIES_MAX`` times: engine calls are deterministic."""
+        for attempt in range(CONFLICT_RETRIES_MAX + 1):
+            try:
+                return self._call_once(call, write)
+            except StorageError as e:
+                if not e.conflict or attempt == CONFLICT_RETRIES_MAX:
+                    raise
+                self.conflicts_retried += 1
+                time.sleep(0.0002 * (attempt + 1) ** 2)
+        raise AssertionError("unreachable")
+
+    def _call_once(self, call: Callable[[dict, wasmtime.Store], Any], write: bool = True) -> Any:
         try:
             self.bridge.begin(write)
         except BridgeFailure as f:
-            raise StorageError(str(f), busy=f.kind == "busy") from None
+            raise StorageError.of(f) from None
         try:
             result = self._raw(call)
         except BaseException:
@@ -252,17 +284,26 @@ class QuotaEngine:
         failed = self.bridge.failed
         if failed is not None:
             self.bridge.rollback()
-            raise StorageError(str(failed), busy=failed.kind == "busy")
+            raise StorageError.of(failed)
         try:
             self.bridge.commit()
         except BridgeFailure as f:
-            raise StorageError(str(f), busy=f.kind == "busy") from None
+            raise StorageError.of(f) from None
         return result
 
     # Exports
 
     def migrate(self) -> tuple[int, int]:
-        r = self._call(lambda f, s: f["migrate"](s))
+        # Hosts starting at once on a new PostgreSQL database take turns (SQLite's write lock
+        # does this already).
+        lock = getattr(self.bridge, "lock_for_migration", None)
+        if lock is not None:
+            lock()
+        try:
+            r = self._call(lambda f, s: f["migrate"](s))
+        finally:
+            if lock is not None:
+                self.bridge.unlock_after_migration()
         if isinstance(r, Variant):
             raise StorageError(str(_quota_error(r)))
         return (_get(r, "from_version"), _get(r, "to_version"))

@@ -141,7 +141,7 @@ def configure(
     authenticator = c.JupyterHub.authenticator_class if "authenticator_class" in c.JupyterHub else "pam"
     doc = values_mod.with_auth_mode(doc, authenticator)
     path = values_mod.sqlite_path(db_url)
-    if path != ":memory:":
+    if path != ":memory:" and "://" not in path:
         Path(path).parent.mkdir(parents=True, exist_ok=True)
 
     def open_engine() -> QuotaEngine:

@@ -81,11 +81,10 @@ def sqlite_path(db_url: str) -> str:
     if "://" not in db_url:
         return db_url
     scheme, _, rest = db_url.partition("://")
+    if scheme in ("postgres", "postgresql"):
+        return db_url  # the engine connects to it (psycopg)
     if scheme != "sqlite":
-        raise ValuesError(
-            f"db_url: `{scheme}://` is not supported here (sqlite://<file>); PostgreSQL comes with the "
-            "scale-out release"
-        )
+        raise ValuesError(f"db_url: `{scheme}://` is not supported (sqlite://<file> or postgresql://user@host/db)")
     if not rest:
         raise ValuesError(f"db_url: `{db_url}` names no file (e.g. sqlite://quota.db or sqlite:///var/lib/quota/quota.db)")
     return rest
