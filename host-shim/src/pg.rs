@@ -1,14 +1,15 @@
-//! `PgDb`: the SQL bridge over PostgreSQL (the `postgres` crate, synchronous). Every engine call is
-//! one SERIALIZABLE transaction (reads: SERIALIZABLE READ ONLY); a serialization failure or a
-//! deadlock is `SqlError::Conflict`, after which the worker runs the whole call again (engine
-//! calls are deterministic). Integers are `bigint` on both sides; prepared statements are cached
-//! by their text, per connection.
+//! `PgDb`: the SQL bridge over PostgreSQL (tokio-postgres on a runtime of the connection's own,
+//! driven synchronously). Every engine call is one SERIALIZABLE transaction (reads: SERIALIZABLE
+//! READ ONLY); a serialization failure or a deadlock is `SqlError::Conflict`, after which the
+//! worker runs the whole call again (engine calls are deterministic). Integers are `bigint` on
+//! both sides; prepared statements are cached by their text, per connection. The rows of one
+//! `execute_many` are pipelined: sent together, answered together.
 
 use std::collections::HashMap;
 
-use postgres::error::SqlState;
-use postgres::types::{ToSql, Type};
-use postgres::{Client, NoTls, Statement};
+use tokio_postgres::error::SqlState;
+use tokio_postgres::types::{ToSql, Type};
+use tokio_postgres::{Client, NoTls, Statement};
 
 use crate::sql::{Database, Dialect, SqlError, SqlValue};
 
@@ -16,11 +17,12 @@ use crate::sql::{Database, Dialect, SqlError, SqlValue};
 const migration_lock: i64 = 0x71756f7461;
 
 pub struct PgDb {
+    rt: tokio::runtime::Runtime,
     client: Client,
     statements: HashMap<String, Statement>,
 }
 
-fn pg_err(e: postgres::Error) -> SqlError {
+fn pg_err(e: tokio_postgres::Error) -> SqlError {
     match e.code() {
         Some(c) if *c == SqlState::T_R_SERIALIZATION_FAILURE || *c == SqlState::T_R_DEADLOCK_DETECTED => {
             SqlError::Conflict(e.to_string())
@@ -52,8 +54,8 @@ impl ToSql for Bound<'_> {
     fn to_sql(
         &self,
         ty: &Type,
-        out: &mut postgres::types::private::BytesMut,
-    ) -> Result<postgres::types::IsNull, Box<dyn std::error::Error + Sync + Send>> {
+        out: &mut tokio_postgres::types::private::BytesMut,
+    ) -> Result<tokio_postgres::types::IsNull, Box<dyn std::error::Error + Sync + Send>> {
         match self {
             Bound::I64(v) => v.to_sql(ty, out),
             Bound::I32(v) => v.to_sql(ty, out),
@@ -65,7 +67,7 @@ impl ToSql for Bound<'_> {
         [Type::INT8, Type::INT4, Type::TEXT, Type::VARCHAR, Type::NAME].contains(ty)
     }
 
-    postgres::types::to_sql_checked!();
+    tokio_postgres::types::to_sql_checked!();
 }
 
 fn bind<'a>(v: &'a SqlValue, ty: &Type) -> Result<Bound<'a>, SqlError> {
@@ -83,7 +85,7 @@ fn bind<'a>(v: &'a SqlValue, ty: &Type) -> Result<Bound<'a>, SqlError> {
     })
 }
 
-fn read_row(row: &postgres::Row) -> Result<Vec<SqlValue>, SqlError> {
+fn read_row(row: &tokio_postgres::Row) -> Result<Vec<SqlValue>, SqlError> {
     let mut out = Vec::with_capacity(row.len());
     for (i, col) in row.columns().iter().enumerate() {
         let ty = col.type_();
@@ -108,9 +110,18 @@ fn read_row(row: &postgres::Row) -> Result<Vec<SqlValue>, SqlError> {
 impl PgDb {
     /// Connects to `url` (`postgres://user@host/db`; no TLS: a database on the same network).
     pub fn connect(url: &str) -> Result<PgDb, SqlError> {
-        let client =
-            Client::connect(url, NoTls).map_err(|e| SqlError::Other(format!("postgres: connecting: {e}")))?;
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_io()
+            .enable_time()
+            .build()
+            .map_err(|e| SqlError::Other(format!("postgres: runtime: {e}")))?;
+        let (client, connection) = rt
+            .block_on(tokio_postgres::connect(url, NoTls))
+            .map_err(|e| SqlError::Other(format!("postgres: connecting: {e}")))?;
+        // The connection makes progress whenever a call below waits on the runtime.
+        rt.spawn(connection);
         Ok(PgDb {
+            rt,
             client,
             statements: HashMap::new(),
         })
@@ -120,7 +131,7 @@ impl PgDb {
         if let Some(s) = self.statements.get(sql) {
             return Ok(s.clone());
         }
-        let s = self.client.prepare(sql).map_err(pg_err)?;
+        let s = self.rt.block_on(self.client.prepare(sql)).map_err(pg_err)?;
         self.statements.insert(sql.to_string(), s.clone());
         Ok(s)
     }
@@ -142,7 +153,7 @@ impl PgDb {
 
     /// Runs statements of the host's own (quota-hub's tables), outside the engine's bridge.
     pub fn batch(&mut self, sql: &str) -> Result<(), SqlError> {
-        self.client.batch_execute(sql).map_err(pg_err)
+        self.rt.block_on(self.client.batch_execute(sql)).map_err(pg_err)
     }
 }
 
@@ -155,53 +166,60 @@ impl Database for PgDb {
         let stmt = self.prepare(sql)?;
         let bound = Self::bound(&stmt, params)?;
         let refs: Vec<&(dyn ToSql + Sync)> = bound.iter().map(|b| b as &(dyn ToSql + Sync)).collect();
-        let rows = self.client.query(&stmt, &refs).map_err(pg_err)?;
+        let rows = self
+            .rt
+            .block_on(self.client.query(&stmt, &refs))
+            .map_err(pg_err)?;
         rows.iter().map(read_row).collect()
     }
 
     fn execute_many(&mut self, sql: &str, rows: &[Vec<SqlValue>]) -> Result<u64, SqlError> {
         let stmt = self.prepare(sql)?;
+        let bound = rows
+            .iter()
+            .map(|row| Self::bound(&stmt, row))
+            .collect::<Result<Vec<_>, _>>()?;
+        let refs: Vec<Vec<&(dyn ToSql + Sync)>> = bound
+            .iter()
+            .map(|b| b.iter().map(|v| v as &(dyn ToSql + Sync)).collect())
+            .collect();
+        let client = &self.client;
+        // Every row's execution issued at once: tokio-postgres pipelines them on the connection,
+        // and the server runs them in order. The first failure (in row order) is the answer.
+        let results = self.rt.block_on(futures_util::future::join_all(
+            refs.iter().map(|r| client.execute(&stmt, r.as_slice())),
+        ));
         let mut changed = 0;
-        for row in rows {
-            let bound = Self::bound(&stmt, row)?;
-            let refs: Vec<&(dyn ToSql + Sync)> = bound.iter().map(|b| b as &(dyn ToSql + Sync)).collect();
-            changed += self.client.execute(&stmt, &refs).map_err(pg_err)?;
+        for r in results {
+            changed += r.map_err(pg_err)?;
         }
         Ok(changed)
     }
 
     fn begin(&mut self) -> Result<(), SqlError> {
-        self.client
-            .batch_execute("BEGIN ISOLATION LEVEL SERIALIZABLE")
-            .map_err(pg_err)
+        self.batch("BEGIN ISOLATION LEVEL SERIALIZABLE")
     }
 
     fn begin_read(&mut self) -> Result<(), SqlError> {
-        self.client
-            .batch_execute("BEGIN ISOLATION LEVEL SERIALIZABLE READ ONLY")
-            .map_err(pg_err)
+        self.batch("BEGIN ISOLATION LEVEL SERIALIZABLE READ ONLY")
     }
 
     fn commit(&mut self) -> Result<(), SqlError> {
-        self.client.batch_execute("COMMIT").map_err(pg_err)
+        self.batch("COMMIT")
     }
 
     fn rollback(&mut self) -> Result<(), SqlError> {
         // Outside a transaction PostgreSQL only warns; a broken connection is reported.
-        self.client.batch_execute("ROLLBACK").map_err(pg_err)
+        self.batch("ROLLBACK")
     }
 
     fn lock_for_migration(&mut self) -> Result<(), SqlError> {
         // A session lock, taken before the migration's transaction (and its snapshot) begins.
-        self.client
-            .batch_execute(&format!("SELECT pg_advisory_lock({migration_lock})"))
-            .map_err(pg_err)
+        self.batch(&format!("SELECT pg_advisory_lock({migration_lock})"))
     }
 
     fn unlock_after_migration(&mut self) -> Result<(), SqlError> {
-        self.client
-            .batch_execute(&format!("SELECT pg_advisory_unlock({migration_lock})"))
-            .map_err(pg_err)
+        self.batch(&format!("SELECT pg_advisory_unlock({migration_lock})"))
     }
 
     fn dump(&mut self) -> Result<String, SqlError> {
