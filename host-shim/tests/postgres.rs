@@ -6,10 +6,8 @@
 
 mod common;
 
-use common::ComponentHost;
 use quota_host::pg::PgDb;
 use quota_host::{Database, SqlValue, Worker};
-use quota_scenarios::{replay, NativeHost};
 
 fn server_url() -> String {
     std::env::var("QUOTA_TEST_PG_URL").unwrap_or_else(|_| {
@@ -34,39 +32,13 @@ fn fresh_database(name: &str) -> String {
 
 #[test]
 fn component_over_postgres_matches_the_native_core_byte_for_byte() {
-    let files = quota_scenarios::files(&quota_scenarios::scenario_dir()).expect("scenario dir");
     let mut n = 0;
     let fresh = Box::new(move || -> Box<dyn Database> {
         n += 1;
         Box::new(PgDb::connect(&fresh_database(&format!("scenario_{n}"))).expect("connect"))
     });
-    let mut component = ComponentHost::new(common::runtime(), fresh);
-    let mut exchanges = 0;
-    for file in &files {
-        let name = file.file_name().unwrap_or_default().to_string_lossy().to_string();
-        let scenario: serde_json::Value =
-            serde_json::from_str(&std::fs::read_to_string(file).expect("read")).expect("scenario JSON");
-        let native = replay(&mut NativeHost::default(), &scenario).expect("native replay");
-        let pg = replay(&mut component, &scenario).expect("component replay");
-        assert!(
-            pg.failures.is_empty(),
-            "{name} over PostgreSQL:\n{}",
-            pg.failures.join("\n")
-        );
-        assert_eq!(native.transcript.len(), pg.transcript.len(), "{name}");
-        for (a, b) in native.transcript.iter().zip(&pg.transcript) {
-            assert_eq!(
-                a, b,
-                "{name}: step {} differs between native and PostgreSQL",
-                a.step
-            );
-        }
-        exchanges += pg.transcript.len();
-    }
-    println!(
-        "{} scenarios, {exchanges} requests: component over PostgreSQL == native core",
-        files.len()
-    );
+    let (files, exchanges) = common::assert_every_scenario_matches_native(fresh, "PostgreSQL");
+    println!("{files} scenarios, {exchanges} requests: component over PostgreSQL == native core");
 }
 
 #[test]

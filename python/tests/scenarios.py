@@ -94,3 +94,17 @@ def replay(scenario: dict, open_engine: Callable[[dict], QuotaEngine]) -> list[d
 
 def files() -> list[Path]:
     return sorted(p for p in SCENARIOS.glob("*.json"))
+
+
+def assert_matches_native(path: Path, native_transcripts: dict, open_engine: Callable[[dict], QuotaEngine]) -> None:
+    """Replays the scenario file at `path` with engines from `open_engine` and asserts the transcript
+    equals the native core's (the request bodies sent may differ in spelling only: Rust's JSON
+    writes 99999999999999999999 as 1e+20)."""
+    got = replay(json.loads(path.read_text()), open_engine)
+    want = native_transcripts[path.name]
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        # Copies: the native transcripts are shared by every test of the session.
+        g, w = dict(g), dict(w)
+        g.pop("sent"), w.pop("sent")
+        assert g == w, f"step {w['step']} {w['request']}"

@@ -14,7 +14,7 @@ import pytest
 
 from jupyterhub_quota import Caller, QuotaEngine
 
-from scenarios import files, replay
+from scenarios import assert_matches_native, files
 
 _n = itertools.count()
 
@@ -36,15 +36,7 @@ def fresh_database(prefix: str) -> str:
 
 @pytest.mark.parametrize("path", files(), ids=lambda p: p.name)
 def test_scenario_transcript_over_postgres_matches_the_native_core(path, native_transcripts):
-    scenario = json.loads(path.read_text())
-    got = replay(scenario, lambda values: QuotaEngine(fresh_database("scenario"), values))
-    want = native_transcripts[path.name]
-    assert len(got) == len(want)
-    for g, w in zip(got, want):
-        # Copies: the native transcripts are shared by every test of the session.
-        g, w = dict(g), dict(w)
-        g.pop("sent"), w.pop("sent")
-        assert g == w, f"step {w['step']} {w['request']}"
+    assert_matches_native(path, native_transcripts, lambda values: QuotaEngine(fresh_database("scenario"), values))
 
 
 def test_concurrent_engines_keep_the_ledger_exact():

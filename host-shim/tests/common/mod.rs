@@ -132,3 +132,35 @@ impl quota_scenarios::ScenarioHost for ComponentHost {
         w.handle_request(req, now).map_err(|e| e.to_string())
     }
 }
+
+/// Replays every scenario file through the component over databases from `fresh` (one per
+/// scenario) and asserts each transcript equals the native core's, byte for byte. Returns
+/// (scenarios, requests).
+pub fn assert_every_scenario_matches_native(
+    fresh: Box<dyn FnMut() -> Box<dyn quota_host::Database>>,
+    what: &str,
+) -> (usize, usize) {
+    let files = quota_scenarios::files(&quota_scenarios::scenario_dir()).expect("scenario dir");
+    assert!(files.len() >= 25, "found only {} scenarios", files.len());
+    let mut component = ComponentHost::new(runtime(), fresh);
+    let mut exchanges = 0;
+    for file in &files {
+        let name = file.file_name().unwrap_or_default().to_string_lossy().to_string();
+        let scenario: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(file).expect("read")).expect("scenario JSON");
+        let native = quota_scenarios::replay(&mut quota_scenarios::NativeHost::default(), &scenario)
+            .expect("native replay");
+        let got = quota_scenarios::replay(&mut component, &scenario).expect("component replay");
+        assert!(
+            got.failures.is_empty(),
+            "{name} through the component over {what}:\n{}",
+            got.failures.join("\n")
+        );
+        assert_eq!(native.transcript.len(), got.transcript.len(), "{name}");
+        for (a, b) in native.transcript.iter().zip(&got.transcript) {
+            assert_eq!(a, b, "{name}: step {} differs between native and {what}", a.step);
+        }
+        exchanges += got.transcript.len();
+    }
+    (files.len(), exchanges)
+}

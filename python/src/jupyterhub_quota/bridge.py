@@ -39,6 +39,17 @@ class BridgeFailure(Exception):
         self.kind = kind
 
 
+def _param_rows(rows_json: str) -> list:
+    """The rows of an ``execute-many`` (a JSON array of arrays), every value checked."""
+    rows = json.loads(rows_json)
+    if not isinstance(rows, list) or not all(isinstance(r, list) for r in rows):
+        raise BridgeFailure("other", "parameter rows: expected an array of arrays")
+    for row in rows:
+        for v in row:
+            _check_value(v)
+    return rows
+
+
 def _check_value(v: Any) -> None:
     if v is None or isinstance(v, str):
         return
@@ -129,14 +140,9 @@ class SqliteBridge:
 
     def execute_many(self, _store: Any, statement: str, rows_json: str) -> Any:
         try:
-            rows = json.loads(rows_json)
-            if not isinstance(rows, list) or not all(isinstance(r, list) for r in rows):
-                raise BridgeFailure("other", "parameter rows: expected an array of arrays")
             changed = 0
             execute = self.conn.execute
-            for row in rows:
-                for v in row:
-                    _check_value(v)
+            for row in _param_rows(rows_json):
                 changed += execute(statement, row).rowcount
             return changed
         except Exception as e:  # noqa: BLE001

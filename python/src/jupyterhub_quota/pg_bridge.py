@@ -4,13 +4,12 @@ is a ``conflict`` (the guest sees ``busy``) and the engine runs the whole call a
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Any, Optional
 
 from wasmtime.component import Variant
 
-from .bridge import BridgeFailure, _check_value, _dumps, _params
+from .bridge import BridgeFailure, _dumps, _param_rows, _params
 
 #: The advisory lock key hosts take around the engine's ``migrate`` (the one quota-hub takes).
 MIGRATION_LOCK = 0x71756F7461
@@ -81,14 +80,9 @@ class PgBridge:
 
     def execute_many(self, _store: Any, statement: str, rows_json: str) -> Any:
         try:
-            rows = json.loads(rows_json)
-            if not isinstance(rows, list) or not all(isinstance(r, list) for r in rows):
-                raise BridgeFailure("other", "parameter rows: expected an array of arrays")
             sql = self._sql(statement)
             changed = 0
-            for row in rows:
-                for v in row:
-                    _check_value(v)
+            for row in _param_rows(rows_json):
                 changed += self.conn.execute(sql, {f"p{i}": v for i, v in enumerate(row, 1)}).rowcount
             return changed
         except Exception as e:  # noqa: BLE001
