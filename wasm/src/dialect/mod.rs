@@ -33,6 +33,18 @@ pub struct Dialect {
     pub scan_sessions: &'static str,
     pub get_refresh_run: &'static str,
     pub insert_refresh_run: &'static str,
+    /// Set-based forms of the bulk writes, each taking all rows at once as one JSON text parameter
+    /// (`[[...], ...]`, the rows `update_user` and `insert_transaction` take): one statement per
+    /// page of a refresh instead of one per row. None: the row-by-row statements above.
+    pub bulk: Option<Bulk>,
+}
+
+/// See [`Dialect::bulk`].
+pub struct Bulk {
+    pub update_users: &'static str,
+    pub insert_missing_users: &'static str,
+    /// Ids follow the order of the rows.
+    pub insert_transactions: &'static str,
 }
 
 macro_rules! user_columns {

@@ -191,4 +191,6 @@ pub const sqlite: Dialect = Dialect {
     get_refresh_run: "SELECT run_id, params, result, created_at FROM refresh_runs WHERE run_id = ?1",
     insert_refresh_run:
         "INSERT INTO refresh_runs (run_id, params, result, created_at) VALUES (?1, ?2, ?3, ?4)",
+    // SQLite runs the row-by-row statements in-process, without a round trip each.
+    bulk: None,
 };
