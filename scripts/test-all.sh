@@ -32,9 +32,9 @@ step "tests"
 cargo test --workspace --locked
 
 step "postgresql: the component over a real PostgreSQL server (scripts/with-postgres.sh)"
-cargo clippy -p quota-host --features postgres --all-targets --locked -- -D warnings
+cargo clippy -p quota-host --features pg-tests --all-targets --locked -- -D warnings
 cargo clippy -p quota-hub --features pg-tests --all-targets --locked -- -D warnings
-bash scripts/with-postgres.sh bash -c 'cargo test -p quota-host --features postgres --locked --test postgres &&
+bash scripts/with-postgres.sh bash -c 'cargo test -p quota-host --features pg-tests --locked --test postgres &&
     cargo test -p quota-hub --features pg-tests --locked --test postgres'
 
 step "python: the engine in JupyterHub (python/)"

@@ -3,7 +3,7 @@
 # a new cluster in a temporary directory, listening on 127.0.0.1 only, on a free port, trust
 # authentication. The command gets QUOTA_TEST_PG_URL=postgres://postgres@127.0.0.1:PORT/postgres;
 # the server is stopped and its directory removed when the command ends, whatever its outcome.
-#   bash scripts/with-postgres.sh cargo test -p quota-host --features postgres --test postgres
+#   bash scripts/with-postgres.sh cargo test -p quota-host --features pg-tests --test postgres
 set -euo pipefail
 sudo_=""; [ "$(id -u)" = 0 ] || sudo_="sudo"
 bin=""

@@ -2,7 +2,7 @@
 //! starts one and sets `QUOTA_TEST_PG_URL`. Every scenario gives exactly the native core's
 //! transcript; a fresh database migrates once and a second host finds it current; concurrent
 //! writers keep every balance equal to the sum of its ledger.
-#![cfg(feature = "postgres")]
+#![cfg(feature = "pg-tests")]
 
 mod common;
 
