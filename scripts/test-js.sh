@@ -5,9 +5,6 @@
 # Debian's chromium for the browser test when it is missing.
 set -euo pipefail
 cd "$(dirname "$0")/../js"
-if [ ! -x /usr/bin/chromium ]; then
-    sudo_=""; [ "$(id -u)" = 0 ] || sudo_="sudo"
-    $sudo_ apt-get update -qq && $sudo_ apt-get install -y -qq chromium >/dev/null
-fi
+bash ../scripts/ensure-chromium.sh
 bash ../scripts/build-js.sh
 node --test test/

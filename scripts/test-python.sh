@@ -7,6 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 started=$(date +%s)
 bash scripts/python-env.sh
+bash scripts/ensure-chromium.sh   # the hub page tests run in headless Chromium
 echo "python set-up took $(( $(date +%s) - started ))s"
 # The tests import the installed package, not python/src. The PostgreSQL tests need a server:
 # scripts/with-postgres.sh starts a throwaway one unless QUOTA_TEST_PG_URL names one already.
