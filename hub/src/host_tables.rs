@@ -53,7 +53,7 @@ const postgres_schema: &[&str] = &[
 ];
 
 /// A statement written for SQLite (`?N` placeholders), in the database's dialect.
-fn in_dialect(sql: &str, dialect: Dialect) -> std::borrow::Cow<'_, str> {
+pub fn in_dialect(sql: &str, dialect: Dialect) -> std::borrow::Cow<'_, str> {
     match dialect {
         Dialect::Sqlite => sql.into(),
         Dialect::Postgres => sql.replace('?', "$").into(),

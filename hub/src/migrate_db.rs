@@ -7,7 +7,7 @@ use std::time::Instant;
 use quota_host::{Database, SqlValue};
 
 use crate::db::{self, Db};
-use crate::{engine, values};
+use crate::{engine, host_tables, values};
 
 /// Rows read from the source and written to the target at a time.
 const page_rows: i64 = 5_000;
@@ -44,16 +44,6 @@ fn count(db: &mut dyn Database, table: &str) -> Result<i64, String> {
         Some(SqlValue::Int(n)) => Ok(*n),
         other => Err(format!("{table}: count: {other:?}")),
     }
-}
-
-fn placeholders(dialect: quota_host::Dialect, n: usize) -> String {
-    (1..=n)
-        .map(|i| match dialect {
-            quota_host::Dialect::Sqlite => format!("?{i}"),
-            quota_host::Dialect::Postgres => format!("${i}"),
-        })
-        .collect::<Vec<_>>()
-        .join(", ")
 }
 
 /// Users whose balance differs from the sum of their ledger.
@@ -169,10 +159,9 @@ fn copy_all(
     for (table, cols, order) in tables {
         let n_cols = cols.split(',').count();
         let total = count(src, table)?;
-        let insert = format!(
-            "INSERT INTO {table} ({cols}) VALUES ({})",
-            placeholders(dialect, n_cols)
-        );
+        let numbered: Vec<String> = (1..=n_cols).map(|i| format!("?{i}")).collect();
+        let insert = format!("INSERT INTO {table} ({cols}) VALUES ({})", numbered.join(", "));
+        let insert = host_tables::in_dialect(&insert, dialect);
         let mut offset = 0;
         while offset < total {
             let rows = src
