@@ -13,7 +13,7 @@ use crate::json::{kind, Fields};
 use crate::limits;
 use crate::names::normalize_username;
 use crate::reads;
-use crate::refresh::{self, RefreshRequest};
+use crate::refresh::{self, RefreshRequest, Step};
 use crate::sessions::{self, EndRequest, EndTarget, Outcome};
 use crate::store::{SessionStatus, Store};
 use crate::time::Timestamp;
@@ -141,10 +141,31 @@ pub fn handle_request(
     req: &Request<'_>,
     now: Timestamp,
 ) -> Result<Response, StoreError> {
-    match dispatch(config, store, req, now) {
-        Ok(r) => Ok(r),
+    match handle_request_step(config, store, req, now, 0)? {
+        Step::Done(r) => Ok(r),
+        Step::More => Err(StoreError("an unlimited refresh call stopped early".into())),
+    }
+}
+
+/// [`handle_request`], with a refresh that has a `run_id` committed in chunks of `chunk_users`
+/// users (0: all at once; see [`refresh::refresh_step`]): on `More`, the host commits and sends the
+/// same request again, until `Done` carries the response. Every other route answers at once.
+pub fn handle_request_step(
+    config: &Config,
+    store: &mut dyn Store,
+    req: &Request<'_>,
+    now: Timestamp,
+    chunk_users: u32,
+) -> Result<Step<Response>, StoreError> {
+    let mut more = false;
+    let answer = dispatch(config, store, req, now, chunk_users, &mut more);
+    if more && answer.is_ok() {
+        return Ok(Step::More);
+    }
+    match answer {
+        Ok(r) => Ok(Step::Done(r)),
         Err(QuotaError::Store(e)) => Err(e),
-        Err(e) => Ok(Response::from_error(&e)),
+        Err(e) => Ok(Step::Done(Response::from_error(&e))),
     }
 }
 
@@ -153,6 +174,8 @@ fn dispatch(
     store: &mut dyn Store,
     req: &Request<'_>,
     now: Timestamp,
+    chunk_users: u32,
+    more: &mut bool,
 ) -> Result<Response, QuotaError> {
     let raw_segs: Vec<&str> = req.path.split('/').filter(|s| !s.is_empty()).collect();
     let decoded: Vec<String> = match raw_segs.iter().map(|s| percent_decode(s, false)).collect() {
@@ -259,7 +282,13 @@ fn dispatch(
         }
         Route::Refresh => {
             let r = refresh_body(&body)?;
-            Ok(Response::json(200, &refresh::refresh(store, &r, now)?))
+            match refresh::refresh_step(store, &r, now, chunk_users)? {
+                Step::Done(result) => Ok(Response::json(200, &result)),
+                Step::More => {
+                    *more = true;
+                    Ok(Response::error(202, "refresh in progress"))
+                }
+            }
         }
         Route::Cleanup => {
             let f = Fields::new("", Some(&body), true);

@@ -150,14 +150,80 @@ pub struct RefreshResult {
     pub replayed: bool,
 }
 
+/// One call of a refresh that may be committed in chunks: `More` asks the host to commit and call
+/// again with the same request.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Step<T> {
+    Done(T),
+    More,
+}
+
+/// Where a chunked run stopped, stored as its run's `result` until the run completes (a completed
+/// run stores its `RefreshResult`, which has no `resume_after`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+struct Progress {
+    /// The last username the run has dealt with.
+    resume_after: String,
+    users_updated: u64,
+    total_change: i64,
+    skipped: u64,
+}
+
+/// A stored run: completed, or stopped between chunks.
+enum RunState {
+    Completed(RefreshResult),
+    Partial(Progress),
+}
+
+fn run_state(run: &RefreshRun) -> Result<RunState, QuotaError> {
+    let bad = |e: serde_json::Error| QuotaError::Store(crate::StoreError(format!("stored refresh run: {e}")));
+    let v: Value = serde_json::from_str(&run.result).map_err(bad)?;
+    if v.get("resume_after").is_some() {
+        Ok(RunState::Partial(serde_json::from_value(v).map_err(bad)?))
+    } else {
+        Ok(RunState::Completed(serde_json::from_value(v).map_err(bad)?))
+    }
+}
+
+/// Whether a stored run has been applied to every user (a run stopped between chunks has not).
+pub fn run_completed(run: &RefreshRun) -> bool {
+    matches!(run_state(run), Ok(RunState::Completed(_)))
+}
+
+/// The whole refresh in one call (one transaction); a run left between chunks by
+/// [`refresh_step`] is completed from where it stopped.
 pub fn refresh(
     store: &mut dyn Store,
     req: &RefreshRequest,
     now: Timestamp,
 ) -> Result<RefreshResult, QuotaError> {
+    match refresh_step(store, req, now, 0)? {
+        Step::Done(r) => Ok(r),
+        Step::More => Err(QuotaError::Store(crate::StoreError(
+            "an unlimited refresh call stopped early".into(),
+        ))),
+    }
+}
+
+/// A refresh that deals with at most `chunk_users` users per call (0: all) when it has a `run_id`
+/// and is not a dry run: each call applies the next users by name and records where it stopped
+/// under the run id, so the host commits each chunk on its own (locks held briefly) and a run cut
+/// off between chunks is resumed, each user once, by sending its run id again. Without a run id
+/// there is nothing to resume from, so the refresh is one call whatever `chunk_users` says.
+///
+/// Every change of a chunk is decided before any is written, so an out-of-range balance changes
+/// nothing in that chunk (the chunks before it stay applied, and the run stays resumable).
+pub fn refresh_step(
+    store: &mut dyn Store,
+    req: &RefreshRequest,
+    now: Timestamp,
+    chunk_users: u32,
+) -> Result<Step<RefreshResult>, QuotaError> {
     let p = &req.params;
     p.validate()?;
     let fingerprint = p.fingerprint();
+    let mut progress: Option<Progress> = None;
+    let mut created_at = now;
     if let Some(run_id) = &req.run_id {
         if run_id.is_empty() || run_id.chars().count() > limits::rule_name_chars_max {
             return Err(QuotaError::invalid(
@@ -172,25 +238,41 @@ pub fn refresh(
                         "run_id `{run_id}` was already used with other parameters"
                     )));
                 }
-                let mut first: RefreshResult = serde_json::from_str(&run.result).map_err(|e| {
-                    QuotaError::Store(crate::StoreError(format!("stored refresh result: {e}")))
-                })?;
-                first.replayed = true;
-                return Ok(first);
+                match run_state(&run)? {
+                    RunState::Completed(mut first) => {
+                        first.replayed = true;
+                        return Ok(Step::Done(first));
+                    }
+                    RunState::Partial(at) => {
+                        progress = Some(at);
+                        created_at = run.created_at;
+                    }
+                }
             }
         }
     }
+    let limit = match (chunk_users, &req.run_id, req.dry_run) {
+        (n, Some(_), false) if n > 0 => n as usize,
+        _ => usize::MAX,
+    };
 
-    // Decide every change before writing any, so an out-of-range result changes nothing.
+    // Decide every change of this call before writing any, so an out-of-range result changes nothing.
     let mut changes: Vec<(UserRecord, i64)> = Vec::new();
-    let mut skipped: u64 = 0;
-    let mut total: i128 = 0;
-    let mut after: Option<String> = None;
-    loop {
-        let page = store.scan_users(after.as_deref(), limits::scan_page_users)?;
-        let Some(last) = page.last() else { break };
-        after = Some(last.username.clone());
-        let full = page.len() == limits::scan_page_users;
+    let mut skipped: u64 = progress.as_ref().map_or(0, |at| at.skipped);
+    let mut total: i128 = progress.as_ref().map_or(0, |at| i128::from(at.total_change));
+    let mut after: Option<String> = progress.as_ref().map(|at| at.resume_after.clone());
+    let mut scanned: usize = 0;
+    let finished = loop {
+        let want = limits::scan_page_users.min(limit - scanned);
+        if want == 0 {
+            break false;
+        }
+        let page = store.scan_users(after.as_deref(), want)?;
+        let got = page.len();
+        scanned += got;
+        if let Some(last) = page.last() {
+            after = Some(last.username.clone());
+        }
         for user in page {
             if !p.targets.matches(&user) {
                 skipped += 1;
@@ -207,34 +289,32 @@ pub fn refresh(
             total += i128::from(new) - i128::from(user.balance);
             changes.push((user, new));
         }
-        if !full {
-            break;
+        if got < want {
+            break true;
         }
-    }
-    let total_change = ledger::checked_balance(total, "The refresh's total change")?;
-    let mut result = RefreshResult {
-        users_updated: changes.len() as u64,
-        total_change,
-        skipped,
-        action: p.action,
-        rule_name: p.rule_name.clone(),
-        dry_run: None,
-        changes: None,
-        replayed: false,
     };
+    let total_change = ledger::checked_balance(total, "The refresh's total change")?;
+    let users_updated = progress.as_ref().map_or(0, |at| at.users_updated) + changes.len() as u64;
     if req.dry_run {
-        result.dry_run = Some(true);
-        result.changes = Some(
-            changes
-                .into_iter()
-                .map(|(u, new)| UserChange {
-                    username: u.username,
-                    balance_before: u.balance,
-                    balance_after: new,
-                })
-                .collect(),
-        );
-        return Ok(result);
+        return Ok(Step::Done(RefreshResult {
+            users_updated,
+            total_change,
+            skipped,
+            action: p.action,
+            rule_name: p.rule_name.clone(),
+            dry_run: Some(true),
+            changes: Some(
+                changes
+                    .into_iter()
+                    .map(|(u, new)| UserChange {
+                        username: u.username,
+                        balance_before: u.balance,
+                        balance_after: new,
+                    })
+                    .collect(),
+            ),
+            replayed: false,
+        }));
     }
     let description = format!("Auto {}: {}", p.action.as_str(), p.rule_name);
     let mut page = Vec::with_capacity(limits::scan_page_users.min(changes.len()));
@@ -254,16 +334,39 @@ pub fn refresh(
     if !page.is_empty() {
         store.record_changes(&page)?;
     }
+    let result = RefreshResult {
+        users_updated,
+        total_change,
+        skipped,
+        action: p.action,
+        rule_name: p.rule_name.clone(),
+        dry_run: None,
+        changes: None,
+        replayed: false,
+    };
     if let Some(run_id) = &req.run_id {
-        let json = serde_json::to_string(&result).map_err(|e| crate::StoreError(e.to_string()))?;
+        let stored = if finished {
+            to_json(&result)?
+        } else {
+            to_json(&Progress {
+                resume_after: after.unwrap_or_default(),
+                users_updated,
+                total_change,
+                skipped,
+            })?
+        };
         store.put_refresh_run(&RefreshRun {
             run_id: run_id.clone(),
             params: fingerprint,
-            result: json,
-            created_at: now,
+            result: stored,
+            created_at,
         })?;
     }
-    Ok(result)
+    Ok(if finished { Step::Done(result) } else { Step::More })
+}
+
+fn to_json(v: &impl Serialize) -> Result<String, QuotaError> {
+    serde_json::to_string(v).map_err(|e| QuotaError::Store(crate::StoreError(e.to_string())))
 }
 
 /// Reads refresh parameters from a REST body's fields (snake_case keys; `targets` in values-file
