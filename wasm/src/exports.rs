@@ -4,7 +4,7 @@ use std::cell::RefCell;
 
 use quota_core::admin::{self, AdminAction, AdminRequest, BatchEntry};
 use quota_core::gate::{self, StartDecision, StartRequest};
-use quota_core::refresh::{self, RefreshResult};
+use quota_core::refresh::{self, RefreshResult, Step};
 use quota_core::sessions::{self, EndRequest, EndTarget, Outcome};
 use quota_core::{api as core_api, Config, QuotaError, Timestamp};
 
@@ -274,11 +274,28 @@ impl Guest for Component {
         })
     }
 
+    fn run_rule_step(
+        name: String,
+        run_id: String,
+        now: i64,
+        chunk_users: u32,
+    ) -> Result<wit::RefreshStep, wit::QuotaError> {
+        with_config(|cfg| {
+            let req = cfg.rule_request(&name, Some(run_id), false)?;
+            Ok(
+                match refresh::refresh_step(&mut SqlStore::host(), &req, Timestamp(now), chunk_users)? {
+                    Step::Done(r) => wit::RefreshStep::Done(refresh_out(r)?),
+                    Step::More => wit::RefreshStep::More,
+                },
+            )
+        })
+    }
+
     fn run_applied(run_id: String) -> Result<bool, wit::QuotaError> {
         use quota_core::Store;
         SqlStore::host()
             .get_refresh_run(&run_id)
-            .map(|r| r.is_some())
+            .map(|r| r.as_ref().is_some_and(refresh::run_completed))
             .map_err(|e| error_out(QuotaError::Store(e)))
     }
 
@@ -366,6 +383,17 @@ impl Guest for Component {
     }
 
     fn handle_request(req: wit::HttpRequest, now: i64) -> Result<wit::HttpResponse, String> {
+        match Self::handle_request_step(req, now, 0)? {
+            wit::RequestStep::Done(r) => Ok(r),
+            wit::RequestStep::More => Err("an unlimited refresh call stopped early".to_string()),
+        }
+    }
+
+    fn handle_request_step(
+        req: wit::HttpRequest,
+        now: i64,
+        chunk_users: u32,
+    ) -> Result<wit::RequestStep, String> {
         let caller = req.caller.map(|c| quota_core::Caller {
             name: c.name,
             admin: c.admin,
@@ -373,7 +401,7 @@ impl Guest for Component {
         });
         #[cfg(feature = "fault-injection")]
         if let Some(r) = crate::fault::fault(&req.path) {
-            return r;
+            return r.map(wit::RequestStep::Done);
         }
         let request = quota_core::Request {
             method: &req.method,
@@ -383,13 +411,22 @@ impl Guest for Component {
             caller: caller.as_ref(),
         };
         let answer = CONFIG.with(|c| match c.borrow().as_ref() {
-            Some(cfg) => quota_core::handle_request(cfg, &mut SqlStore::host(), &request, Timestamp(now))
-                .map_err(|e| e.0),
+            Some(cfg) => core_api::handle_request_step(
+                cfg,
+                &mut SqlStore::host(),
+                &request,
+                Timestamp(now),
+                chunk_users,
+            )
+            .map_err(|e| e.0),
             None => Err("the host did not call `configure` first".to_string()),
         })?;
-        Ok(wit::HttpResponse {
-            status: answer.status,
-            body: answer.body,
+        Ok(match answer {
+            Step::Done(r) => wit::RequestStep::Done(wit::HttpResponse {
+                status: r.status,
+                body: r.body,
+            }),
+            Step::More => wit::RequestStep::More,
         })
     }
 }

@@ -378,6 +378,6 @@ impl Store for SqlStore {
             .text(&run.params)
             .text(&run.result)
             .int(run.created_at.seconds())?;
-        query(self.d.insert_refresh_run, p).map(|_| ())
+        query(self.d.put_refresh_run, p).map(|_| ())
     }
 }

@@ -32,7 +32,8 @@ pub struct Dialect {
     pub stale_sessions: &'static str,
     pub scan_sessions: &'static str,
     pub get_refresh_run: &'static str,
-    pub insert_refresh_run: &'static str,
+    /// Inserts a refresh run, or replaces its result (a chunked run records its progress).
+    pub put_refresh_run: &'static str,
     /// Set-based forms of the bulk writes, each taking all rows at once as one JSON text parameter
     /// (`[[...], ...]`, the rows `update_user` and `insert_transaction` take): one statement per
     /// page of a refresh instead of one per row. None: the row-by-row statements above.

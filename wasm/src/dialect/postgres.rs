@@ -162,8 +162,9 @@ pub const postgres: Dialect = Dialect {
          AND ($3::text IS NULL OR status = $3) ORDER BY id LIMIT $4"
     ),
     get_refresh_run: "SELECT run_id, params, result, created_at FROM refresh_runs WHERE run_id = $1",
-    insert_refresh_run:
-        "INSERT INTO refresh_runs (run_id, params, result, created_at) VALUES ($1, $2, $3, $4)",
+    put_refresh_run:
+        "INSERT INTO refresh_runs (run_id, params, result, created_at) VALUES ($1, $2, $3, $4)
+         ON CONFLICT (run_id) DO UPDATE SET result = excluded.result",
     // One statement per page: PostgreSQL parses and runs each statement on its own, so 1,000
     // single-row UPDATEs cost far more than one UPDATE of 1,000 rows (measured: refresh of 100,000
     // users, host-shim/benches/postgres.rs).

@@ -189,8 +189,8 @@ pub const sqlite: Dialect = Dialect {
          AND (?3 IS NULL OR status = ?3) ORDER BY id LIMIT ?4"
     ),
     get_refresh_run: "SELECT run_id, params, result, created_at FROM refresh_runs WHERE run_id = ?1",
-    insert_refresh_run:
-        "INSERT INTO refresh_runs (run_id, params, result, created_at) VALUES (?1, ?2, ?3, ?4)",
+    put_refresh_run: "INSERT INTO refresh_runs (run_id, params, result, created_at) VALUES (?1, ?2, ?3, ?4)
+         ON CONFLICT (run_id) DO UPDATE SET result = excluded.result",
     // SQLite runs the row-by-row statements in-process, without a round trip each.
     bulk: None,
 };
