@@ -122,6 +122,7 @@ impl Worker {
     }
 
     /// Runs configured rule `name` now, at most once per `run_id` (`replayed` says it ran before).
+    /// With a run id it is applied in chunks, one transaction each ([`Worker::chunked`]).
     pub fn run_rule(
         &mut self,
         name: &str,
@@ -129,10 +130,13 @@ impl Worker {
         dry_run: bool,
         now: Timestamp,
     ) -> Result<RefreshResult, HostError> {
-        self.transaction(false, |tx| tx.run_rule(name, run_id, dry_run, now))
+        match run_id {
+            Some(id) if !dry_run => self.chunked(|tx, chunk| tx.run_rule_step(name, id, now, chunk)),
+            _ => self.transaction(false, |tx| tx.run_rule(name, run_id, dry_run, now)),
+        }
     }
 
-    /// Whether a refresh run with this id has been applied.
+    /// Whether a refresh run with this id has been applied to every user.
     pub fn run_applied(&mut self, run_id: &str) -> Result<bool, HostError> {
         let r = self.call_read(|b, s| b.quota_engine_api().call_run_applied(s, run_id))?;
         decided(r)

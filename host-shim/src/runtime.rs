@@ -23,6 +23,9 @@ pub struct Limits {
     pub call_deadline: Duration,
     /// How often the epoch advances.
     pub tick: Duration,
+    /// Users per transaction of a refresh that has a run id ([`crate::Worker::chunked`]), so a
+    /// refresh of a million users never holds its locks for long (0: the whole refresh in one).
+    pub refresh_chunk_users: u32,
 }
 
 impl Default for Limits {
@@ -33,6 +36,8 @@ impl Default for Limits {
             memory_bytes: 256 << 20,
             call_deadline: Duration::from_secs(30),
             tick: Duration::from_millis(10),
+            // About 30 ms of PostgreSQL's time and 6 ms of SQLite's per chunk (docs/postgres.md).
+            refresh_chunk_users: 2_000,
         }
     }
 }

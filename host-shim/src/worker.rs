@@ -11,6 +11,8 @@ use std::sync::Arc;
 
 use wasmtime::{Store, StoreLimitsBuilder};
 
+use quota_core::refresh::Step;
+
 use crate::bindings::{api, QuotaEngine};
 use crate::engine::{ConfigSummary, Migration, RuleInfo};
 use crate::error::HostError;
@@ -44,6 +46,20 @@ fn trap(e: wasmtime::Error) -> HostError {
     match e.downcast_ref::<wasmtime::Trap>() {
         Some(t) => HostError::Trap(t.to_string()),
         None => HostError::Trap(e.root_cause().to_string()),
+    }
+}
+
+fn http_request(req: &quota_core::Request<'_>) -> api::HttpRequest {
+    api::HttpRequest {
+        method: req.method.to_string(),
+        path: req.path.to_string(),
+        query: req.query.to_string(),
+        body: req.body.to_string(),
+        caller: req.caller.map(|c| api::Caller {
+            name: c.name.clone(),
+            admin: c.admin,
+            scopes: c.scopes.clone(),
+        }),
     }
 }
 
@@ -83,17 +99,7 @@ impl Tx<'_> {
         req: &quota_core::Request<'_>,
         now: quota_core::Timestamp,
     ) -> Result<quota_core::Response, HostError> {
-        let wreq = api::HttpRequest {
-            method: req.method.to_string(),
-            path: req.path.to_string(),
-            query: req.query.to_string(),
-            body: req.body.to_string(),
-            caller: req.caller.map(|c| api::Caller {
-                name: c.name.clone(),
-                admin: c.admin,
-                scopes: c.scopes.clone(),
-            }),
-        };
+        let wreq = http_request(req);
         let r = self.call(|b, s| b.quota_engine_api().call_handle_request(s, &wreq, now.0))?;
         // An `err` is a storage failure the guest reported; the host's own record of it (above)
         // normally wins, so this is a fallback.
@@ -101,6 +107,47 @@ impl Tx<'_> {
         Ok(quota_core::Response {
             status: r.status,
             body: r.body,
+        })
+    }
+
+    /// [`Tx::handle_request`], with a refresh that has a run id applied in chunks of `chunk_users`
+    /// users, one per transaction (see [`Worker::chunked`]).
+    pub fn handle_request_step(
+        &mut self,
+        req: &quota_core::Request<'_>,
+        now: quota_core::Timestamp,
+        chunk_users: u32,
+    ) -> Result<Step<quota_core::Response>, HostError> {
+        let wreq = http_request(req);
+        let r = self.call(|b, s| {
+            b.quota_engine_api()
+                .call_handle_request_step(s, &wreq, now.0, chunk_users)
+        })?;
+        Ok(match r.map_err(|m| HostError::Storage(SqlError::Other(m)))? {
+            api::RequestStep::Done(r) => Step::Done(quota_core::Response {
+                status: r.status,
+                body: r.body,
+            }),
+            api::RequestStep::More => Step::More,
+        })
+    }
+
+    /// [`Tx::run_rule`] with a run id, in chunks of `chunk_users` users (see [`Worker::chunked`]).
+    pub fn run_rule_step(
+        &mut self,
+        name: &str,
+        run_id: &str,
+        now: quota_core::Timestamp,
+        chunk_users: u32,
+    ) -> Result<Step<quota_core::refresh::RefreshResult>, HostError> {
+        let r = self.call(|b, s| {
+            b.quota_engine_api()
+                .call_run_rule_step(s, name, run_id, now.0, chunk_users)
+        })?;
+        Ok(match r {
+            Ok(api::RefreshStep::Done(r)) => Step::Done(crate::engine::refresh_result(Ok(r))?),
+            Ok(api::RefreshStep::More) => Step::More,
+            Err(e) => return crate::engine::refresh_result(Err(e)).map(Step::Done),
         })
     }
 
@@ -320,6 +367,28 @@ impl Worker {
         }
         rolled_back.map_err(HostError::Storage)?;
         outcome
+    }
+
+    /// Users per transaction of a refresh with a run id (the runtime's `Limits`), for a host that
+    /// drives the chunks itself (one job per chunk on its own queue).
+    pub fn refresh_chunk_users(&self) -> u32 {
+        self.runtime.limits.refresh_chunk_users
+    }
+
+    /// Runs `f` in write transactions until it is `Done`, passing the runtime's
+    /// `refresh_chunk_users`: a refresh with a run id applies one chunk of users per transaction
+    /// (each retried on its own after a conflict), so no transaction holds its locks for long. A
+    /// process that dies between chunks leaves the run resumable by its run id.
+    pub fn chunked<T>(
+        &mut self,
+        mut f: impl FnMut(&mut Tx<'_>, u32) -> Result<Step<T>, HostError>,
+    ) -> Result<T, HostError> {
+        let chunk_users = self.runtime.limits.refresh_chunk_users;
+        loop {
+            if let Step::Done(v) = self.transaction(false, |tx| f(tx, chunk_users))? {
+                return Ok(v);
+            }
+        }
     }
 
     /// Runs one engine call in one write transaction.

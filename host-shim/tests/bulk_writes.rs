@@ -7,7 +7,7 @@ mod common;
 use quota_core::memstore::MemStore;
 use quota_core::store::{Store, UserRecord};
 use quota_core::Timestamp;
-use quota_host::{SqlValue, SqliteDb, Worker};
+use quota_host::{Limits, Runtime, SqlValue, SqliteDb, Worker};
 
 const T0: Timestamp = Timestamp(1_795_000_000);
 const BODY: &str = r#"{"action":"add","amount":10,"max_balance":400,"rule_name":"bulk"}"#;
@@ -52,13 +52,7 @@ fn native(n: usize) -> (Vec<Row>, Vec<UserRecord>) {
     (rows, s.scan_users(None, usize::MAX).expect("users"))
 }
 
-fn component(n: usize) -> (Vec<Row>, Vec<UserRecord>, u64) {
-    let mut w = Worker::new(
-        common::runtime(),
-        Box::new(SqliteDb::memory().expect("memory db")),
-        &common::fixture_json(),
-    )
-    .expect("worker");
+fn seed(w: &mut Worker, n: usize) {
     let seed: Vec<Vec<SqlValue>> = users(n)
         .into_iter()
         .map(|u| vec![u.username.into(), u.balance.into(), 0.into(), 0.into()])
@@ -69,11 +63,12 @@ fn component(n: usize) -> (Vec<Row>, Vec<UserRecord>, u64) {
             &seed,
         )
         .expect("seed");
-    let result = w.refresh(BODY, T0).expect("refresh");
+}
+
+fn audit_rows(w: &mut Worker) -> Vec<Row> {
     let int = |v: &SqlValue| v.as_int().expect("integer");
     let text = |v: &SqlValue| v.as_text().expect("text").to_string();
-    let rows = w
-        .db()
+    w.db()
         .query(
             "SELECT id, username, amount, balance_before, balance_after, description \
              FROM transactions ORDER BY id",
@@ -91,7 +86,19 @@ fn component(n: usize) -> (Vec<Row>, Vec<UserRecord>, u64) {
                 text(&r[5]),
             )
         })
-        .collect();
+        .collect()
+}
+
+fn component(n: usize) -> (Vec<Row>, Vec<UserRecord>, u64) {
+    let mut w = Worker::new(
+        common::runtime(),
+        Box::new(SqliteDb::memory().expect("memory db")),
+        &common::fixture_json(),
+    )
+    .expect("worker");
+    seed(&mut w, n);
+    let result = w.refresh(BODY, T0).expect("refresh");
+    let rows = audit_rows(&mut w);
     let users = w.list_users().expect("users");
     (rows, users, result.users_updated)
 }
@@ -111,4 +118,53 @@ fn audit_rows_of_any_count_match_the_native_core_row_for_row() {
             "{n} users: ids"
         );
     }
+}
+
+#[test]
+fn a_refresh_committed_in_chunks_writes_the_native_rows() {
+    // Seven users per transaction: 158 chunks for 1,100 users, the last one short.
+    let runtime = Runtime::load(
+        &common::workspace().join(quota_host::component_path),
+        Limits {
+            refresh_chunk_users: 7,
+            ..Limits::default()
+        },
+    )
+    .expect("runtime");
+    let n = 1_100;
+    let (want_rows, want_users) = native(n);
+    let mut w = Worker::new(
+        runtime,
+        Box::new(SqliteDb::memory().expect("memory db")),
+        &common::fixture_json(),
+    )
+    .expect("worker");
+    seed(&mut w, n);
+    let body = BODY.replace('}', r#","run_id":"chunked"}"#);
+    let admin = common::admin();
+    let req = quota_core::Request {
+        method: "POST",
+        path: "/admin/api/quota/refresh",
+        query: "",
+        body: &body,
+        caller: Some(&admin),
+    };
+    let mut chunks = 0;
+    let answer = w
+        .chunked(|tx, chunk| {
+            assert_eq!(chunk, 7);
+            chunks += 1;
+            tx.handle_request_step(&req, T0, chunk)
+        })
+        .expect("refresh");
+    assert_eq!(answer.status, 200, "{}", answer.body);
+    assert_eq!(chunks, n / 7 + 1);
+    let result: serde_json::Value = serde_json::from_str(&answer.body).expect("json");
+    assert_eq!(result["users_updated"], want_rows.len());
+    assert_eq!(audit_rows(&mut w), want_rows);
+    assert_eq!(w.list_users().expect("users"), want_users);
+    // Sent again: the completed run's answer, nothing written.
+    let again = w.handle_request(&req, T0).expect("replay");
+    assert_eq!(again.body, answer.body);
+    assert_eq!(audit_rows(&mut w), want_rows);
 }
