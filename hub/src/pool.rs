@@ -7,7 +7,8 @@ use std::sync::mpsc::{channel, Receiver, Sender};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
-use quota_host::{ConfigSummary, Runtime, Worker};
+use quota_core::refresh::Step;
+use quota_host::{ConfigSummary, HostError, Runtime, Worker};
 
 use crate::db::Db;
 use crate::engine;
@@ -107,6 +108,25 @@ impl Pool {
             .map_err(|_| "the engine workers have stopped".to_string())?;
         rx.await
             .map_err(|_| "an engine worker stopped during the call".to_string())
+    }
+
+    /// Runs `f` as one job after another until it is `Done`: a refresh with a run id, one chunk of
+    /// users per job (and transaction), so the jobs queued behind it (on SQLite's one writer: every
+    /// write) run between its chunks instead of waiting for the whole refresh.
+    pub async fn run_steps<T: Send + 'static>(
+        &self,
+        kind: Kind,
+        f: impl Fn(&mut Worker) -> Result<Step<T>, HostError> + Send + Sync + 'static,
+    ) -> Result<Result<T, HostError>, String> {
+        let f = Arc::new(f);
+        loop {
+            let g = f.clone();
+            match self.run(kind, move |w| g(w)).await? {
+                Ok(Step::More) => continue,
+                Ok(Step::Done(v)) => return Ok(Ok(v)),
+                Err(e) => return Ok(Err(e)),
+            }
+        }
     }
 
     /// Lets queued jobs finish, then stops the workers; returns how many calls ran again after a

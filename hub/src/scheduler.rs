@@ -95,11 +95,14 @@ pub async fn run_rule_forever(app: Arc<App>, rule: String, since: Timestamp) {
         // machine that slept through several runs applies one of them late, not every one).
         since = at.max(app.clock.now());
         let id = run_id(&rule, at);
-        let (name, rid) = (rule.clone(), id.clone());
         let now = app.clock.now();
+        let (name, rid) = (rule.clone(), id.clone());
         let answer = app
             .pool
-            .run(Kind::Write, move |w| w.run_rule(&name, Some(&rid), false, now))
+            .run_steps(Kind::Write, move |w| {
+                let chunk = w.refresh_chunk_users();
+                w.transaction(false, |tx| tx.run_rule_step(&name, &rid, now, chunk))
+            })
             .await;
         // The engine applies a run id at most once, deciding inside the call's transaction, so of
         // several servers racing for one run exactly one sees `replayed: false`.

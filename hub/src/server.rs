@@ -10,8 +10,9 @@ use axum::extract::{Request, State};
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use quota_core::limits::body_bytes_max;
+use quota_core::refresh::Step;
 use quota_core::Timestamp;
-use quota_host::{HostError, SqlError, Tx};
+use quota_host::{HostError, SqlError, Tx, Worker};
 
 use crate::clock::Clock;
 use crate::host_tables::{self, IdempotencyKey, IdempotencyRecord};
@@ -115,36 +116,18 @@ async fn handle(State(app): State<Arc<App>>, req: Request) -> Response {
     };
 
     let kind = if method == "GET" { Kind::Read } else { Kind::Write };
+    let call = Call {
+        secret,
+        method,
+        path,
+        query,
+        body,
+        idempotency,
+    };
+    // A refresh with a run id is committed a chunk of users per transaction, each its own job.
     let answer = app
         .pool
-        .run(kind, move |w| {
-            let caller = match &secret {
-                Some(s) => tokens::authenticate(w.db(), s)
-                    .map_err(|e| HostError::Storage(SqlError::Other(format!("token lookup: {e}"))))?,
-                None => None,
-            };
-            let request = quota_core::Request {
-                method: &method,
-                path: &path,
-                query: &query,
-                body: &body,
-                caller: caller.as_ref(),
-            };
-            let once = match (&idempotency, &caller) {
-                (Some(k), Some(c)) => Some((
-                    IdempotencyKey {
-                        caller: c.name.clone(),
-                        method: method.clone(),
-                        path: path.clone(),
-                        key: k.clone(),
-                    },
-                    tokens::sha256_hex(body.as_bytes()),
-                )),
-                _ => None,
-            };
-            let read_only = method == "GET" && once.is_none();
-            w.transaction(read_only, |tx| answer_once(tx, &request, now, once.as_ref()))
-        })
+        .run_steps(kind, move |w| answer_call(w, &call, now))
         .await;
     match answer {
         Ok(Ok(r)) => json(r.status, r.body),
@@ -163,6 +146,50 @@ async fn handle(State(app): State<Arc<App>>, req: Request) -> Response {
     }
 }
 
+/// A request as the pool's jobs need it (each chunk of a refresh is a job of its own).
+struct Call {
+    secret: Option<String>,
+    method: String,
+    path: String,
+    query: String,
+    body: String,
+    idempotency: Option<String>,
+}
+
+/// Authenticates and answers `call` in one transaction: the whole answer, or (a refresh with a run
+/// id) its next chunk.
+fn answer_call(w: &mut Worker, call: &Call, now: Timestamp) -> Result<Step<quota_core::Response>, HostError> {
+    let caller = match &call.secret {
+        Some(s) => tokens::authenticate(w.db(), s)
+            .map_err(|e| HostError::Storage(SqlError::Other(format!("token lookup: {e}"))))?,
+        None => None,
+    };
+    let request = quota_core::Request {
+        method: &call.method,
+        path: &call.path,
+        query: &call.query,
+        body: &call.body,
+        caller: caller.as_ref(),
+    };
+    let once = match (&call.idempotency, &caller) {
+        (Some(k), Some(c)) => Some((
+            IdempotencyKey {
+                caller: c.name.clone(),
+                method: call.method.clone(),
+                path: call.path.clone(),
+                key: k.clone(),
+            },
+            tokens::sha256_hex(call.body.as_bytes()),
+        )),
+        _ => None,
+    };
+    let read_only = call.method == "GET" && once.is_none();
+    let chunk = if read_only { 0 } else { w.refresh_chunk_users() };
+    w.transaction(read_only, |tx| {
+        answer_once(tx, &request, now, once.as_ref(), chunk)
+    })
+}
+
 /// Answers a request in the caller's transaction. With an idempotency key, the first completed
 /// response is recorded in that same transaction, and a repeat with the same body hash replays it
 /// without calling the engine (another body: 409).
@@ -171,28 +198,32 @@ fn answer_once(
     request: &quota_core::Request<'_>,
     now: Timestamp,
     once: Option<&(IdempotencyKey, String)>,
-) -> Result<quota_core::Response, HostError> {
+    chunk_users: u32,
+) -> Result<Step<quota_core::Response>, HostError> {
     if let Some((key, body_hash)) = once {
         match host_tables::get_idempotent(tx, key)? {
             Some(first) if &first.body_hash == body_hash => {
-                return Ok(quota_core::Response {
+                return Ok(Step::Done(quota_core::Response {
                     status: first.status,
                     body: first.body,
-                })
+                }))
             }
             Some(_) => {
-                return Ok(quota_core::Response {
+                return Ok(Step::Done(quota_core::Response {
                     status: 409,
                     body: serde_json::json!({
                         "error": "Idempotency-Key: already used with a different body"
                     })
                     .to_string(),
-                })
+                }))
             }
             None => {}
         }
     }
-    let r = tx.handle_request(request, now)?;
+    let r = match tx.handle_request_step(request, now, chunk_users)? {
+        Step::Done(r) => r,
+        Step::More => return Ok(Step::More),
+    };
     if let Some((key, body_hash)) = once {
         let record = IdempotencyRecord {
             body_hash: body_hash.clone(),
@@ -202,5 +233,5 @@ fn answer_once(
         };
         host_tables::put_idempotent(tx, key, &record)?;
     }
-    Ok(r)
+    Ok(Step::Done(r))
 }
