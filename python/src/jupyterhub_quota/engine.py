@@ -35,6 +35,10 @@ SQL = "quota:engine/sql@0.2.0"
 CALL_DEADLINE_S = 5.0
 #: How many times one call runs again after conflicts before it fails as busy.
 CONFLICT_RETRIES_MAX = 30
+#: Users per transaction of a refresh that has a run id (quota-hub's ``refresh_chunk_users``): a
+#: refresh of a million users never holds its locks for long, and a run cut off between chunks is
+#: completed by sending its run id again.
+REFRESH_CHUNK_USERS = 2000
 #: The guest's linear memory may not grow past this.
 MEMORY_LIMIT_BYTES = 256 * 1024 * 1024
 _EPOCH_TICK_S = 0.05
@@ -194,7 +198,9 @@ class QuotaEngine:
         component: Optional[Component] = None,
         durability: str = "full",
         call_deadline: float = CALL_DEADLINE_S,
+        refresh_chunk_users: int = REFRESH_CHUNK_USERS,
     ):
+        self.refresh_chunk_users = refresh_chunk_users
         self.component = component or Component.load()
         if db.startswith(("postgres://", "postgresql://")):
             from .pg_bridge import PgBridge, connect
@@ -235,7 +241,8 @@ class QuotaEngine:
         self._funcs: dict[str, Any] = {}
         for name in (
             "migrate", "configure", "next-fire", "check-start", "end-session", "cleanup-stale",
-            "refresh", "run-rule", "run-applied", "get-rates", "handle-request",
+            "refresh", "run-rule", "run-rule-step", "run-applied", "get-rates", "handle-request",
+            "handle-request-step",
         ):
             idx = inst.get_export_index(self._store, name, api)
             if idx is None:
@@ -344,7 +351,15 @@ class QuotaEngine:
             caller=None if caller is None else _record(name=caller.name, admin=caller.admin, scopes=list(caller.scopes)),
         )
         t = _timestamp(now)
-        r = self._call(lambda f, s: f["handle-request"](s, req, t), write=method != "GET")
+        if method == "GET":
+            r = self._call(lambda f, s: f["handle-request"](s, req, t), write=False)
+        else:
+            # A refresh with a run id is committed a chunk of users per transaction: the step
+            # answers None (wasmtime-py's `more`) until the response.
+            chunk = self.refresh_chunk_users
+            r = None
+            while r is None:
+                r = self._call(lambda f, s: f["handle-request-step"](s, req, t, chunk))
         if isinstance(r, str):
             raise StorageError(r)
         return Response(r.status, r.body)
@@ -371,9 +386,18 @@ class QuotaEngine:
         applied changes nothing and answers as the first run did). Returns the result as JSON
         (``replayed`` added)."""
         t = _timestamp(now)
-        r = self._call(lambda f, s: f["run-rule"](s, rule, run_id, dry_run, t))
-        if isinstance(r, Variant):
-            raise _quota_error(r)
+        if run_id is not None and not dry_run:
+            # Committed a chunk of users per transaction, as `handle_request` does.
+            chunk = self.refresh_chunk_users
+            r = None
+            while r is None:
+                r = self._call(lambda f, s: f["run-rule-step"](s, rule, run_id, t, chunk))
+            if isinstance(r, Variant):
+                raise _quota_error(r)
+        else:
+            r = self._call(lambda f, s: f["run-rule"](s, rule, run_id, dry_run, t))
+            if isinstance(r, Variant):
+                raise _quota_error(r)
         out = json.loads(r.json)
         out["replayed"] = r.replayed
         return out

@@ -105,6 +105,7 @@ def configure(
     spawn_form: bool = True,
     durability: str = "full",
     component_path: Union[str, Path, None] = None,
+    db_connections: Optional[int] = None,
 ) -> Optional[QuotaHub]:
     """Wires quota into a JupyterHub configuration (call it in ``jupyterhub_config.py``).
 
@@ -129,6 +130,8 @@ def configure(
       configured form (it should post ``runtime_minutes`` and ``gpu_selection``).
     - ``durability``: ``"full"`` (``synchronous=FULL``: a commit survives power loss) or ``"normal"``.
     - ``component_path``: another ``quota-engine.wasm`` than the one in this package.
+    - ``db_connections``: engine worker threads, each with its own database connection (default: 4
+      for PostgreSQL, 1 for SQLite, which has one writer at a time).
 
     Hooks already set in the config (``pre_spawn_hook``, ``post_stop_hook``, ``options_from_form``)
     are kept and run first. Under ``jupyterhub upgrade-db`` (or anywhere no hub is running) only the
@@ -156,7 +159,10 @@ def configure(
         open_engine().close()
         return None
 
-    service = QuotaService(open_engine)
+    postgres = path.startswith(("postgres://", "postgresql://"))
+    if db_connections is not None and db_connections > 1 and path == ":memory:":
+        raise ValueError("configure(): db_connections > 1 needs a database file or server, not :memory:")
+    service = QuotaService(open_engine, workers=db_connections or (4 if postgres else 1))
     quota = QuotaHub(service, default_runtime=default_runtime_minutes, scheduler=scheduler, auto_stop=auto_stop)
     from .spawn import install_spawn_hooks
 

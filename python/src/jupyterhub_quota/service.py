@@ -7,6 +7,7 @@ import asyncio
 import json
 import logging
 import math
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, Optional
@@ -59,19 +60,50 @@ def accelerator_option(value: Any) -> Optional[str]:
 
 
 class QuotaService:
-    """One :class:`QuotaEngine` used from one worker thread."""
+    """:class:`QuotaEngine` calls on worker threads, never on the hub's event loop.
 
-    def __init__(self, open_engine: Callable[[], QuotaEngine]):
-        self.executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="quota-engine")
-        # Opened on the worker thread, which is the only one that ever touches it.
-        self.engine: QuotaEngine = self.executor.submit(open_engine).result()
+    ``workers`` threads each open their own engine, so each has its own database connection: a
+    pool of connections for PostgreSQL, where calls of several threads run at once (each waits on
+    the network, not the GIL). SQLite has one writer at a time, so one worker is enough there.
+    """
+
+    def __init__(self, open_engine: Callable[[], QuotaEngine], workers: int = 1):
+        if workers < 1:
+            raise ValueError(f"workers: must be at least 1, got {workers}")
+        self._open = open_engine
+        self._local = threading.local()
+        self._opened: list[QuotaEngine] = []
+        self._lock = threading.Lock()
+        self.workers = workers
+        self.executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="quota-engine")
+        # The first engine is opened now, so a bad database or values file fails at start-up.
+        self.engine: QuotaEngine = self.executor.submit(self._engine).result()
+
+    def _engine(self) -> QuotaEngine:
+        """This worker thread's engine, opened on first use; only this thread ever touches it."""
+        engine = getattr(self._local, "engine", None)
+        if engine is None:
+            engine = self._open()
+            self._local.engine = engine
+            with self._lock:
+                self._opened.append(engine)
+        return engine
+
+    def _on_worker(self, fn: Callable[[QuotaEngine], Any]) -> Any:
+        return fn(self._engine())
 
     async def run(self, fn: Callable[[QuotaEngine], Any]) -> Any:
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self.executor, fn, self.engine)
+        return await loop.run_in_executor(self.executor, self._on_worker, fn)
 
     def run_sync(self, fn: Callable[[QuotaEngine], Any]) -> Any:
-        return self.executor.submit(fn, self.engine).result()
+        return self.executor.submit(self._on_worker, fn).result()
+
+    @property
+    def conflicts_retried(self) -> int:
+        """Calls run again after a conflict, over every worker's engine."""
+        with self._lock:
+            return sum(e.conflicts_retried for e in self._opened)
 
     async def request(
         self, method: str, path: str, body: Any = None, caller: Optional[Caller] = HUB, query: str = ""
