@@ -2,11 +2,16 @@
 //!
 //! 1. Durable session ends per second with 8 concurrent writers (each its own connection and
 //!    engine instance; every end one committed transaction), and the conflict retries they needed.
-//! 2. One refresh of 100,000 users (and of 1,000,000 with `BENCH_MILLION=1`), with the spawn gate's
-//!    latency (p50, p99) measured from another connection while the refresh runs.
+//! 2. One refresh of 100,000 users (and of 1,000,000 with `BENCH_MILLION=1`), in one transaction and
+//!    then in chunks (with a run id, as scheduled runs have), with the longest chunk transaction and
+//!    the spawn gate's latency (p50, p99) measured from another connection while the refresh runs.
+//! 3. SERIALIZABLE against READ COMMITTED with `FOR UPDATE` row locks, on the session end's
+//!    statements in raw SQL, over many users and over a few hot ones.
 //!
 //!   bash scripts/build-wasm.sh && bash scripts/with-postgres.sh \
 //!     cargo bench -p quota-host --features postgres --bench postgres
+//!
+//! `BENCH_ISOLATION_ONLY=1` runs section 3 alone.
 //!
 //! Prints figures; asserts nothing about time.
 
@@ -131,9 +136,14 @@ fn percentile(v: &mut [f64], p: f64) -> f64 {
     v[((v.len() as f64 - 1.0) * p) as usize]
 }
 
-fn refresh(rt: &Arc<Runtime>, target: &Target, users: i64) {
+/// One refresh of every user: one transaction (no run id), or chunks of `refresh_chunk_users`, one
+/// transaction each (with a run id), timing each chunk's transaction from its start to the next's
+/// (commit included: an upper bound on how long it held its row locks).
+fn refresh(rt: &Arc<Runtime>, target: &Target, users: i64, chunked: bool) {
     let mut w = Worker::new(rt.clone(), target.open(), &values()).expect("worker");
-    seed(&mut w, users, 0);
+    if !chunked {
+        seed(&mut w, users, 0);
+    }
     // The gate from another connection while the refresh runs.
     let stop = Arc::new(AtomicBool::new(false));
     // Opened (and migrated) before the refresh takes its locks.
@@ -145,8 +155,9 @@ fn refresh(rt: &Arc<Runtime>, target: &Target, users: i64) {
             let mut i = 0;
             while !stop.load(Ordering::Relaxed) {
                 let body = format!(
-                    r#"{{"username": "u{}", "runtime_minutes": 5, "server_name": "g{i}"}}"#,
-                    (i * 7919) % users
+                    r#"{{"username": "u{}", "runtime_minutes": 5, "server_name": "g{}-{i}"}}"#,
+                    (i * 7919) % users,
+                    u8::from(chunked)
                 );
                 let caller = quota_core::Caller {
                     name: "hub".into(),
@@ -172,10 +183,38 @@ fn refresh(rt: &Arc<Runtime>, target: &Target, users: i64) {
         })
     };
     let t = Instant::now();
-    let r = w
-        .refresh(r#"{"action": "add", "amount": 1}"#, Timestamp(T0 + 120))
-        .expect("refresh");
+    let mut chunk_starts = Vec::new();
+    let r = if chunked {
+        let admin = quota_core::Caller {
+            name: "admin".into(),
+            admin: true,
+            scopes: vec![],
+        };
+        let body = format!(r#"{{"action": "add", "amount": 1, "run_id": "bench-{users}"}}"#);
+        let req = quota_core::Request {
+            method: "POST",
+            path: "/admin/api/quota/refresh",
+            query: "",
+            body: &body,
+            caller: Some(&admin),
+        };
+        let answer = w
+            .chunked(|tx, chunk| {
+                chunk_starts.push(Instant::now());
+                tx.handle_request_step(&req, Timestamp(T0 + 180), chunk)
+            })
+            .expect("refresh");
+        assert_eq!(answer.status, 200, "{}", answer.body);
+        serde_json::from_str::<serde_json::Value>(&answer.body).expect("json")["users_updated"]
+            .as_u64()
+            .expect("users_updated")
+    } else {
+        w.refresh(r#"{"action": "add", "amount": 1}"#, Timestamp(T0 + 120))
+            .expect("refresh")
+            .users_updated
+    };
     let secs = t.elapsed().as_secs_f64();
+    chunk_starts.push(Instant::now());
     stop.store(true, Ordering::Relaxed);
     let mut lat = gate.join().expect("gate");
     let (p50, p99) = if lat.is_empty() {
@@ -183,27 +222,153 @@ fn refresh(rt: &Arc<Runtime>, target: &Target, users: i64) {
     } else {
         (percentile(&mut lat, 0.5), percentile(&mut lat, 0.99))
     };
+    let how = if chunked {
+        let mut held: Vec<f64> = chunk_starts
+            .windows(2)
+            .map(|w| (w[1] - w[0]).as_secs_f64() * 1000.0)
+            .collect();
+        let n = held.len();
+        let max = held.iter().copied().fold(0.0, f64::max);
+        format!(
+            "{n} transactions of {} users, each {:.1} ms at p99, {max:.1} ms at most",
+            Limits::default().refresh_chunk_users,
+            percentile(&mut held, 0.99)
+        )
+    } else {
+        "one transaction".to_string()
+    };
     println!(
-        "{:>10}: refresh of {users} users ({} updated) in {secs:.2} s, one transaction; gate during it: {} calls, p50 {p50:.1} ms, p99 {p99:.1} ms",
+        "{:>10}: refresh of {users} users ({r} updated) in {secs:.2} s, {how}; gate during it: {} calls, p50 {p50:.1} ms, p99 {p99:.1} ms ({} conflict retries)",
         target.name(),
-        r.users_updated,
-        lat.len()
+        lat.len(),
+        w.conflicts_retried
     );
 }
 
-fn main() {
-    let rt = runtime();
-    let dir = tempfile::tempdir().expect("dir");
+/// The session end's statements in raw SQL (read the session and the user, write the user, the
+/// ledger row and the session), by `WRITERS` connections over `users` users, under SERIALIZABLE
+/// (retried on serialization failures, as the hosts do) or READ COMMITTED with `FOR UPDATE` row
+/// locks (which cannot fail that way). Returns (ends per second, retries).
+fn isolation(url: &str, users: i64, serializable: bool) -> (f64, u64) {
+    let per_writer: i64 = 1_000;
+    let mut db = PgDb::connect(url).expect("connect");
+    db.batch(&format!(
+        "DROP TABLE IF EXISTS iso_users, iso_sessions, iso_ledger;
+         CREATE TABLE iso_users (username text PRIMARY KEY, balance bigint NOT NULL);
+         CREATE TABLE iso_sessions (id bigint PRIMARY KEY, username text NOT NULL, status text NOT NULL);
+         CREATE TABLE iso_ledger (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, username text, amount bigint);
+         INSERT INTO iso_users SELECT 'u' || i, 1000000 FROM generate_series(0, {users} - 1) AS i;
+         INSERT INTO iso_sessions SELECT i, 'u' || (i % {users}), 'active'
+           FROM generate_series(0, {} - 1) AS i;",
+        per_writer * WRITERS as i64
+    ))
+    .expect("tables");
+    let lock = if serializable { "" } else { " FOR UPDATE" };
+    let begin = if serializable {
+        "BEGIN ISOLATION LEVEL SERIALIZABLE"
+    } else {
+        "BEGIN ISOLATION LEVEL READ COMMITTED"
+    };
+    let t = Instant::now();
+    let handles: Vec<_> = (0..WRITERS as i64)
+        .map(|k| {
+            let url = url.to_string();
+            std::thread::spawn(move || {
+                let mut db = PgDb::connect(&url).expect("connect");
+                let mut retries = 0u64;
+                for j in 0..per_writer {
+                    let id = j * WRITERS as i64 + k;
+                    loop {
+                        let attempt = (|| -> Result<(), quota_host::SqlError> {
+                            db.batch(begin)?;
+                            let s = db.query(
+                                &format!("SELECT username FROM iso_sessions WHERE id = $1{lock}"),
+                                &[id.into()],
+                            )?;
+                            let name = s[0][0].clone();
+                            let u = db.query(
+                                &format!("SELECT balance FROM iso_users WHERE username = $1{lock}"),
+                                std::slice::from_ref(&name),
+                            )?;
+                            let bal = u[0][0].as_int().unwrap_or(0);
+                            db.query(
+                                "UPDATE iso_users SET balance = $2 WHERE username = $1",
+                                &[name.clone(), (bal - 7).into()],
+                            )?;
+                            db.query(
+                                "INSERT INTO iso_ledger (username, amount) VALUES ($1, $2)",
+                                &[name, (-7i64).into()],
+                            )?;
+                            db.query(
+                                "UPDATE iso_sessions SET status = 'completed' WHERE id = $1",
+                                &[id.into()],
+                            )?;
+                            db.commit()
+                        })();
+                        match attempt {
+                            Ok(()) => break,
+                            Err(quota_host::SqlError::Conflict(_)) => {
+                                let _ = db.rollback();
+                                retries += 1;
+                            }
+                            Err(e) => panic!("{e}"),
+                        }
+                    }
+                }
+                retries
+            })
+        })
+        .collect();
+    let retries = handles.into_iter().map(|h| h.join().expect("writer")).sum();
+    let secs = t.elapsed().as_secs_f64();
+    let rows = db
+        .query(
+            "SELECT (SELECT COUNT(*) FROM iso_ledger), (SELECT SUM(1000000 - balance)::bigint FROM iso_users)",
+            &[],
+        )
+        .expect("check");
+    let n = per_writer * WRITERS as i64;
+    assert_eq!(rows[0][0].as_int(), Some(n));
+    assert_eq!(rows[0][1].as_int(), Some(7 * n), "the ledger must be exact");
+    (n as f64 / secs, retries)
+}
+
+fn engine_sections(rt: &Arc<Runtime>, dir: &std::path::Path) {
     println!("1. durable session ends, {WRITERS} concurrent writers");
-    session_ends(&rt, &Target::Sqlite(dir.path().join("ends.db")));
-    session_ends(&rt, &pg_database("bench_ends"));
+    session_ends(rt, &Target::Sqlite(dir.join("ends.db")));
+    session_ends(rt, &pg_database("bench_ends"));
     let mut sizes = vec![100_000];
     if std::env::var("BENCH_MILLION").is_ok() {
         sizes.push(1_000_000);
     }
     for n in sizes {
-        println!("2. refresh of {n} users");
-        refresh(&rt, &Target::Sqlite(dir.path().join(format!("refresh{n}.db"))), n);
-        refresh(&rt, &pg_database(&format!("bench_refresh_{n}")), n);
+        println!("2. refresh of {n} users: one transaction, then in chunks (a run id)");
+        for target in [
+            Target::Sqlite(dir.join(format!("refresh{n}.db"))),
+            pg_database(&format!("bench_refresh_{n}")),
+        ] {
+            refresh(rt, &target, n, false);
+            refresh(rt, &target, n, true);
+        }
+    }
+}
+
+fn main() {
+    let rt = runtime();
+    let dir = tempfile::tempdir().expect("dir");
+    if std::env::var("BENCH_ISOLATION_ONLY").is_err() {
+        engine_sections(&rt, dir.path());
+    }
+    println!("3. isolation on PostgreSQL: the session end's statements in raw SQL, {WRITERS} writers");
+    let Target::Pg(url) = pg_database("bench_isolation") else {
+        unreachable!("a PostgreSQL target")
+    };
+    for users in [4_000, 8] {
+        let (s, s_retries) = isolation(&url, users, true);
+        let (r, _) = isolation(&url, users, false);
+        println!(
+            "  over {users:>5} users: SERIALIZABLE {s:.0} ends/s ({s_retries} retries), READ COMMITTED + FOR UPDATE {r:.0} ends/s; ratio {:.2}",
+            s / r
+        );
     }
 }
