@@ -24,18 +24,16 @@ bash scripts/build-js.sh
 step "format"
 cargo fmt --all -- --check
 
+# The PostgreSQL suites are test targets behind the `pg-tests` features; every Rust step turns them
+# on, so the workspace compiles once (not again with other features for those suites).
+pg_features=(--features quota-host/pg-tests,quota-hub/pg-tests)
+
 step "clippy"
-cargo clippy --workspace --all-targets --locked -- -D warnings
+cargo clippy --workspace --all-targets --locked "${pg_features[@]}" -- -D warnings
 cargo clippy -p quota-wasm --target wasm32-unknown-unknown --features fault-injection --locked -- -D warnings
 
-step "tests"
-cargo test --workspace --locked
-
-step "postgresql: the component over a real PostgreSQL server (scripts/with-postgres.sh)"
-cargo clippy -p quota-host --features pg-tests --all-targets --locked -- -D warnings
-cargo clippy -p quota-hub --features pg-tests --all-targets --locked -- -D warnings
-bash scripts/with-postgres.sh bash -c 'cargo test -p quota-host --features pg-tests --locked --test postgres &&
-    cargo test -p quota-hub --features pg-tests --locked --test postgres'
+step "tests, the PostgreSQL suites against a real server (scripts/with-postgres.sh)"
+bash scripts/with-postgres.sh cargo test --workspace --locked "${pg_features[@]}"
 
 step "python: the engine in JupyterHub (python/)"
 bash scripts/test-python.sh
