@@ -29,6 +29,7 @@ pub mod reads;
 pub mod refresh;
 pub mod sessions;
 pub mod store;
+pub mod strict_json;
 pub mod targets;
 pub mod time;
 

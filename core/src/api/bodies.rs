@@ -2,6 +2,7 @@
 //! problem named by its field.
 
 use super::*;
+use crate::strict_json::StrictError;
 
 pub(super) fn first_problem(problems: Vec<QuotaError>) -> Result<(), QuotaError> {
     match problems.into_iter().next() {
@@ -14,8 +15,12 @@ pub(super) fn parse_body(body: &str) -> Result<Value, QuotaError> {
     if body.trim().is_empty() {
         return Ok(Value::Object(serde_json::Map::new()));
     }
-    let v: Value = serde_json::from_str(body)
-        .map_err(|e| QuotaError::invalid("body", format!("malformed JSON: {e}")))?;
+    let v = crate::strict_json::parse(body).map_err(|e| match e {
+        StrictError::Malformed(e) => QuotaError::invalid("body", format!("malformed JSON: {e}")),
+        StrictError::Duplicate(path) => {
+            QuotaError::invalid(path, "appears more than once in the body; give each key once")
+        }
+    })?;
     if !v.is_object() {
         return Err(QuotaError::invalid(
             "body",
