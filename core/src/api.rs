@@ -169,6 +169,33 @@ pub fn handle_request_step(
     }
 }
 
+/// Keys only a refresh body has: with any of them, `POST .../quota/refresh` is surely a refresh.
+const refresh_only_keys: [&str; 6] = [
+    "rule_name",
+    "targets",
+    "max_balance",
+    "min_balance",
+    "run_id",
+    "dry_run",
+];
+
+/// `POST /admin/api/quota/<name>` sets or adds to user `<name>` (the original's admin page sends
+/// `{"action": "set", "amount": n}` there), and `/admin/api/quota/refresh` is the refresh route with
+/// the same minimal body. When a user named `refresh` exists, such a body is refused: it may have
+/// been meant for that user, and as a refresh it would change every balance.
+fn refresh_not_ambiguous(store: &mut dyn Store, body: &Value) -> Result<(), QuotaError> {
+    let specific = refresh_only_keys.iter().any(|k| body.get(k).is_some());
+    if specific || store.get_user("refresh")?.is_none() {
+        return Ok(());
+    }
+    Err(QuotaError::Conflict(
+        "Ambiguous request: a user named `refresh` exists, so this body could mean that user's quota \
+         or a refresh of every user. To refresh, add `rule_name` (or `run_id`) to the body; to change \
+         the user `refresh`, send it to /admin/api/quota/users/refresh. Nothing was changed."
+            .to_string(),
+    ))
+}
+
 fn dispatch(
     config: &Config,
     store: &mut dyn Store,
@@ -282,6 +309,7 @@ fn dispatch(
         }
         Route::Refresh => {
             let r = refresh_body(&body)?;
+            refresh_not_ambiguous(store, &body)?;
             match refresh::refresh_step(store, &r, now, chunk_users)? {
                 Step::Done(result) => Ok(Response::json(200, &result)),
                 Step::More => {
