@@ -32,6 +32,8 @@ pub struct App {
     pub test_clock: bool,
     /// Run the values file's refresh rules at their cron times in this process.
     pub scheduler: bool,
+    /// Tokens used since `last_used` was last written.
+    pub token_use: Arc<tokens::Usage>,
 }
 
 pub fn router(app: Arc<App>) -> axum::Router {
@@ -50,8 +52,11 @@ pub fn normalise_base(base: &str) -> String {
     }
 }
 
-fn json(status: u16, body: String) -> Response {
+/// A JSON response: the engine's bytes and a newline (so curl's output does not run into the
+/// prompt; every JSON parser ignores it).
+fn json(status: u16, mut body: String) -> Response {
     let code = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    body.push('\n');
     (code, [(header::CONTENT_TYPE, "application/json")], body).into_response()
 }
 
@@ -124,10 +129,11 @@ async fn handle(State(app): State<Arc<App>>, req: Request) -> Response {
         body,
         idempotency,
     };
+    let usage = app.token_use.clone();
     // A refresh with a run id is committed a chunk of users per transaction, each its own job.
     let answer = app
         .pool
-        .run_steps(kind, move |w| answer_call(w, &call, now))
+        .run_steps(kind, move |w| answer_call(w, &call, now, &usage))
         .await;
     match answer {
         Ok(Ok(r)) => json(r.status, r.body),
@@ -158,10 +164,19 @@ struct Call {
 
 /// Authenticates and answers `call` in one transaction: the whole answer, or (a refresh with a run
 /// id) its next chunk.
-fn answer_call(w: &mut Worker, call: &Call, now: Timestamp) -> Result<Step<quota_core::Response>, HostError> {
+fn answer_call(
+    w: &mut Worker,
+    call: &Call,
+    now: Timestamp,
+    usage: &tokens::Usage,
+) -> Result<Step<quota_core::Response>, HostError> {
     let caller = match &call.secret {
-        Some(s) => tokens::authenticate(w.db(), s)
-            .map_err(|e| HostError::Storage(SqlError::Other(format!("token lookup: {e}"))))?,
+        Some(s) => tokens::authenticate(w.db(), s, now)
+            .map_err(|e| HostError::Storage(SqlError::Other(format!("token lookup: {e}"))))?
+            .map(|(caller, hash)| {
+                usage.note(&hash, now);
+                caller
+            }),
         None => None,
     };
     let request = quota_core::Request {

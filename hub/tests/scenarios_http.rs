@@ -84,7 +84,16 @@ impl ScenarioHost for HttpHost {
             body,
             &[("X-Quota-Test-Now", &when)],
         );
-        Ok(Response { status, body })
+        // The engine's bytes, and the newline quota-hub adds at the HTTP edge.
+        let Some(body) = body.strip_suffix('\n') else {
+            return Err(format!(
+                "{method} {path}: the answer does not end with a newline: {body:?}"
+            ));
+        };
+        Ok(Response {
+            status,
+            body: body.to_string(),
+        })
     }
 }
 

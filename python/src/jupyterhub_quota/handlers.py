@@ -56,7 +56,8 @@ class QuotaAPIHandler(APIHandler):
             raise web.HTTPError(503 if busy else 500, "The quota engine failed; nothing was changed") from None
         self.set_status(r.status)
         self.set_header("Content-Type", "application/json; charset=UTF-8")
-        self.finish(r.body)
+        # The engine's bytes and a newline, as quota-hub answers (curl output ends its line).
+        self.finish(r.body + "\n")
 
     async def get(self, *_args: Any) -> None:
         await self._answer("GET")
