@@ -150,6 +150,23 @@ pub enum TokenCommand {
         /// A service scope; repeat for several.
         #[arg(long, value_parser = ["quota:sessions", "quota:refresh", "quota:admin"])]
         scope: Vec<String>,
+        /// Refuse the token after this long: `90d`, `12h`, `30m`, `45s` (default: never).
+        #[arg(long, value_name = "DURATION")]
+        expires_in: Option<String>,
+    },
+    /// Every token: name, its first characters, scopes, admin, created, expires, last used (written
+    /// at most once a minute). Never a secret.
+    List {
+        #[arg(long, env = "QUOTA_HUB_DB", default_value = default_db)]
+        db: String,
+    },
+    /// Revoke tokens: every token of a user or service (`hub`), or one token by its secret or its
+    /// first characters as `token list` shows them (`qh_1a2b3c4d`). Refused from the next request.
+    Revoke {
+        #[arg(long, env = "QUOTA_HUB_DB", default_value = default_db)]
+        db: String,
+        /// A name, or `qh_` and at least 6 characters of a token.
+        what: String,
     },
 }
 

@@ -10,17 +10,16 @@ use quota_core::Timestamp;
 use quota_host::{Checkpointer, Worker};
 use serde_json::json;
 
-use crate::cli::{self, Cli, Command, QuotaArgs, ServeArgs, TokenCommand};
+use crate::cli::{self, Cli, Command, QuotaArgs, ServeArgs};
 use crate::clock::{self, Clock};
 use crate::cronjobs;
 use crate::db::{self, Db};
-use crate::host_tables;
 use crate::log::info;
 use crate::pool::{Kind, Pool};
 use crate::quota_file::{self, Entry};
 use crate::server::{self, App};
 use crate::target::{segment, Target};
-use crate::{engine, scheduler, tokens, values};
+use crate::{engine, scheduler, token_commands, values};
 
 /// Files with more rows than this get a progress bar.
 const progress_rows_min: usize = 300;
@@ -30,22 +29,7 @@ const checkpoint_interval_ms: u64 = 200;
 pub fn run(cli: Cli) -> Result<ExitCode, String> {
     match cli.command {
         Command::Serve(a) => serve(a),
-        Command::Token {
-            command:
-                TokenCommand::Issue {
-                    db,
-                    user,
-                    admin,
-                    scope,
-                },
-        } => {
-            let mut conn = db::parse(&db)?.open(true, Duration::from_millis(db::busy_timeout_ms_default))?;
-            let conn: &mut dyn quota_host::Database = conn.as_mut();
-            host_tables::ensure_schema(conn).map_err(|e| e.to_string())?;
-            let secret = tokens::issue(conn, &user, admin, &scope, Clock::system()?.now())?;
-            println!("{secret}");
-            Ok(ExitCode::SUCCESS)
-        }
+        Command::Token { command } => token_commands::run(command),
         Command::SetQuota(a) => change_quota(a, true),
         Command::AddQuota(a) => change_quota(a, false),
         Command::ListQuota(t) => list_quota(&mut Target::open(&t, false)?),
@@ -404,12 +388,17 @@ fn serve(a: ServeArgs) -> Result<ExitCode, String> {
         clock,
         test_clock: a.test_clock,
         scheduler: !a.no_scheduler,
+        token_use: Default::default(),
     });
     let tokio_rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .map_err(|e| format!("async runtime: {e}"))?;
-    let served = tokio_rt.block_on(run_server(app.clone(), &a.listen));
+    let served = tokio_rt.block_on(async {
+        let served = run_server(app.clone(), &a.listen).await;
+        scheduler::record_token_use(&app).await;
+        served
+    });
     tokio_rt.shutdown_timeout(Duration::from_secs(5));
     served?;
     if let Ok(mut app) = Arc::try_unwrap(app) {
@@ -457,6 +446,7 @@ async fn run_server(app: Arc<App>, listen: &str) -> Result<(), String> {
         tokio::spawn(scheduler::run_rule_forever(app.clone(), rule.name.clone(), t0));
     }
     tokio::spawn(scheduler::purge_replays_forever(app.clone()));
+    tokio::spawn(scheduler::record_token_use_forever(app.clone()));
     let listener = tokio::net::TcpListener::bind(listen)
         .await
         .map_err(|e| format!("--listen {listen}: {e}"))?;

@@ -1,4 +1,5 @@
-//! quota-hub's own rows: API tokens (stored hashed) and `Idempotency-Key` replays. The engine never
+//! quota-hub's own tables: API tokens (stored hashed; their rows in `token_rows`) and
+//! `Idempotency-Key` replays. The engine never
 //! sees them; they live in the engine's database so that one transaction covers an engine call and
 //! the replay record of its response. The engine owns its schema (its `migrate`); these two tables
 //! are quota-hub's, created here if missing (files written by quota-hub 0.1.0 already have them).
@@ -13,7 +14,10 @@ const sqlite_schema: &[&str] = &[
         name TEXT NOT NULL,
         admin INTEGER NOT NULL,
         scopes TEXT NOT NULL,
-        created_at INTEGER NOT NULL
+        created_at INTEGER NOT NULL,
+        prefix TEXT,
+        expires_at INTEGER,
+        last_used INTEGER
      ) WITHOUT ROWID",
     "CREATE TABLE IF NOT EXISTS idempotency (
         caller TEXT NOT NULL,
@@ -36,7 +40,10 @@ const postgres_schema: &[&str] = &[
         name TEXT NOT NULL,
         admin BIGINT NOT NULL,
         scopes TEXT NOT NULL,
-        created_at BIGINT NOT NULL
+        created_at BIGINT NOT NULL,
+        prefix TEXT,
+        expires_at BIGINT,
+        last_used BIGINT
      )",
     "CREATE TABLE IF NOT EXISTS idempotency (
         caller TEXT NOT NULL,
@@ -58,19 +65,6 @@ pub fn in_dialect(sql: &str, dialect: Dialect) -> std::borrow::Cow<'_, str> {
         Dialect::Sqlite => sql.into(),
         Dialect::Postgres => sql.replace('?', "$").into(),
     }
-}
-
-/// An API token, by the hash of its secret (the secret itself is never stored).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct TokenRecord {
-    /// Hex SHA-256 of the secret.
-    pub hash: String,
-    /// The user or service the token acts as.
-    pub name: String,
-    pub admin: bool,
-    /// Service scopes (`quota:sessions`, `quota:refresh`, `quota:admin`).
-    pub scopes: Vec<String>,
-    pub created_at: Timestamp,
 }
 
 /// What identifies a request for `Idempotency-Key`: the key is scoped to caller, method and path.
@@ -128,69 +122,66 @@ pub fn ensure_schema(db: &mut dyn Database) -> Result<(), HostError> {
         Dialect::Sqlite => sqlite_schema,
         Dialect::Postgres => postgres_schema,
     };
-    for statement in schema {
-        if let Err(e) = db.run(statement, &[]) {
-            let _ = db.rollback();
-            return Err(e);
-        }
+    let added = schema
+        .iter()
+        .try_for_each(|statement| db.run(statement, &[]).map(|_| ()))
+        .and_then(|()| add_token_columns(db));
+    if let Err(e) = added {
+        let _ = db.rollback();
+        return Err(e);
     }
     db.commit().map_err(HostError::Storage)
 }
 
-fn bad_row(what: &str) -> HostError {
+/// Columns added to `api_tokens` after quota-hub 0.1.0 (token list, expiry, revoke by prefix), added
+/// to an older table; its tokens keep working, with no prefix, expiry or last use.
+/// (column, SQLite type, PostgreSQL type).
+const token_columns_added: [(&str, &str, &str); 3] = [
+    ("prefix", "TEXT", "TEXT"),
+    ("expires_at", "INTEGER", "BIGINT"),
+    ("last_used", "INTEGER", "BIGINT"),
+];
+
+fn add_token_columns(db: &mut dyn Database) -> Result<(), HostError> {
+    let dialect = Database::dialect(db);
+    let present = match dialect {
+        Dialect::Sqlite => db.run("SELECT name FROM pragma_table_info('api_tokens')", &[])?,
+        Dialect::Postgres => db.run(
+            "SELECT column_name::text FROM information_schema.columns
+             WHERE table_name = 'api_tokens' AND table_schema = current_schema()",
+            &[],
+        )?,
+    };
+    let present: Vec<&str> = present.iter().filter_map(|r| r.first()?.as_text()).collect();
+    for (column, sqlite_type, postgres_type) in token_columns_added {
+        if present.contains(&column) {
+            continue;
+        }
+        // SQLite's write lock (BEGIN IMMEDIATE) serialises this; PostgreSQL's IF NOT EXISTS lets
+        // two servers starting at once both succeed.
+        let sql = match dialect {
+            Dialect::Sqlite => format!("ALTER TABLE api_tokens ADD COLUMN {column} {sqlite_type}"),
+            Dialect::Postgres => {
+                format!("ALTER TABLE api_tokens ADD COLUMN IF NOT EXISTS {column} {postgres_type}")
+            }
+        };
+        db.run(&sql, &[])?;
+    }
+    Ok(())
+}
+
+pub(crate) fn bad_row(what: &str) -> HostError {
     HostError::Storage(quota_host::SqlError::Other(format!(
         "{what}: unexpected row shape"
     )))
 }
 
-fn text(v: &SqlValue, what: &str) -> Result<String, HostError> {
+pub(crate) fn text(v: &SqlValue, what: &str) -> Result<String, HostError> {
     v.as_text().map(str::to_string).ok_or_else(|| bad_row(what))
 }
 
-fn int(v: &SqlValue, what: &str) -> Result<i64, HostError> {
+pub(crate) fn int(v: &SqlValue, what: &str) -> Result<i64, HostError> {
     v.as_int().ok_or_else(|| bad_row(what))
-}
-
-/// Scopes are stored as one space-separated column.
-fn scopes_column(scopes: &[String]) -> String {
-    scopes.join(" ")
-}
-
-pub fn put_token(db: &mut (impl Sql + ?Sized), t: &TokenRecord) -> Result<(), HostError> {
-    db.run(
-        "INSERT INTO api_tokens (hash, name, admin, scopes, created_at) VALUES (?1, ?2, ?3, ?4, ?5)",
-        &[
-            t.hash.as_str().into(),
-            t.name.as_str().into(),
-            i64::from(t.admin).into(),
-            scopes_column(&t.scopes).into(),
-            t.created_at.seconds().into(),
-        ],
-    )
-    .map(|_| ())
-}
-
-pub fn find_token(db: &mut (impl Sql + ?Sized), hash: &str) -> Result<Option<TokenRecord>, HostError> {
-    let rows = db.run(
-        "SELECT hash, name, admin, scopes, created_at FROM api_tokens WHERE hash = ?1",
-        &[hash.into()],
-    )?;
-    let Some(r) = rows.first() else {
-        return Ok(None);
-    };
-    let [hash, name, admin, scopes, created_at] = r.as_slice() else {
-        return Err(bad_row("api_tokens"));
-    };
-    Ok(Some(TokenRecord {
-        hash: text(hash, "api_tokens")?,
-        name: text(name, "api_tokens")?,
-        admin: int(admin, "api_tokens")? != 0,
-        scopes: text(scopes, "api_tokens")?
-            .split_whitespace()
-            .map(str::to_string)
-            .collect(),
-        created_at: Timestamp(int(created_at, "api_tokens")?),
-    }))
 }
 
 fn key_params(k: &IdempotencyKey) -> Vec<SqlValue> {

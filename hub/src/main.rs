@@ -17,6 +17,8 @@ mod quota_file;
 mod scheduler;
 mod server;
 mod target;
+mod token_commands;
+mod token_rows;
 mod tokens;
 mod values;
 

@@ -9,10 +9,10 @@ use std::time::Duration;
 use quota_core::Timestamp;
 use quota_host::{HostError, Worker};
 
-use crate::host_tables;
 use crate::log::info;
 use crate::pool::Kind;
 use crate::server::App;
+use crate::{host_tables, token_rows};
 
 /// How far back a server looks for a run it missed.
 const missed_lookback_seconds: i64 = 7 * 24 * 60 * 60;
@@ -138,6 +138,43 @@ pub async fn purge_replays_forever(app: Arc<App>) {
             Ok(Ok(n)) => info!("forgot {n} Idempotency-Key replays older than {before}"),
             Ok(Err(e)) => info!("purging Idempotency-Key replays failed: {e}"),
             Err(e) => info!("purging Idempotency-Key replays not run: {e}"),
+        }
+    }
+}
+
+/// How often the tokens' `last_used` is written (the "at most once a minute").
+const token_use_interval_seconds: u64 = 60;
+
+/// Writes the tokens' `last_used` once a minute.
+pub async fn record_token_use_forever(app: Arc<App>) {
+    let mut tick = tokio::time::interval(Duration::from_secs(token_use_interval_seconds));
+    loop {
+        tick.tick().await;
+        record_token_use(&app).await;
+    }
+}
+
+/// Writes `last_used` of the tokens used since the last write (at shutdown too). A failure is
+/// logged and the uses kept for the next try.
+pub async fn record_token_use(app: &App) {
+    let used = app.token_use.take();
+    if used.is_empty() {
+        return;
+    }
+    let (again, usage) = (used.clone(), app.token_use.clone());
+    let written = app
+        .pool
+        .run(Kind::Write, move |w| {
+            w.transaction(false, |tx| token_rows::touch_tokens(tx, &used))
+        })
+        .await;
+    if let Err(e) = written
+        .map_err(|e| e.to_string())
+        .and_then(|r| r.map_err(|e| e.to_string()))
+    {
+        info!("recording when tokens were last used failed (kept for the next try): {e}");
+        for (hash, when) in again {
+            usage.note(&hash, when);
         }
     }
 }
