@@ -5,10 +5,11 @@
 
 use std::sync::Arc;
 
-use axum::body::{to_bytes, Body};
+use axum::body::Body;
 use axum::extract::{Request, State};
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
+use http_body_util::BodyExt;
 use quota_core::limits::body_bytes_max;
 use quota_core::refresh::Step;
 use quota_core::Timestamp;
@@ -64,6 +65,30 @@ fn error(status: u16, message: &str) -> Response {
     json(status, serde_json::json!({ "error": message }).to_string())
 }
 
+/// How much of an oversized body is read and thrown away before the 413 is sent. A client that
+/// does not send `Expect: 100-continue` (Python's http.client, many libraries) writes its whole
+/// body before reading; closing with its bytes unread makes the kernel reset the connection and
+/// the client never reads the answer. Past this, the connection is closed.
+pub const oversized_body_drain_bytes_max: usize = 16 << 20;
+
+/// The body, or `None` when it is larger than the engine takes (read to its end, or to
+/// [`oversized_body_drain_bytes_max`] past the limit, and thrown away).
+async fn read_body(mut body: Body) -> Result<Option<Vec<u8>>, String> {
+    let mut kept = Vec::new();
+    let mut seen = 0usize;
+    while let Some(frame) = body.frame().await {
+        let frame = frame.map_err(|e| e.to_string())?;
+        let Ok(data) = frame.into_data() else { continue };
+        seen = seen.saturating_add(data.len());
+        if seen <= body_bytes_max {
+            kept.extend_from_slice(&data);
+        } else if seen > body_bytes_max + oversized_body_drain_bytes_max {
+            break;
+        }
+    }
+    Ok((seen <= body_bytes_max).then_some(kept))
+}
+
 fn header_str<'h>(h: &'h HeaderMap, name: &str) -> Option<&'h str> {
     h.get(name).and_then(|v| v.to_str().ok())
 }
@@ -110,14 +135,15 @@ async fn handle(State(app): State<Arc<App>>, req: Request) -> Response {
         _ => None,
     };
 
-    // One byte more than allowed is enough to know the body is too large; the engine answers
-    // 413 after routing and authorisation, so a stand-in of that length carries the fact.
-    let body = match to_bytes(Body::new(body), body_bytes_max + 1).await {
-        Ok(b) => match String::from_utf8(b.to_vec()) {
+    // The engine answers 413 after routing and authorisation, so for an oversized body a stand-in
+    // one byte over the limit carries the fact.
+    let body = match read_body(Body::new(body)).await {
+        Ok(Some(b)) => match String::from_utf8(b) {
             Ok(s) => s,
             Err(_) => return error(400, "body: not valid UTF-8"),
         },
-        Err(_) => " ".repeat(body_bytes_max + 1),
+        Ok(None) => " ".repeat(body_bytes_max + 1),
+        Err(e) => return error(400, &format!("body: could not be read: {e}")),
     };
 
     let kind = if method == "GET" { Kind::Read } else { Kind::Write };
