@@ -127,6 +127,17 @@ pub struct ServeArgs {
     /// or another process run them. Use one of the two, not both.
     #[arg(long, env = "QUOTA_HUB_NO_SCHEDULER")]
     pub no_scheduler: bool,
+    /// Connections served at once; more wait until one closes. Keep it below the open-file limit
+    /// (`ulimit -n`) with room for the database.
+    #[arg(long, env = "QUOTA_HUB_CONNECTIONS_MAX", default_value_t = 1000, value_parser = clap::value_parser!(u32).range(1..))]
+    pub connections_max: u32,
+    /// A request's head must arrive within this many ms of the server waiting for it (a new
+    /// connection's accept, or a kept-alive one's previous response: also the idle timeout).
+    #[arg(long, env = "QUOTA_HUB_HEADER_READ_TIMEOUT_MS", default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..))]
+    pub header_read_timeout_ms: u64,
+    /// The longest silence, in ms, in the middle of a request body.
+    #[arg(long, env = "QUOTA_HUB_BODY_READ_TIMEOUT_MS", default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..))]
+    pub body_read_timeout_ms: u64,
     /// Testing only: honour an `X-Quota-Test-Now: <RFC 3339>` header as the request's clock.
     #[arg(long, hide = true)]
     pub test_clock: bool,

@@ -19,7 +19,7 @@ use crate::pool::{Kind, Pool};
 use crate::quota_file::{self, Entry};
 use crate::server::{self, App};
 use crate::target::{segment, Target};
-use crate::{engine, scheduler, token_commands, values};
+use crate::{engine, listen, scheduler, token_commands, values};
 
 /// Files with more rows than this get a progress bar.
 const progress_rows_min: usize = 300;
@@ -389,6 +389,11 @@ fn serve(a: ServeArgs) -> Result<ExitCode, String> {
         test_clock: a.test_clock,
         scheduler: !a.no_scheduler,
         token_use: Default::default(),
+        limits: listen::ConnLimits {
+            connections_max: a.connections_max as usize,
+            header_read_timeout: Duration::from_millis(a.header_read_timeout_ms),
+            body_read_timeout: Duration::from_millis(a.body_read_timeout_ms),
+        },
     });
     let tokio_rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -458,10 +463,9 @@ async fn run_server(app: Arc<App>, listen: &str) -> Result<(), String> {
     let stop = stop_signal()?;
     println!("quota-hub listening on http://{addr}{}/", app.base);
     let _ = std::io::stdout().flush();
-    axum::serve(listener, server::router(app))
-        .with_graceful_shutdown(stop)
-        .await
-        .map_err(|e| format!("server: {e}"))
+    let limits = app.limits;
+    listen::serve(listener, server::router(app), limits, stop).await;
+    Ok(())
 }
 
 /// SIGINT or SIGTERM: stop accepting, finish the requests in flight, exit 0. The handlers are

@@ -9,6 +9,7 @@ mod cronjobs;
 mod db;
 mod engine;
 mod host_tables;
+mod listen;
 mod log;
 mod migrate_db;
 mod pages;

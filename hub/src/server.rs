@@ -17,6 +17,7 @@ use quota_host::{HostError, SqlError, Tx, Worker};
 
 use crate::clock::Clock;
 use crate::host_tables::{self, IdempotencyKey, IdempotencyRecord};
+use crate::listen::ConnLimits;
 use crate::log::info;
 use crate::pool::{Kind, Pool};
 use crate::tokens;
@@ -35,6 +36,7 @@ pub struct App {
     pub scheduler: bool,
     /// Tokens used since `last_used` was last written.
     pub token_use: Arc<tokens::Usage>,
+    pub limits: ConnLimits,
 }
 
 pub fn router(app: Arc<App>) -> axum::Router {
@@ -73,10 +75,17 @@ pub const oversized_body_drain_bytes_max: usize = 16 << 20;
 
 /// The body, or `None` when it is larger than the engine takes (read to its end, or to
 /// [`oversized_body_drain_bytes_max`] past the limit, and thrown away).
-async fn read_body(mut body: Body) -> Result<Option<Vec<u8>>, String> {
+async fn read_body(mut body: Body, silence_max: std::time::Duration) -> Result<Option<Vec<u8>>, String> {
     let mut kept = Vec::new();
     let mut seen = 0usize;
-    while let Some(frame) = body.frame().await {
+    loop {
+        let Ok(frame) = tokio::time::timeout(silence_max, body.frame()).await else {
+            return Err(format!(
+                "nothing received for {} ms (--body-read-timeout-ms)",
+                silence_max.as_millis()
+            ));
+        };
+        let Some(frame) = frame else { break };
         let frame = frame.map_err(|e| e.to_string())?;
         let Ok(data) = frame.into_data() else { continue };
         seen = seen.saturating_add(data.len());
@@ -137,7 +146,7 @@ async fn handle(State(app): State<Arc<App>>, req: Request) -> Response {
 
     // The engine answers 413 after routing and authorisation, so for an oversized body a stand-in
     // one byte over the limit carries the fact.
-    let body = match read_body(Body::new(body)).await {
+    let body = match read_body(Body::new(body), app.limits.body_read_timeout).await {
         Ok(Some(b)) => match String::from_utf8(b) {
             Ok(s) => s,
             Err(_) => return error(400, "body: not valid UTF-8"),
