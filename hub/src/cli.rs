@@ -16,6 +16,10 @@ pub const default_db: &str = "sqlite://quota.db";
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
+    /// Log lines on standard error as `text` or `json` (one object per line). Levels and targets
+    /// as RUST_LOG says (default `info`; `RUST_LOG=access=off` silences the access log).
+    #[arg(long, global = true, env = "QUOTA_HUB_LOG_FORMAT", default_value = "text", value_parser = ["text", "json"])]
+    pub log_format: String,
 }
 
 #[derive(Subcommand)]

@@ -29,6 +29,7 @@ use clap::Parser;
 
 fn main() -> ExitCode {
     let cli = cli::Cli::parse();
+    log::init(cli.log_format == "json");
     match commands::run(cli) {
         Ok(code) => code,
         Err(e) => {

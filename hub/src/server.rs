@@ -102,7 +102,39 @@ fn header_str<'h>(h: &'h HeaderMap, name: &str) -> Option<&'h str> {
     h.get(name).and_then(|v| v.to_str().ok())
 }
 
+/// The query string's keys without their values (a value may be a secret someone put there).
+fn query_keys(query: &str) -> String {
+    query
+        .split('&')
+        .filter(|p| !p.is_empty())
+        .map(|p| format!("{}=", p.split('=').next().unwrap_or_default()))
+        .collect::<Vec<_>>()
+        .join("&")
+}
+
+/// Answers one request and writes its access log line: method, path (query keys only), status,
+/// duration and the caller's name; never the token or the body.
 async fn handle(State(app): State<Arc<App>>, req: Request) -> Response {
+    let started = std::time::Instant::now();
+    let method = req.method().to_string();
+    let path = match req.uri().query() {
+        Some(q) => format!("{}?{}", req.uri().path(), query_keys(q)),
+        None => req.uri().path().to_string(),
+    };
+    let caller = Arc::new(std::sync::OnceLock::new());
+    let response = answer(app, req, caller.clone()).await;
+    tracing::info!(
+        target: "access",
+        method = %method,
+        path = %path,
+        status = response.status().as_u16(),
+        duration_ms = started.elapsed().as_secs_f64() * 1000.0,
+        caller = caller.get().map_or("-", String::as_str),
+    );
+    response
+}
+
+async fn answer(app: Arc<App>, req: Request, caller_name: Arc<std::sync::OnceLock<String>>) -> Response {
     let (parts, body) = req.into_parts();
     let full_path = parts.uri.path();
     let Some(path) = full_path
@@ -163,6 +195,7 @@ async fn handle(State(app): State<Arc<App>>, req: Request) -> Response {
         query,
         body,
         idempotency,
+        caller_name,
     };
     let usage = app.token_use.clone();
     // A refresh with a run id is committed a chunk of users per transaction, each its own job.
@@ -195,6 +228,8 @@ struct Call {
     query: String,
     body: String,
     idempotency: Option<String>,
+    /// Who the token stood for, for the access log.
+    caller_name: Arc<std::sync::OnceLock<String>>,
 }
 
 /// Authenticates and answers `call` in one transaction: the whole answer, or (a refresh with a run
@@ -210,6 +245,7 @@ fn answer_call(
             .map_err(|e| HostError::Storage(SqlError::Other(format!("token lookup: {e}"))))?
             .map(|(caller, hash)| {
                 usage.note(&hash, now);
+                let _ = call.caller_name.set(caller.name.clone());
                 caller
             }),
         None => None,
