@@ -21,7 +21,9 @@ fn one_json_line_per_request_and_no_secret_anywhere_in_the_log() {
     let agent = common::agent();
     let u = &server.url;
     let bad = "qh_0000000000000000000000000000000000000000000000000000000000000000";
-    let sent: Vec<(&str, String, Option<&str>, Option<&str>, u16, &str)> = vec![
+    // (method, URL, token, body, status, caller in the log)
+    type Sent<'a> = (&'a str, String, Option<&'a str>, Option<&'a str>, u16, &'a str);
+    let sent: Vec<Sent> = vec![
         (
             "GET",
             format!("{u}/api/quota/rates"),
