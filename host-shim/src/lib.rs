@@ -13,6 +13,7 @@ mod bindings;
 mod convert;
 mod state;
 
+pub mod compile_cache;
 pub mod engine;
 pub mod error;
 #[cfg(feature = "postgres")]

@@ -11,6 +11,7 @@ use wasmtime::component::{Component, HasSelf, Linker};
 use wasmtime::{Config, Engine};
 
 use crate::bindings::{QuotaEngine, QuotaEnginePre};
+use crate::compile_cache;
 use crate::error::HostError;
 use crate::state::HostState;
 
@@ -51,6 +52,10 @@ impl Limits {
     }
 }
 
+fn load_error(e: wasmtime::Error) -> HostError {
+    HostError::Load(format!("{e:#}"))
+}
+
 pub struct Runtime {
     pub(crate) engine: Engine,
     pub(crate) pre: QuotaEnginePre<HostState>,
@@ -72,15 +77,35 @@ impl Runtime {
     }
 
     pub fn from_bytes(bytes: &[u8], limits: Limits) -> Result<Arc<Runtime>, HostError> {
-        let load = |e: wasmtime::Error| HostError::Load(format!("{e:#}"));
+        let engine = Runtime::engine()?;
+        let component = Component::from_binary(&engine, bytes).map_err(load_error)?;
+        Runtime::with(engine, component, limits)
+    }
+
+    /// [`Runtime::from_bytes`], with the compiled component kept in `cache_dir`
+    /// (see [`crate::compile_cache`]): a later process loads it in milliseconds.
+    pub fn from_bytes_cached(
+        bytes: &[u8],
+        limits: Limits,
+        cache_dir: &Path,
+    ) -> Result<(Arc<Runtime>, compile_cache::Outcome), HostError> {
+        let engine = Runtime::engine()?;
+        let (component, outcome) = compile_cache::load(&engine, bytes, cache_dir).map_err(load_error)?;
+        Ok((Runtime::with(engine, component, limits)?, outcome))
+    }
+
+    fn engine() -> Result<Engine, HostError> {
         let mut config = Config::new();
         config.epoch_interruption(true);
         // `QUOTA_PERFMAP=1`: name the guest's compiled functions for `perf report` (/tmp/perf-PID.map).
         if std::env::var_os("QUOTA_PERFMAP").is_some() {
             config.profiler(wasmtime::ProfilingStrategy::PerfMap);
         }
-        let engine = Engine::new(&config).map_err(load)?;
-        let component = Component::from_binary(&engine, bytes).map_err(load)?;
+        Engine::new(&config).map_err(load_error)
+    }
+
+    fn with(engine: Engine, component: Component, limits: Limits) -> Result<Arc<Runtime>, HostError> {
+        let load = load_error;
         let mut linker: Linker<HostState> = Linker::new(&engine);
         QuotaEngine::add_to_linker::<HostState, HasSelf<HostState>>(&mut linker, |s| s).map_err(load)?;
         let pre = QuotaEnginePre::new(linker.instantiate_pre(&component).map_err(load)?).map_err(load)?;

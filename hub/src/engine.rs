@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use quota_host::{Limits, Runtime, Worker};
+use quota_host::{compile_cache, Limits, Runtime, Worker};
 
 use crate::db::Db;
 use crate::host_tables;
@@ -13,8 +13,20 @@ static component: &[u8] = include_bytes!(concat!(
     "/../target/wasm/quota-engine.wasm"
 ));
 
+/// The engine, compiled once per machine: the compiled component is kept in the cache directory
+/// (`QUOTA_CACHE_DIR`, else `$XDG_CACHE_HOME/quota-engine` or `~/.cache/quota-engine`; see
+/// `quota_host::compile_cache`), so a command starts in milliseconds. `QUOTA_CACHE_DIR=off` compiles
+/// every time.
 pub fn runtime() -> Result<Arc<Runtime>, String> {
-    Runtime::from_bytes(component, Limits::default()).map_err(|e| format!("engine: {e}"))
+    let limits = Limits::default();
+    let dir = compile_cache::default_dir().filter(|d| d.as_os_str() != "off");
+    let Some(dir) = dir else {
+        return Runtime::from_bytes(component, limits).map_err(|e| format!("engine: {e}"));
+    };
+    let (rt, outcome) =
+        Runtime::from_bytes_cached(component, limits, &dir).map_err(|e| format!("engine: {e}"))?;
+    tracing::debug!(target: "quota_hub", "engine: {outcome:?} (cache {})", dir.display());
+    Ok(rt)
 }
 
 /// A worker over its own connection to `db`, configured with `values`; the engine's schema and
