@@ -280,9 +280,21 @@ fn dispatch(
 
     match route {
         Route::ListUsers => {
-            no_query(&query)?;
-            let users = reads::list_users(store)?;
-            Ok(Response::json(200, &json!({ "users": users })))
+            let mut q = QueryFields::new(&query);
+            let after = q.take("after");
+            let limit = q.int("limit", 1, limits::users_page_max as i64)?;
+            q.finish()?;
+            if after.is_none() && limit.is_none() {
+                // The spec's shape: every user at once.
+                let users = reads::list_users(store)?;
+                return Ok(Response::json(200, &json!({ "users": users })));
+            }
+            let limit = limit.map_or(limits::users_page_max, |n| n as usize);
+            let (users, next) = reads::users_page(store, after.as_deref(), limit)?;
+            Ok(Response::json(
+                200,
+                &json!({ "users": users, "next_after": next }),
+            ))
         }
         Route::User(name) if req.method == "GET" => {
             no_query(&query)?;
@@ -371,9 +383,16 @@ fn dispatch(
                 })?),
             };
             let after_id = q.int("after_id", 0, i64::MAX)?.unwrap_or(0);
+            let limit = q
+                .int("limit", 1, limits::sessions_list_max as i64)?
+                .unwrap_or(limits::sessions_list_max as i64);
             q.finish()?;
-            let list = reads::list_sessions(store, username.as_deref(), status, after_id)?;
-            Ok(Response::json(200, &json!({ "sessions": list })))
+            let (list, next) =
+                reads::list_sessions(store, username.as_deref(), status, after_id, limit as usize)?;
+            Ok(Response::json(
+                200,
+                &json!({ "sessions": list, "next_after_id": next }),
+            ))
         }
         Route::Sessions => {
             let start = start_body(&body)?;

@@ -41,6 +41,8 @@ pub const rate_max_milli: i64 = 1_000_000 * 1000;
 pub const scan_page_users: usize = 1000;
 /// Transactions returned by one ledger page.
 pub const ledger_page_max: usize = 1000;
+/// Largest page of `GET /admin/api/quota/?limit=` (without `limit` or `after`: every user).
+pub const users_page_max: usize = 10_000;
 /// Sessions returned by one session listing.
 pub const sessions_list_max: usize = 1000;
 /// Largest request body the HTTP front door reads, in bytes; a larger one is answered 413.

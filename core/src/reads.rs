@@ -26,6 +26,23 @@ pub fn list_users(store: &mut dyn Store) -> Result<Vec<UserRecord>, QuotaError> 
     }
 }
 
+/// Up to `limit` user records with `username > after`, by username, and the username to send as
+/// `after` for the next page (None on the last page).
+pub fn users_page(
+    store: &mut dyn Store,
+    after: Option<&str>,
+    limit: usize,
+) -> Result<(Vec<UserRecord>, Option<String>), QuotaError> {
+    let mut page = store.scan_users(after, limit.saturating_add(1))?;
+    let next = if page.len() > limit {
+        page.truncate(limit);
+        page.last().map(|u| u.username.clone())
+    } else {
+        None
+    };
+    Ok((page, next))
+}
+
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct UserDetail {
     pub username: String,
@@ -111,10 +128,18 @@ pub fn list_sessions(
     username: Option<&str>,
     status: Option<SessionStatus>,
     after_id: i64,
-) -> Result<Vec<SessionView>, QuotaError> {
+    limit: usize,
+) -> Result<(Vec<SessionView>, Option<i64>), QuotaError> {
     let username = username.map(|u| normalize_username("username", u)).transpose()?;
-    let sessions = store.scan_sessions(username.as_deref(), status, after_id, limits::sessions_list_max)?;
-    Ok(sessions.iter().map(SessionView::from).collect())
+    let limit = limit.min(limits::sessions_list_max);
+    let mut sessions = store.scan_sessions(username.as_deref(), status, after_id, limit + 1)?;
+    let next = if sessions.len() > limit {
+        sessions.truncate(limit);
+        sessions.last().map(|s| s.id)
+    } else {
+        None
+    };
+    Ok((sessions.iter().map(SessionView::from).collect(), next))
 }
 
 /// The audit log by id, oldest first, a page at a time.

@@ -317,24 +317,36 @@ fn failure(e: &Entry, msg: &str) -> String {
     }
 }
 
+/// Users per request of `list-quota` (pages of the admin list route).
+const list_page_users: usize = 10_000;
+
 fn list_quota(target: &mut Target) -> Result<ExitCode, String> {
-    let v = target.ok("GET", "/admin/api/quota/", "")?;
-    let users = v["users"].as_array().cloned().unwrap_or_default();
-    let rows: Vec<[String; 3]> = users
-        .iter()
-        .map(|u| {
+    // Page by page (no single answer holds 50,000 users), then written line by line.
+    let mut rows: Vec<[String; 3]> = Vec::new();
+    let mut after: Option<String> = None;
+    loop {
+        let query = match &after {
+            None => format!("limit={list_page_users}"),
+            Some(a) => format!("limit={list_page_users}&after={}", segment(a)),
+        };
+        let v = target.ok("GET", &format!("/admin/api/quota/?{query}"), "")?;
+        for u in v["users"].as_array().map(Vec::as_slice).unwrap_or_default() {
             let balance = if u["unlimited"] == true {
                 "unlimited".to_string()
             } else {
                 u["balance"].to_string()
             };
-            [
+            rows.push([
                 u["username"].as_str().unwrap_or("").to_string(),
                 balance,
                 u["updated_at"].as_str().unwrap_or("").to_string(),
-            ]
-        })
-        .collect();
+            ]);
+        }
+        match v["next_after"].as_str() {
+            Some(next) => after = Some(next.to_string()),
+            None => break,
+        }
+    }
     let head = ["Username", "Balance", "Last Updated"];
     let width = |i: usize| {
         rows.iter()
@@ -344,13 +356,15 @@ fn list_quota(target: &mut Target) -> Result<ExitCode, String> {
             .unwrap_or(0)
     };
     let (w0, w1) = (width(0), width(1));
-    let mut table = format!("Users ({})\n", rows.len());
-    for [a, b, c] in std::iter::once(head.map(str::to_string)).chain(rows) {
-        table.push_str(&format!("{a:<w0$}  {b:>w1$}  {c}\n"));
-    }
-    std::io::stdout()
-        .write_all(table.as_bytes())
-        .map_err(|e| format!("stdout: {e}"))?;
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::new(stdout.lock());
+    let written = writeln!(out, "Users ({})", rows.len()).and_then(|()| {
+        for [a, b, c] in std::iter::once(head.map(str::to_string)).chain(rows) {
+            writeln!(out, "{a:<w0$}  {b:>w1$}  {c}")?;
+        }
+        out.flush()
+    });
+    written.map_err(|e| format!("stdout: {e}"))?;
     Ok(ExitCode::SUCCESS)
 }
 
