@@ -21,6 +21,7 @@ pub mod pg;
 pub mod runtime;
 pub mod sql;
 pub mod sqlite;
+mod tx;
 pub mod worker;
 
 pub use engine::{ConfigSummary, Migration, RuleInfo};

@@ -13,12 +13,14 @@ use wasmtime::{Store, StoreLimitsBuilder};
 
 use quota_core::refresh::Step;
 
-use crate::bindings::{api, QuotaEngine};
+use crate::bindings::QuotaEngine;
 use crate::engine::{ConfigSummary, Migration, RuleInfo};
 use crate::error::HostError;
 use crate::runtime::Runtime;
-use crate::sql::{Database, SqlError, SqlValue};
+use crate::sql::{Database, SqlError};
 use crate::state::HostState;
+use crate::tx::trap;
+pub use crate::tx::Tx;
 
 pub struct Worker {
     runtime: Arc<Runtime>,
@@ -32,141 +34,6 @@ pub struct Worker {
 
 /// How many times one call runs again after conflicts before it fails (as `busy`: HTTP 503).
 pub const conflict_retries_max: u32 = 30;
-
-/// One open transaction: engine calls and the host's own statements, committed together.
-pub struct Tx<'a> {
-    bindings: &'a QuotaEngine,
-    store: &'a mut Store<HostState>,
-    trapped: &'a mut bool,
-}
-
-/// Names what stopped the guest: the wasm trap (`unreachable` for a guest panic, `interrupt` for the
-/// epoch deadline, ...) rather than the backtrace header.
-fn trap(e: wasmtime::Error) -> HostError {
-    match e.downcast_ref::<wasmtime::Trap>() {
-        Some(t) => HostError::Trap(t.to_string()),
-        None => HostError::Trap(e.root_cause().to_string()),
-    }
-}
-
-fn http_request(req: &quota_core::Request<'_>) -> api::HttpRequest {
-    api::HttpRequest {
-        method: req.method.to_string(),
-        path: req.path.to_string(),
-        query: req.query.to_string(),
-        body: req.body.to_string(),
-        caller: req.caller.map(|c| api::Caller {
-            name: c.name.clone(),
-            admin: c.admin,
-            scopes: c.scopes.clone(),
-        }),
-    }
-}
-
-impl Tx<'_> {
-    /// Runs one export. A trap poisons the instance (replaced when the transaction ends); a failed
-    /// statement during the call fails it with that statement's error.
-    pub(crate) fn call<T>(
-        &mut self,
-        f: impl FnOnce(&QuotaEngine, &mut Store<HostState>) -> wasmtime::Result<T>,
-    ) -> Result<T, HostError> {
-        match f(self.bindings, self.store) {
-            Err(e) => {
-                *self.trapped = true;
-                Err(trap(e))
-            }
-            Ok(v) => match &self.store.data().storage_failed {
-                Some(e) => Err(HostError::Storage(e.clone())),
-                None => Ok(v),
-            },
-        }
-    }
-
-    /// The SQL the database speaks (for a host's own statements).
-    pub fn dialect(&self) -> crate::Dialect {
-        self.store.data().db.dialect()
-    }
-
-    /// A statement of the host's own (quota-hub's tokens and replays), in this transaction.
-    pub fn query(&mut self, sql: &str, params: &[SqlValue]) -> Result<Vec<Vec<SqlValue>>, HostError> {
-        let r = self.store.data_mut().db.query(sql, params);
-        self.store.data_mut().seen(r).map_err(HostError::Storage)
-    }
-
-    /// Answers one REST request through the component.
-    pub fn handle_request(
-        &mut self,
-        req: &quota_core::Request<'_>,
-        now: quota_core::Timestamp,
-    ) -> Result<quota_core::Response, HostError> {
-        let wreq = http_request(req);
-        let r = self.call(|b, s| b.quota_engine_api().call_handle_request(s, &wreq, now.0))?;
-        // An `err` is a storage failure the guest reported; the host's own record of it (above)
-        // normally wins, so this is a fallback.
-        let r = r.map_err(|m| HostError::Storage(SqlError::Other(m)))?;
-        Ok(quota_core::Response {
-            status: r.status,
-            body: r.body,
-        })
-    }
-
-    /// [`Tx::handle_request`], with a refresh that has a run id applied in chunks of `chunk_users`
-    /// users, one per transaction (see [`Worker::chunked`]).
-    pub fn handle_request_step(
-        &mut self,
-        req: &quota_core::Request<'_>,
-        now: quota_core::Timestamp,
-        chunk_users: u32,
-    ) -> Result<Step<quota_core::Response>, HostError> {
-        let wreq = http_request(req);
-        let r = self.call(|b, s| {
-            b.quota_engine_api()
-                .call_handle_request_step(s, &wreq, now.0, chunk_users)
-        })?;
-        Ok(match r.map_err(|m| HostError::Storage(SqlError::Other(m)))? {
-            api::RequestStep::Done(r) => Step::Done(quota_core::Response {
-                status: r.status,
-                body: r.body,
-            }),
-            api::RequestStep::More => Step::More,
-        })
-    }
-
-    /// [`Tx::run_rule`] with a run id, in chunks of `chunk_users` users (see [`Worker::chunked`]).
-    pub fn run_rule_step(
-        &mut self,
-        name: &str,
-        run_id: &str,
-        now: quota_core::Timestamp,
-        chunk_users: u32,
-    ) -> Result<Step<quota_core::refresh::RefreshResult>, HostError> {
-        let r = self.call(|b, s| {
-            b.quota_engine_api()
-                .call_run_rule_step(s, name, run_id, now.0, chunk_users)
-        })?;
-        Ok(match r {
-            Ok(api::RefreshStep::Done(r)) => Step::Done(crate::engine::refresh_result(Ok(r))?),
-            Ok(api::RefreshStep::More) => Step::More,
-            Err(e) => return crate::engine::refresh_result(Err(e)).map(Step::Done),
-        })
-    }
-
-    /// Runs configured rule `name` (at most once per `run_id`); `replayed` says a run id had been
-    /// applied before.
-    pub fn run_rule(
-        &mut self,
-        name: &str,
-        run_id: Option<&str>,
-        dry_run: bool,
-        now: quota_core::Timestamp,
-    ) -> Result<quota_core::refresh::RefreshResult, HostError> {
-        let r = self.call(|b, s| {
-            b.quota_engine_api()
-                .call_run_rule(s, name, run_id, dry_run, now.0)
-        })?;
-        crate::engine::refresh_result(r)
-    }
-}
 
 impl Worker {
     /// A worker over `db`, configured with the values document (JSON), with the database brought to
