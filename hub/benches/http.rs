@@ -3,7 +3,8 @@
 //! Requests per second and latency of the real server, with concurrent keep-alive clients on the
 //! same machine: `cargo bench -p quota-hub --bench http` (after `bash scripts/build-wasm.sh`).
 //! Prints figures; asserts nothing about time. Env: BENCH_CLIENTS (default 4), BENCH_READS
-//! (default 40000), BENCH_PAIRS (default 2000).
+//! (default 40000), BENCH_PAIRS (default 2000). Also: `/api/quota/me` with the access log on and
+//! off, and the admin list of 50,000 users.
 
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
@@ -76,23 +77,12 @@ where
     (lat, start.elapsed())
 }
 
-fn main() {
-    let clients = env_usize("BENCH_CLIENTS", 4);
-    let reads = env_usize("BENCH_READS", 40_000);
-    let pairs = env_usize("BENCH_PAIRS", 2_000);
-    let dir = tempfile::tempdir().expect("dir");
-    let db = format!("sqlite://{}", dir.path().join("q.db").display());
+/// A `quota-hub serve` on `db` with `env`; its URL.
+fn start(db: &str, env: &[(&str, &str)]) -> (std::process::Child, String) {
     let values = concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/values.yaml");
     let mut child = Command::new(bin)
-        .args([
-            "serve",
-            "--db",
-            &db,
-            "--values",
-            values,
-            "--listen",
-            "127.0.0.1:0",
-        ])
+        .args(["serve", "--db", db, "--values", values, "--listen", "127.0.0.1:0"])
+        .envs(env.iter().copied())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
@@ -107,6 +97,36 @@ fn main() {
         .expect("url")
         .trim_end_matches('/')
         .to_string();
+    (child, url)
+}
+
+fn stop(mut child: std::process::Child) {
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+/// `GET /api/quota/me` from `clients` keep-alive clients: requests per second.
+fn me_rate(url: &str, alice: &str, clients: usize, reads: usize, what: &str) -> f64 {
+    let me: &'static str = Box::leak(format!("{url}/api/quota/me").into_boxed_str());
+    let auth: &'static str = Box::leak(format!("token {alice}").into_boxed_str());
+    let (lat, wall) = load(clients, reads / clients, move |a, _, _| {
+        let mut r = a.get(me).header("Authorization", auth).call().expect("me");
+        assert_eq!(r.status().as_u16(), 200);
+        let _ = r.body_mut().read_to_string();
+        1
+    });
+    let n = reads / clients * clients;
+    report(what, lat, wall, n);
+    n as f64 / wall.as_secs_f64()
+}
+
+fn main() {
+    let clients = env_usize("BENCH_CLIENTS", 4);
+    let reads = env_usize("BENCH_READS", 40000);
+    let pairs = env_usize("BENCH_PAIRS", 2_000);
+    let dir = tempfile::tempdir().expect("dir");
+    let db = format!("sqlite://{}", dir.path().join("q.db").display());
+    let (child, url) = start(&db, &[]);
     let alice = token(&db, "alice", &[]);
     let hub = token(&db, "hub", &["--scope", "quota:sessions"]);
     let admin = token(&db, "root", &["--admin"]);
@@ -119,18 +139,7 @@ fn main() {
     }
     println!("quota-hub over SQLite (WAL, synchronous=FULL), {clients} keep-alive clients on this machine");
 
-    let me = format!("{url}/api/quota/me");
-    let auth = format!("token {alice}");
-    let (me, auth): (&'static str, &'static str) =
-        (Box::leak(me.into_boxed_str()), Box::leak(auth.into_boxed_str()));
-    let (lat, wall) = load(clients, reads / clients, move |a, _, _| {
-        let mut r = a.get(me).header("Authorization", auth).call().expect("me");
-        assert_eq!(r.status().as_u16(), 200);
-        let _ = r.body_mut().read_to_string();
-        1
-    });
-    report("GET /api/quota/me", lat, wall, reads / clients * clients);
-
+    let on = me_rate(&url, &alice, clients, reads, "GET /api/quota/me (access log on)");
     let base: &'static str = Box::leak(url.clone().into_boxed_str());
     let hub_auth: &'static str = Box::leak(format!("token {hub}").into_boxed_str());
     let (lat, wall) = load(clients, pairs / clients, move |a, c, i| {
@@ -159,6 +168,50 @@ fn main() {
         wall,
         pairs / clients * clients * 2,
     );
-    let _ = child.kill();
-    let _ = child.wait();
+    stop(child);
+
+    // The same reads with the access log off (RUST_LOG), on the same database.
+    let (child, url) = start(&db, &[("RUST_LOG", "info,access=off")]);
+    let off = me_rate(&url, &alice, clients, reads, "GET /api/quota/me (access log off)");
+    println!("access log on / off: {:.2}", on / off);
+
+    // The admin list of 50,000 users, whole.
+    let users = 50_000;
+    {
+        let c = rusqlite::Connection::open(dir.path().join("q.db")).expect("db");
+        c.execute_batch(&format!(
+            "BEGIN;
+             WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i + 1 < {users})
+             INSERT INTO users SELECT printf('u%05d', i), i % 100, 0, 1795000000 FROM n;
+             COMMIT;"
+        ))
+        .expect("seed");
+    }
+    let a = agent();
+    let list = format!("{url}/admin/api/quota/");
+    let mut lat = Vec::new();
+    for _ in 0..20 {
+        let t = Instant::now();
+        let mut r = a
+            .get(&list)
+            .header("Authorization", &format!("token {admin}"))
+            .call()
+            .expect("list");
+        let body = r
+            .body_mut()
+            .with_config()
+            .limit(64 << 20)
+            .read_to_string()
+            .expect("body");
+        lat.push(t.elapsed());
+        assert!(body.len() > users * 40, "{} bytes", body.len());
+    }
+    let wall = lat.iter().sum();
+    report(
+        &format!("GET /admin/api/quota/ with {users} users, whole"),
+        lat,
+        wall,
+        20,
+    );
+    stop(child);
 }

@@ -86,8 +86,10 @@ fn a_write_locked_out_by_another_process_gets_503_and_changes_nothing() {
         &[],
     );
     assert_eq!((st, json(&body)["balance"].as_i64()), (200, Some(105)), "{body}");
-    let log = s.server.stderr.all().join("\n");
-    assert!(log.contains("busy"), "the log says why: {log}");
+    // The line is written before the answer; wait for the reader of the server's stderr to see it.
+    s.server
+        .stderr
+        .wait_for("the log saying why", |l| l.contains("busy"));
 }
 
 #[test]
@@ -116,11 +118,10 @@ fn a_write_the_database_refuses_gets_500_and_is_rolled_back_whole() {
         before,
         "the user row was kept without its audit row"
     );
-    let log = s.server.stderr.all().join("\n");
-    assert!(
-        log.contains("constraint violated: injected: audit rows refused"),
-        "{log}"
-    );
+    // The line is written before the answer; wait for the reader of the server's stderr to see it.
+    s.server.stderr.wait_for("the refused write in the log", |l| {
+        l.contains("constraint violated: injected: audit rows refused")
+    });
 
     other.query("DROP TRIGGER refuse_audit", &[]).expect("drop");
     let (st, body) = s.post(
