@@ -5,5 +5,5 @@ set -euo pipefail
 if [ ! -x /usr/bin/chromium ]; then
     echo "installing chromium (Debian)"
     sudo_=""; [ "$(id -u)" = 0 ] || sudo_="sudo"
-    $sudo_ apt-get update -qq && $sudo_ DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+    $sudo_ apt-get update -qq && $sudo_ env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
 fi

@@ -10,7 +10,7 @@ bin=""
 for d in /usr/lib/postgresql/*/bin; do [ -x "$d/pg_ctl" ] && bin="$d"; done
 if [ -z "$bin" ]; then
     echo "installing postgresql (Debian)"
-    $sudo_ apt-get update -qq && $sudo_ DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null
+    $sudo_ apt-get update -qq && $sudo_ env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null
     for d in /usr/lib/postgresql/*/bin; do [ -x "$d/pg_ctl" ] && bin="$d"; done
 fi
 # initdb and the server refuse to run as root: as root, run them as the `postgres` user.
