@@ -134,6 +134,27 @@ fn route<'p>(segs: &[&'p str]) -> Option<Route<'p>> {
     })
 }
 
+/// The route `path` (below the base URL) names, as a template whose variable parts read `{name}`
+/// and `{id}`: a bounded set of labels for a host's request metrics. `None`: no route.
+pub fn route_template(path: &str) -> Option<&'static str> {
+    let segs: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
+    Some(match route(&segs)? {
+        Route::ListUsers => "/admin/api/quota/users",
+        Route::User(_) => "/admin/api/quota/users/{name}",
+        Route::Batch => "/admin/api/quota/batch",
+        Route::Refresh => "/admin/api/quota/refresh",
+        Route::Cleanup => "/admin/api/quota/cleanup",
+        Route::Ledger => "/admin/api/quota/transactions",
+        Route::Me => "/api/quota/me",
+        Route::Rates => "/api/quota/rates",
+        Route::Accelerators => "/api/accelerators",
+        Route::Sessions => "/api/quota/sessions",
+        Route::Session(_) => "/api/quota/sessions/{id}",
+        Route::EndById(_) => "/api/quota/sessions/{id}/end",
+        Route::EndByServer => "/api/quota/sessions/end",
+    })
+}
+
 /// Answers one request. `Err` only for storage failures: the host rolls back and answers 500.
 pub fn handle_request(
     config: &Config,
@@ -395,7 +416,13 @@ fn dispatch(
             ))
         }
         Route::Sessions => {
-            let start = start_body(&body)?;
+            let start = start_body(&body).inspect_err(|_| {
+                // A start attempt the gate never saw: still a decision (invalid) to count.
+                crate::events::record(crate::events::Event::Gate {
+                    result: crate::events::GateResult::Invalid,
+                    resource_type: "other".into(),
+                })
+            })?;
             match gate::check_start(config, store, &start, now)? {
                 StartDecision::Allowed(s) => Ok(Response::json(201, &s)),
                 StartDecision::Refused(r) => Ok(Response::error(403, &r.message)),

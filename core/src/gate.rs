@@ -4,6 +4,7 @@ use serde::Serialize;
 
 use crate::config::{cpu_resource, Config};
 use crate::error::QuotaError;
+use crate::events::{self, Event, GateResult};
 use crate::ledger::{self, Entry};
 use crate::limits;
 use crate::milli::Milli;
@@ -90,8 +91,37 @@ pub fn estimate(config: &Config, resource: &str, runtime_minutes: i64) -> Result
 }
 
 /// Validates a start request, closes an orphaned session of the same server, creates the user's
-/// record on the first attempt, and decides.
+/// record on the first attempt, and decides. The decision is recorded as an [`events::Event::Gate`].
 pub fn check_start(
+    config: &Config,
+    store: &mut dyn Store,
+    req: &StartRequest,
+    now: Timestamp,
+) -> Result<StartDecision, QuotaError> {
+    let decision = decide(config, store, req, now);
+    let result = match &decision {
+        Ok(StartDecision::Allowed(_)) => GateResult::Allowed,
+        Ok(StartDecision::Refused(_)) => GateResult::Refused,
+        Err(QuotaError::Invalid { .. } | QuotaError::OutOfRange(_)) => GateResult::Invalid,
+        Err(_) => return decision,
+    };
+    events::record(Event::Gate {
+        result,
+        resource_type: resource_label(config, req.resource.as_deref()),
+    });
+    decision
+}
+
+/// A resource type as a metrics label: a configured one, or `other` (a client's free text must not
+/// become a label of its own).
+pub fn resource_label(config: &Config, resource: Option<&str>) -> String {
+    match resource.unwrap_or(cpu_resource) {
+        r if r == cpu_resource || config.accelerators.contains_key(r) => r.to_string(),
+        _ => "other".to_string(),
+    }
+}
+
+fn decide(
     config: &Config,
     store: &mut dyn Store,
     req: &StartRequest,

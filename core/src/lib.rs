@@ -17,6 +17,7 @@ pub mod api;
 pub mod config;
 pub mod cron;
 pub mod error;
+pub mod events;
 pub mod gate;
 pub mod inputs;
 pub mod json;

@@ -152,3 +152,26 @@ pub fn ledger(
     let username = username.map(|u| normalize_username("username", u)).transpose()?;
     Ok(store.scan_transactions(username.as_deref(), after_id, limit.min(limits::ledger_page_max))?)
 }
+
+/// Active sessions counted by resource type, for a host's gauge (read a page at a time).
+pub fn active_sessions_by_type(
+    store: &mut dyn Store,
+) -> Result<std::collections::BTreeMap<String, u64>, QuotaError> {
+    let mut counts = std::collections::BTreeMap::new();
+    let mut after_id = 0;
+    loop {
+        let page = store.scan_sessions(
+            None,
+            Some(SessionStatus::Active),
+            after_id,
+            limits::sessions_list_max,
+        )?;
+        for s in &page {
+            *counts.entry(s.resource_type.clone()).or_insert(0) += 1;
+        }
+        match page.last() {
+            Some(last) if page.len() == limits::sessions_list_max => after_id = last.id,
+            _ => return Ok(counts),
+        }
+    }
+}

@@ -4,6 +4,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::error::QuotaError;
+use crate::events::{self, Event};
 use crate::ledger::{self, Entry};
 use crate::limits;
 use crate::store::{RefreshRun, Store, TransactionType, UserRecord};
@@ -361,6 +362,12 @@ pub fn refresh_step(
             result: stored,
             created_at,
         })?;
+    }
+    if finished {
+        events::record(Event::Refreshed {
+            rule_name: result.rule_name.clone(),
+            users_updated: result.users_updated,
+        });
     }
     Ok(if finished { Step::Done(result) } else { Step::More })
 }

@@ -3,6 +3,7 @@
 use serde::Serialize;
 
 use crate::error::QuotaError;
+use crate::events::{self, Event};
 use crate::ledger::{self, Entry};
 use crate::limits;
 use crate::names::{normalize_username, validate_server_name};
@@ -147,6 +148,12 @@ pub fn close(
     session.duration_minutes = Some(minutes);
     session.cost = cost;
     store.update_session(&session)?;
+    events::record(Event::SessionsEnded {
+        status,
+        resource_type: session.resource_type,
+        sessions: 1,
+        credits: cost,
+    });
     Ok(EndResult {
         session_id: session.id,
         status,
@@ -170,7 +177,9 @@ pub struct CleanedSession {
 pub fn cleanup_stale(store: &mut dyn Store, now: Timestamp) -> Result<Vec<CleanedSession>, QuotaError> {
     let cutoff = now.plus_seconds(-limits::stale_after_seconds);
     let mut cleaned = Vec::new();
+    let mut by_resource: std::collections::BTreeMap<String, u64> = Default::default();
     for mut s in store.stale_sessions(cutoff)? {
+        *by_resource.entry(s.resource_type.clone()).or_default() += 1;
         let minutes = (now.seconds() - s.start_time.seconds()).div_euclid(60);
         s.status = SessionStatus::CleanedUp;
         s.end_time = Some(now);
@@ -183,6 +192,14 @@ pub fn cleanup_stale(store: &mut dyn Store, now: Timestamp) -> Result<Vec<Cleane
             server_name: s.server_name,
             start_time: s.start_time,
             duration_minutes: minutes,
+        });
+    }
+    for (resource_type, sessions) in by_resource {
+        events::record(Event::SessionsEnded {
+            status: SessionStatus::CleanedUp,
+            resource_type,
+            sessions,
+            credits: 0,
         });
     }
     Ok(cleaned)

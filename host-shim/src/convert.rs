@@ -244,3 +244,28 @@ pub fn accelerator(a: api::Accelerator) -> (String, quota_core::config::Accelera
         },
     )
 }
+
+/// An event the component reported (`take-events`) as `quota_core`'s.
+pub fn event(e: api::Event) -> quota_core::events::Event {
+    use quota_core::events::{Event, GateResult};
+    match e {
+        api::Event::Gate(g) => Event::Gate {
+            result: match g.decision {
+                api::GateResult::Allowed => GateResult::Allowed,
+                api::GateResult::Refused => GateResult::Refused,
+                api::GateResult::Invalid => GateResult::Invalid,
+            },
+            resource_type: g.resource_type,
+        },
+        api::Event::SessionsEnded(s) => Event::SessionsEnded {
+            status: status(s.status),
+            resource_type: s.resource_type,
+            sessions: s.sessions,
+            credits: s.credits,
+        },
+        api::Event::Refreshed(r) => Event::Refreshed {
+            rule_name: r.rule_name,
+            users_updated: r.users_updated,
+        },
+    }
+}

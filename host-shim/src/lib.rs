@@ -11,11 +11,13 @@
 
 mod bindings;
 mod convert;
+pub mod observe;
 mod state;
 
 pub mod compile_cache;
 pub mod engine;
 pub mod error;
+mod group;
 #[cfg(feature = "postgres")]
 pub mod pg;
 pub mod runtime;
@@ -26,6 +28,8 @@ pub mod worker;
 
 pub use engine::{ConfigSummary, Migration, RuleInfo};
 pub use error::HostError;
+pub use group::GroupCall;
+pub use observe::Observer;
 pub use runtime::{Limits, Runtime};
 pub use sql::{Database, Dialect, SqlError, SqlValue};
 pub use sqlite::{CheckpointStats, Checkpointer, Durability, SqliteDb, SqliteOptions};

@@ -54,6 +54,23 @@ pub trait Database: Send {
     /// Every row of every table, in a fixed order: for tests that compare whole states.
     fn dump(&mut self) -> Result<String, SqlError>;
 
+    /// Marks a point inside the open transaction that [`Database::rollback_to_savepoint`] returns
+    /// to (group commit: each engine call of a group in its own savepoint).
+    fn savepoint(&mut self) -> Result<(), SqlError> {
+        self.query("SAVEPOINT quota_call", &[]).map(drop)
+    }
+
+    /// Keeps what was done since [`Database::savepoint`] as part of the transaction.
+    fn release_savepoint(&mut self) -> Result<(), SqlError> {
+        self.query("RELEASE SAVEPOINT quota_call", &[]).map(drop)
+    }
+
+    /// Undoes what was done since [`Database::savepoint`]; the transaction stays open.
+    fn rollback_to_savepoint(&mut self) -> Result<(), SqlError> {
+        self.query("ROLLBACK TO SAVEPOINT quota_call", &[])?;
+        self.release_savepoint()
+    }
+
     /// Called outside any transaction before the engine's `migrate`, so that hosts starting at once
     /// on a new database migrate one after the other (the second then finds nothing to do). SQLite
     /// needs nothing: its write transaction already serializes them.

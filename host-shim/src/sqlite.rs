@@ -331,6 +331,19 @@ impl Database for SqliteDb {
         run_cached(&self.conn, "BEGIN DEFERRED")
     }
 
+    fn savepoint(&mut self) -> Result<(), SqlError> {
+        run_cached(&self.conn, "SAVEPOINT quota_call")
+    }
+
+    fn release_savepoint(&mut self) -> Result<(), SqlError> {
+        run_cached(&self.conn, "RELEASE SAVEPOINT quota_call")
+    }
+
+    fn rollback_to_savepoint(&mut self) -> Result<(), SqlError> {
+        run_cached(&self.conn, "ROLLBACK TO SAVEPOINT quota_call")?;
+        run_cached(&self.conn, "RELEASE SAVEPOINT quota_call")
+    }
+
     fn commit(&mut self) -> Result<(), SqlError> {
         run_cached(&self.conn, "COMMIT")
     }

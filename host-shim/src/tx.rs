@@ -5,6 +5,7 @@ use wasmtime::Store;
 
 use crate::bindings::{api, QuotaEngine};
 use crate::error::HostError;
+use crate::observe::Event;
 use crate::sql::{SqlError, SqlValue};
 use crate::state::HostState;
 
@@ -13,6 +14,10 @@ pub struct Tx<'a> {
     pub(crate) bindings: &'a QuotaEngine,
     pub(crate) store: &'a mut Store<HostState>,
     pub(crate) trapped: &'a mut bool,
+    /// Where the events of this transaction's calls go, when the worker has an observer.
+    pub(crate) events: Option<&'a mut Vec<Event>>,
+    /// Users per transaction of a refresh with a run id (the runtime's `Limits`).
+    pub(crate) chunk_users: u32,
 }
 
 /// Names what stopped the guest: the wasm trap (`unreachable` for a guest panic, `interrupt` for the
@@ -45,16 +50,50 @@ impl Tx<'_> {
         &mut self,
         f: impl FnOnce(&QuotaEngine, &mut Store<HostState>) -> wasmtime::Result<T>,
     ) -> Result<T, HostError> {
-        match f(self.bindings, self.store) {
+        let v = match f(self.bindings, self.store) {
             Err(e) => {
                 *self.trapped = true;
-                Err(trap(e))
+                return Err(trap(e));
             }
             Ok(v) => match &self.store.data().storage_failed {
-                Some(e) => Err(HostError::Storage(e.clone())),
-                None => Ok(v),
+                Some(e) => return Err(HostError::Storage(e.clone())),
+                None => v,
             },
+        };
+        if let Some(events) = self.events.as_deref_mut() {
+            match self
+                .bindings
+                .quota_engine_api()
+                .call_take_events(&mut *self.store)
+            {
+                Ok(list) => events.extend(list.into_iter().map(crate::convert::event)),
+                Err(e) => {
+                    *self.trapped = true;
+                    return Err(trap(e));
+                }
+            }
         }
+        Ok(v)
+    }
+
+    /// The database, for a host's own reads in this transaction (a token lookup); a failure is
+    /// the caller's to report.
+    pub fn db(&mut self) -> &mut dyn crate::sql::Database {
+        self.store.data_mut().db.as_mut()
+    }
+
+    /// Users per transaction of a refresh with a run id (for [`Tx::handle_request_step`]).
+    pub fn refresh_chunk_users(&self) -> u32 {
+        self.chunk_users
+    }
+
+    /// Active sessions by resource type.
+    pub fn active_sessions(&mut self) -> Result<Vec<(String, u64)>, HostError> {
+        let r = self.call(|b, s| b.quota_engine_api().call_active_sessions(s))?;
+        Ok(r.map_err(|e| HostError::Quota(crate::convert::quota_error(e)))?
+            .into_iter()
+            .map(|c| (c.resource_type, c.sessions))
+            .collect())
     }
 
     /// The SQL the database speaks (for a host's own statements).

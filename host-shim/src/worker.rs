@@ -16,6 +16,7 @@ use quota_core::refresh::Step;
 use crate::bindings::QuotaEngine;
 use crate::engine::{ConfigSummary, Migration, RuleInfo};
 use crate::error::HostError;
+use crate::observe::{Event, Observer};
 use crate::runtime::Runtime;
 use crate::sql::{Database, SqlError};
 use crate::state::HostState;
@@ -23,13 +24,17 @@ use crate::tx::trap;
 pub use crate::tx::Tx;
 
 pub struct Worker {
-    runtime: Arc<Runtime>,
-    store: Option<Store<HostState>>,
-    bindings: QuotaEngine,
+    pub(crate) runtime: Arc<Runtime>,
+    pub(crate) store: Option<Store<HostState>>,
+    pub(crate) bindings: QuotaEngine,
     values_json: String,
     summary: ConfigSummary,
     /// Calls run again after a conflict with a concurrent transaction, since this worker began.
     pub conflicts_retried: u64,
+    /// Told of committed events, traps, busy failures and retries (see [`Worker::observe`]).
+    pub(crate) observer: Option<Arc<dyn Observer>>,
+    /// The events of the open transaction's calls, until it commits (or is rolled back).
+    pub(crate) events: Vec<Event>,
 }
 
 /// How many times one call runs again after conflicts before it fails (as `busy`: HTTP 503).
@@ -58,6 +63,8 @@ impl Worker {
             values_json: String::new(),
             summary: ConfigSummary::default(),
             conflicts_retried: 0,
+            observer: None,
+            events: Vec::new(),
         };
         w.configure(values_json)?;
         Ok(w)
@@ -115,6 +122,22 @@ impl Worker {
                 let err = trap(e);
                 self.replace_instance()?;
                 Err(err)
+            }
+        }
+    }
+
+    /// Reports to `observer` from now on: the events of every committed call (the worker then asks
+    /// the engine for them after each call), traps, busy failures and conflict retries.
+    pub fn observe(&mut self, observer: Arc<dyn Observer>) {
+        self.observer = Some(observer);
+    }
+
+    pub(crate) fn note_failure(&self, e: &HostError) {
+        if let Some(o) = &self.observer {
+            match e {
+                HostError::Trap(_) => o.trapped(),
+                e if e.is_busy() => o.busy(),
+                _ => {}
             }
         }
     }
@@ -180,18 +203,28 @@ impl Worker {
             match self.transaction_once(read_only, &mut f) {
                 Err(HostError::Storage(SqlError::Conflict(m))) => {
                     attempt += 1;
-                    self.conflicts_retried += 1;
                     if attempt > conflict_retries_max {
-                        return Err(HostError::Storage(SqlError::Conflict(format!(
+                        let e = HostError::Storage(SqlError::Conflict(format!(
                             "{m} (still conflicting after {conflict_retries_max} retries)"
-                        ))));
+                        )));
+                        self.note_failure(&e);
+                        return Err(e);
+                    }
+                    self.conflicts_retried += 1;
+                    if let Some(o) = &self.observer {
+                        o.conflict_retried();
                     }
                     // Back off a little, more each time, so the transactions that collided spread out.
                     std::thread::sleep(std::time::Duration::from_micros(
                         200 * attempt as u64 * attempt as u64,
                     ));
                 }
-                other => return other,
+                other => {
+                    if let Err(e) = &other {
+                        self.note_failure(e);
+                    }
+                    return other;
+                }
             }
         }
     }
@@ -212,15 +245,25 @@ impl Worker {
         begun.map_err(HostError::Storage)?;
         store.set_epoch_deadline(ticks);
         let mut trapped = false;
+        self.events.clear();
         let answer = f(&mut Tx {
             bindings: &self.bindings,
             store: &mut *store,
             trapped: &mut trapped,
+            events: self.observer.is_some().then_some(&mut self.events),
+            chunk_users: self.runtime.limits.refresh_chunk_users,
         });
         let failed = store.data_mut().storage_failed.take();
         let outcome = match (answer, failed) {
             (Ok(v), None) if !trapped => match store.data_mut().db.commit() {
-                Ok(()) => return Ok(v),
+                Ok(()) => {
+                    if let Some(o) = &self.observer {
+                        if !self.events.is_empty() {
+                            o.committed(&self.events);
+                        }
+                    }
+                    return Ok(v);
+                }
                 Err(e) => Err(HostError::Storage(e)),
             },
             // The database's own record of a failure wins over what the guest made of it.
@@ -275,7 +318,7 @@ impl Worker {
     }
 
     /// A fresh instance over the same database, configured as before.
-    fn replace_instance(&mut self) -> Result<(), HostError> {
+    pub(crate) fn replace_instance(&mut self) -> Result<(), HostError> {
         let old = self
             .store
             .take()

@@ -142,6 +142,11 @@ pub struct ServeArgs {
     /// The longest silence, in ms, in the middle of a request body.
     #[arg(long, env = "QUOTA_HUB_BODY_READ_TIMEOUT_MS", default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..))]
     pub body_read_timeout_ms: u64,
+    /// Write requests already queued when the writer is free share one transaction and one commit
+    /// (each in its own savepoint), up to this many; 1 commits each alone. SQLite only (PostgreSQL
+    /// shares the flushes of concurrent commits itself).
+    #[arg(long, env = "QUOTA_HUB_GROUP_COMMIT_MAX", default_value_t = 64, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub group_commit_max: u32,
     /// Testing only: honour an `X-Quota-Test-Now: <RFC 3339>` header as the request's clock.
     #[arg(long, hide = true)]
     pub test_clock: bool,
@@ -163,7 +168,7 @@ pub enum TokenCommand {
         #[arg(long)]
         admin: bool,
         /// A service scope; repeat for several.
-        #[arg(long, value_parser = ["quota:sessions", "quota:refresh", "quota:admin"])]
+        #[arg(long, value_parser = ["quota:sessions", "quota:refresh", "quota:admin", "quota:metrics"])]
         scope: Vec<String>,
         /// Refuse the token after this long: `90d`, `12h`, `30m`, `45s` (default: never).
         #[arg(long, value_name = "DURATION")]

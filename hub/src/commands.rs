@@ -15,7 +15,8 @@ use crate::clock::{self, Clock};
 use crate::cronjobs;
 use crate::db::{self, Db};
 use crate::log::info;
-use crate::pool::{Kind, Pool};
+use crate::metrics::Metrics;
+use crate::pool::{Kind, Pool, PoolOptions};
 use crate::quota_file::{self, Entry};
 use crate::server::{self, App};
 use crate::target::{segment, Target};
@@ -387,7 +388,17 @@ fn serve(a: ServeArgs) -> Result<ExitCode, String> {
         (Db::Sqlite(_), _) => 1,
         (Db::Postgres(_), n) => n.unwrap_or(4),
     };
-    let pool = Pool::start(&rt, &db, &doc, writers, a.readers, busy)?;
+    let metrics = Arc::new(Metrics::new());
+    let observer: Arc<dyn quota_host::Observer> = metrics.clone();
+    let opts = PoolOptions {
+        writers,
+        readers: a.readers,
+        busy_timeout: busy,
+        group_commit_max: a.group_commit_max as usize,
+        observer: Some(observer),
+    };
+    let pool = Pool::start(&rt, &db, &doc, opts)?;
+    metrics.know_rules(pool.summary.rules.iter().map(|r| r.name.clone()));
     let _checkpointer = match &db {
         Db::Sqlite(path) => Some(
             Checkpointer::start(path, Duration::from_millis(checkpoint_interval_ms))
@@ -403,6 +414,7 @@ fn serve(a: ServeArgs) -> Result<ExitCode, String> {
         test_clock: a.test_clock,
         scheduler: !a.no_scheduler,
         token_use: Default::default(),
+        metrics,
         limits: listen::ConnLimits {
             connections_max: a.connections_max as usize,
             header_read_timeout: Duration::from_millis(a.header_read_timeout_ms),

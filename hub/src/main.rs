@@ -11,6 +11,7 @@ mod engine;
 mod host_tables;
 mod listen;
 mod log;
+mod metrics;
 mod migrate_db;
 mod pages;
 mod pool;

@@ -18,6 +18,17 @@ const page_policy: &str = "default-src 'none'; script-src 'self' 'wasm-unsafe-ev
     style-src 'self'; connect-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'none'; \
     frame-ancestors 'none'";
 
+/// The metrics label of `path` (below the base) when it is a page or an asset.
+pub fn route_label(path: &str) -> Option<&'static str> {
+    if path == admin_path {
+        Some(admin_path)
+    } else if path.starts_with(static_prefix) {
+        Some("/quota-static/{asset}")
+    } else {
+        None
+    }
+}
+
 /// The answer for `path` (below the base) when it is a page or an asset; None for the API.
 pub fn answer(method: &str, path: &str, base: &str) -> Option<Response> {
     let asset = path.strip_prefix(static_prefix);

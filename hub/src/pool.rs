@@ -2,18 +2,58 @@
 //! at a time, and queueing writes here instead of in SQLite's busy handler keeps latency flat; on
 //! PostgreSQL several, whose conflicts the workers retry), reads to several readers, each with its
 //! own connection and engine instance.
+//!
+//! Group commit: a request's engine work is a [`TxJob`], run inside a transaction the writer owns.
+//! The SQLite writer takes every such job already queued (up to `--group-commit-max`) into one
+//! transaction, each job in its own savepoint, and commits once (`Worker::group`): concurrent
+//! requests share one fsync instead of queueing behind one each. A job's answer is sent only after
+//! the shared commit; a failed commit fails every job of the group.
 
 use std::sync::mpsc::{channel, Receiver, Sender};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
 use quota_core::refresh::Step;
-use quota_host::{ConfigSummary, HostError, Runtime, Worker};
+use quota_host::{ConfigSummary, GroupCall, HostError, Observer, Runtime, Tx, Worker};
 
 use crate::db::Db;
 use crate::engine;
 
-type Job = Box<dyn FnOnce(&mut Worker) + Send>;
+enum Job {
+    /// Runs with the worker to itself (its own transactions, or none).
+    Plain(Box<dyn FnOnce(&mut Worker) + Send>),
+    /// Runs inside a transaction the worker opens: on the writer, possibly one shared with other
+    /// jobs (group commit).
+    InTx(Box<dyn TxJob>),
+}
+
+/// A job's work inside a transaction, and the answer sent when that transaction has ended.
+trait TxJob: Send {
+    /// Runs the work (again, after a conflict); keeps its answer until `reply`.
+    fn run(&mut self, tx: &mut Tx<'_>) -> Result<(), HostError>;
+    /// Sends the answer, or `outcome`'s error (the call's, or the failed commit's).
+    fn reply(self: Box<Self>, outcome: Result<(), HostError>);
+}
+
+struct Typed<T, F> {
+    f: F,
+    answer: Option<T>,
+    to: tokio::sync::oneshot::Sender<Result<T, HostError>>,
+}
+
+impl<T: Send, F: FnMut(&mut Tx<'_>) -> Result<T, HostError> + Send> TxJob for Typed<T, F> {
+    fn run(&mut self, tx: &mut Tx<'_>) -> Result<(), HostError> {
+        self.answer = Some((self.f)(tx)?);
+        Ok(())
+    }
+
+    fn reply(self: Box<Self>, outcome: Result<(), HostError>) {
+        let Typed { answer, to, .. } = *self;
+        let answer = outcome
+            .and_then(|()| answer.ok_or_else(|| HostError::Trap("a job ended without an answer".into())));
+        let _ = to.send(answer);
+    }
+}
 
 pub struct Pool {
     /// What the engine made of the values document (rules, enabled).
@@ -29,19 +69,68 @@ pub enum Kind {
     Write,
 }
 
-/// Answers jobs until the queue closes; returns how many calls ran again after a conflict.
-fn serve(rx: Arc<Mutex<Receiver<Job>>>, mut worker: Worker) -> u64 {
+/// Answers jobs until the queue closes; returns how many calls ran again after a conflict. A
+/// writer with `group_max` > 1 runs the transaction jobs it finds queued together (see above).
+fn serve(rx: Arc<Mutex<Receiver<Job>>>, mut worker: Worker, kind: Kind, group_max: usize) -> u64 {
+    let mut next: Option<Job> = None;
     loop {
-        // The lock is held only while waiting for the next job.
-        let job = match rx.lock() {
-            Ok(guard) => guard.recv(),
-            Err(_) => return worker.conflicts_retried,
+        let job = match next.take() {
+            Some(job) => job,
+            // The lock is held only while taking jobs.
+            None => match rx.lock().map(|guard| guard.recv()) {
+                Ok(Ok(job)) => job,
+                _ => return worker.conflicts_retried,
+            },
         };
         match job {
-            Ok(job) => job(&mut worker),
-            Err(_) => return worker.conflicts_retried,
+            Job::Plain(f) => f(&mut worker),
+            Job::InTx(first) if kind == Kind::Read => {
+                let mut job = first;
+                let outcome = worker.transaction(true, |tx| job.run(tx));
+                job.reply(outcome);
+            }
+            Job::InTx(first) => {
+                let mut group = vec![first];
+                if let Ok(guard) = rx.lock() {
+                    while group.len() < group_max {
+                        match guard.try_recv() {
+                            Ok(Job::InTx(job)) => group.push(job),
+                            Ok(plain) => {
+                                next = Some(plain);
+                                break;
+                            }
+                            Err(_) => break,
+                        }
+                    }
+                }
+                run_group(&mut worker, group);
+            }
         }
     }
+}
+
+fn run_group(worker: &mut Worker, mut group: Vec<Box<dyn TxJob>>) {
+    let calls: Vec<GroupCall<'_, ()>> = group
+        .iter_mut()
+        .map(|job| Box::new(move |tx: &mut Tx<'_>| job.run(tx)) as GroupCall<'_, ()>)
+        .collect();
+    let outcomes = worker.group(calls);
+    for (job, outcome) in group.into_iter().zip(outcomes) {
+        job.reply(outcome);
+    }
+}
+
+/// How many workers of each kind, and how they behave.
+pub struct PoolOptions {
+    /// Workers that write (1 on SQLite).
+    pub writers: usize,
+    pub readers: usize,
+    /// How long a write waits for another process's lock before it fails busy.
+    pub busy_timeout: std::time::Duration,
+    /// Write jobs that may share one transaction and commit (1: each commits alone).
+    pub group_commit_max: usize,
+    /// Told what the workers' committed calls did (metrics).
+    pub observer: Option<Arc<dyn Observer>>,
 }
 
 impl Pool {
@@ -49,11 +138,18 @@ impl Pool {
         rt: &Arc<Runtime>,
         db: &Db,
         values: &serde_json::Value,
-        writers: usize,
-        readers: usize,
-        busy_timeout: std::time::Duration,
+        opts: PoolOptions,
     ) -> Result<Pool, String> {
+        let PoolOptions {
+            writers,
+            readers,
+            busy_timeout,
+            group_commit_max,
+            observer,
+        } = opts;
         let writers = writers.max(1);
+        // Several writers (PostgreSQL) commit in parallel, and the database shares their flushes.
+        let group_max = if writers > 1 { 1 } else { group_commit_max.max(1) };
         let (write_tx, write_rx) = channel::<Job>();
         let (read_tx, read_rx) = channel::<Job>();
         let write_rx = Arc::new(Mutex::new(write_rx));
@@ -61,13 +157,17 @@ impl Pool {
         let mut threads = Vec::new();
         let mut summary = None;
         for i in 0..writers + readers.max(1) {
-            let worker = engine::worker(rt, db, values, false, busy_timeout)?;
+            let mut worker = engine::worker(rt, db, values, false, busy_timeout)?;
+            if let Some(o) = &observer {
+                worker.observe(o.clone());
+            }
             summary.get_or_insert_with(|| worker.summary().clone());
             let rx = if i < writers {
                 write_rx.clone()
             } else {
                 read_rx.clone()
             };
+            let kind = if i < writers { Kind::Write } else { Kind::Read };
             let name = if i < writers {
                 format!("writer-{i}")
             } else {
@@ -75,7 +175,7 @@ impl Pool {
             };
             let t = std::thread::Builder::new()
                 .name(name)
-                .spawn(move || serve(rx, worker))
+                .spawn(move || serve(rx, worker, kind, group_max))
                 .map_err(|e| format!("worker thread: {e}"))?;
             threads.push(t);
         }
@@ -94,9 +194,32 @@ impl Pool {
         f: impl FnOnce(&mut Worker) -> T + Send + 'static,
     ) -> Result<T, String> {
         let (tx, rx) = tokio::sync::oneshot::channel();
-        let job: Job = Box::new(move |w| {
-            let _ = tx.send(f(w));
-        });
+        self.send(
+            kind,
+            Job::Plain(Box::new(move |w| {
+                let _ = tx.send(f(w));
+            })),
+        )?;
+        rx.await
+            .map_err(|_| "an engine worker stopped during the call".to_string())
+    }
+
+    /// Runs `f` in a transaction on a worker: a read transaction on a reader, or on the writer a
+    /// write transaction it may share with other requests' jobs (group commit); the answer comes
+    /// once that transaction has committed.
+    pub async fn run_in_tx<T: Send + 'static>(
+        &self,
+        kind: Kind,
+        f: impl FnMut(&mut Tx<'_>) -> Result<T, HostError> + Send + 'static,
+    ) -> Result<Result<T, HostError>, String> {
+        let (to, rx) = tokio::sync::oneshot::channel();
+        let job = Typed { f, answer: None, to };
+        self.send(kind, Job::InTx(Box::new(job)))?;
+        rx.await
+            .map_err(|_| "an engine worker stopped during the call".to_string())
+    }
+
+    fn send(&self, kind: Kind, job: Job) -> Result<(), String> {
         let queue = match kind {
             Kind::Read => &self.read,
             Kind::Write => &self.write,
@@ -105,9 +228,25 @@ impl Pool {
             .as_ref()
             .ok_or("the server is stopping")?
             .send(job)
-            .map_err(|_| "the engine workers have stopped".to_string())?;
-        rx.await
-            .map_err(|_| "an engine worker stopped during the call".to_string())
+            .map_err(|_| "the engine workers have stopped".to_string())
+    }
+
+    /// [`Pool::run_in_tx`] until `f` is `Done`: a refresh with a run id, one chunk of users per
+    /// job (and transaction), so the requests queued behind it run between its chunks.
+    pub async fn run_in_tx_steps<T: Send + 'static>(
+        &self,
+        kind: Kind,
+        f: impl Fn(&mut Tx<'_>) -> Result<Step<T>, HostError> + Send + Sync + 'static,
+    ) -> Result<Result<T, HostError>, String> {
+        let f = Arc::new(f);
+        loop {
+            let g = f.clone();
+            match self.run_in_tx(kind, move |tx| g(tx)).await? {
+                Ok(Step::More) => continue,
+                Ok(Step::Done(v)) => return Ok(Ok(v)),
+                Err(e) => return Ok(Err(e)),
+            }
+        }
     }
 
     /// Runs `f` as one job after another until it is `Done`: a refresh with a run id, one chunk of

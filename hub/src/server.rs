@@ -13,12 +13,13 @@ use http_body_util::BodyExt;
 use quota_core::limits::body_bytes_max;
 use quota_core::refresh::Step;
 use quota_core::Timestamp;
-use quota_host::{HostError, SqlError, Tx, Worker};
+use quota_host::{HostError, SqlError, Tx};
 
 use crate::clock::Clock;
 use crate::host_tables::{self, IdempotencyKey, IdempotencyRecord};
 use crate::listen::ConnLimits;
 use crate::log::info;
+use crate::metrics::{self, Metrics};
 use crate::pool::{Kind, Pool};
 use crate::tokens;
 
@@ -37,6 +38,8 @@ pub struct App {
     /// Tokens used since `last_used` was last written.
     pub token_use: Arc<tokens::Usage>,
     pub limits: ConnLimits,
+    /// Counted as requests are answered and engine calls commit; served at `{base}/metrics`.
+    pub metrics: Arc<Metrics>,
 }
 
 pub fn router(app: Arc<App>) -> axum::Router {
@@ -121,14 +124,18 @@ async fn handle(State(app): State<Arc<App>>, req: Request) -> Response {
         Some(q) => format!("{}?{}", req.uri().path(), query_keys(q)),
         None => req.uri().path().to_string(),
     };
+    let route = metrics::route_label(&app.base, req.uri().path());
     let caller = Arc::new(std::sync::OnceLock::new());
-    let response = answer(app, req, caller.clone()).await;
+    let response = answer(app.clone(), req, caller.clone()).await;
+    let elapsed = started.elapsed();
+    app.metrics
+        .request(route, &method, response.status().as_u16(), elapsed.as_secs_f64());
     tracing::info!(
         target: "access",
         method = %method,
         path = %path,
         status = response.status().as_u16(),
-        duration_ms = started.elapsed().as_secs_f64() * 1000.0,
+        duration_ms = elapsed.as_secs_f64() * 1000.0,
         caller = caller.get().map_or("-", String::as_str),
     );
     response
@@ -162,6 +169,9 @@ async fn answer(app: Arc<App>, req: Request, caller_name: Arc<std::sync::OnceLoc
         _ => app.clock.now(),
     };
     let secret = tokens::from_header(header_str(&headers, "authorization")).map(str::to_string);
+    if path == metrics::metrics_path {
+        return scrape(&app, &method, secret, now, caller_name).await;
+    }
     let idempotency = match header_str(&headers, "idempotency-key") {
         Some(k) if method == "POST" => {
             let k = k.trim();
@@ -201,7 +211,7 @@ async fn answer(app: Arc<App>, req: Request, caller_name: Arc<std::sync::OnceLoc
     // A refresh with a run id is committed a chunk of users per transaction, each its own job.
     let answer = app
         .pool
-        .run_steps(kind, move |w| answer_call(w, &call, now, &usage))
+        .run_in_tx_steps(kind, move |tx| answer_call(tx, &call, now, &usage))
         .await;
     match answer {
         Ok(Ok(r)) => json(r.status, r.body),
@@ -220,6 +230,61 @@ async fn answer(app: Arc<App>, req: Request, caller_name: Arc<std::sync::OnceLoc
     }
 }
 
+/// `GET {base}/metrics`, for an administrator or a token with the `quota:metrics` scope.
+async fn scrape(
+    app: &App,
+    method: &str,
+    secret: Option<String>,
+    now: Timestamp,
+    caller_name: Arc<std::sync::OnceLock<String>>,
+) -> Response {
+    if method != "GET" {
+        return error(405, "GET only");
+    }
+    let Some(secret) = secret else {
+        return error(
+            401,
+            "Authentication required (a token with the quota:metrics scope)",
+        );
+    };
+    let read = app
+        .pool
+        .run_in_tx(Kind::Read, move |tx| {
+            let caller = tokens::authenticate(tx.db(), &secret, now)
+                .map_err(|e| HostError::Storage(SqlError::Other(format!("token lookup: {e}"))))?;
+            let Some((caller, _)) = caller else {
+                return Ok(Err(401));
+            };
+            let _ = caller_name.set(caller.name.clone());
+            if !caller.admin && !caller.scopes.iter().any(|s| s == metrics::scope_metrics) {
+                return Ok(Err(403));
+            }
+            tx.active_sessions().map(Ok)
+        })
+        .await;
+    match read {
+        Ok(Ok(Ok(active))) => (
+            StatusCode::OK,
+            [(header::CONTENT_TYPE, metrics::content_type)],
+            app.metrics.render(&active),
+        )
+            .into_response(),
+        Ok(Ok(Err(401))) => error(401, "Invalid or expired token"),
+        Ok(Ok(Err(_))) => error(
+            403,
+            "Forbidden: needs the quota:metrics scope or an administrator",
+        ),
+        Ok(Err(e)) => {
+            info!("metrics failed: {e}");
+            error(500, "Internal error (see the server log)")
+        }
+        Err(e) => {
+            info!("metrics failed: {e}");
+            error(500, "Internal error (see the server log)")
+        }
+    }
+}
+
 /// A request as the pool's jobs need it (each chunk of a refresh is a job of its own).
 struct Call {
     secret: Option<String>,
@@ -232,16 +297,16 @@ struct Call {
     caller_name: Arc<std::sync::OnceLock<String>>,
 }
 
-/// Authenticates and answers `call` in one transaction: the whole answer, or (a refresh with a run
-/// id) its next chunk.
+/// Authenticates and answers `call` in the worker's transaction (on the writer, perhaps shared with
+/// other requests: group commit): the whole answer, or (a refresh with a run id) its next chunk.
 fn answer_call(
-    w: &mut Worker,
+    tx: &mut Tx<'_>,
     call: &Call,
     now: Timestamp,
     usage: &tokens::Usage,
 ) -> Result<Step<quota_core::Response>, HostError> {
     let caller = match &call.secret {
-        Some(s) => tokens::authenticate(w.db(), s, now)
+        Some(s) => tokens::authenticate(tx.db(), s, now)
             .map_err(|e| HostError::Storage(SqlError::Other(format!("token lookup: {e}"))))?
             .map(|(caller, hash)| {
                 usage.note(&hash, now);
@@ -270,10 +335,8 @@ fn answer_call(
         _ => None,
     };
     let read_only = call.method == "GET" && once.is_none();
-    let chunk = if read_only { 0 } else { w.refresh_chunk_users() };
-    w.transaction(read_only, |tx| {
-        answer_once(tx, &request, now, once.as_ref(), chunk)
-    })
+    let chunk = if read_only { 0 } else { tx.refresh_chunk_users() };
+    answer_once(tx, &request, now, once.as_ref(), chunk)
 }
 
 /// Answers a request in the caller's transaction. With an idempotency key, the first completed

@@ -65,3 +65,40 @@ pub fn status_out(s: SessionStatus) -> wit::SessionStatus {
         SessionStatus::CleanedUp => wit::SessionStatus::CleanedUp,
     }
 }
+
+/// An event of `quota_core::events` as the WIT `event`.
+pub fn event_out(e: quota_core::events::Event) -> crate::bindings::api::Event {
+    use crate::bindings::api as w;
+    use quota_core::events::{Event, GateResult};
+    match e {
+        Event::Gate {
+            result,
+            resource_type,
+        } => w::Event::Gate(w::GateEvent {
+            decision: match result {
+                GateResult::Allowed => w::GateResult::Allowed,
+                GateResult::Refused => w::GateResult::Refused,
+                GateResult::Invalid => w::GateResult::Invalid,
+            },
+            resource_type,
+        }),
+        Event::SessionsEnded {
+            status,
+            resource_type,
+            sessions,
+            credits,
+        } => w::Event::SessionsEnded(w::SessionsEndedEvent {
+            status: status_out(status),
+            resource_type,
+            sessions,
+            credits,
+        }),
+        Event::Refreshed {
+            rule_name,
+            users_updated,
+        } => w::Event::Refreshed(w::RefreshedEvent {
+            rule_name,
+            users_updated,
+        }),
+    }
+}

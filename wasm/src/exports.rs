@@ -382,6 +382,24 @@ impl Guest for Component {
         crate::pure::refresh_preview(&body_json, users).map_err(error_out)
     }
 
+    fn take_events() -> Vec<wit::Event> {
+        quota_core::events::take()
+            .into_iter()
+            .map(cv::event_out)
+            .collect()
+    }
+
+    fn active_sessions() -> Result<Vec<wit::ResourceCount>, wit::QuotaError> {
+        let counts = quota_core::reads::active_sessions_by_type(&mut SqlStore::host()).map_err(error_out)?;
+        Ok(counts
+            .into_iter()
+            .map(|(resource_type, sessions)| wit::ResourceCount {
+                resource_type,
+                sessions,
+            })
+            .collect())
+    }
+
     fn handle_request(req: wit::HttpRequest, now: i64) -> Result<wit::HttpResponse, String> {
         match Self::handle_request_step(req, now, 0)? {
             wit::RequestStep::Done(r) => Ok(r),

@@ -21,8 +21,10 @@ thread_local! {
 }
 
 impl SqlStore {
-    /// The store of this instance's host.
+    /// The store of this instance's host, for one call: every call that touches storage starts
+    /// here, so it also starts the call's list of events afresh (`take-events`).
     pub fn host() -> SqlStore {
+        quota_core::events::clear();
         let d = DIALECT.with(|c| {
             *c.get().get_or_insert_with(|| match host::get_dialect() {
                 host::Dialect::Sqlite => &dialect::sqlite,

@@ -1,0 +1,126 @@
+//! Group commit: several write calls in one transaction, each in its own savepoint, one commit.
+//!
+//! On SQLite with `synchronous=FULL` every commit waits for the disk (an fsync of the WAL); a spawn
+//! storm on a slow volume queues behind it. A server whose write queue holds several calls runs them
+//! as one group: a call that fails (a trap, a failed statement, an error the host returns) is rolled
+//! back to its savepoint alone and the others go on; the group commits once; nobody hears an answer
+//! before that commit, and a failed commit fails every call of the group.
+
+use crate::error::HostError;
+use crate::sql::{Dialect, SqlError};
+use crate::tx::Tx;
+use crate::worker::Worker;
+
+/// One call of a group: runs in the group's transaction, inside its own savepoint.
+pub type GroupCall<'c, T> = Box<dyn FnMut(&mut Tx<'_>) -> Result<T, HostError> + 'c>;
+
+impl Worker {
+    /// Runs `calls` as one write transaction and answers each in order (see the module's text).
+    /// One call, or a PostgreSQL database (whose concurrent commits already share their WAL flush
+    /// and whose conflicts are retried per call), runs each call in a transaction of its own.
+    pub fn group<T>(&mut self, calls: Vec<GroupCall<'_, T>>) -> Vec<Result<T, HostError>> {
+        if calls.len() == 1 || self.db().dialect() == Dialect::Postgres {
+            return calls
+                .into_iter()
+                .map(|mut call| self.transaction(false, &mut call))
+                .collect();
+        }
+        let n = calls.len();
+        if let Err(e) = self.db().begin() {
+            let failed: Vec<_> = (0..n).map(|_| Err(HostError::Storage(e.clone()))).collect();
+            failed.iter().for_each(|r| self.note_failures(r));
+            return failed;
+        }
+        self.events.clear();
+        let mut answers = Vec::with_capacity(n);
+        let mut calls = calls.into_iter();
+        while let Some(mut call) = calls.next() {
+            match self.in_savepoint(&mut call) {
+                Ok(answer) => answers.push(answer),
+                Err(e) => {
+                    // The transaction is in an unknown state: none of the group is kept.
+                    let _ = self.db().rollback();
+                    let not_run = 1 + calls.len();
+                    let failed = answers
+                        .into_iter()
+                        .map(|a| a.and_then(|_| Err(HostError::Storage(e.clone()))))
+                        .chain((0..not_run).map(|_| Err(HostError::Storage(e.clone()))))
+                        .collect();
+                    return self.finish(failed);
+                }
+            }
+        }
+        match self.db().commit() {
+            Ok(()) => {
+                if let Some(o) = &self.observer {
+                    if !self.events.is_empty() {
+                        o.committed(&self.events);
+                    }
+                }
+                self.finish(answers)
+            }
+            Err(e) => {
+                let _ = self.db().rollback();
+                let failed = answers
+                    .into_iter()
+                    .map(|a| a.and_then(|_| Err(HostError::Storage(e.clone()))))
+                    .collect();
+                self.finish(failed)
+            }
+        }
+    }
+
+    /// Runs one call of a group in a savepoint: `Ok(answer)` whatever the call answered (its
+    /// failure undone), `Err` when the savepoint itself could not be set, kept or undone.
+    fn in_savepoint<T>(&mut self, call: &mut GroupCall<'_, T>) -> Result<Result<T, HostError>, SqlError> {
+        let ticks = self.runtime.limits.deadline_ticks();
+        let chunk_users = self.runtime.limits.refresh_chunk_users;
+        let collect = self.observer.is_some();
+        let mark = self.events.len();
+        let store = self
+            .store
+            .as_mut()
+            .unwrap_or_else(|| unreachable!("worker store is missing"));
+        store.data_mut().db.savepoint()?;
+        store.data_mut().storage_failed = None;
+        store.set_epoch_deadline(ticks);
+        let mut trapped = false;
+        let answer = call(&mut Tx {
+            bindings: &self.bindings,
+            store: &mut *store,
+            trapped: &mut trapped,
+            events: collect.then_some(&mut self.events),
+            chunk_users,
+        });
+        let failed = store.data_mut().storage_failed.take();
+        let outcome = match (answer, failed) {
+            (Ok(v), None) if !trapped => {
+                store.data_mut().db.release_savepoint()?;
+                return Ok(Ok(v));
+            }
+            (_, Some(e)) => Err(HostError::Storage(e)),
+            (Err(e), None) => Err(e),
+            (Ok(_), None) => Err(HostError::Trap("an engine call trapped".into())),
+        };
+        store.data_mut().db.rollback_to_savepoint()?;
+        self.events.truncate(mark);
+        if trapped {
+            // The fresh instance takes over the same connection, its transaction still open.
+            if let Err(e) = self.replace_instance() {
+                return Ok(Err(e));
+            }
+        }
+        Ok(outcome)
+    }
+
+    fn note_failures<T>(&self, r: &Result<T, HostError>) {
+        if let Err(e) = r {
+            self.note_failure(e);
+        }
+    }
+
+    fn finish<T>(&self, answers: Vec<Result<T, HostError>>) -> Vec<Result<T, HostError>> {
+        answers.iter().for_each(|r| self.note_failures(r));
+        answers
+    }
+}

@@ -1,0 +1,287 @@
+//! `GET {base}/metrics`: Prometheus counters of what the engine decided and what the server did,
+//! in the OpenMetrics text format (`prometheus-client`).
+//!
+//! The engine's events (gate decisions, ended sessions and their charges, refreshes) are counted
+//! when their transaction commits, never for a call rolled back, retried or replayed. Refusals are
+//! decisions, counted under `result="refused"`, never as errors. Every label has a bounded set of
+//! values: route templates (`/api/quota/sessions/{id}/end`), configured resource types and rule
+//! names (`other` for anything else, `manual` for a refresh without a rule name).
+
+use std::collections::BTreeSet;
+use std::sync::{Mutex, OnceLock};
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
+use prometheus_client::registry::Registry;
+use quota_host::observe::{Event, Observer};
+
+/// The `Content-Type` of the exposition.
+pub const content_type: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+
+/// The scope that lets a token (a Prometheus scraper's) read the metrics and nothing else.
+pub const scope_metrics: &str = "quota:metrics";
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct GateLabels {
+    result: &'static str,
+    resource_type: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ResourceLabels {
+    resource_type: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct EndLabels {
+    status: &'static str,
+    resource_type: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct RuleLabels {
+    rule: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct HttpLabels {
+    route: &'static str,
+    method: &'static str,
+    status: u16,
+}
+
+pub struct Metrics {
+    registry: Registry,
+    /// The values file's rule names: any other `rule_name` is counted as `other`.
+    rules: OnceLock<BTreeSet<String>>,
+    gate: Family<GateLabels, Counter>,
+    sessions_active: Family<ResourceLabels, Gauge>,
+    session_ends: Family<EndLabels, Counter>,
+    credits_charged: Family<ResourceLabels, Counter>,
+    refresh_runs: Family<RuleLabels, Counter>,
+    refresh_users: Family<RuleLabels, Counter>,
+    requests: Family<HttpLabels, Counter>,
+    durations: Family<HttpLabels, Histogram>,
+    busy: Counter,
+    conflicts: Counter,
+    traps: Counter,
+    /// One scrape at a time sets the active-session gauges.
+    scraping: Mutex<()>,
+}
+
+fn request_histogram() -> Histogram {
+    // 0.25 ms .. ~4 s.
+    Histogram::new(exponential_buckets(0.000_25, 2.0, 15))
+}
+
+impl Metrics {
+    pub fn new() -> Metrics {
+        let mut m = Metrics {
+            registry: Registry::default(),
+            rules: OnceLock::new(),
+            gate: Family::default(),
+            sessions_active: Family::default(),
+            session_ends: Family::default(),
+            credits_charged: Family::default(),
+            refresh_runs: Family::default(),
+            refresh_users: Family::default(),
+            requests: Family::default(),
+            durations: Family::new_with_constructor(request_histogram),
+            busy: Counter::default(),
+            conflicts: Counter::default(),
+            traps: Counter::default(),
+            scraping: Mutex::new(()),
+        };
+        let r = &mut m.registry;
+        r.register(
+            "quota_gate_decisions",
+            "Spawn gate decisions by result (allowed, refused: not enough credits, invalid: a bad request) and resource type",
+            m.gate.clone(),
+        );
+        r.register(
+            "quota_sessions_active",
+            "Usage sessions active now, by resource type (read from the database at scrape time)",
+            m.sessions_active.clone(),
+        );
+        r.register(
+            "quota_session_ends",
+            "Usage sessions ended, by status (completed, cleaned_up) and resource type",
+            m.session_ends.clone(),
+        );
+        r.register(
+            "quota_credits_charged",
+            "Credits deducted for ended sessions, by resource type",
+            m.credits_charged.clone(),
+        );
+        r.register(
+            "quota_refresh_runs",
+            "Refreshes applied (not dry runs or replays), by rule (manual: no rule name)",
+            m.refresh_runs.clone(),
+        );
+        r.register(
+            "quota_refresh_users_updated",
+            "Users whose balance a refresh changed, by rule",
+            m.refresh_users.clone(),
+        );
+        r.register(
+            "quota_http_requests",
+            "HTTP requests answered, by route template, method and status",
+            m.requests.clone(),
+        );
+        r.register(
+            "quota_http_request_duration_seconds",
+            "Time from a request's arrival to its answer, by route template, method and status",
+            m.durations.clone(),
+        );
+        r.register(
+            "quota_storage_busy",
+            "Engine calls failed because the database stayed locked or conflicting (answered 503)",
+            m.busy.clone(),
+        );
+        r.register(
+            "quota_storage_conflict_retries",
+            "Engine calls run again after a conflict with a concurrent transaction (PostgreSQL)",
+            m.conflicts.clone(),
+        );
+        r.register(
+            "quota_engine_traps",
+            "Engine calls that trapped (panic, deadline, memory limit) and were rolled back",
+            m.traps.clone(),
+        );
+        m
+    }
+
+    /// The values file's rule names (known once the engine has read it).
+    pub fn know_rules(&self, names: impl IntoIterator<Item = String>) {
+        let _ = self.rules.set(names.into_iter().collect());
+    }
+
+    fn rule_label(&self, name: &str) -> String {
+        match name {
+            "manual" => "manual".into(),
+            n if self.rules.get().is_some_and(|r| r.contains(n)) => n.into(),
+            _ => "other".into(),
+        }
+    }
+
+    /// Counts one answered request.
+    pub fn request(&self, route: &'static str, method: &str, status: u16, seconds: f64) {
+        let labels = HttpLabels {
+            route,
+            method: method_label(method),
+            status,
+        };
+        self.requests.get_or_create(&labels).inc();
+        self.durations.get_or_create(&labels).observe(seconds);
+    }
+
+    /// The exposition, with the active sessions per resource type as read just now.
+    pub fn render(&self, active: &[(String, u64)]) -> String {
+        let _one = self.scraping.lock().unwrap_or_else(|p| p.into_inner());
+        self.sessions_active.clear();
+        for (resource_type, n) in active {
+            let labels = ResourceLabels {
+                resource_type: resource_type.clone(),
+            };
+            self.sessions_active
+                .get_or_create(&labels)
+                .set(i64::try_from(*n).unwrap_or(i64::MAX));
+        }
+        let mut out = String::new();
+        // Writing to a String cannot fail.
+        let _ = prometheus_client::encoding::text::encode(&mut out, &self.registry);
+        out
+    }
+}
+
+impl Observer for Metrics {
+    fn committed(&self, events: &[Event]) {
+        for e in events {
+            match e {
+                Event::Gate {
+                    result,
+                    resource_type,
+                } => {
+                    let labels = GateLabels {
+                        result: result.as_str(),
+                        resource_type: resource_type.clone(),
+                    };
+                    self.gate.get_or_create(&labels).inc();
+                }
+                Event::SessionsEnded {
+                    status,
+                    resource_type,
+                    sessions,
+                    credits,
+                } => {
+                    let labels = EndLabels {
+                        status: status.as_str(),
+                        resource_type: resource_type.clone(),
+                    };
+                    self.session_ends.get_or_create(&labels).inc_by(*sessions);
+                    let labels = ResourceLabels {
+                        resource_type: resource_type.clone(),
+                    };
+                    let charged = self.credits_charged.get_or_create(&labels);
+                    charged.inc_by(u64::try_from(*credits).unwrap_or(0));
+                }
+                Event::Refreshed {
+                    rule_name,
+                    users_updated,
+                } => {
+                    let labels = RuleLabels {
+                        rule: self.rule_label(rule_name),
+                    };
+                    self.refresh_runs.get_or_create(&labels).inc();
+                    self.refresh_users.get_or_create(&labels).inc_by(*users_updated);
+                }
+            }
+        }
+    }
+
+    fn trapped(&self) {
+        self.traps.inc();
+    }
+
+    fn busy(&self) {
+        self.busy.inc();
+    }
+
+    fn conflict_retried(&self) {
+        self.conflicts.inc();
+    }
+}
+
+fn method_label(method: &str) -> &'static str {
+    match method {
+        "GET" => "GET",
+        "HEAD" => "HEAD",
+        "POST" => "POST",
+        "PUT" => "PUT",
+        "PATCH" => "PATCH",
+        "DELETE" => "DELETE",
+        "OPTIONS" => "OPTIONS",
+        _ => "other",
+    }
+}
+
+/// The route a request's path names, as a bounded label: a route template, the admin page or its
+/// assets, `/metrics`, else `unmatched`.
+pub fn route_label(base: &str, full_path: &str) -> &'static str {
+    let Some(path) = full_path.strip_prefix(base).filter(|p| p.starts_with('/')) else {
+        return "unmatched";
+    };
+    if path == metrics_path {
+        return metrics_path;
+    }
+    if let Some(page) = crate::pages::route_label(path) {
+        return page;
+    }
+    quota_core::api::route_template(path).unwrap_or("unmatched")
+}
+
+/// Below the base URL.
+pub const metrics_path: &str = "/metrics";
