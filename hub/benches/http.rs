@@ -4,7 +4,9 @@
 //! same machine: `cargo bench -p quota-hub --bench http` (after `bash scripts/build-wasm.sh`).
 //! Prints figures; asserts nothing about time. Env: BENCH_CLIENTS (default 4), BENCH_READS
 //! (default 40000), BENCH_PAIRS (default 2000). Also: `/api/quota/me` with the access log on and
-//! off, and the admin list of 50,000 users.
+//! off, the admin list of 50,000 users, and durable session start + end pairs from
+//! BENCH_GROUP_CLIENTS (default 16) clients with group commit off and on (BENCH_GROUP_PAIRS pairs,
+//! default 4000), beside the disk's bare commit rate measured in the same run.
 
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
@@ -120,27 +122,10 @@ fn me_rate(url: &str, alice: &str, clients: usize, reads: usize, what: &str) -> 
     n as f64 / wall.as_secs_f64()
 }
 
-fn main() {
-    let clients = env_usize("BENCH_CLIENTS", 4);
-    let reads = env_usize("BENCH_READS", 40000);
-    let pairs = env_usize("BENCH_PAIRS", 2_000);
-    let dir = tempfile::tempdir().expect("dir");
-    let db = format!("sqlite://{}", dir.path().join("q.db").display());
-    let (child, url) = start(&db, &[]);
-    let alice = token(&db, "alice", &[]);
-    let hub = token(&db, "hub", &["--scope", "quota:sessions"]);
-    let admin = token(&db, "root", &["--admin"]);
-    let a = agent();
-    for c in 0..clients {
-        a.post(&format!("{url}/admin/api/quota/users/bench{c}"))
-            .header("Authorization", &format!("token {admin}"))
-            .send(r#"{"action":"set","amount":10000000}"#)
-            .expect("seed");
-    }
-    println!("quota-hub over SQLite (WAL, synchronous=FULL), {clients} keep-alive clients on this machine");
-
-    let on = me_rate(&url, &alice, clients, reads, "GET /api/quota/me (access log on)");
-    let base: &'static str = Box::leak(url.clone().into_boxed_str());
+/// Session start + end pairs from `clients` keep-alive clients (users `bench0..`, seeded with
+/// credits): requests per second.
+fn pairs_rate(url: &str, hub: &str, clients: usize, pairs: usize, what: &str) -> f64 {
+    let base: &'static str = Box::leak(url.to_string().into_boxed_str());
     let hub_auth: &'static str = Box::leak(format!("token {hub}").into_boxed_str());
     let (lat, wall) = load(clients, pairs / clients, move |a, c, i| {
         let body = format!(r#"{{"username":"bench{c}","runtime_minutes":1,"server_name":"s{i}"}}"#);
@@ -162,11 +147,61 @@ fn main() {
         let _ = r.body_mut().read_to_string();
         2
     });
-    report(
-        "session start + end (each request committed)",
-        lat,
-        wall,
-        pairs / clients * clients * 2,
+    let n = pairs / clients * clients * 2;
+    report(what, lat, wall, n);
+    n as f64 / wall.as_secs_f64()
+}
+
+/// Gives users `bench0..bench{n}` plenty of credits.
+fn seed(url: &str, admin: &str, n: usize) {
+    let a = agent();
+    for c in 0..n {
+        a.post(&format!("{url}/admin/api/quota/users/bench{c}"))
+            .header("Authorization", &format!("token {admin}"))
+            .send(r#"{"action":"set","amount":10000000}"#)
+            .expect("seed");
+    }
+}
+
+/// Commits per second of one row update on a SQLite file in `dir` (WAL, `synchronous=FULL`), one
+/// transaction each: what the disk allows a writer that commits every request alone.
+fn bare_commits_per_second(dir: &std::path::Path) -> f64 {
+    let c = rusqlite::Connection::open(dir.join("bare.db")).expect("db");
+    c.execute_batch(
+        "PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL;
+         CREATE TABLE IF NOT EXISTS counter (n INTEGER); INSERT INTO counter VALUES (0);",
+    )
+    .expect("bare db");
+    let n = 2000;
+    let t = Instant::now();
+    for _ in 0..n {
+        c.execute_batch("BEGIN IMMEDIATE; UPDATE counter SET n = n + 1; COMMIT;")
+            .expect("commit");
+    }
+    n as f64 / t.elapsed().as_secs_f64()
+}
+
+fn main() {
+    let clients = env_usize("BENCH_CLIENTS", 4);
+    let reads = env_usize("BENCH_READS", 40000);
+    let pairs = env_usize("BENCH_PAIRS", 2_000);
+    let dir = tempfile::tempdir().expect("dir");
+    let db = format!("sqlite://{}", dir.path().join("q.db").display());
+    let (child, url) = start(&db, &[]);
+    let alice = token(&db, "alice", &[]);
+    let hub = token(&db, "hub", &["--scope", "quota:sessions"]);
+    let admin = token(&db, "root", &["--admin"]);
+    let group_clients = env_usize("BENCH_GROUP_CLIENTS", 16);
+    seed(&url, &admin, clients.max(group_clients));
+    println!("quota-hub over SQLite (WAL, synchronous=FULL), {clients} keep-alive clients on this machine");
+
+    let on = me_rate(&url, &alice, clients, reads, "GET /api/quota/me (access log on)");
+    pairs_rate(
+        &url,
+        &hub,
+        clients,
+        pairs,
+        "session start + end, group commit on (default)",
     );
     stop(child);
 
@@ -214,4 +249,34 @@ fn main() {
         20,
     );
     stop(child);
+
+    // Group commit: durable start + end pairs from many clients, committed alone (group of one)
+    // and in groups, beside the disk's bare commit rate measured now.
+    let bare = bare_commits_per_second(dir.path());
+    println!("\nbare commit rate of this disk (SQLite, WAL, synchronous=FULL): {bare:.0} commits/s");
+    let group_pairs = env_usize("BENCH_GROUP_PAIRS", 4_000);
+    let mut rates = Vec::new();
+    for (what, max) in [
+        ("off (--group-commit-max 1)", "1"),
+        ("on (--group-commit-max 64)", "64"),
+    ] {
+        let (child, url) = start(
+            &db,
+            &[
+                ("QUOTA_HUB_GROUP_COMMIT_MAX", max),
+                ("RUST_LOG", "info,access=off"),
+            ],
+        );
+        let rate = pairs_rate(
+            &url,
+            &hub,
+            group_clients,
+            group_pairs,
+            &format!("session start + end, {group_clients} clients, group commit {what}"),
+        );
+        println!("  = {:.2}x the bare commit rate", rate / bare);
+        rates.push(rate);
+        stop(child);
+    }
+    println!("group commit on / off: {:.2}x", rates[1] / rates[0]);
 }
