@@ -9,6 +9,7 @@
 //! requests share one fsync instead of queueing behind one each. A job's answer is sent only after
 //! the shared commit; a failed commit fails every job of the group.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::{channel, Receiver, Sender};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
@@ -61,6 +62,8 @@ pub struct Pool {
     write: Option<Sender<Job>>,
     read: Option<Sender<Job>>,
     threads: Vec<JoinHandle<u64>>,
+    /// Write jobs waiting and running.
+    pub write_load: Arc<WriteLoad>,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -69,33 +72,84 @@ pub enum Kind {
     Write,
 }
 
+/// Write jobs waiting in the queue and running on the writers, for the metrics (and a test that
+/// must know every request has reached the server).
+#[derive(Default)]
+pub struct WriteLoad {
+    queued: AtomicUsize,
+    running: AtomicUsize,
+}
+
+impl WriteLoad {
+    /// (waiting, running) now.
+    pub fn now(&self) -> (usize, usize) {
+        (
+            self.queued.load(Ordering::Relaxed),
+            self.running.load(Ordering::Relaxed),
+        )
+    }
+}
+
 /// Answers jobs until the queue closes; returns how many calls ran again after a conflict. A
 /// writer with `group_max` > 1 runs the transaction jobs it finds queued together (see above).
-fn serve(rx: Arc<Mutex<Receiver<Job>>>, mut worker: Worker, kind: Kind, group_max: usize) -> u64 {
+fn serve(
+    rx: Arc<Mutex<Receiver<Job>>>,
+    mut worker: Worker,
+    kind: Kind,
+    group_max: usize,
+    load: Arc<WriteLoad>,
+) -> u64 {
+    let writer = kind == Kind::Write;
+    let took = |n: usize| {
+        if writer {
+            load.queued.fetch_sub(n, Ordering::Relaxed);
+            load.running.fetch_add(n, Ordering::Relaxed);
+        }
+    };
+    let done = |n: usize| {
+        if writer {
+            load.running.fetch_sub(n, Ordering::Relaxed);
+        }
+    };
     let mut next: Option<Job> = None;
     loop {
         let job = match next.take() {
             Some(job) => job,
             // The lock is held only while taking jobs.
             None => match rx.lock().map(|guard| guard.recv()) {
-                Ok(Ok(job)) => job,
+                Ok(Ok(job)) => {
+                    took(1);
+                    job
+                }
                 _ => return worker.conflicts_retried,
             },
         };
         match job {
-            Job::Plain(f) => f(&mut worker),
-            Job::InTx(first) if kind == Kind::Read => {
+            Job::Plain(f) => {
+                f(&mut worker);
+                done(1);
+            }
+            Job::InTx(first) if !writer => {
                 let mut job = first;
                 let outcome = worker.transaction(true, |tx| job.run(tx));
                 job.reply(outcome);
             }
             Job::InTx(first) => {
                 let mut group = vec![first];
-                if let Ok(guard) = rx.lock() {
+                // Only a lone writer groups (PostgreSQL's several writers have group_max 1). Another
+                // writer may hold the queue's lock while it waits for a job: never wait for it here,
+                // or this job waits for a job that its own client's answer would have sent.
+                let more = if group_max > 1 { rx.try_lock().ok() } else { None };
+                if let Some(guard) = more {
                     while group.len() < group_max {
                         match guard.try_recv() {
-                            Ok(Job::InTx(job)) => group.push(job),
+                            Ok(Job::InTx(job)) => {
+                                took(1);
+                                group.push(job);
+                            }
                             Ok(plain) => {
+                                // Runs next (already counted as running).
+                                took(1);
                                 next = Some(plain);
                                 break;
                             }
@@ -103,7 +157,9 @@ fn serve(rx: Arc<Mutex<Receiver<Job>>>, mut worker: Worker, kind: Kind, group_ma
                         }
                     }
                 }
+                let n = group.len();
                 run_group(&mut worker, group);
+                done(n);
             }
         }
     }
@@ -156,6 +212,7 @@ impl Pool {
         let read_rx = Arc::new(Mutex::new(read_rx));
         let mut threads = Vec::new();
         let mut summary = None;
+        let write_load = Arc::new(WriteLoad::default());
         for i in 0..writers + readers.max(1) {
             let mut worker = engine::worker(rt, db, values, false, busy_timeout)?;
             if let Some(o) = &observer {
@@ -175,7 +232,10 @@ impl Pool {
             };
             let t = std::thread::Builder::new()
                 .name(name)
-                .spawn(move || serve(rx, worker, kind, group_max))
+                .spawn({
+                    let load = write_load.clone();
+                    move || serve(rx, worker, kind, group_max, load)
+                })
                 .map_err(|e| format!("worker thread: {e}"))?;
             threads.push(t);
         }
@@ -184,6 +244,7 @@ impl Pool {
             write: Some(write_tx),
             read: Some(read_tx),
             threads,
+            write_load,
         })
     }
 
@@ -224,11 +285,17 @@ impl Pool {
             Kind::Read => &self.read,
             Kind::Write => &self.write,
         };
-        queue
-            .as_ref()
-            .ok_or("the server is stopping")?
-            .send(job)
-            .map_err(|_| "the engine workers have stopped".to_string())
+        let queue = queue.as_ref().ok_or("the server is stopping")?;
+        if kind == Kind::Write {
+            // Counted before it can be taken, so the count never goes below zero.
+            self.write_load.queued.fetch_add(1, Ordering::Relaxed);
+        }
+        queue.send(job).map_err(|_| {
+            if kind == Kind::Write {
+                self.write_load.queued.fetch_sub(1, Ordering::Relaxed);
+            }
+            "the engine workers have stopped".to_string()
+        })
     }
 
     /// [`Pool::run_in_tx`] until `f` is `Done`: a refresh with a run id, one chunk of users per
