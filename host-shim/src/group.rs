@@ -22,7 +22,13 @@ impl Worker {
         if calls.len() == 1 || self.db().dialect() == Dialect::Postgres {
             return calls
                 .into_iter()
-                .map(|mut call| self.transaction(false, &mut call))
+                .map(|mut call| {
+                    let answer = self.transaction(false, &mut call);
+                    if let (Ok(_), Some(o)) = (&answer, &self.observer) {
+                        o.group_committed(1);
+                    }
+                    answer
+                })
                 .collect();
         }
         let n = calls.len();
@@ -56,6 +62,7 @@ impl Worker {
                     if !self.events.is_empty() {
                         o.committed(&self.events);
                     }
+                    o.group_committed(answers.iter().filter(|a| a.is_ok()).count());
                 }
                 self.finish(answers)
             }

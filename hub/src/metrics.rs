@@ -68,6 +68,9 @@ pub struct Metrics {
     busy: Counter,
     conflicts: Counter,
     traps: Counter,
+    group_calls: Histogram,
+    write_waiting: Gauge,
+    write_running: Gauge,
     /// One scrape at a time sets the active-session gauges.
     scraping: Mutex<()>,
 }
@@ -93,6 +96,9 @@ impl Metrics {
             busy: Counter::default(),
             conflicts: Counter::default(),
             traps: Counter::default(),
+            group_calls: Histogram::new(exponential_buckets(1.0, 2.0, 8)),
+            write_waiting: Gauge::default(),
+            write_running: Gauge::default(),
             scraping: Mutex::new(()),
         };
         let r = &mut m.registry;
@@ -151,6 +157,21 @@ impl Metrics {
             "Engine calls that trapped (panic, deadline, memory limit) and were rolled back",
             m.traps.clone(),
         );
+        r.register(
+            "quota_group_commit_calls",
+            "Write calls kept per commit of a writer (group commit; its count is the number of commits)",
+            m.group_calls.clone(),
+        );
+        r.register(
+            "quota_write_calls_waiting",
+            "Write requests queued for the writer now",
+            m.write_waiting.clone(),
+        );
+        r.register(
+            "quota_write_calls_running",
+            "Write requests the writers are running now (a group counts each of its calls)",
+            m.write_running.clone(),
+        );
         m
     }
 
@@ -178,9 +199,14 @@ impl Metrics {
         self.durations.get_or_create(&labels).observe(seconds);
     }
 
-    /// The exposition, with the active sessions per resource type as read just now.
-    pub fn render(&self, active: &[(String, u64)]) -> String {
+    /// The exposition, with the active sessions per resource type as read just now and the write
+    /// calls (waiting, running) now.
+    pub fn render(&self, active: &[(String, u64)], writes: (usize, usize)) -> String {
         let _one = self.scraping.lock().unwrap_or_else(|p| p.into_inner());
+        self.write_waiting
+            .set(i64::try_from(writes.0).unwrap_or(i64::MAX));
+        self.write_running
+            .set(i64::try_from(writes.1).unwrap_or(i64::MAX));
         self.sessions_active.clear();
         for (resource_type, n) in active {
             let labels = ResourceLabels {
@@ -252,6 +278,10 @@ impl Observer for Metrics {
 
     fn conflict_retried(&self) {
         self.conflicts.inc();
+    }
+
+    fn group_committed(&self, calls: usize) {
+        self.group_calls.observe(calls as f64);
     }
 }
 

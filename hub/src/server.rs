@@ -266,7 +266,7 @@ async fn scrape(
         Ok(Ok(Ok(active))) => (
             StatusCode::OK,
             [(header::CONTENT_TYPE, metrics::content_type)],
-            app.metrics.render(&active),
+            app.metrics.render(&active, app.pool.write_load.now()),
         )
             .into_response(),
         Ok(Ok(Err(401))) => error(401, "Invalid or expired token"),
