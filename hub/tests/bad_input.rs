@@ -411,6 +411,77 @@ fn cases() -> Vec<Case> {
     );
     key.headers.push(("Idempotency-Key", "k".repeat(256)));
     v.push(key);
+    // A key given twice, at every level of every route's body: refused, naming the key's path.
+    for (path, body, says) in [
+        (
+            "/admin/api/quota/users/alice",
+            r#"{"action":"add","amount":1,"amount":1000000}"#,
+            "amount",
+        ),
+        (u, r#"{"action":"set","action":"add","amount":5}"#, "action"),
+        (
+            "/admin/api/quota/users/alice",
+            r#"{"action":"add","amount":1,"description":"a","description":"b"}"#,
+            "description",
+        ),
+        (
+            "/admin/api/quota/batch",
+            r#"{"users":[{"username":"alice","amount":1},{"username":"bob","amount":2,"amount":3}]}"#,
+            "users[1].amount",
+        ),
+        (
+            "/admin/api/quota/batch",
+            r#"{"users":[{"username":"alice","amount":1}],"users":[]}"#,
+            "users",
+        ),
+        (
+            "/admin/api/quota/batch",
+            r#"{"action":"add","users":["alice"],"amount":1,"action":"set"}"#,
+            "action",
+        ),
+        (
+            "/admin/api/quota/refresh",
+            r#"{"action":"add","amount":1,"amount":1000000}"#,
+            "amount",
+        ),
+        (
+            "/admin/api/quota/refresh",
+            r#"{"action":"add","amount":1,"targets":{"includeUsers":["alice"],"includeUsers":["bob"]}}"#,
+            "targets.includeUsers",
+        ),
+        (
+            "/admin/api/quota/refresh",
+            r#"{"action":"add","amount":1,"run_id":"x","run_id":"y"}"#,
+            "run_id",
+        ),
+        ("/admin/api/quota/cleanup", r#"{"a":1,"a":2}"#, "a"),
+    ] {
+        v.push(case("a key given twice", "POST", path, Admin, body, 400, says));
+    }
+    for (path, body, says) in [
+        (
+            s,
+            r#"{"username":"alice","username":"bob","runtime_minutes":5}"#,
+            "username",
+        ),
+        (
+            s,
+            r#"{"username":"alice","runtime_minutes":5,"runtime_minutes":480}"#,
+            "runtime_minutes",
+        ),
+        (
+            "/api/quota/sessions/end",
+            r#"{"username":"alice","server_name":"","server_name":"s9"}"#,
+            "server_name",
+        ),
+        (
+            "/api/quota/sessions/1/end",
+            r#"{"outcome":"failed","outcome":"completed"}"#,
+            "outcome",
+        ),
+    ] {
+        v.push(case("a key given twice", "POST", path, Hub, body, 400, says));
+    }
     v
 }
 
