@@ -3,8 +3,8 @@
 //! Requests per second and latency of the real server, with concurrent keep-alive clients on the
 //! same machine: `cargo bench -p quota-hub --bench http` (after `bash scripts/build-wasm.sh`).
 //! Prints figures; asserts nothing about time. Env: BENCH_CLIENTS (default 4), BENCH_READS
-//! (default 40000), BENCH_PAIRS (default 2000). Also: `/api/quota/me` with the access log on and
-//! off, the admin list of 50,000 users, and durable session start + end pairs from
+//! (default 40000), BENCH_PAIRS (default 2000). Also: `/api/quota/me` with the access log and
+//! metrics on and off, the admin list of 50,000 users, and durable session start + end pairs from
 //! BENCH_GROUP_CLIENTS (default 16) clients with group commit off and on (BENCH_GROUP_PAIRS pairs,
 //! default 4000), beside the disk's bare commit rate measured in the same run.
 
@@ -195,7 +195,13 @@ fn main() {
     seed(&url, &admin, clients.max(group_clients));
     println!("quota-hub over SQLite (WAL, synchronous=FULL), {clients} keep-alive clients on this machine");
 
-    let on = me_rate(&url, &alice, clients, reads, "GET /api/quota/me (access log on)");
+    let on = me_rate(
+        &url,
+        &alice,
+        clients,
+        reads,
+        "GET /api/quota/me (access log and metrics on)",
+    );
     pairs_rate(
         &url,
         &hub,
@@ -205,10 +211,19 @@ fn main() {
     );
     stop(child);
 
-    // The same reads with the access log off (RUST_LOG), on the same database.
-    let (child, url) = start(&db, &[("RUST_LOG", "info,access=off")]);
-    let off = me_rate(&url, &alice, clients, reads, "GET /api/quota/me (access log off)");
-    println!("access log on / off: {:.2}", on / off);
+    // The same reads with the access log (RUST_LOG) and the metrics off, on the same database.
+    let (child, url) = start(
+        &db,
+        &[("RUST_LOG", "info,access=off"), ("QUOTA_HUB_NO_METRICS", "true")],
+    );
+    let off = me_rate(
+        &url,
+        &alice,
+        clients,
+        reads,
+        "GET /api/quota/me (access log and metrics off)",
+    );
+    println!("access log and metrics on / off: {:.2}", on / off);
 
     // The admin list of 50,000 users, whole.
     let users = 50_000;

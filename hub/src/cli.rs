@@ -147,6 +147,9 @@ pub struct ServeArgs {
     /// shares the flushes of concurrent commits itself).
     #[arg(long, env = "QUOTA_HUB_GROUP_COMMIT_MAX", default_value_t = 64, value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub group_commit_max: u32,
+    /// Count nothing and serve no `{base}/metrics` (answered 404).
+    #[arg(long, env = "QUOTA_HUB_NO_METRICS")]
+    pub no_metrics: bool,
     /// Testing only: honour an `X-Quota-Test-Now: <RFC 3339>` header as the request's clock.
     #[arg(long, hide = true)]
     pub test_clock: bool,

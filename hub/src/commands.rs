@@ -388,17 +388,19 @@ fn serve(a: ServeArgs) -> Result<ExitCode, String> {
         (Db::Sqlite(_), _) => 1,
         (Db::Postgres(_), n) => n.unwrap_or(4),
     };
-    let metrics = Arc::new(Metrics::new());
-    let observer: Arc<dyn quota_host::Observer> = metrics.clone();
+    let metrics = (!a.no_metrics).then(|| Arc::new(Metrics::new()));
+    let observer = metrics.clone().map(|m| m as Arc<dyn quota_host::Observer>);
     let opts = PoolOptions {
         writers,
         readers: a.readers,
         busy_timeout: busy,
         group_commit_max: a.group_commit_max as usize,
-        observer: Some(observer),
+        observer,
     };
     let pool = Pool::start(&rt, &db, &doc, opts)?;
-    metrics.know_rules(pool.summary.rules.iter().map(|r| r.name.clone()));
+    if let Some(m) = &metrics {
+        m.know_rules(pool.summary.rules.iter().map(|r| r.name.clone()));
+    }
     let _checkpointer = match &db {
         Db::Sqlite(path) => Some(
             Checkpointer::start(path, Duration::from_millis(checkpoint_interval_ms))

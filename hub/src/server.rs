@@ -39,7 +39,8 @@ pub struct App {
     pub token_use: Arc<tokens::Usage>,
     pub limits: ConnLimits,
     /// Counted as requests are answered and engine calls commit; served at `{base}/metrics`.
-    pub metrics: Arc<Metrics>,
+    /// `None` with `--no-metrics`.
+    pub metrics: Option<Arc<Metrics>>,
 }
 
 pub fn router(app: Arc<App>) -> axum::Router {
@@ -124,12 +125,16 @@ async fn handle(State(app): State<Arc<App>>, req: Request) -> Response {
         Some(q) => format!("{}?{}", req.uri().path(), query_keys(q)),
         None => req.uri().path().to_string(),
     };
-    let route = metrics::route_label(&app.base, req.uri().path());
+    let route = app
+        .metrics
+        .as_ref()
+        .map(|_| metrics::route_label(&app.base, req.uri().path()));
     let caller = Arc::new(std::sync::OnceLock::new());
     let response = answer(app.clone(), req, caller.clone()).await;
     let elapsed = started.elapsed();
-    app.metrics
-        .request(route, &method, response.status().as_u16(), elapsed.as_secs_f64());
+    if let (Some(m), Some(route)) = (&app.metrics, route) {
+        m.request(route, &method, response.status().as_u16(), elapsed.as_secs_f64());
+    }
     tracing::info!(
         target: "access",
         method = %method,
@@ -170,7 +175,10 @@ async fn answer(app: Arc<App>, req: Request, caller_name: Arc<std::sync::OnceLoc
     };
     let secret = tokens::from_header(header_str(&headers, "authorization")).map(str::to_string);
     if path == metrics::metrics_path {
-        return scrape(&app, &method, secret, now, caller_name).await;
+        return match &app.metrics {
+            Some(m) => scrape(&app, m, &method, secret, now, caller_name).await,
+            None => error(404, "Metrics are off on this server (--no-metrics)"),
+        };
     }
     let idempotency = match header_str(&headers, "idempotency-key") {
         Some(k) if method == "POST" => {
@@ -233,6 +241,7 @@ async fn answer(app: Arc<App>, req: Request, caller_name: Arc<std::sync::OnceLoc
 /// `GET {base}/metrics`, for an administrator or a token with the `quota:metrics` scope.
 async fn scrape(
     app: &App,
+    metrics: &Metrics,
     method: &str,
     secret: Option<String>,
     now: Timestamp,
@@ -266,7 +275,7 @@ async fn scrape(
         Ok(Ok(Ok(active))) => (
             StatusCode::OK,
             [(header::CONTENT_TYPE, metrics::content_type)],
-            app.metrics.render(&active, app.pool.write_load.now()),
+            metrics.render(&active, app.pool.write_load.now()),
         )
             .into_response(),
         Ok(Ok(Err(401))) => error(401, "Invalid or expired token"),

@@ -268,3 +268,33 @@ fn scraped_counters_equal_what_happened() {
     assert_eq!(get(&end, "quota_storage_busy", ""), 0.0);
     server.stop();
 }
+
+#[test]
+fn no_metrics_serves_no_metrics_and_everything_else() {
+    let dir = tempfile::tempdir().expect("dir");
+    let db = dir.path().join("q.db");
+    let values = common::workspace().join("examples/values.yaml");
+    let server = Server::start(&db, &values, &["--no-metrics"]);
+    let admin = common::token(&db, "root", true, &[]);
+    let agent = common::agent();
+    let (status, body) = http(
+        &agent,
+        "GET",
+        &format!("{}/metrics", server.url),
+        Some(&admin),
+        None,
+        &[],
+    );
+    assert_eq!(status, 404, "{body}");
+    assert!(body.contains("--no-metrics"), "{body}");
+    let (status, body) = http(
+        &agent,
+        "POST",
+        &format!("{}/admin/api/quota/users/alice", server.url),
+        Some(&admin),
+        Some(r#"{"action":"set","amount":5}"#),
+        &[],
+    );
+    assert_eq!(status, 200, "{body}");
+    server.stop();
+}
