@@ -6,7 +6,9 @@
 //! (default 40000), BENCH_PAIRS (default 2000). Also: `/api/quota/me` with the access log and
 //! metrics on and off, the admin list of 50,000 users, and durable session start + end pairs from
 //! BENCH_GROUP_CLIENTS (default 16) clients with group commit off and on (BENCH_GROUP_PAIRS pairs,
-//! default 4000), beside the disk's bare commit rate measured in the same run.
+//! default 4000), beside the disk's bare commit rate measured in the same run; then the same on a
+//! slow disk (`benches/slow_fsync.c` through `LD_PRELOAD`: every fsync first sleeps
+//! BENCH_SLOW_FSYNC_US, default 3000, as on a network volume; BENCH_SLOW_PAIRS pairs, default 1000).
 
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
@@ -165,14 +167,13 @@ fn seed(url: &str, admin: &str, n: usize) {
 
 /// Commits per second of one row update on a SQLite file in `dir` (WAL, `synchronous=FULL`), one
 /// transaction each: what the disk allows a writer that commits every request alone.
-fn bare_commits_per_second(dir: &std::path::Path) -> f64 {
+fn bare_commits_per_second(dir: &std::path::Path, n: usize) -> f64 {
     let c = rusqlite::Connection::open(dir.join("bare.db")).expect("db");
     c.execute_batch(
         "PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL;
          CREATE TABLE IF NOT EXISTS counter (n INTEGER); INSERT INTO counter VALUES (0);",
     )
     .expect("bare db");
-    let n = 2000;
     let t = Instant::now();
     for _ in 0..n {
         c.execute_batch("BEGIN IMMEDIATE; UPDATE counter SET n = n + 1; COMMIT;")
@@ -182,6 +183,12 @@ fn bare_commits_per_second(dir: &std::path::Path) -> f64 {
 }
 
 fn main() {
+    if let Ok(dir) = std::env::var("BENCH_BARE_COMMITS_IN") {
+        // The child of `bare_rate`.
+        let n = env_usize("BENCH_BARE_COMMITS", 2000);
+        println!("{}", bare_commits_per_second(std::path::Path::new(&dir), n));
+        return;
+    }
     let clients = env_usize("BENCH_CLIENTS", 4);
     let reads = env_usize("BENCH_READS", 40000);
     let pairs = env_usize("BENCH_PAIRS", 2_000);
@@ -266,28 +273,91 @@ fn main() {
     stop(child);
 
     // Group commit: durable start + end pairs from many clients, committed alone (group of one)
-    // and in groups, beside the disk's bare commit rate measured now.
-    let bare = bare_commits_per_second(dir.path());
-    println!("\nbare commit rate of this disk (SQLite, WAL, synchronous=FULL): {bare:.0} commits/s");
+    // and in groups, beside the disk's bare commit rate measured now: on this machine's disk, and
+    // on a slow disk (every fsync delayed, as on a network volume).
     let group_pairs = env_usize("BENCH_GROUP_PAIRS", 4_000);
+    group_commit(&db, dir.path(), &hub, group_clients, group_pairs, None);
+    let slow_us = env_usize("BENCH_SLOW_FSYNC_US", 3_000);
+    match slow_disk_shim(dir.path()) {
+        Some(shim) => {
+            let slow_pairs = env_usize("BENCH_SLOW_PAIRS", 1_000);
+            group_commit(
+                &db,
+                dir.path(),
+                &hub,
+                group_clients,
+                slow_pairs,
+                Some((&shim, slow_us)),
+            );
+        }
+        None => println!("\n(no C compiler: the slow-disk run is skipped)"),
+    }
+}
+
+/// Builds `benches/slow_fsync.c` (every fsync first sleeps `SLOW_FSYNC_US`) for `LD_PRELOAD`.
+fn slow_disk_shim(dir: &std::path::Path) -> Option<std::path::PathBuf> {
+    let src = concat!(env!("CARGO_MANIFEST_DIR"), "/benches/slow_fsync.c");
+    let out = dir.join("slow_fsync.so");
+    let ok = Command::new("cc")
+        .args(["-shared", "-fPIC", "-O2", "-o"])
+        .arg(&out)
+        .arg(src)
+        .arg("-ldl")
+        .status()
+        .is_ok_and(|s| s.success());
+    ok.then_some(out)
+}
+
+/// The bare commit rate in a child process (this bench binary again), so that a slow disk's
+/// `LD_PRELOAD` applies to it as it does to the server.
+fn bare_rate(dir: &std::path::Path, env: &[(&str, String)], commits: usize) -> f64 {
+    let out = Command::new(std::env::current_exe().expect("exe"))
+        .env("BENCH_BARE_COMMITS_IN", dir)
+        .env("BENCH_BARE_COMMITS", commits.to_string())
+        .envs(env.iter().map(|(k, v)| (k, v.as_str())))
+        .output()
+        .expect("bare commits");
+    let text = String::from_utf8_lossy(&out.stdout);
+    text.trim()
+        .parse()
+        .unwrap_or_else(|_| panic!("bare commit rate: {text:?}"))
+}
+
+/// Start + end pairs with group commit off and on, beside the bare commit rate; `slow` is a
+/// slow-disk shim and its delay per fsync.
+fn group_commit(
+    db: &str,
+    dir: &std::path::Path,
+    hub: &str,
+    clients: usize,
+    pairs: usize,
+    slow: Option<(&std::path::Path, usize)>,
+) {
+    let mut env: Vec<(&str, String)> = vec![("RUST_LOG", "info,access=off".into())];
+    let disk = match slow {
+        Some((shim, us)) => {
+            env.push(("LD_PRELOAD", shim.display().to_string()));
+            env.push(("SLOW_FSYNC_US", us.to_string()));
+            format!("a slow disk (every fsync delayed {us} us)")
+        }
+        None => "this machine's disk".to_string(),
+    };
+    let bare = bare_rate(dir, &env, if slow.is_some() { 300 } else { 2000 });
+    println!("\nbare commit rate of {disk} (SQLite, WAL, synchronous=FULL): {bare:.0} commits/s");
     let mut rates = Vec::new();
     for (what, max) in [
         ("off (--group-commit-max 1)", "1"),
         ("on (--group-commit-max 64)", "64"),
     ] {
-        let (child, url) = start(
-            &db,
-            &[
-                ("QUOTA_HUB_GROUP_COMMIT_MAX", max),
-                ("RUST_LOG", "info,access=off"),
-            ],
-        );
+        let mut env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        env.push(("QUOTA_HUB_GROUP_COMMIT_MAX", max));
+        let (child, url) = start(db, &env);
         let rate = pairs_rate(
             &url,
-            &hub,
-            group_clients,
-            group_pairs,
-            &format!("session start + end, {group_clients} clients, group commit {what}"),
+            hub,
+            clients,
+            pairs,
+            &format!("session start + end, {clients} clients, group commit {what}"),
         );
         println!("  = {:.2}x the bare commit rate", rate / bare);
         rates.push(rate);
