@@ -14,17 +14,68 @@ use common::{http, Server};
 
 const requests: usize = 24;
 
-#[test]
-fn queued_writes_share_one_commit_and_every_acknowledged_write_survives_sigkill() {
-    let dir = tempfile::tempdir().expect("dir");
-    let db = dir.path().join("q.db");
+type Answer = std::thread::JoinHandle<(u16, String)>;
+
+fn server(dir: &std::path::Path, extra: &[&str]) -> Server {
     let values = common::write_values(
-        dir.path(),
+        dir,
         "values.json",
         &serde_json::json!({"custom": {"authMode": "github",
             "quota": {"enabled": true, "cpuRate": 1, "minimumToStart": 10, "defaultQuota": 100}}}),
     );
-    let server = Server::start(&db, &values, &["--busy-timeout-ms", "60000"]);
+    let mut args = vec!["--busy-timeout-ms", "60000"];
+    args.extend_from_slice(extra);
+    Server::start(&dir.join("q.db"), &values, &args)
+}
+
+/// `n` session starts (users u0..), each from a client thread of its own.
+fn start_sessions(url: &str, hub: &str, n: usize) -> Vec<Answer> {
+    (0..n)
+        .map(|i| {
+            let (url, hub) = (url.to_string(), hub.to_string());
+            std::thread::spawn(move || {
+                let body = format!(r#"{{"username":"u{i}","runtime_minutes":5}}"#);
+                common::http(
+                    &common::agent(),
+                    "POST",
+                    &format!("{url}/api/quota/sessions"),
+                    Some(&hub),
+                    Some(&body),
+                    &[],
+                )
+            })
+        })
+        .collect()
+}
+
+/// Scrapes until `n` write requests are waiting for or running on the writer; each scrape is also
+/// given to `check`.
+fn wait_until_inside(scrape: impl Fn() -> Samples, n: usize, check: impl Fn(f64, f64)) {
+    let deadline = Instant::now() + common::patience;
+    loop {
+        let now = scrape();
+        let (waiting, running) = (
+            get(&now, "quota_write_calls_waiting", ""),
+            get(&now, "quota_write_calls_running", ""),
+        );
+        check(waiting, running);
+        if waiting + running == n as f64 {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "only {} of {n} writes reached the server",
+            waiting + running
+        );
+        std::thread::yield_now();
+    }
+}
+
+#[test]
+fn queued_writes_share_one_commit_and_every_acknowledged_write_survives_sigkill() {
+    let dir = tempfile::tempdir().expect("dir");
+    let db = dir.path().join("q.db");
+    let server = server(dir.path(), &[]);
     let hub = common::token(&db, "hub", false, &["quota:sessions"]);
     let scraper = common::token(&db, "prometheus", false, &["quota:metrics"]);
     let agent = common::agent();
@@ -46,36 +97,9 @@ fn queued_writes_share_one_commit_and_every_acknowledged_write_survives_sigkill(
     let lock = rusqlite::Connection::open(&db).expect("open");
     lock.execute_batch("BEGIN IMMEDIATE")
         .expect("take the write lock");
-    let clients: Vec<_> = (0..requests)
-        .map(|i| {
-            let (url, hub) = (server.url.clone(), hub.clone());
-            std::thread::spawn(move || {
-                let body = format!(r#"{{"username":"u{i}","runtime_minutes":5}}"#);
-                common::http(
-                    &common::agent(),
-                    "POST",
-                    &format!("{url}/api/quota/sessions"),
-                    Some(&hub),
-                    Some(&body),
-                    &[],
-                )
-            })
-        })
-        .collect();
+    let clients = start_sessions(&server.url, &hub, requests);
     // Every request has reached the writer's queue or the writer.
-    let deadline = Instant::now() + common::patience;
-    loop {
-        let now = scrape();
-        let inside = get(&now, "quota_write_calls_waiting", "") + get(&now, "quota_write_calls_running", "");
-        if inside == requests as f64 {
-            break;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "only {inside} of {requests} writes reached the server"
-        );
-        std::thread::yield_now();
-    }
+    wait_until_inside(scrape, requests, |_, _| {});
     lock.execute_batch("ROLLBACK").expect("release the lock");
 
     for c in clients {
@@ -110,17 +134,7 @@ fn queued_writes_share_one_commit_and_every_acknowledged_write_survives_sigkill(
 fn group_commit_max_1_commits_each_write_alone() {
     let dir = tempfile::tempdir().expect("dir");
     let db = dir.path().join("q.db");
-    let values = common::write_values(
-        dir.path(),
-        "values.json",
-        &serde_json::json!({"custom": {"authMode": "github",
-            "quota": {"enabled": true, "cpuRate": 1, "minimumToStart": 10, "defaultQuota": 100}}}),
-    );
-    let server = Server::start(
-        &db,
-        &values,
-        &["--busy-timeout-ms", "60000", "--group-commit-max", "1"],
-    );
+    let server = server(dir.path(), &["--group-commit-max", "1"]);
     let hub = common::token(&db, "hub", false, &["quota:sessions"]);
     let scraper = common::token(&db, "prometheus", false, &["quota:metrics"]);
     let agent = common::agent();
@@ -128,44 +142,17 @@ fn group_commit_max_1_commits_each_write_alone() {
     let lock = rusqlite::Connection::open(&db).expect("open");
     lock.execute_batch("BEGIN IMMEDIATE")
         .expect("take the write lock");
-    let clients: Vec<_> = (0..8)
-        .map(|i| {
-            let (url, hub) = (server.url.clone(), hub.clone());
-            std::thread::spawn(move || {
-                let body = format!(r#"{{"username":"u{i}","runtime_minutes":5}}"#);
-                common::http(
-                    &common::agent(),
-                    "POST",
-                    &format!("{url}/api/quota/sessions"),
-                    Some(&hub),
-                    Some(&body),
-                    &[],
-                )
-            })
-        })
-        .collect();
-    let deadline = Instant::now() + common::patience;
-    loop {
+    let clients = start_sessions(&server.url, &hub, 8);
+    let scrape = || {
         let (_, text) = http(&agent, "GET", &metrics_url, Some(&scraper), None, &[]);
-        let now = parse(&text);
-        let (waiting, running) = (
-            get(&now, "quota_write_calls_waiting", ""),
-            get(&now, "quota_write_calls_running", ""),
-        );
+        parse(&text)
+    };
+    wait_until_inside(scrape, 8, |_, running| {
         assert!(
             running <= 1.0,
             "a writer without group commit runs one call at a time"
         );
-        if waiting + running == 8.0 {
-            break;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "only {} of 8 writes reached the server",
-            waiting + running
-        );
-        std::thread::yield_now();
-    }
+    });
     lock.execute_batch("ROLLBACK").expect("release the lock");
     for c in clients {
         let (status, body) = c.join().expect("client");
