@@ -316,25 +316,6 @@ impl Pool {
         }
     }
 
-    /// Runs `f` as one job after another until it is `Done`: a refresh with a run id, one chunk of
-    /// users per job (and transaction), so the jobs queued behind it (on SQLite's one writer: every
-    /// write) run between its chunks instead of waiting for the whole refresh.
-    pub async fn run_steps<T: Send + 'static>(
-        &self,
-        kind: Kind,
-        f: impl Fn(&mut Worker) -> Result<Step<T>, HostError> + Send + Sync + 'static,
-    ) -> Result<Result<T, HostError>, String> {
-        let f = Arc::new(f);
-        loop {
-            let g = f.clone();
-            match self.run(kind, move |w| g(w)).await? {
-                Ok(Step::More) => continue,
-                Ok(Step::Done(v)) => return Ok(Ok(v)),
-                Err(e) => return Ok(Err(e)),
-            }
-        }
-    }
-
     /// Lets queued jobs finish, then stops the workers; returns how many calls ran again after a
     /// conflict with another transaction (PostgreSQL), over the pool's life.
     pub fn shutdown(&mut self) -> u64 {

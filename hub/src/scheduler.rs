@@ -99,9 +99,9 @@ pub async fn run_rule_forever(app: Arc<App>, rule: String, since: Timestamp) {
         let (name, rid) = (rule.clone(), id.clone());
         let answer = app
             .pool
-            .run_steps(Kind::Write, move |w| {
-                let chunk = w.refresh_chunk_users();
-                w.transaction(false, |tx| tx.run_rule_step(&name, &rid, now, chunk))
+            .run_in_tx_steps(Kind::Write, move |tx| {
+                let chunk = tx.refresh_chunk_users();
+                tx.run_rule_step(&name, &rid, now, chunk)
             })
             .await;
         // The engine applies a run id at most once, deciding inside the call's transaction, so of
