@@ -216,6 +216,14 @@ fn valid_key(field: &str, key: &str) -> Result<(), QuotaError> {
     Ok(())
 }
 
+/// Kubernetes' rule for an environment variable's name (`[-._a-zA-Z][-._a-zA-Z0-9]*`).
+fn valid_env_name(name: &str) -> bool {
+    let ok = |c: char| c.is_ascii_alphanumeric() || matches!(c, '-' | '.' | '_');
+    name.len() <= limits::env_name_len_max
+        && name.chars().next().is_some_and(|c| ok(c) && !c.is_ascii_digit())
+        && name.chars().all(ok)
+}
+
 fn read_accelerators(v: Option<&Value>, problems: &mut Vec<QuotaError>) -> IndexMap<String, Accelerator> {
     let mut out = IndexMap::new();
     let map = match v {
@@ -274,6 +282,34 @@ fn read_accelerators(v: Option<&Value>, problems: &mut Vec<QuotaError>) -> Index
             Some(other) => {
                 let p = f.path_of("nodeSelector");
                 f.problem(&p, format!("must be a mapping of strings, got {}", kind(other)));
+            }
+        }
+        // `env` stays among the unknown keys (never exposed), but a host adds it to the server's
+        // environment, so it is checked here, for every host (and `quota-hub check-config`).
+        match f.raw("env") {
+            None | Some(Value::Null) => {}
+            Some(Value::Object(m)) => {
+                for (k, v) in m {
+                    let p = format!("{path}.env.{k}");
+                    if !valid_env_name(k) {
+                        f.problem(
+                            &p,
+                            "is not an environment variable name (letters, digits, `_`, `-` and `.`, not starting with a digit)",
+                        );
+                    } else if !v.is_string() {
+                        f.problem(&p, format!("must be a string (quote it), got {}", kind(v)));
+                    }
+                }
+            }
+            Some(other) => {
+                let p = f.path_of("env");
+                f.problem(
+                    &p,
+                    format!(
+                        "must be a mapping of variable names to strings, got {}",
+                        kind(other)
+                    ),
+                );
             }
         }
         let extra = entry
@@ -469,6 +505,44 @@ mod tests {
         let shown = serde_json::to_value(a).unwrap();
         assert_eq!(shown.as_object().unwrap().len(), 4);
         assert_eq!(c.rates_json().to_string(), r#"{"cpu":1,"phx":2.5}"#);
+    }
+
+    #[test]
+    fn an_accelerators_env_is_checked_and_kept_unexposed() {
+        let c = load(
+            r#"{"custom": {"authMode": "github", "accelerators": {
+                "phx": {"quotaRate": 2, "env": {"PHX_VISIBLE": "all", "A.b-c_1": ""}}}}}"#,
+        )
+        .unwrap();
+        assert_eq!(c.accelerators["phx"].extra["env"]["PHX_VISIBLE"], "all");
+        assert_eq!(
+            serde_json::to_value(&c.accelerators["phx"])
+                .unwrap()
+                .as_object()
+                .unwrap()
+                .len(),
+            4
+        );
+        let problems = |body: &str| -> Vec<String> {
+            let doc = format!(
+                r#"{{"custom": {{"authMode": "github", "accelerators": {{"phx": {{"quotaRate": 2, "env": {body}}}}}}}}}"#
+            );
+            load(&doc).unwrap_err().0.iter().map(|e| e.to_string()).collect()
+        };
+        assert_eq!(
+            problems(r#"{"N": 0}"#),
+            ["custom.accelerators.phx.env.N: must be a string (quote it), got an integer"]
+        );
+        assert_eq!(problems(r#"{"N": true, "M": null}"#).len(), 2);
+        assert_eq!(
+            problems(r#"{"9LIVES": "x"}"#),
+            ["custom.accelerators.phx.env.9LIVES: is not an environment variable name (letters, digits, `_`, `-` and `.`, not starting with a digit)"]
+        );
+        assert_eq!(problems(r#"{"A=B": "x"}"#).len(), 1);
+        assert_eq!(
+            problems(r#"["A=1"]"#),
+            ["custom.accelerators.phx.env: must be a mapping of variable names to strings, got a list"]
+        );
     }
 
     #[test]

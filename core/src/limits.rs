@@ -21,6 +21,8 @@ pub const billed_minutes_min: i64 = 1;
 pub const username_chars_max: usize = 255;
 /// Server name length in characters (JupyterHub's named servers).
 pub const server_name_chars_max: usize = 255;
+/// Length of an accelerator `env` variable name, in bytes.
+pub const env_name_len_max: usize = 255;
 /// Admin description length in characters.
 pub const description_chars_max: usize = 500;
 /// Entries in one batch request.
