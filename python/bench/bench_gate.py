@@ -1,7 +1,8 @@
 """The spawn gate through the Python bridge: median microseconds per check-start (the hub's
-`POST /api/quota/sessions`, each call its own transaction), over SQLite `:memory:` and over a file
-with `synchronous=FULL`, and through the hub's worker thread; beside the Rust host's figures for
-the same component in the same run. Prints figures; asserts nothing about time.
+`POST /api/quota/sessions`, each call its own transaction), over SQLite `:memory:` (with and
+without the hub's metrics, which read the call's events before it commits) and over a file with
+`synchronous=FULL`, and through the hub's worker thread; beside the Rust host's figures for the
+same component in the same run. Prints figures; asserts nothing about time.
 
     bash scripts/build-wasm.sh && target/pyenv/bin/python python/bench/bench_gate.py
 (`bash scripts/test-python.sh` creates target/pyenv.)
@@ -19,7 +20,10 @@ import tempfile
 import time
 from pathlib import Path
 
+from prometheus_client import CollectorRegistry
+
 from jupyterhub_quota import Caller, QuotaEngine
+from jupyterhub_quota.metrics import Metrics
 from jupyterhub_quota.service import QuotaService
 
 REPO = Path(__file__).resolve().parents[2]
@@ -82,10 +86,14 @@ def rust() -> dict:
 def main() -> None:
     with tempfile.TemporaryDirectory() as d:
         mem = gate_us(QuotaEngine(":memory:", VALUES))
+        counted = QuotaEngine(":memory:", VALUES)
+        counted.observer = Metrics(registry=CollectorRegistry())
+        mem_metrics = gate_us(counted)
         disk = gate_us(QuotaEngine(str(Path(d) / "q.db"), VALUES))
         hop = through_worker_us(str(Path(d) / "w.db"))
     print(f"check-start through the Python bridge (wasmtime-py, {USERS} users x {ROUNDS} rounds, median per call):")
     print(f"  SQLite :memory:                          {mem:8.0f} us")
+    print(f"  SQLite :memory:, the hub's metrics on    {mem_metrics:8.0f} us   ({mem_metrics / mem:.2f}x)")
     print(f"  SQLite file, WAL, synchronous=FULL       {disk:8.0f} us")
     print(f"  file, from the event loop via the worker {hop:8.0f} us")
     r = rust()

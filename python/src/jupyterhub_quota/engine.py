@@ -113,6 +113,51 @@ class ConfigSummary:
     rules: tuple[Rule, ...]
 
 
+@dataclass(frozen=True)
+class Event:
+    """Something a committed call did (the component's `event`): ``kind`` is ``gate`` (with
+    ``result`` allowed/refused/invalid), ``sessions-ended`` (``status``, ``sessions``,
+    ``credits``) or ``refreshed`` (``rule_name``, ``users_updated``)."""
+
+    kind: str
+    resource_type: str = ""
+    result: str = ""
+    status: str = ""
+    sessions: int = 0
+    credits: int = 0
+    rule_name: str = ""
+    users_updated: int = 0
+
+
+class Observer:
+    """What a host may watch of an engine (all no-ops here): the events of committed calls, traps,
+    calls failed as busy, and calls run again after a conflict."""
+
+    def committed(self, events: Sequence[Event]) -> None:
+        pass
+
+    def trapped(self) -> None:
+        pass
+
+    def busy(self) -> None:
+        pass
+
+    def conflict_retried(self) -> None:
+        pass
+
+
+def _event(v: Any) -> Optional[Event]:
+    p = v.payload
+    if v.tag == "gate":
+        return Event("gate", resource_type=_get(p, "resource_type"), result=str(p.decision))
+    if v.tag == "sessions-ended":
+        return Event("sessions-ended", resource_type=_get(p, "resource_type"), status=str(p.status),
+                     sessions=p.sessions, credits=p.credits)
+    if v.tag == "refreshed":
+        return Event("refreshed", rule_name=_get(p, "rule_name"), users_updated=_get(p, "users_updated"))
+    return None
+
+
 def _record(**fields: Any) -> Record:
     r = Record()
     for k, v in fields.items():
@@ -215,6 +260,8 @@ class QuotaEngine:
             self.bridge = SqliteBridge(self.conn)
         #: Calls run again after a conflict with a concurrent transaction (PostgreSQL).
         self.conflicts_retried = 0
+        #: Told what committed calls did, and of traps, busy failures and retries (metrics).
+        self.observer: Optional[Observer] = None
         self.call_deadline = call_deadline
         self._values_json = ""
         self.summary: Optional[ConfigSummary] = None
@@ -242,7 +289,7 @@ class QuotaEngine:
         for name in (
             "migrate", "configure", "next-fire", "check-start", "end-session", "cleanup-stale",
             "refresh", "run-rule", "run-rule-step", "run-applied", "get-rates", "handle-request",
-            "handle-request-step",
+            "handle-request-step", "take-events", "active-sessions",
         ):
             idx = inst.get_export_index(self._store, name, api)
             if idx is None:
@@ -262,6 +309,8 @@ class QuotaEngine:
             return call(self._funcs, self._store)
         except Exception as e:  # a trap, the deadline, the memory limit, or a lowering error
             self._replace_instance()
+            if self.observer is not None:
+                self.observer.trapped()
             raise EngineError(f"the engine call failed and changed nothing: {e}") from e
 
     def _call(self, call: Callable[[dict, wasmtime.Store], Any], write: bool = True) -> Any:
@@ -273,8 +322,12 @@ class QuotaEngine:
                 return self._call_once(call, write)
             except StorageError as e:
                 if not e.conflict or attempt == CONFLICT_RETRIES_MAX:
+                    if e.busy and self.observer is not None:
+                        self.observer.busy()
                     raise
                 self.conflicts_retried += 1
+                if self.observer is not None:
+                    self.observer.conflict_retried()
                 time.sleep(0.0002 * (attempt + 1) ** 2)
         raise AssertionError("unreachable")
 
@@ -292,11 +345,23 @@ class QuotaEngine:
         if failed is not None:
             self.bridge.rollback()
             raise StorageError.of(failed)
+        # What this attempt did, counted only once it has committed (never for a rolled-back or
+        # retried attempt). Reads record nothing.
+        events = self._take_events() if write and self.observer is not None else []
         try:
             self.bridge.commit()
         except BridgeFailure as f:
             raise StorageError.of(f) from None
+        if events:
+            self.observer.committed(events)
         return result
+
+    def _take_events(self) -> list["Event"]:
+        try:
+            raw = self._funcs["take-events"](self._store)
+        except Exception:  # noqa: BLE001 - metrics must never fail a call that succeeded
+            return []
+        return [e for e in map(_event, raw) if e is not None]
 
     # Exports
 
@@ -407,6 +472,13 @@ class QuotaEngine:
         if isinstance(r, Variant):
             raise _quota_error(r)
         return bool(r)
+
+    def active_sessions(self) -> dict[str, int]:
+        """Active sessions per resource type (a read)."""
+        r = self._call(lambda f, s: f["active-sessions"](s), write=False)
+        if isinstance(r, Variant):
+            raise _quota_error(r)
+        return {_get(c, "resource_type"): _get(c, "sessions") for c in r}
 
     def close(self) -> None:
         self.conn.close()

@@ -1,12 +1,11 @@
-"""The engine as the hub uses it: one engine on one worker thread, so engine calls never run on
-the hub's event loop, and the hub's own decisions (options, outcome at stop) around it."""
+"""The engine as the hub uses it: engines on worker threads, so engine calls never run on the
+hub's event loop."""
 
 from __future__ import annotations
 
 import asyncio
 import json
 import logging
-import math
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -26,39 +25,6 @@ SYSTEM = Caller("jupyterhub", admin=True)
 DEFAULT_RUNTIME_MINUTES = 20
 
 
-class OptionError(ValueError):
-    """A spawn option is not usable: the message names it."""
-
-
-def runtime_option(value: Any, default: int) -> int:
-    """`user_options["runtime_minutes"]`: an integer (the engine checks 1..=480). Strings of digits
-    are accepted (the spawn form posts strings); floats, NaN, booleans and the rest are refused."""
-    if value is None:
-        return default
-    if isinstance(value, bool):
-        raise OptionError(f"runtime_minutes: must be a whole number of minutes, got {json.dumps(value)}")
-    if isinstance(value, int):
-        return value
-    if isinstance(value, float):
-        shown = "NaN" if math.isnan(value) else repr(value)
-        raise OptionError(f"runtime_minutes: must be a whole number of minutes, got {shown}")
-    if isinstance(value, str):
-        s = value.strip()
-        if s.lstrip("-").isdigit() and s.isascii():
-            return int(s)
-        raise OptionError(f"runtime_minutes: must be a whole number of minutes, got {json.dumps(value)}")
-    raise OptionError(f"runtime_minutes: must be a whole number of minutes, got {type(value).__name__}")
-
-
-def accelerator_option(value: Any) -> Optional[str]:
-    """`user_options["gpu_selection"]`: an accelerator key; absent, null or "" means CPU."""
-    if value is None or value == "":
-        return None
-    if not isinstance(value, str):
-        raise OptionError(f"gpu_selection: must be an accelerator name, got {json.dumps(value, default=str)}")
-    return value
-
-
 class QuotaService:
     """:class:`QuotaEngine` calls on worker threads, never on the hub's event loop.
 
@@ -67,10 +33,17 @@ class QuotaService:
     the network, not the GIL). SQLite has one writer at a time, so one worker is enough there.
     """
 
-    def __init__(self, open_engine: Callable[[], QuotaEngine], workers: int = 1):
+    def __init__(
+        self,
+        open_engine: Callable[[], QuotaEngine],
+        workers: int = 1,
+        after_call: Optional[Callable[[QuotaEngine], None]] = None,
+    ):
         if workers < 1:
             raise ValueError(f"workers: must be at least 1, got {workers}")
         self._open = open_engine
+        #: Runs on the worker after each call (the metrics' active-session read).
+        self.after_call = after_call
         self._local = threading.local()
         self._opened: list[QuotaEngine] = []
         self._lock = threading.Lock()
@@ -90,7 +63,16 @@ class QuotaService:
         return engine
 
     def _on_worker(self, fn: Callable[[QuotaEngine], Any]) -> Any:
-        return fn(self._engine())
+        engine = self._engine()
+        try:
+            return fn(engine)
+        finally:
+            if self.after_call is not None:
+                self.after_call(engine)
+
+    def poke(self) -> None:
+        """Runs `after_call` on a worker soon, without waiting for it."""
+        self.executor.submit(self._on_worker, lambda _e: None)
 
     async def run(self, fn: Callable[[QuotaEngine], Any]) -> Any:
         loop = asyncio.get_running_loop()

@@ -1,0 +1,177 @@
+"""Quota series in the hub's own Prometheus registry (`/hub/metrics`, JupyterHub's
+`prometheus_client` default registry), with the names and labels quota-hub's `/metrics` uses.
+
+The engine's events (gate decisions, ended sessions and their charges, refreshes) are counted
+when their transaction commits, never for a call rolled back, retried or replayed; a refusal is
+`result="refused"`, not an error. A spawn option refused before it reaches the engine (a runtime
+that is not a number, a profile that does not exist) is `result="invalid"`,
+`resource_type="other"`. Labels have bounded values: configured resource types (`other` for
+anything else, as the engine reports it), configured rule names (`manual` for a refresh without a
+name, `other` for any other name).
+
+`quota_sessions_active` is read from the database after every call that started or ended a
+session, and again (for the next scrape) whenever the hub is scraped, so sessions that another hub
+or quota-hub started on a shared database show up one scrape later."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any, Iterable, Optional, Sequence
+
+from prometheus_client import REGISTRY, Counter
+from prometheus_client.core import GaugeMetricFamily
+
+from .engine import Event, Observer, QuotaEngine
+from .service import log
+
+
+class _ActiveSessions:
+    """A collector of the last active-session counts read (a dict replaced whole)."""
+
+    def __init__(self, metrics: "Metrics"):
+        self.metrics = metrics
+
+    @staticmethod
+    def _family() -> GaugeMetricFamily:
+        return GaugeMetricFamily(
+            "quota_sessions_active",
+            "Usage sessions active now, by resource type (read from the database)",
+            labels=["resource_type"],
+        )
+
+    def describe(self) -> Iterable[GaugeMetricFamily]:
+        yield self._family()
+
+    def collect(self) -> Iterable[GaugeMetricFamily]:
+        family = self._family()
+        for resource_type, n in sorted(self.metrics.active.items()):
+            family.add_metric([resource_type], n)
+        self.metrics.scraped()
+        yield family
+
+
+class Metrics(Observer):
+    """One per process (the registry is global); `configure()` attaches it to every engine."""
+
+    def __init__(self, registry: Any = REGISTRY):
+        self.gate = Counter(
+            "quota_gate_decisions",
+            "Spawn gate decisions by result (allowed, refused: not enough credits, invalid: a bad request) and resource type",
+            ["result", "resource_type"], registry=registry,
+        )
+        self.session_ends = Counter(
+            "quota_session_ends", "Usage sessions ended, by status (completed, failed, cleaned_up) and resource type",
+            ["status", "resource_type"], registry=registry,
+        )
+        self.credits_charged = Counter(
+            "quota_credits_charged", "Credits deducted for ended sessions, by resource type", ["resource_type"], registry=registry,
+        )
+        self.refresh_runs = Counter(
+            "quota_refresh_runs", "Refreshes applied (not dry runs or replays), by rule (manual: no rule name)", ["rule"], registry=registry,
+        )
+        self.refresh_users = Counter(
+            "quota_refresh_users_updated", "Users whose balance a refresh changed, by rule", ["rule"], registry=registry,
+        )
+        self.busy_calls = Counter(
+            "quota_storage_busy", "Engine calls failed because the database stayed locked or conflicting", registry=registry,
+        )
+        self.conflicts = Counter(
+            "quota_storage_conflict_retries", "Engine calls run again after a conflict with a concurrent transaction (PostgreSQL)",
+            registry=registry,
+        )
+        self.traps = Counter(
+            "quota_engine_traps", "Engine calls that trapped (panic, deadline, memory limit) and were rolled back", registry=registry,
+        )
+        self.rules: frozenset = frozenset()
+        #: The last counts read, by resource type.
+        self.active: dict[str, int] = {}
+        self._dirty = threading.Event()
+        self._refresh: Optional[Any] = None  # set by the hub: schedules a read of the counts
+        registry.register(_ActiveSessions(self))
+
+    def know_rules(self, names: Iterable[str]) -> None:
+        self.rules = frozenset(names)
+
+    def _rule(self, name: str) -> str:
+        return name if name == "manual" or name in self.rules else "other"
+
+    # Observer (engine worker threads)
+
+    def committed(self, events: Sequence[Event]) -> None:
+        for e in events:
+            if e.kind == "gate":
+                self.gate.labels(e.result, e.resource_type).inc()
+                if e.result == "allowed":
+                    self._dirty.set()
+            elif e.kind == "sessions-ended":
+                self.session_ends.labels(e.status, e.resource_type).inc(e.sessions)
+                self.credits_charged.labels(e.resource_type).inc(max(0, e.credits))
+                self._dirty.set()
+            elif e.kind == "refreshed":
+                rule = self._rule(e.rule_name)
+                self.refresh_runs.labels(rule).inc()
+                self.refresh_users.labels(rule).inc(e.users_updated)
+
+    def trapped(self) -> None:
+        self.traps.inc()
+
+    def busy(self) -> None:
+        self.busy_calls.inc()
+
+    def conflict_retried(self) -> None:
+        self.conflicts.inc()
+
+    # The hub's own decisions
+
+    def option_refused(self) -> None:
+        self.gate.labels("invalid", "other").inc()
+
+    # Active sessions
+
+    def after_call(self, engine: QuotaEngine) -> None:
+        """On an engine's worker thread, after a call returned: re-read the active sessions if the
+        call started or ended one (or a scrape asked)."""
+        if not self._dirty.is_set():
+            return
+        self._dirty.clear()
+        try:
+            self.active = engine.active_sessions()
+        except Exception:  # noqa: BLE001 - a gauge must never fail a call
+            log.exception("quota: reading the active sessions for the metrics failed")
+
+    def scraped(self) -> None:
+        """A scrape read the counts: read them again for the next one."""
+        self._dirty.set()
+        if self._refresh is not None:
+            try:
+                self._refresh()
+            except Exception:  # noqa: BLE001
+                log.exception("quota: scheduling the active-session read failed")
+
+
+_metrics: Optional[Metrics] = None
+_lock = threading.Lock()
+
+
+def process_metrics() -> Metrics:
+    """The process's one `Metrics` (created and registered on first use)."""
+    global _metrics
+    with _lock:
+        if _metrics is None:
+            _metrics = Metrics()
+        return _metrics
+
+
+class NoMetrics(Observer):
+    """`configure(..., metrics=False)`: counts nothing."""
+
+    rules: frozenset = frozenset()
+
+    def know_rules(self, names: Iterable[str]) -> None:
+        pass
+
+    def option_refused(self) -> None:
+        pass
+
+    def after_call(self, engine: QuotaEngine) -> None:
+        pass
