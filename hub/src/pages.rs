@@ -59,10 +59,11 @@ pub fn answer(method: &str, path: &str, base: &str) -> Option<Response> {
 }
 
 fn admin_page(base: &str) -> Response {
-    let template = asset_text("pages/admin.html");
+    // The page's content is shared with JupyterHub, which puts it inside its own page template.
+    let template = asset_text("pages/admin.html").replace("{{main}}", asset_text("pages/admin-main.html"));
     let statics = format!("{base}{static_prefix}");
     let config = serde_json::json!({ "base": base, "auth": "token", "static": statics });
-    let html = fill(template, &statics, &config);
+    let html = fill(&template, &statics, &config);
     (
         [
             (header::CONTENT_TYPE, "text/html; charset=utf-8"),
@@ -128,9 +129,20 @@ mod tests {
     }
 
     #[test]
+    fn the_page_is_its_shell_with_the_shared_content_in_it() {
+        let template =
+            asset_text("pages/admin.html").replace("{{main}}", asset_text("pages/admin-main.html"));
+        let html = fill(&template, "/hub/quota-static/", &serde_json::json!({}));
+        assert!(!html.contains("{{"), "a hole is left: {html}");
+        assert!(html.contains(r#"<table id="users""#), "{html}");
+        assert!(html.contains(r#"<body class="quota-standalone">"#), "{html}");
+    }
+
+    #[test]
     fn every_asset_the_page_loads_is_built_in() {
         for name in [
             "pages/admin.html",
+            "pages/admin-main.html",
             "pages/admin.js",
             "pages/quota.css",
             "src/browser.js",

@@ -1,5 +1,6 @@
 // The admin page (`{base}/admin/users`) in quota-hub and inside JupyterHub. It loads the users
-// (one list request, plus the active sessions for the Server column), the engine component for
+// (one list request; for the Server column, the active sessions in quota-hub, the hub's own server
+// states inside JupyterHub, which the page's config carries), the engine component for
 // the pure functions (quota inputs, refresh previews), and renders one table. Every server error
 // is shown in the alert; nothing fails silently.
 import { loadEngine } from '../src/browser.js';
@@ -37,24 +38,38 @@ const page = {
   reload: () => load(false),
 };
 
-/** Every active session, paged by id (1,000 a page), counted per user. */
-async function running() {
+/**
+ * The Server column: inside JupyterHub, the hub's own view (`hubServers`: username ->
+ * {running, pending} counts of their servers); elsewhere every active session, paged by id (1,000
+ * a page), counted per user.
+ */
+async function servers() {
+  const shown = new Map();
+  if (cfg.hubServers) {
+    for (const [name, s] of Object.entries(cfg.hubServers)) {
+      if (s.pending > 0) shown.set(name, 'pending');
+      else if (s.running > 0) shown.set(name, s.running > 1 ? `running (${s.running})` : 'running');
+    }
+    return shown;
+  }
   const counts = new Map();
   let after = 0;
   for (;;) {
     const { sessions } = await api.get(`/api/quota/sessions?status=active&after_id=${after}`);
     for (const s of sessions) counts.set(s.username, (counts.get(s.username) ?? 0) + 1);
-    if (sessions.length < 1000) return counts;
+    if (sessions.length < 1000) break;
     after = sessions[sessions.length - 1].session_id;
   }
+  for (const [name, n] of counts) shown.set(name, `running (${n})`);
+  return shown;
 }
 
 async function load(first) {
   const t0 = performance.now();
-  const [rates, list, active] = await Promise.all([
+  const [rates, list, states] = await Promise.all([
     first ? api.get('/api/quota/rates') : Promise.resolve(null),
     api.get('/admin/api/quota/'),
-    running(),
+    servers(),
   ]);
   if (first) {
     // The engine only answers pure functions here; quota's switch is all its configuration needs.
@@ -66,7 +81,7 @@ async function load(first) {
   }
   const users = mergeHubUsers(list.users);
   const t1 = performance.now();
-  page.table.render(users, active);
+  page.table.render(users, states);
   const tBuilt = performance.now();
   void document.body.offsetHeight; // layout included in the render figure
   const t2 = performance.now();

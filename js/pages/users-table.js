@@ -15,7 +15,7 @@ export class UsersTable {
     this.body = table.tBodies[0];
     this.quota = quota;
     this.actions = actions;
-    /** username -> {username, balance, unlimited, updated_at, running} */
+    /** username -> {username, balance, unlimited, updated_at, server} */
     this.users = new Map();
     this.rows = new Map();
     this.editing = null;
@@ -49,14 +49,17 @@ export class UsersTable {
     }));
   }
 
-  /** Replaces every row. `users`: the list route's records; `running`: username -> active sessions. */
-  render(users, running) {
+  /**
+   * Replaces every row. `users`: the list route's records; `servers`: username -> the server
+   * status shown (`running (1)`, `pending`; a user not in it is `stopped`).
+   */
+  render(users, servers) {
     this.editing = null;
     this.users.clear();
     this.rows.clear();
     const frag = document.createDocumentFragment();
     for (const u of users) {
-      const user = { ...u, running: running.get(u.username) ?? 0 };
+      const user = { ...u, server: servers.get(u.username) ?? 'stopped' };
       this.users.set(u.username, user);
       const tr = this.row(user);
       this.rows.set(u.username, tr);
@@ -94,7 +97,7 @@ export class UsersTable {
       updated.setAttribute('role', 'cell');
       const ledger = document.createElement('button');
       ledger.type = 'button';
-      ledger.className = 'ledger';
+      ledger.className = 'ledger btn btn-sm btn-outline-secondary';
       ledger.textContent = 'Ledger';
       tr.append(q, cell(unl), updated, cell(ledger));
     }
@@ -120,9 +123,9 @@ export class UsersTable {
   /** Writes a user's values into their row (cells: select, user, server, quota, unlimited, updated, ledger). */
   fill(tr, u) {
     const c = tr.cells;
-    c[2].textContent = u.running > 0 ? `running (${u.running})` : 'stopped';
-    if (u.running > 0) c[2].classList.add('running');
-    else c[2].classList.remove('running');
+    c[2].textContent = u.server;
+    c[2].classList.toggle('running', u.server.startsWith('running'));
+    c[2].classList.toggle('pending', u.server === 'pending');
     if (!this.quota) return;
     // While the value is edited its button is off the page (kept in `editing`).
     const edit = c[3].querySelector('button.edit') ?? (this.editing?.name === u.username ? this.editing.button : null);

@@ -27,3 +27,16 @@ def native_transcripts():
 @pytest.fixture(scope="session")
 def quota_hub_bin():
     return rust_bin("quota-hub", "quota-hub")
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """Headless Chromium (tests/chromium.py), one per test module."""
+    import playwright.sync_api as playwright_sync
+
+    from chromium import launch
+
+    with playwright_sync.sync_playwright() as p:
+        b = launch(p)
+        yield b
+        b.close()

@@ -1,53 +1,27 @@
 """The quota pages inside a real JupyterHub (with its real proxy), in Debian's headless Chromium
 driven by playwright: an admin signs in through the hub's login form and sets a quota inline on
-/hub/admin/users; a user's spawn form shows their balance and the cost of a choice, computed in the
-page, and starting from it reaches the gate with the form's runtime and accelerator."""
+/hub/admin/users, a page inside the hub's own template (navigation bar, theme, dark mode), linked
+from the hub's navigation, showing each user's server as the hub knows it; a user's spawn form
+shows their balance and the cost of a choice, computed in the page, and starting from it reaches
+the gate with the form's runtime and accelerator."""
 
 from __future__ import annotations
 
-import os
 import sqlite3
 
 import pytest
 
-from hub import DEADLINE_S, HERE, Hub, wait_for
-
-import playwright.sync_api as playwright_sync  # noqa: E402
-
-CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
-ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
-        "--disable-component-update", "--disable-sync"]
-TIMEOUT_MS = int(DEADLINE_S * 1000)
+from hub import HERE, Hub, wait_for
+from chromium import login
 
 
 @pytest.fixture(scope="module")
 def hub(tmp_path_factory):
-    h = Hub(tmp_path_factory.mktemp("hub-pages"), HERE / "hub_values.yaml").start()
+    # "slow..." users' servers never answer (hub_config.py): their spawn stays pending that long.
+    h = Hub(tmp_path_factory.mktemp("hub-pages"), HERE / "hub_values.yaml",
+            extra_env={"QT_EXTRA_PRE_SPAWN": "1", "QT_HTTP_TIMEOUT": "600"}).start()
     yield h
     h.stop()
-
-
-@pytest.fixture(scope="module")
-def browser():
-    assert os.path.exists(CHROMIUM), f"{CHROMIUM} is missing: apt-get install chromium (scripts/test-js.sh does)"
-    with playwright_sync.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        yield b
-        b.close()
-
-
-def login(browser, hub: Hub, user: str, next_path: str):
-    """A new browser context signed in through the hub's own login form, left on `next_path`."""
-    ctx = browser.new_context()
-    page = ctx.new_page()
-    page.set_default_timeout(TIMEOUT_MS)
-    page.goto(hub.url + next_path)
-    page.wait_for_url("**/hub/login**")
-    page.fill("#username_input", user)
-    page.fill("#password_input", "any")
-    page.click("#login_submit")
-    page.wait_for_url(f"**{next_path}")
-    return ctx, page
 
 
 def balance(hub: Hub, user: str):
@@ -123,3 +97,55 @@ def test_the_spawn_form_shows_the_balance_and_the_cost_and_starts_with_them(hub,
     hub.wait_ready("kim")
     hub.stop_server("kim")
     assert row[:2] == ("phx", 25)
+
+
+def test_the_admin_page_belongs_to_the_hub(hub, browser):
+    """Reached from the hub's navigation bar (its own admin panel included), drawn in the hub's
+    template and theme, and showing each user's server as the hub knows it."""
+    for user in ("runner", "slowpoke", "idler"):
+        status, body = hub.admin("POST", f"/hub/admin/api/quota/users/{user}", {"action": "set", "amount": 100})
+        assert status == 200, body
+        hub.token_for(user)
+    status, body = hub.spawn("runner", {"runtime_minutes": 30})
+    assert status in (201, 202), (status, body)
+    hub.wait_ready("runner")
+    status, body = hub.spawn("slowpoke", {"runtime_minutes": 30})
+    assert status in (201, 202), (status, body)
+    wait_for("slowpoke's spawn to be pending", lambda: (s := hub.server_state("slowpoke")) and s.get("pending") == "spawn")
+    ctx, page = login(browser, hub, "admin", "/hub/admin")
+    try:
+        # The hub's own admin panel links to the quota page from its navigation bar.
+        link = page.locator("nav.navbar #quota-nav-link")
+        assert link.text_content().strip() == "Quota"
+        link.click()
+        page.wait_for_url("**/hub/admin/users")
+        page.wait_for_function("window.quotaPage && window.quotaPage.state !== 'loading'")
+        assert page.evaluate("window.quotaPage.state") == "ready", page.locator("#alert").text_content()
+        # The hub's template: its navigation bar, logo and theme toggle around the quota page.
+        assert page.locator("nav.navbar #jupyterhub-logo").count() == 1
+        assert page.locator("nav.navbar #quota-nav-link").count() == 1
+        assert page.title() == "Quota · JupyterHub"
+
+        def server(user: str) -> str:
+            return page.locator(f'#users tr[data-user="{user}"] td.server').text_content()
+
+        assert (server("runner"), server("slowpoke"), server("idler")) == ("running", "pending", "stopped")
+        # Dark mode: the hub's toggle recolours the quota page with the hub's theme.
+        colours = "[getComputedStyle(document.body).color, getComputedStyle(document.querySelector('#users tbody th')).color]"
+        light_body, light_cell = page.evaluate(colours)
+        assert light_cell == light_body
+        page.locator("#dark-theme-toggle").click()
+        page.wait_for_function("document.documentElement.getAttribute('data-bs-theme') === 'dark'")
+        dark_body, dark_cell = page.evaluate(colours)
+        assert dark_cell == dark_body != light_body
+    finally:
+        ctx.close()
+    # A user who is not a quota admin sees no link.
+    ctx, page = login(browser, hub, "idler", "/hub/home")
+    try:
+        assert page.locator("nav.navbar").count() == 1
+        assert page.locator("#quota-nav-link").count() == 0
+    finally:
+        ctx.close()
+    hub.stop_server("slowpoke")
+    hub.stop_server("runner")

@@ -1,48 +1,74 @@
-"""The quota pages inside the hub: the admin page (`/hub/admin/users`, the hub's login and XSRF
-rules) with its assets (`/hub/quota-static/...`), and the spawn form (`Spawner.options_form`).
-Both compute with the engine component in the page (js/gen, carried in this package's `static/`),
-so the cost a user sees and the refresh an admin previews are what the hub then does."""
+"""The quota admin page inside the hub (`/hub/admin/users`, in the hub's own page template, with
+the hub's login and XSRF rules) and the pages' assets (`/hub/quota-static/...`: the scripts, and
+the engine component the admin page and the spawn form compute with, js/gen, carried in this
+package's `static/`), so the cost a user sees and the refresh an admin previews are what the hub
+then does. The spawn form itself is forms.py."""
 
 from __future__ import annotations
 
-import html
-import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from jinja2 import ChoiceLoader, FileSystemLoader
 from jupyterhub import orm
 from jupyterhub.handlers.base import BaseHandler
 from tornado import web
 
-from .engine import Caller
+from .forms import STATIC_PREFIX, json_for_script
 from .handlers import _registry, caller_for
-from .service import log
 
 if TYPE_CHECKING:
     from .hub import QuotaHub
 
 STATIC = Path(__file__).resolve().parent / "static"
-#: Below the hub's prefix.
-STATIC_PREFIX = "quota-static/"
 
 
-def _json_for_script(value: Any) -> str:
-    """JSON inside a `<script type="application/json">`: `<` escaped, so it cannot end the element."""
-    return json.dumps(value, ensure_ascii=False).replace("<", "\\u003c")
+#: The hub-side templates (page.html: the navigation link; quota-admin.html: the admin page).
+TEMPLATES = Path(__file__).resolve().parent / "templates"
 
 
-def _template() -> str:
-    path = STATIC / "pages" / "admin.html"
+def _main() -> str:
+    path = STATIC / "pages" / "admin-main.html"
     if not path.is_file():
         raise web.HTTPError(500, f"the admin page's assets are missing from this package ({path}); rebuild the wheel")
     return path.read_text(encoding="utf-8")
 
 
+def server_states(users: Any) -> dict:
+    """Each hub user's servers as the hub knows them, for the Server column: {name: {running,
+    pending}} for users with a server running or starting/stopping (the rest are stopped). Only
+    users the hub holds in memory can have one."""
+    out = {}
+    for user in list(users.values()):
+        running = pending = 0
+        for spawner in list(user.spawners.values()):
+            if spawner.pending:
+                pending += 1
+            elif spawner.ready:
+                running += 1
+        if running or pending:
+            out[user.name] = {"running": running, "pending": pending}
+    return out
+
+
 class AdminPageHandler(BaseHandler):
-    """`/hub/admin/users`: hub admins (or holders of `custom:quota:admin`) only."""
+    """`/hub/admin/users`: hub admins (or holders of `custom:quota:admin`) only, inside the hub's
+    own page template."""
+
+    _overlays: dict = {}
 
     def initialize(self, key: str) -> None:
         self.quota = _registry[key]
+
+    def get_template(self, name: str, sync: bool = False):
+        """The hub's templates, then this package's (the hub's page.html, or an operator's, wins;
+        quota-admin.html is found here even if `template_paths` was replaced after configure())."""
+        key = "jinja2_env_sync" if sync else "jinja2_env"
+        env = self.settings[key]
+        overlay = self._overlays.get(id(env))
+        if overlay is None:
+            overlay = self._overlays[id(env)] = env.overlay(loader=ChoiceLoader([env.loader, FileSystemLoader(str(TEMPLATES))]))
+        return overlay.get_template(name)
 
     @web.authenticated
     async def get(self) -> None:
@@ -54,9 +80,10 @@ class AdminPageHandler(BaseHandler):
         # Hub users without a quota record yet are listed too (balance 0), by name only.
         names = [n for (n,) in self.db.query(orm.User.name).order_by(orm.User.name)]
         config = {"base": base, "auth": "hub", "xsrf": self.xsrf_token.decode() if isinstance(self.xsrf_token, bytes) else self.xsrf_token,
-                  "static": statics, "hubUsers": names}
-        page = _template().replace("{{static}}", html.escape(statics, quote=True)).replace("{{config}}", _json_for_script(config))
-        self.set_header("Content-Type", "text/html; charset=utf-8")
+                  "static": statics, "hubUsers": names, "hubServers": server_states(self.users)}
+        page = await self.render_template(
+            "quota-admin.html", quota_static=statics, quota_config=json_for_script(config), quota_main=_main(),
+        )
         self.set_header("Cache-Control", "no-store")
         self.finish(page)
 
@@ -81,55 +108,3 @@ def page_handlers(quota: "QuotaHub", key: str) -> list:
         (r"/admin/users", AdminPageHandler, {"key": key}),
         (rf"/{STATIC_PREFIX}(.*)", StaticHandler, {"path": str(STATIC)}),
     ]
-
-
-def _number(v: Any) -> str:
-    """A rate as the engine prints it (2, 4.5), never `2.0`."""
-    return str(int(v)) if isinstance(v, (int, float)) and float(v).is_integer() else str(v)
-
-
-def spawn_form(quota: "QuotaHub", values: dict):
-    """`Spawner.options_form`: the accelerators (names, descriptions, rates; CPU first), a runtime
-    (1-480 minutes), the user's balance, and the estimated cost computed in the page as the user
-    types. It posts `runtime_minutes` and `gpu_selection` (empty for CPU), the keys the gate reads."""
-    custom = (values or {}).get("custom") or {}
-    page_values = {"custom": {k: custom[k] for k in ("authMode", "quota", "accelerators") if k in custom}}
-
-    async def options_form(spawner: Any) -> str:
-        user = spawner.user.name
-        try:
-            me = (await quota.service.request("GET", "/api/quota/me", "", Caller(user))).json()
-            rates = (await quota.service.request("GET", "/api/quota/rates", "", Caller(user))).json()
-            accels = (await quota.service.request("GET", "/api/accelerators", "", Caller(user))).json()["accelerators"]
-        except Exception:
-            log.exception("quota: the spawn form could not read %s's balance", user)
-            raise web.HTTPError(503, "The quota service is not answering; try again") from None
-        e = lambda s: html.escape(str(s), quote=True)  # noqa: E731
-        unit = "credits/min"
-        options = [f'<label class="quota-choice"><input type="radio" name="gpu_selection" value="" checked> '
-                   f'<strong>CPU</strong> <span>CPU only</span> <span class="quota-rate">{e(_number(rates["rates"].get("cpu", 0)))} {unit}</span></label>']
-        for k, a in accels.items():
-            options.append(
-                f'<label class="quota-choice"><input type="radio" name="gpu_selection" value="{e(k)}"> '
-                f'<strong>{e(a.get("displayName") or k)}</strong> <span>{e(a.get("description", ""))}</span> '
-                f'<span class="quota-rate">{e(_number(rates["rates"].get(k, a.get("quotaRate", 0))))} {unit}</span></label>'
-            )
-        balance = "unlimited" if me.get("unlimited") and rates.get("enabled") else str(me.get("balance", 0))
-        config = {"static": f"{spawner.hub.base_url}{STATIC_PREFIX}", "values": page_values, "balance": me.get("balance", 0),
-                  "unlimited": bool(me.get("unlimited")), "enabled": bool(rates.get("enabled"))}
-        return f"""
-<div id="quota-spawn">
-<script type="application/json" id="quota-spawn-config">{_json_for_script(config)}</script>
-<fieldset>
-  <legend>Accelerator</legend>
-  {"".join(options)}
-</fieldset>
-<p><label for="quota-runtime">Runtime (minutes, 1-480)</label>
-  <input id="quota-runtime" name="runtime_minutes" type="number" min="1" max="480" step="1" value="{quota.default_runtime}" required></p>
-<p>Your balance: <strong id="quota-balance">{e(balance)}</strong></p>
-<p>Estimated cost: <output id="quota-cost" for="quota-runtime" aria-live="polite">computing...</output></p>
-<p id="quota-cost-note" role="status"></p>
-<script type="module" src="{e(config["static"])}pages/spawn.js"></script>
-</div>"""
-
-    return options_form
