@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # The Python integration (python/): builds and installs the wheel into target/pyenv with a real
-# JupyterHub and the real configurable-http-proxy (scripts/python-env.sh), then runs python/tests
-# (pytest arguments pass through). Needs python3 (3.9+) with venv, Node and npm, and the engine
-# component (scripts/build-wasm.sh --fault; the wheel build makes the shipped one if missing).
+# JupyterHub 6 and the real configurable-http-proxy (scripts/python-env.sh), then runs python/tests
+# (pytest arguments pass through); then the same wheel in target/pyenv-jh5 with JupyterHub 5 (what
+# z2jh ships) for the tests of what differs there: the consecutive-failure limit, KubeSpawner, the
+# hub's templates and metrics, the hub suite. Needs python3 (3.9+) with venv, Node and npm, and the
+# engine component (scripts/build-wasm.sh --fault; the wheel build makes the shipped one if missing).
+# QUOTA_SKIP_JH5=1 skips the JupyterHub 5 run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 started=$(date +%s)
@@ -11,7 +14,15 @@ bash scripts/ensure-chromium.sh   # the hub page tests run in headless Chromium
 echo "python set-up took $(( $(date +%s) - started ))s"
 # The tests import the installed package, not python/src. The PostgreSQL tests need a server:
 # scripts/with-postgres.sh starts a throwaway one unless QUOTA_TEST_PG_URL names one already.
-cd python/tests
 pytest=(../../target/pyenv/bin/python -m pytest -q -p no:cacheprovider "$@")
-if [ -n "${QUOTA_TEST_PG_URL:-}" ]; then exec "${pytest[@]}"; fi
-exec bash ../../scripts/with-postgres.sh "${pytest[@]}"
+if [ -n "${QUOTA_TEST_PG_URL:-}" ]; then (cd python/tests && "${pytest[@]}")
+else (cd python/tests && bash ../../scripts/with-postgres.sh "${pytest[@]}"); fi
+
+if [ -n "${QUOTA_SKIP_JH5:-}" ] || [ $# -gt 0 ]; then exit 0; fi
+started=$(date +%s)
+PYENV=target/pyenv-jh5 REQUIREMENTS=python/requirements-test-jh5.txt bash scripts/python-env.sh
+echo "python (JupyterHub 5) set-up took $(( $(date +%s) - started ))s"
+cd python/tests
+../../target/pyenv-jh5/bin/python -c 'import jupyterhub; print("JupyterHub", jupyterhub.__version__)'
+exec ../../target/pyenv-jh5/bin/python -m pytest -q -p no:cacheprovider \
+    test_failure_limit.py test_kubespawner.py test_hub.py test_hub_pages.py test_hub_metrics.py

@@ -43,13 +43,22 @@ def wait_for(what: str, check, deadline: float = DEADLINE_S, every: float = 0.2)
 
 
 class Hub:
-    def __init__(self, state: Path, values: Path, quota_kwargs: Optional[dict] = None, extra_env: Optional[dict] = None):
+    def __init__(
+        self,
+        state: Path,
+        values: Path,
+        quota_kwargs: Optional[dict] = None,
+        extra_env: Optional[dict] = None,
+        config: Path = HERE / "hub_config.py",
+    ):
         self.state = state
+        self.config = config
         self.state.mkdir(parents=True, exist_ok=True)
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.admin_token = secrets.token_hex(16)
         self.sessions_token = secrets.token_hex(16)
+        self.cron_token = secrets.token_hex(16)
         self.env = dict(os.environ)
         self.env.update(
             QT_STATE=str(state),
@@ -60,6 +69,7 @@ class Hub:
             QT_COOKIE_SECRET=secrets.token_hex(32),
             QT_ADMIN_TOKEN=self.admin_token,
             QT_SESSIONS_TOKEN=self.sessions_token,
+            QT_CRON_TOKEN=self.cron_token,
             QT_VALUES=str(values),
             QT_QUOTA_KWARGS=json.dumps(quota_kwargs or {}),
             PATH=f"{CHP_BIN}{os.pathsep}{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
@@ -74,11 +84,15 @@ class Hub:
     def start(self) -> "Hub":
         log = open(self.log_path, "a")
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "jupyterhub", "-f", str(HERE / "hub_config.py")],
+            [sys.executable, "-m", "jupyterhub", "-f", str(self.config)],
             cwd=self.state, env=self.env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
         )
         wait_for("the hub to answer", self._up)
         return self
+
+    def exited(self) -> Optional[int]:
+        """The hub's exit status once it has exited by itself, else None."""
+        return None if self.proc is None else self.proc.poll()
 
     def _up(self) -> bool:
         if self.proc is not None and self.proc.poll() is not None:

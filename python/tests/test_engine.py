@@ -13,7 +13,7 @@ import pytest
 from jupyterhub_quota import Caller, Component, ConfigError, EngineError, QuotaEngine, StorageError
 from jupyterhub_quota import values as values_mod
 from jupyterhub_quota.scheduler import run_id
-from jupyterhub_quota.service import OptionError, accelerator_option, runtime_option
+from jupyterhub_quota.options import OptionError, accelerator_option, runtime_option
 
 REPO = Path(__file__).resolve().parents[2]
 FAULT = REPO / "target" / "wasm" / "quota-engine-fault.wasm"

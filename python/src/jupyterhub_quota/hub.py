@@ -5,13 +5,17 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
-from typing import Any, Optional, Union
+from typing import Any, Callable, Optional, Union
 
+from . import hooks
 from . import values as values_mod
 from .engine import QuotaEngine
+from .metrics import NoMetrics, process_metrics
+from .options import check_profiles
+from .placement import Placement, accelerators
+from .scheduler import Scheduler
 from .service import DEFAULT_RUNTIME_MINUTES, QuotaService, log
 from .timers import Timers
-from .scheduler import Scheduler
 
 #: The scopes an admin grants through `c.JupyterHub.load_roles` (same meaning as quota-hub's).
 CUSTOM_SCOPES = {
@@ -38,9 +42,22 @@ def _hub_app() -> Any:
 class QuotaHub:
     """What `configure()` installs; kept on the hub so tests and hooks reach it."""
 
-    def __init__(self, service: QuotaService, *, default_runtime: int, scheduler: bool, auto_stop: bool):
+    def __init__(
+        self,
+        service: QuotaService,
+        *,
+        default_runtime: int,
+        scheduler: bool,
+        auto_stop: bool,
+        placement: Optional[Placement] = None,
+        metrics: Any = None,
+    ):
         self.service = service
         self.default_runtime = default_runtime
+        self.placement = placement or Placement({})
+        self.metrics = metrics or NoMetrics()
+        #: The hooks configure() set, by trait name (checked at start).
+        self.installed: dict[str, Any] = {}
         self.timers = Timers(service) if auto_stop else None
         self.scheduler = Scheduler(service) if scheduler else None
         #: (username, server name) of servers that became ready (JupyterHub's server-action event).
@@ -51,6 +68,7 @@ class QuotaHub:
 
     async def start(self, app: Any) -> None:
         """Stale cleanup at once; the rest when the hub has started."""
+        self.check_config(app)
         try:
             for s in await self.service.run(lambda e: e.cleanup_stale()):
                 log.warning(
@@ -71,6 +89,22 @@ class QuotaHub:
             await self.timers.rearm(app)
         if self.scheduler is not None:
             await self.scheduler.start()
+        self.service.poke()  # the first read of the active sessions, for the metrics
+
+    def check_config(self, app: Any) -> None:
+        """Says at start what the final configuration undid or cannot price: a hook set after
+        configure() (the gate would not run), a profile that names no accelerator."""
+        cls = getattr(app, "spawner_class", None)
+        if not isinstance(cls, type):
+            return
+        for problem in hooks.check(app.config, cls, self.installed):
+            log.critical("quota: %s", problem)
+        profiles = hooks.previous(app.config, hooks.sections(cls), "profile_list")
+        if isinstance(profiles, dict):
+            profiles = [profiles[k] for k in sorted(profiles)]
+        if isinstance(profiles, list):
+            for problem in check_profiles([p for p in profiles if isinstance(p, dict)], self.placement.accels):
+                log.error("quota: %s (such a spawn is refused)", problem)
 
     def listen(self, app: Any) -> None:
         if self.listening or getattr(app, "eventlog", None) is None:
@@ -106,12 +140,14 @@ def configure(
     durability: str = "full",
     component_path: Union[str, Path, None] = None,
     db_connections: Optional[int] = None,
+    apply_accelerator: Optional[Callable] = None,
+    metrics: bool = True,
 ) -> Optional[QuotaHub]:
     """Wires quota into a JupyterHub configuration (call it in ``jupyterhub_config.py``).
 
     - ``values_file``: the values file (YAML, the Helm chart's layout: ``custom.quota``,
       ``custom.accelerators``, ``custom.authMode``), the one quota-hub reads. Or ``values``: the
-      same document as a dict. When it gives neither ``authMode`` nor ``custom.quota.enabled``, the
+      same document as a dict, or its ``custom`` block alone (z2jh: ``get_config("custom")``). When it gives neither ``authMode`` nor ``custom.quota.enabled``, the
       mode comes from the hub's authenticator (GitHub -> on, Dummy/SharedPassword -> off, others: an
       error asking for one of the two keys).
     - ``db_url``: the quota database, as quota-hub's ``--db`` reads it: ``sqlite://quota.db``
@@ -123,35 +159,47 @@ def configure(
     - ``default_runtime_minutes``: the runtime of a spawn that does not give ``runtime_minutes``.
     - ``routes``: serve ``/hub/api/quota/...``, ``/hub/api/accelerators`` and
       ``/hub/admin/api/quota/...`` inside the hub.
-    - ``pages``: serve the admin page at ``/hub/admin/users`` (hub admins; the hub's login) and
-      its assets at ``/hub/quota-static/``.
-    - ``spawn_form``: set ``Spawner.options_form`` to the quota spawn form (accelerators with
-      their rates, a runtime, the user's balance and the estimated cost, live). False keeps the
-      configured form (it should post ``runtime_minutes`` and ``gpu_selection``).
+    - ``pages``: serve the admin page at ``/hub/admin/users`` (hub admins; the hub's login; inside
+      the hub's page template, linked as "Quota" from the hub's navigation bar for quota admins)
+      and its assets at ``/hub/quota-static/``.
+    - ``spawn_form``: the quota spawn form (accelerators with their rates, a runtime, the user's
+      balance and the estimated cost, live); when the spawner has a form of its own (KubeSpawner's
+      ``profile_list``, or a configured ``options_form``) the quota fields are added below it.
+      False keeps the spawner's form as it is (it should post ``runtime_minutes`` and
+      ``gpu_selection``).
     - ``durability``: ``"full"`` (``synchronous=FULL``: a commit survives power loss) or ``"normal"``.
     - ``component_path``: another ``quota-engine.wasm`` than the one in this package.
     - ``db_connections``: engine worker threads, each with its own database connection (default: 4
       for PostgreSQL, 1 for SQLite, which has one writer at a time).
+    - ``apply_accelerator``: ``(spawner, key, accelerator) -> None`` (may be async), called after
+      the gate allowed a spawn on an accelerator, to place the server (``accelerator`` is the values
+      file's entry). KubeSpawner needs none: the accelerator's ``nodeSelector`` becomes a required
+      node affinity. Every spawner gets the accelerator's ``env``.
+    - ``metrics``: count quota series in the hub's ``/hub/metrics``.
 
-    Hooks already set in the config (``pre_spawn_hook``, ``post_stop_hook``, ``options_from_form``)
-    are kept and run first. Under ``jupyterhub upgrade-db`` (or anywhere no hub is running) only the
+    Hooks already set in the config (``pre_spawn_hook``, ``post_stop_hook``, ``options_from_form``,
+    KubeSpawner's ``modify_pod_hook``) are kept and run first; set them before calling this. Under ``jupyterhub upgrade-db`` (or anywhere no hub is running) only the
     quota database is migrated: no hooks, timers or scheduler. Returns the installed
     :class:`QuotaHub`, or None when no hub is running.
     """
     if (values_file is None) == (values is None):
         raise ValueError("configure(): give exactly one of values_file= and values=")
-    doc = values_mod.load(values_file) if values_file is not None else values
+    doc = values_mod.load(values_file) if values_file is not None else values_mod.document(values)
     authenticator = c.JupyterHub.authenticator_class if "authenticator_class" in c.JupyterHub else "pam"
     doc = values_mod.with_auth_mode(doc, authenticator)
     path = values_mod.sqlite_path(db_url)
     if path != ":memory:" and "://" not in path:
         Path(path).parent.mkdir(parents=True, exist_ok=True)
 
+    counters: Any = None
+
     def open_engine() -> QuotaEngine:
         from .engine import Component
 
         comp = Component.load(Path(component_path) if component_path else None)
-        return QuotaEngine(path, doc, component=comp, durability=durability)
+        engine = QuotaEngine(path, doc, component=comp, durability=durability)
+        engine.observer = counters if metrics else None
+        return engine
 
     app = _hub_app()
     if app is None:
@@ -162,11 +210,17 @@ def configure(
     postgres = path.startswith(("postgres://", "postgresql://"))
     if db_connections is not None and db_connections > 1 and path == ":memory:":
         raise ValueError("configure(): db_connections > 1 needs a database file or server, not :memory:")
-    service = QuotaService(open_engine, workers=db_connections or (4 if postgres else 1))
-    quota = QuotaHub(service, default_runtime=default_runtime_minutes, scheduler=scheduler, auto_stop=auto_stop)
+    counters = process_metrics() if metrics else NoMetrics()
+    service = QuotaService(open_engine, workers=db_connections or (4 if postgres else 1), after_call=counters.after_call)
+    if metrics:
+        counters._refresh = service.poke
+    quota = QuotaHub(
+        service, default_runtime=default_runtime_minutes, scheduler=scheduler, auto_stop=auto_stop,
+        placement=Placement(accelerators(doc), apply_accelerator), metrics=counters,
+    )
     from .spawn import install_spawn_hooks
 
-    install_spawn_hooks(c, quota)
+    quota.installed = install_spawn_hooks(c, quota, form=spawn_form, values=doc)
     scopes = dict(c.JupyterHub.custom_scopes) if "custom_scopes" in c.JupyterHub else {}
     scopes.update(CUSTOM_SCOPES)
     c.JupyterHub.custom_scopes = scopes
@@ -178,13 +232,16 @@ def configure(
         extra = list(c.JupyterHub.extra_handlers) if "extra_handlers" in c.JupyterHub else []
         # The page calls the quota routes: it comes with them.
         c.JupyterHub.extra_handlers = extra + (api if routes else []) + (page_handlers(quota, key) if pages and routes else [])
-    if spawn_form:
-        from .pages import spawn_form as make_form
+    if pages and routes:
+        from .pages import TEMPLATES
 
-        c.Spawner.options_form = make_form(quota, doc)
+        # After the operator's: their page.html wins; ours adds the Quota link to the hub's own.
+        paths = list(c.JupyterHub.template_paths) if "template_paths" in c.JupyterHub else []
+        c.JupyterHub.template_paths = paths + [str(TEMPLATES)]
     app.quota = quota
     asyncio.get_running_loop().create_task(quota.start(app))
     summary = service.engine.summary
+    counters.know_rules(r.name for r in (summary.rules if summary else ()))
     log.info(
         "quota: %s, database %s, %d refresh rule(s) enabled%s",
         "enabled" if summary and summary.enabled else "disabled",

@@ -1,44 +1,41 @@
-"""The spawn gate (`pre_spawn_hook`), the session end at stop (`post_stop_hook`) and the spawn
-form's options (`options_from_form`)."""
+"""The spawn gate (`pre_spawn_hook`), the session end at stop (`post_stop_hook`), and their
+installation into the hub's configuration (with the form and, on KubeSpawner, `modify_pod_hook`)."""
 
 from __future__ import annotations
 
 import inspect
 import time
-from typing import TYPE_CHECKING, Any, Callable, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 from tornado import web
 
-from .service import HUB, OptionError, accelerator_option, log, runtime_option
+from . import hooks
+from .failures import keep_failure_count
+from .forms import options_from_form, spawn_form
+from .options import OptionError, choose
+from .service import HUB, log
 
 if TYPE_CHECKING:
     from .hub import QuotaHub
-
-#: Spawn options this integration reads (the original spawn page's keys).
-OPTION_KEYS = ("runtime_minutes", "gpu_selection")
-
-
-def _previous(section: Any, name: str) -> Optional[Callable]:
-    if name in section:
-        v = section[name]
-        return v if callable(v) else None
-    return None
 
 
 async def _maybe_await(v: Any) -> Any:
     return await v if inspect.isawaitable(v) else v
 
 
-def _call_options_from_form(fn: Callable, form: dict, spawner: Any) -> Any:
-    if "spawner" in inspect.signature(fn).parameters:
-        return fn(form, spawner=spawner)
-    return fn(form)
+def _callable(v: Any) -> Optional[Any]:
+    return v if callable(v) else None
 
 
-def install_spawn_hooks(c: Any, quota: "QuotaHub") -> None:
-    previous_pre = _previous(c.Spawner, "pre_spawn_hook")
-    previous_stop = _previous(c.Spawner, "post_stop_hook")
-    previous_form = _previous(c.Spawner, "options_from_form")
+def install_spawn_hooks(c: Any, quota: "QuotaHub", *, form: bool = False, values: Optional[dict] = None) -> dict[str, Any]:
+    """Sets the gate, the stop hook, the form parser (and with `form`, the spawn form; on
+    KubeSpawner, `modify_pod_hook`) on every spawner section of the configured class's ancestry.
+    What was configured before is kept and runs first. Returns what was installed, by trait name."""
+    cls = hooks.spawner_class(c)
+    names = hooks.sections(cls)
+    previous_pre = _callable(hooks.previous(c, names, "pre_spawn_hook"))
+    previous_stop = _callable(hooks.previous(c, names, "post_stop_hook"))
+    previous_parser = _callable(hooks.previous(c, names, "options_from_form"))
 
     async def pre_spawn_hook(spawner: Any) -> None:
         if previous_pre is not None:
@@ -52,36 +49,50 @@ def install_spawn_hooks(c: Any, quota: "QuotaHub") -> None:
             if previous_stop is not None:
                 await _maybe_await(previous_stop(spawner))
 
-    def options_from_form(form_data: dict, spawner: Any = None) -> dict:
-        # The form posts lists of strings; the gate wants one value per option.
-        if previous_form is not None:
-            options = dict(_call_options_from_form(previous_form, form_data, spawner))
-        else:
-            options = dict(form_data)
-        for key in OPTION_KEYS:
-            v = options.get(key)
-            if isinstance(v, list):
-                options[key] = v[0] if len(v) == 1 else v
-        return options
+    installed: dict[str, Any] = {
+        "pre_spawn_hook": pre_spawn_hook,
+        "post_stop_hook": post_stop_hook,
+        "options_from_form": options_from_form(previous_parser),
+    }
+    if form:
+        installed["options_form"] = spawn_form(quota, values or {}, hooks.previous(c, names, "options_form"))
+    for trait, value in installed.items():
+        hooks.install(c, names, trait, value)
 
-    c.Spawner.pre_spawn_hook = pre_spawn_hook
-    c.Spawner.post_stop_hook = post_stop_hook
-    c.Spawner.options_from_form = options_from_form
+    kube = hooks.has_trait(cls, "modify_pod_hook")
+    if kube:
+        previous_modify = _callable(hooks.previous(c, kube, "modify_pod_hook"))
+
+        async def modify_pod_hook(spawner: Any, pod: Any) -> Any:
+            if previous_modify is not None:
+                pod = await _maybe_await(previous_modify(spawner, pod))
+            return quota.placement.modify_pod(spawner, pod)
+
+        hooks.install(c, kube, "modify_pod_hook", modify_pod_hook)
+        installed["modify_pod_hook"] = modify_pod_hook
+    return installed
+
+
+def _refuse(spawner: Any, status: int, message: str) -> web.HTTPError:
+    keep_failure_count(spawner)
+    return web.HTTPError(status, message)
 
 
 async def gate(quota: "QuotaHub", spawner: Any) -> None:
     """Check-start before the spawner starts anything: 403 with the engine's message when the user
-    cannot afford it, 400 naming the option for bad options; both record nothing."""
+    cannot afford it, 400 naming the option for bad options; both record nothing and do not count
+    toward the hub's consecutive-failure limit. An allowed spawn gets its accelerator applied."""
     user, server = spawner.user.name, spawner.name or ""
     options = spawner.user_options or {}
     try:
-        runtime = runtime_option(options.get("runtime_minutes"), quota.default_runtime)
-        accelerator = accelerator_option(options.get("gpu_selection"))
+        choice = await choose(spawner, options, quota.default_runtime, quota.placement.accels)
     except OptionError as e:
-        raise web.HTTPError(400, str(e)) from None
-    body: dict = {"username": user, "runtime_minutes": runtime, "server_name": server}
-    if accelerator is not None:
-        body["resource_type"] = accelerator
+        log.info("quota: %s server %r refused (400): %s", user, server, e)
+        quota.metrics.option_refused()
+        raise _refuse(spawner, 400, str(e)) from None
+    body: dict = {"username": user, "runtime_minutes": choice.runtime, "server_name": server}
+    if choice.accelerator is not None:
+        body["resource_type"] = choice.accelerator
     tic = time.perf_counter()
     try:
         r = await quota.service.request("POST", "/api/quota/sessions", body, HUB)
@@ -92,19 +103,23 @@ async def gate(quota: "QuotaHub", spawner: Any) -> None:
     if r.status == 201:
         s = r.json()
         log.info(
-            "quota: %s server %r allowed: session %s, %s x %s min, estimated %s, balance %s (gate %.1f ms)",
-            user, server, s["session_id"], s["rate"], s["runtime_minutes"], s["estimated_cost"], s["balance"], took_ms,
+            "quota: %s server %r allowed: session %s, %s x %s min, estimated %s, balance %s%s (gate %.1f ms)",
+            user, server, s["session_id"], s["rate"], s["runtime_minutes"], s["estimated_cost"], s["balance"],
+            f", profile {choice.profile}" if choice.profile else "", took_ms,
         )
         quota.ready.discard((user, server))
         if quota.timers is not None:
-            quota.timers.arm(user, server, time.time() + runtime * 60)
+            quota.timers.arm(user, server, time.time() + choice.runtime * 60)
+        # The key the engine recorded (and billed) is the one placed: one decision.
+        resource = s.get("resource_type") or "cpu"
+        await quota.placement.apply(spawner, None if resource == "cpu" else resource)
         return
     message = r.json().get("error", r.body) if r.body.startswith("{") else r.body
     if r.status == 400 and message.startswith("resource_type:"):
         message = "gpu_selection:" + message[len("resource_type:"):]
     if r.status in (400, 403):
         log.info("quota: %s server %r refused (%s): %s", user, server, r.status, message)
-        raise web.HTTPError(r.status, message)
+        raise _refuse(spawner, r.status, message)
     log.error("quota: the spawn gate answered %s for %s: %s", r.status, user, r.body)
     raise web.HTTPError(503, f"Quota check failed, the server was not started: {message}")
 

@@ -32,6 +32,14 @@ def load(path: Union[str, Path]) -> dict:
     return doc
 
 
+def document(values: Any) -> dict:
+    """`configure(values=...)`: the whole values document (with a top-level `custom`), or the
+    `custom` block alone, as z2jh's `get_config("custom")` hands it over."""
+    if not isinstance(values, dict):
+        raise ValuesError(f"values: must be a mapping (the values document or its `custom` block), got {type(values).__name__}")
+    return values if "custom" in values else {"custom": values}
+
+
 #: Authenticators whose hubs identify users for real (quota on when `enabled` is null), and the ones
 #: for demos (quota off), by class name.
 _GITHUB = ("GitHubOAuthenticator", "github")
