@@ -285,3 +285,12 @@ def test_a_cronjobs_refresh_runs_through_the_hub_once(hub, quota_hub_bin):
             assert body["balance"] == want, (attempt, user, body)
     status, body = hub.api("GET", "/hub/admin/api/quota/", hub.cron_token)
     assert status == 403, (status, body)
+
+
+def test_the_spawn_page_shows_users_prices_not_the_accelerators_environment(hub):
+    set_quota(hub, "hal", 10)
+    status, page = hub.login("hal").get("/hub/spawn")
+    assert status == 200, status
+    assert 'id="kubespawner-profiles-list"' in page and 'id="quota-runtime"' in page
+    assert "PHX_VISIBLE_DEVICES" not in page and "NVIDIA_DRIVER_CAPABILITIES" not in page
+    assert "refreshRules" not in page and "weekly-topup" not in page

@@ -17,7 +17,7 @@ from tornado import web
 
 from .engine import Caller
 from .options import OPTION_KEYS, page_profiles, profile_list, slug_of
-from .service import log
+from .service import log, maybe_await
 
 if TYPE_CHECKING:
     from .hub import QuotaHub
@@ -29,10 +29,6 @@ STATIC_PREFIX = "quota-static/"
 def json_for_script(value: Any) -> str:
     """JSON inside a `<script type="application/json">`: `<` escaped, so it cannot end the element."""
     return json.dumps(value, ensure_ascii=False).replace("<", "\\u003c")
-
-
-async def _maybe_await(v: Any) -> Any:
-    return await v if inspect.isawaitable(v) else v
 
 
 def _call_parser(fn: Callable, form: dict, spawner: Any) -> Any:
@@ -71,7 +67,7 @@ async def own_form(spawner: Any, configured: Any) -> str:
     spawner class's own (KubeSpawner renders its `profile_list`), as text."""
     form = configured if configured is not None else spawner.trait_defaults("options_form")
     if callable(form):
-        form = await _maybe_await(form(spawner))
+        form = await maybe_await(form(spawner))
     return form or ""
 
 
@@ -80,9 +76,29 @@ def _number(v: Any) -> str:
     return str(int(v)) if isinstance(v, (int, float)) and float(v).is_integer() else str(v)
 
 
-def spawn_form(quota: "QuotaHub", values: dict, configured: Any = None):
+#: What the page's engine needs to price a spawn, and nothing more: every user sees the form's
+#: source, so an accelerator's `env` (and any other key of the values file) stays on the hub.
+_PAGE_QUOTA_KEYS = ("enabled", "cpuRate", "minimumToStart", "defaultQuota")
+_PAGE_ACCELERATOR_KEYS = ("displayName", "description", "nodeSelector", "quotaRate")
+
+
+def _page_values(values: dict) -> dict:
     custom = (values or {}).get("custom") or {}
-    page_values = {"custom": {k: custom[k] for k in ("authMode", "quota", "accelerators") if k in custom}}
+    out: dict = {}
+    if "authMode" in custom:
+        out["authMode"] = custom["authMode"]
+    if isinstance(custom.get("quota"), dict):
+        out["quota"] = {k: v for k, v in custom["quota"].items() if k in _PAGE_QUOTA_KEYS}
+    if isinstance(custom.get("accelerators"), dict):
+        out["accelerators"] = {
+            key: {k: v for k, v in a.items() if k in _PAGE_ACCELERATOR_KEYS} if isinstance(a, dict) else a
+            for key, a in custom["accelerators"].items()
+        }
+    return {"custom": out}
+
+
+def spawn_form(quota: "QuotaHub", values: dict, configured: Any = None):
+    page_values = _page_values(values)
 
     async def options_form(spawner: Any) -> str:
         user = spawner.user.name
