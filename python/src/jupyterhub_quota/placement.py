@@ -17,11 +17,10 @@ The CPU choice applies nothing: the spawner keeps what the operator configured."
 from __future__ import annotations
 
 import copy
-import inspect
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
-from .service import log
+from .service import log, maybe_await
 
 #: Attributes this module keeps on a spawner: the operator's environment, the allowed accelerator.
 BASE_ENV = "_quota_base_environment"
@@ -110,9 +109,7 @@ class Placement:
             return
         spawner.environment = {**base, **accel.env}
         if self.hook is not None:
-            r = self.hook(spawner, accel.key, copy.deepcopy(accel.entry))
-            if inspect.isawaitable(r):
-                await r
+            await maybe_await(self.hook(spawner, accel.key, copy.deepcopy(accel.entry)))
         elif accel.node_selector and not is_kubespawner(spawner):
             name = type(spawner).__name__
             if name not in self._warned:

@@ -4,6 +4,7 @@ hub's event loop."""
 from __future__ import annotations
 
 import asyncio
+import inspect
 import json
 import logging
 import threading
@@ -23,6 +24,11 @@ SYSTEM = Caller("jupyterhub", admin=True)
 
 #: What `runtime_minutes` defaults to when a spawn does not say (the original's spawn page).
 DEFAULT_RUNTIME_MINUTES = 20
+
+
+async def maybe_await(v: Any) -> Any:
+    """A hook's result, awaited if it is awaitable (hub hooks may be sync or async)."""
+    return await v if inspect.isawaitable(v) else v
 
 
 class QuotaService:

@@ -3,7 +3,6 @@ installation into the hub's configuration (with the form and, on KubeSpawner, `m
 
 from __future__ import annotations
 
-import inspect
 import time
 from typing import TYPE_CHECKING, Any, Optional
 
@@ -13,14 +12,10 @@ from . import hooks
 from .failures import keep_failure_count
 from .forms import options_from_form, spawn_form
 from .options import OptionError, choose
-from .service import HUB, log
+from .service import HUB, log, maybe_await
 
 if TYPE_CHECKING:
     from .hub import QuotaHub
-
-
-async def _maybe_await(v: Any) -> Any:
-    return await v if inspect.isawaitable(v) else v
 
 
 def _callable(v: Any) -> Optional[Any]:
@@ -39,7 +34,7 @@ def install_spawn_hooks(c: Any, quota: "QuotaHub", *, form: bool = False, values
 
     async def pre_spawn_hook(spawner: Any) -> None:
         if previous_pre is not None:
-            await _maybe_await(previous_pre(spawner))
+            await maybe_await(previous_pre(spawner))
         await gate(quota, spawner)
 
     async def post_stop_hook(spawner: Any) -> None:
@@ -47,7 +42,7 @@ def install_spawn_hooks(c: Any, quota: "QuotaHub", *, form: bool = False, values
             await end(quota, spawner)
         finally:
             if previous_stop is not None:
-                await _maybe_await(previous_stop(spawner))
+                await maybe_await(previous_stop(spawner))
 
     installed: dict[str, Any] = {
         "pre_spawn_hook": pre_spawn_hook,
@@ -65,7 +60,7 @@ def install_spawn_hooks(c: Any, quota: "QuotaHub", *, form: bool = False, values
 
         async def modify_pod_hook(spawner: Any, pod: Any) -> Any:
             if previous_modify is not None:
-                pod = await _maybe_await(previous_modify(spawner, pod))
+                pod = await maybe_await(previous_modify(spawner, pod))
             return quota.placement.modify_pod(spawner, pod)
 
         hooks.install(c, kube, "modify_pod_hook", modify_pod_hook)
