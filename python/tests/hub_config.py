@@ -32,6 +32,16 @@ if env.get("QT_EXTRA_PRE_SPAWN"):
 
     c.Spawner.pre_spawn_hook = earlier_hook
 
+if env.get("QT_OWN_FORM"):
+    # The operator's own spawn form and parser: configure() adds the quota fields below the form,
+    # and the parser still runs.
+    c.Spawner.options_form = '<label for="image">Image</label> <select id="image" name="image"><option>lab</option><option>r</option></select>'
+
+    def own_parser(form):
+        return {"image": form.get("image", ["lab"])[0], "parsed_by": "the operator"}
+
+    c.Spawner.options_from_form = own_parser
+
 if env.get("QT_NO_UNDO"):
     # test_failure_limit.py: JupyterHub 5's own counting, without the package's undo.
     import jupyterhub_quota.failures

@@ -46,7 +46,7 @@ def set_quota(hub: Hub, user: str, amount: int) -> None:
 
 @pytest.fixture(scope="module")
 def hub(tmp_path_factory):
-    h = Hub(tmp_path_factory.mktemp("hub"), VALUES, extra_env={"QT_EXTRA_PRE_SPAWN": "1"}).start()
+    h = Hub(tmp_path_factory.mktemp("hub"), VALUES, extra_env={"QT_EXTRA_PRE_SPAWN": "1", "QT_OWN_FORM": "1"}).start()
     yield h
     h.stop()
 
@@ -272,3 +272,52 @@ def test_the_example_config_runs_as_the_readme_says(tmp_path):
         assert (state / "quota.sqlite").exists()
     finally:
         h.stop()
+
+
+def server_environ(user: str) -> dict:
+    """The environment of `user`'s single-user server process, read from /proc (Linux)."""
+
+    def environ(pid: str) -> dict:
+        try:
+            raw = Path(f"/proc/{pid}/environ").read_bytes()
+        except OSError:
+            return {}
+        return dict(kv.split("=", 1) for kv in raw.decode("utf-8", "replace").split("\0") if "=" in kv)
+
+    found = [e for e in map(environ, (p.name for p in Path("/proc").iterdir() if p.name.isdigit()))
+             if e.get("JUPYTERHUB_USER") == user and "JUPYTERHUB_API_TOKEN" in e]
+    assert len(found) == 1, f"{len(found)} server processes of {user}"
+    return found[0]
+
+
+def test_the_simple_spawners_server_gets_the_accelerators_env(hub):
+    set_quota(hub, "lena", 100)
+    status, body = hub.spawn("lena", {"runtime_minutes": 5, "gpu_selection": "phx"})
+    assert status in (201, 202), (status, body)
+    hub.wait_ready("lena")
+    assert server_environ("lena")["PHX_VISIBLE_DEVICES"] == "all"
+    hub.stop_server("lena")
+    status, body = hub.spawn("lena", {"runtime_minutes": 5})
+    assert status in (201, 202), (status, body)
+    hub.wait_ready("lena")
+    assert "PHX_VISIBLE_DEVICES" not in server_environ("lena")
+    hub.stop_server("lena")
+    # The simple spawner cannot place a server on a node: said once, not per spawn.
+    assert hub.log().count("placement (nodeSelector) is not applied for spawner class SimpleLocalProcessSpawner") == 1
+
+
+def test_the_operators_own_form_keeps_its_fields_and_parser_beside_the_quota_fields(hub):
+    set_quota(hub, "mona", 100)
+    browser = hub.login("mona")
+    status, page = browser.get("/hub/spawn")
+    assert status == 200, status
+    assert '<select id="image" name="image">' in page and 'id="quota-runtime"' in page and 'name="gpu_selection"' in page
+    assert page.index('name="image"') < page.index('id="quota-runtime"')
+    status, _ = browser.post("/hub/spawn/mona", {"image": "r", "runtime_minutes": "4", "gpu_selection": "phx"})
+    assert status < 400, status
+    hub.wait_ready("mona")
+    status, model = hub.admin("GET", "/hub/api/users/mona")
+    assert model["servers"][""]["user_options"] == {"image": "r", "parsed_by": "the operator", "runtime_minutes": "4", "gpu_selection": "phx"}
+    [(minutes, rate)] = rows(hub, "SELECT runtime_minutes, rate_milli FROM sessions WHERE username = 'mona'")
+    assert (minutes, rate) == (4, 2000)
+    hub.stop_server("mona")
