@@ -147,9 +147,10 @@ def configure(
 
     - ``values_file``: the values file (YAML, the Helm chart's layout: ``custom.quota``,
       ``custom.accelerators``, ``custom.authMode``), the one quota-hub reads. Or ``values``: the
-      same document as a dict, or its ``custom`` block alone (z2jh: ``get_config("custom")``). When it gives neither ``authMode`` nor ``custom.quota.enabled``, the
-      mode comes from the hub's authenticator (GitHub -> on, Dummy/SharedPassword -> off, others: an
-      error asking for one of the two keys).
+      same document as a dict, or its ``custom`` block alone (z2jh: ``get_config("custom")``).
+      When it gives neither ``authMode`` nor ``custom.quota.enabled``, the mode comes from the
+      hub's authenticator (GitHub -> on, Dummy/SharedPassword -> off, others: an error asking for
+      one of the two keys).
     - ``db_url``: the quota database, as quota-hub's ``--db`` reads it: ``sqlite://quota.db``
       (relative to the hub's working directory) or ``sqlite:///var/lib/quota/quota.db`` (absolute),
       so ``quota-hub list-quota --db <the same URL>`` opens the same file.
@@ -178,9 +179,10 @@ def configure(
     - ``metrics``: count quota series in the hub's ``/hub/metrics``.
 
     Hooks already set in the config (``pre_spawn_hook``, ``post_stop_hook``, ``options_from_form``,
-    KubeSpawner's ``modify_pod_hook``) are kept and run first; set them before calling this. Under ``jupyterhub upgrade-db`` (or anywhere no hub is running) only the
-    quota database is migrated: no hooks, timers or scheduler. Returns the installed
-    :class:`QuotaHub`, or None when no hub is running.
+    KubeSpawner's ``modify_pod_hook``; on ``c.Spawner`` or the spawner class's own section) are
+    kept and run first; set them before calling this. Under ``jupyterhub upgrade-db`` (or anywhere
+    no hub is running) only the quota database is migrated: no hooks, timers or scheduler. Returns
+    the installed :class:`QuotaHub`, or None when no hub is running.
     """
     if (values_file is None) == (values is None):
         raise ValueError("configure(): give exactly one of values_file= and values=")
@@ -213,7 +215,7 @@ def configure(
     counters = process_metrics() if metrics else NoMetrics()
     service = QuotaService(open_engine, workers=db_connections or (4 if postgres else 1), after_call=counters.after_call)
     if metrics:
-        counters._refresh = service.poke
+        counters.on_scrape = service.poke
     quota = QuotaHub(
         service, default_runtime=default_runtime_minutes, scheduler=scheduler, auto_stop=auto_stop,
         placement=Placement(accelerators(doc), apply_accelerator), metrics=counters,

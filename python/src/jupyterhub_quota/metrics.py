@@ -86,7 +86,8 @@ class Metrics(Observer):
         #: The last counts read, by resource type.
         self.active: dict[str, int] = {}
         self._dirty = threading.Event()
-        self._refresh: Optional[Any] = None  # set by the hub: schedules a read of the counts
+        #: Set by the hub: schedules a read of the counts on an engine's worker.
+        self.on_scrape: Optional[Any] = None
         registry.register(_ActiveSessions(self))
 
     def know_rules(self, names: Iterable[str]) -> None:
@@ -142,9 +143,9 @@ class Metrics(Observer):
     def scraped(self) -> None:
         """A scrape read the counts: read them again for the next one."""
         self._dirty.set()
-        if self._refresh is not None:
+        if self.on_scrape is not None:
             try:
-                self._refresh()
+                self.on_scrape()
             except Exception:  # noqa: BLE001
                 log.exception("quota: scheduling the active-session read failed")
 
