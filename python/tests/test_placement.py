@@ -180,3 +180,36 @@ def test_hooks_go_on_every_section_of_the_spawner_class_and_the_configured_one_r
     c.KubeSpawner.pre_spawn_hook = later  # a line after configure()
     [problem] = hooks.check(c, cls, {"pre_spawn_hook": ours})
     assert problem.startswith("c.KubeSpawner.pre_spawn_hook was set after jupyterhub_quota.configure()")
+
+
+def test_kubespawners_own_form_and_parser_are_kept(tmp_path, monkeypatch):
+    """With or without the quota form (`spawn_form=False`), a form post goes through KubeSpawner's
+    own parser (which reads `profile` and its options and would refuse a list), and the quota keys
+    through the package's."""
+    import json
+
+    from kubespawner import KubeSpawner
+
+    from jupyterhub_quota.forms import options_from_form, own_form
+
+    # A KubeSpawner loads a kube-config when it is made (nothing here talks to it).
+    config = tmp_path / "kubeconfig"
+    config.write_text(json.dumps({"apiVersion": "v1", "kind": "Config", "current-context": "x",
+                                  "clusters": [{"name": "x", "cluster": {"server": "http://127.0.0.1:9"}}],
+                                  "users": [{"name": "x", "user": {}}], "contexts": [{"name": "x", "context": {"cluster": "x", "user": "x"}}]}))
+    import kubernetes_asyncio.config.kube_config as kube_config
+
+    monkeypatch.setattr(kube_config, "KUBE_CONFIG_DEFAULT_LOCATION", str(config))
+
+    async def run():
+        spawner = KubeSpawner(_mock=True, profile_list=PROFILES)
+        parse = options_from_form(None)
+        form = {"profile": ["gpu"], "profile-option-gpu--type": ["a100"], "runtime_minutes": ["5"], "gpu_selection": [""]}
+        options = parse(form, spawner=spawner)
+        assert options == {"profile": "gpu", "type": "a100", "runtime_minutes": "5", "gpu_selection": ""}
+        assert (await choose(spawner, options, 20, ACCELS)).accelerator == "a100"
+        html = await own_form(spawner, None)
+        assert 'id="profile-item-gpu"' in html and 'id="profile-item-standard-environment"' in html
+        assert await own_form(spawner, "<p>mine</p>") == "<p>mine</p>"
+
+    asyncio.run(run())
