@@ -192,21 +192,15 @@ def routes(cluster: Cluster) -> web.RouteTableDef:
         await resp.write_eof()
         return resp
 
-    @r.get("/api/v1/namespaces/{namespace}/pods")
-    async def pods(request: web.Request) -> web.StreamResponse:
-        return await list_or_watch(request, "pods")
+    def lister(kind: str):
+        async def handle(request: web.Request) -> web.StreamResponse:
+            return await list_or_watch(request, kind)
 
-    @r.get("/api/v1/pods")
-    async def all_pods(request: web.Request) -> web.StreamResponse:
-        return await list_or_watch(request, "pods")
+        return handle
 
-    @r.get("/api/v1/namespaces/{namespace}/events")
-    async def events(request: web.Request) -> web.StreamResponse:
-        return await list_or_watch(request, "events")
-
-    @r.get("/api/v1/events")
-    async def all_events(request: web.Request) -> web.StreamResponse:
-        return await list_or_watch(request, "events")
+    for kind in ("pods", "events"):
+        r.get(f"/api/v1/namespaces/{{namespace}}/{kind}")(lister(kind))
+        r.get(f"/api/v1/{kind}")(lister(kind))  # all namespaces (user namespaces on)
 
     @r.post("/api/v1/namespaces/{namespace}/pods")
     async def create(request: web.Request) -> web.Response:
