@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Runs a command with a throwaway PostgreSQL server: Debian's `postgresql` (installed when missing),
 # a new cluster in a temporary directory, listening on 127.0.0.1 only, on a free port, trust
-# authentication. The command gets QUOTA_TEST_PG_URL=postgres://postgres@127.0.0.1:PORT/postgres;
-# the server is stopped and its directory removed when the command ends, whatever its outcome.
+# authentication. The command gets QUOTA_TEST_PG_URL=postgres://postgres@127.0.0.1:PORT/postgres,
+# and QUOTA_TEST_PG_STOP / QUOTA_TEST_PG_START, shell commands that stop and start that server (a
+# test of what happens while the database is down); the server is stopped and its directory
+# removed when the command ends, whatever its outcome.
 #   bash scripts/with-postgres.sh cargo test -p quota-host --features pg-tests --test postgres
 set -euo pipefail
 sudo_=""; [ "$(id -u)" = 0 ] || sudo_="sudo"
@@ -26,8 +28,10 @@ cleanup() {
 }
 trap cleanup EXIT
 "${as_pg[@]}" "$bin/initdb" -D "$dir/data" -U postgres -A trust -E UTF8 --locale=C.UTF-8 >/dev/null
-"${as_pg[@]}" "$bin/pg_ctl" -D "$dir/data" -l "$dir/log" -w -t 60 \
-    -o "-c listen_addresses=127.0.0.1 -p $port -k $dir -c max_connections=200 -c fsync=on" start >/dev/null
+options="-c listen_addresses=127.0.0.1 -p $port -k $dir -c max_connections=200 -c fsync=on"
+"${as_pg[@]}" "$bin/pg_ctl" -D "$dir/data" -l "$dir/log" -w -t 60 -o "$options" start >/dev/null
 export QUOTA_TEST_PG_URL="postgres://postgres@127.0.0.1:$port/postgres"
+export QUOTA_TEST_PG_STOP="${as_pg[*]} $bin/pg_ctl -D $dir/data -m fast -w stop >/dev/null"
+export QUOTA_TEST_PG_START="${as_pg[*]} $bin/pg_ctl -D $dir/data -l $dir/log -w -t 60 -o '$options' start >/dev/null"
 echo "postgresql $("$bin/postgres" --version | awk '{print $3}') on 127.0.0.1:$port"
 "$@"

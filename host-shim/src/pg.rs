@@ -20,6 +20,8 @@ pub struct PgDb {
     rt: tokio::runtime::Runtime,
     client: Client,
     statements: HashMap<String, Statement>,
+    /// To connect again when the server closed the connection (a restart, a failover).
+    url: String,
 }
 
 fn pg_err(e: tokio_postgres::Error) -> SqlError {
@@ -115,16 +117,32 @@ impl PgDb {
             .enable_time()
             .build()
             .map_err(|e| SqlError::Other(format!("postgres: runtime: {e}")))?;
+        let client = Self::open(&rt, url)?;
+        Ok(PgDb {
+            rt,
+            client,
+            statements: HashMap::new(),
+            url: url.to_string(),
+        })
+    }
+
+    fn open(rt: &tokio::runtime::Runtime, url: &str) -> Result<Client, SqlError> {
         let (client, connection) = rt
             .block_on(tokio_postgres::connect(url, NoTls))
             .map_err(|e| SqlError::Other(format!("postgres: connecting: {e}")))?;
         // The connection makes progress whenever a call below waits on the runtime.
         rt.spawn(connection);
-        Ok(PgDb {
-            rt,
-            client,
-            statements: HashMap::new(),
-        })
+        Ok(client)
+    }
+
+    /// Before a transaction: a connection the server closed (it restarted, or failed over) is
+    /// replaced, so a worker recovers once the database is back instead of failing forever.
+    fn reconnect_if_closed(&mut self) -> Result<(), SqlError> {
+        if self.client.is_closed() {
+            self.client = Self::open(&self.rt, &self.url)?;
+            self.statements.clear();
+        }
+        Ok(())
     }
 
     fn prepare(&mut self, sql: &str) -> Result<Statement, SqlError> {
@@ -197,10 +215,12 @@ impl Database for PgDb {
     }
 
     fn begin(&mut self) -> Result<(), SqlError> {
+        self.reconnect_if_closed()?;
         self.batch("BEGIN ISOLATION LEVEL SERIALIZABLE")
     }
 
     fn begin_read(&mut self) -> Result<(), SqlError> {
+        self.reconnect_if_closed()?;
         self.batch("BEGIN ISOLATION LEVEL SERIALIZABLE READ ONLY")
     }
 

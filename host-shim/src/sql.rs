@@ -51,6 +51,12 @@ pub trait Database: Send {
     fn commit(&mut self) -> Result<(), SqlError>;
     /// Undoes the open transaction, if any.
     fn rollback(&mut self) -> Result<(), SqlError>;
+    /// Outside a transaction: whether a write transaction could begin now, without waiting
+    /// (SQLite: no other connection holds the file's write lock). Changes nothing. Databases
+    /// without a file-wide write lock (PostgreSQL) always can.
+    fn write_lock_free(&mut self) -> Result<bool, SqlError> {
+        Ok(true)
+    }
     /// Every row of every table, in a fixed order: for tests that compare whole states.
     fn dump(&mut self) -> Result<String, SqlError>;
 

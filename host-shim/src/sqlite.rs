@@ -61,6 +61,8 @@ pub struct CheckpointStats {
 /// One SQLite connection.
 pub struct SqliteDb {
     conn: Connection,
+    /// How long a statement waits for another connection's lock (restored after a try without it).
+    busy_timeout: Duration,
 }
 
 fn sql_err(e: rusqlite::Error) -> SqlError {
@@ -209,7 +211,10 @@ impl SqliteDb {
         conn.pragma_update(None, "cache_size", -cache_kib)
             .map_err(sql_err)?;
         conn.set_prepared_statement_cache_capacity(statement_cache_capacity);
-        Ok(SqliteDb { conn })
+        Ok(SqliteDb {
+            conn,
+            busy_timeout: options.busy_timeout,
+        })
     }
 
     /// Copies committed WAL frames into the database file without waiting for readers or writers
@@ -329,6 +334,18 @@ impl Database for SqliteDb {
 
     fn begin_read(&mut self) -> Result<(), SqlError> {
         run_cached(&self.conn, "BEGIN DEFERRED")
+    }
+
+    fn write_lock_free(&mut self) -> Result<bool, SqlError> {
+        // One try without waiting, then the usual wait back.
+        self.conn.busy_timeout(Duration::ZERO).map_err(sql_err)?;
+        let tried = run_cached(&self.conn, "BEGIN IMMEDIATE");
+        self.conn.busy_timeout(self.busy_timeout).map_err(sql_err)?;
+        match tried {
+            Ok(()) => run_cached(&self.conn, "ROLLBACK").map(|()| true),
+            Err(SqlError::Busy) => Ok(false),
+            Err(e) => Err(e),
+        }
     }
 
     fn savepoint(&mut self) -> Result<(), SqlError> {

@@ -4,6 +4,7 @@ use quota_core::refresh::Step;
 use wasmtime::Store;
 
 use crate::bindings::{api, QuotaEngine};
+use crate::engine::Migration;
 use crate::error::HostError;
 use crate::observe::Event;
 use crate::sql::{SqlError, SqlValue};
@@ -44,6 +45,25 @@ fn http_request(req: &quota_core::Request<'_>) -> api::HttpRequest {
 }
 
 impl Tx<'_> {
+    /// The engine's `migrate` in this transaction: (the version the database had, the version
+    /// this engine writes). A database already at that version is only read. A host checking
+    /// readiness runs it in a read transaction and treats any other answer as "not ready" (its
+    /// caller returns an error, so whatever the steps wrote is rolled back).
+    pub fn migrate(&mut self) -> Result<Migration, HostError> {
+        let m = self
+            .call(|b, s| b.quota_engine_api().call_migrate(s))?
+            .map_err(|e| {
+                HostError::Storage(SqlError::Other(format!(
+                    "migrating the database: {}",
+                    crate::convert::quota_error(e)
+                )))
+            })?;
+        Ok(Migration {
+            from_version: m.from_version,
+            to_version: m.to_version,
+        })
+    }
+
     /// Runs one export. A trap poisons the instance (replaced when the transaction ends); a failed
     /// statement during the call fails it with that statement's error.
     pub(crate) fn call<T>(

@@ -75,17 +75,11 @@ impl Worker {
         // Hosts starting at once on a new database take turns (SQLite's write lock does this
         // already; PostgreSQL takes an advisory lock, held outside the transaction's snapshot).
         self.db().lock_for_migration().map_err(HostError::Storage)?;
-        let m = self.transaction(false, |tx| {
-            tx.call(|b, s| b.quota_engine_api().call_migrate(s))?
-                .map_err(|e| HostError::Storage(SqlError::Other(format!("migrating the database: {e:?}"))))
-        });
+        let m = self.transaction(false, |tx| tx.migrate());
         let unlocked = self.db().unlock_after_migration();
         let m = m?;
         unlocked.map_err(HostError::Storage)?;
-        Ok(Migration {
-            from_version: m.from_version,
-            to_version: m.to_version,
-        })
+        Ok(m)
     }
 
     /// Replaces the configuration (a refused one leaves the previous in force).

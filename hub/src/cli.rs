@@ -150,6 +150,10 @@ pub struct ServeArgs {
     /// Count nothing and serve no `{base}/metrics` (answered 404).
     #[arg(long, env = "QUOTA_HUB_NO_METRICS")]
     pub no_metrics: bool,
+    /// Write access log lines for `{base}/healthz` and `{base}/readyz` too (off: a probe every few
+    /// seconds would bury the users' requests).
+    #[arg(long, env = "QUOTA_HUB_LOG_PROBES")]
+    pub log_probes: bool,
     /// Testing only: honour an `X-Quota-Test-Now: <RFC 3339>` header as the request's clock.
     #[arg(long, hide = true)]
     pub test_clock: bool,

@@ -417,6 +417,7 @@ fn serve(a: ServeArgs) -> Result<ExitCode, String> {
         scheduler: !a.no_scheduler,
         token_use: Default::default(),
         metrics,
+        log_probes: a.log_probes,
         limits: listen::ConnLimits {
             connections_max: a.connections_max as usize,
             header_read_timeout: Duration::from_millis(a.header_read_timeout_ms),

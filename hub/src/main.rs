@@ -8,6 +8,7 @@ mod commands;
 mod cronjobs;
 mod db;
 mod engine;
+mod health;
 mod host_tables;
 mod listen;
 mod log;

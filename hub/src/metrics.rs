@@ -307,6 +307,12 @@ pub fn route_label(base: &str, full_path: &str) -> &'static str {
     if path == metrics_path {
         return metrics_path;
     }
+    if path == crate::health::healthz_path {
+        return crate::health::healthz_path;
+    }
+    if path == crate::health::readyz_path {
+        return crate::health::readyz_path;
+    }
     if let Some(page) = crate::pages::route_label(path) {
         return page;
     }

@@ -9,7 +9,7 @@
 //! requests share one fsync instead of queueing behind one each. A job's answer is sent only after
 //! the shared commit; a failed commit fails every job of the group.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc::{channel, Receiver, Sender};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
@@ -78,6 +78,9 @@ pub enum Kind {
 pub struct WriteLoad {
     queued: AtomicUsize,
     running: AtomicUsize,
+    /// The last write transaction failed because the database stayed locked (another process
+    /// held SQLite's write lock past the busy timeout), and none has committed since.
+    locked_out: AtomicBool,
 }
 
 impl WriteLoad {
@@ -87,6 +90,24 @@ impl WriteLoad {
             self.queued.load(Ordering::Relaxed),
             self.running.load(Ordering::Relaxed),
         )
+    }
+
+    /// Whether writes are failing for a lock right now (see `locked_out`).
+    pub fn locked_out(&self) -> bool {
+        self.locked_out.load(Ordering::Relaxed)
+    }
+
+    /// The write lock was found free (the readiness check): writes can go through again.
+    pub fn lock_seen_free(&self) {
+        self.locked_out.store(false, Ordering::Relaxed);
+    }
+
+    fn outcomes<T>(&self, outcomes: &[Result<T, quota_host::HostError>]) {
+        if outcomes.iter().any(Result::is_ok) {
+            self.locked_out.store(false, Ordering::Relaxed);
+        } else if outcomes.iter().any(|o| o.as_ref().is_err_and(|e| e.is_busy())) {
+            self.locked_out.store(true, Ordering::Relaxed);
+        }
     }
 }
 
@@ -158,19 +179,20 @@ fn serve(
                     }
                 }
                 let n = group.len();
-                run_group(&mut worker, group);
+                run_group(&mut worker, group, &load);
                 done(n);
             }
         }
     }
 }
 
-fn run_group(worker: &mut Worker, mut group: Vec<Box<dyn TxJob>>) {
+fn run_group(worker: &mut Worker, mut group: Vec<Box<dyn TxJob>>, load: &WriteLoad) {
     let calls: Vec<GroupCall<'_, ()>> = group
         .iter_mut()
         .map(|job| Box::new(move |tx: &mut Tx<'_>| job.run(tx)) as GroupCall<'_, ()>)
         .collect();
     let outcomes = worker.group(calls);
+    load.outcomes(&outcomes);
     for (job, outcome) in group.into_iter().zip(outcomes) {
         job.reply(outcome);
     }

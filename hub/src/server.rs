@@ -41,6 +41,8 @@ pub struct App {
     /// Counted as requests are answered and engine calls commit; served at `{base}/metrics`.
     /// `None` with `--no-metrics`.
     pub metrics: Option<Arc<Metrics>>,
+    /// Access log lines for the probes (`{base}/healthz`, `{base}/readyz`) too.
+    pub log_probes: bool,
 }
 
 pub fn router(app: Arc<App>) -> axum::Router {
@@ -129,11 +131,18 @@ async fn handle(State(app): State<Arc<App>>, req: Request) -> Response {
         .metrics
         .as_ref()
         .map(|_| metrics::route_label(&app.base, req.uri().path()));
+    let req_path = req.uri().path().to_string();
     let caller = Arc::new(std::sync::OnceLock::new());
     let response = answer(app.clone(), req, caller.clone()).await;
     let elapsed = started.elapsed();
     if let (Some(m), Some(route)) = (&app.metrics, route) {
         m.request(route, &method, response.status().as_u16(), elapsed.as_secs_f64());
+    }
+    let probe = req_path
+        .strip_prefix(app.base.as_str())
+        .is_some_and(crate::health::is_probe);
+    if probe && !app.log_probes {
+        return response;
     }
     tracing::info!(
         target: "access",
@@ -158,6 +167,9 @@ async fn answer(app: Arc<App>, req: Request, caller_name: Arc<std::sync::OnceLoc
             &format!("No route for {full_path} (routes are under {}/)", app.base),
         );
     };
+    if let Some(probe) = crate::health::answer(&app.pool, parts.method.as_str(), path).await {
+        return probe;
+    }
     if let Some(page) = crate::pages::answer(parts.method.as_str(), path, &app.base) {
         return page;
     }

@@ -197,6 +197,16 @@ pub fn token_url(dbarg: &str, user: &str, admin: bool, scopes: &[&str], env: &[(
     lines[0].to_string()
 }
 
+/// Polls `ok` (every 50 ms) until it holds; panics after `patience`. For a state another process
+/// reaches in its own time (a database back up, a lock gone), never instead of a signal it gives.
+pub fn eventually(what: &str, ok: impl Fn() -> bool) {
+    let deadline = Instant::now() + patience;
+    while !ok() {
+        assert!(Instant::now() < deadline, "{what}: not within {patience:?}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
 pub fn agent() -> ureq::Agent {
     ureq::Agent::config_builder()
         .http_status_as_error(false)
