@@ -150,6 +150,11 @@ pub struct ServeArgs {
     /// Count nothing and serve no `{base}/metrics` (answered 404).
     #[arg(long, env = "QUOTA_HUB_NO_METRICS")]
     pub no_metrics: bool,
+    /// Tokens whose secrets the operator sets (a Kubernetes Secret's file or environment
+    /// variable), imported at start and stored hashed: a YAML list of {name, scopes, admin,
+    /// secretFile | secretEnv}. The imported tokens become exactly this file's.
+    #[arg(long, env = "QUOTA_HUB_TOKENS")]
+    pub tokens: Option<PathBuf>,
     /// Write access log lines for `{base}/healthz` and `{base}/readyz` too (off: a probe every few
     /// seconds would bury the users' requests).
     #[arg(long, env = "QUOTA_HUB_LOG_PROBES")]

@@ -20,6 +20,7 @@ use crate::pool::{Kind, Pool, PoolOptions};
 use crate::quota_file::{self, Entry};
 use crate::server::{self, App};
 use crate::target::{segment, Target};
+use crate::token_import;
 use crate::{engine, listen, scheduler, token_commands, values};
 
 /// Files with more rows than this get a progress bar.
@@ -380,6 +381,14 @@ fn serve(a: ServeArgs) -> Result<ExitCode, String> {
     if a.test_clock || a.clock_start.is_some() || clock::days_ahead()? != 0 {
         info!("WARNING: test clock options are on; never use them in production");
     }
+    // Every problem of the tokens file before anything starts (as for the values file).
+    let imported = match &a.tokens {
+        Some(path) => Some(
+            token_import::read(path, &|k| std::env::var(k).ok())
+                .map_err(|p| format!("--tokens: {}; not serving", p.join("; ")))?,
+        ),
+        None => None,
+    };
     let busy = Duration::from_millis(a.busy_timeout_ms);
     let writers = match (&db, a.writers) {
         (Db::Sqlite(_), Some(n)) if n > 1 => {
@@ -429,6 +438,18 @@ fn serve(a: ServeArgs) -> Result<ExitCode, String> {
         .build()
         .map_err(|e| format!("async runtime: {e}"))?;
     let served = tokio_rt.block_on(async {
+        if let Some(tokens) = imported {
+            let now = app.clock.now();
+            let summary = app
+                .pool
+                .run_in_tx(Kind::Write, move |tx| token_import::apply(tx, &tokens, now))
+                .await?
+                .map_err(|e| format!("--tokens: importing: {e}"))?;
+            info!(
+                "--tokens: {} token(s) imported, {} already there, {} removed",
+                summary.added, summary.kept, summary.removed
+            );
+        }
         let served = run_server(app.clone(), &a.listen).await;
         scheduler::record_token_use(&app).await;
         served

@@ -17,7 +17,8 @@ const sqlite_schema: &[&str] = &[
         created_at INTEGER NOT NULL,
         prefix TEXT,
         expires_at INTEGER,
-        last_used INTEGER
+        last_used INTEGER,
+        imported INTEGER
      ) WITHOUT ROWID",
     "CREATE TABLE IF NOT EXISTS idempotency (
         caller TEXT NOT NULL,
@@ -43,7 +44,8 @@ const postgres_schema: &[&str] = &[
         created_at BIGINT NOT NULL,
         prefix TEXT,
         expires_at BIGINT,
-        last_used BIGINT
+        last_used BIGINT,
+        imported BIGINT
      )",
     "CREATE TABLE IF NOT EXISTS idempotency (
         caller TEXT NOT NULL,
@@ -133,13 +135,14 @@ pub fn ensure_schema(db: &mut dyn Database) -> Result<(), HostError> {
     db.commit().map_err(HostError::Storage)
 }
 
-/// Columns added to `api_tokens` after quota-hub 0.1.0 (token list, expiry, revoke by prefix), added
-/// to an older table; its tokens keep working, with no prefix, expiry or last use.
-/// (column, SQLite type, PostgreSQL type).
-const token_columns_added: [(&str, &str, &str); 3] = [
+/// Columns added to `api_tokens` after quota-hub 0.1.0 (token list, expiry, revoke by prefix,
+/// imported secrets), added to an older table; its tokens keep working, with no prefix, expiry or
+/// last use, issued (not imported). (column, SQLite type, PostgreSQL type).
+const token_columns_added: [(&str, &str, &str); 4] = [
     ("prefix", "TEXT", "TEXT"),
     ("expires_at", "INTEGER", "BIGINT"),
     ("last_used", "INTEGER", "BIGINT"),
+    ("imported", "INTEGER", "BIGINT"),
 ];
 
 fn add_token_columns(db: &mut dyn Database) -> Result<(), HostError> {

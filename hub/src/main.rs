@@ -21,6 +21,7 @@ mod scheduler;
 mod server;
 mod target;
 mod token_commands;
+mod token_import;
 mod token_rows;
 mod tokens;
 mod values;

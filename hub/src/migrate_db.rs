@@ -26,7 +26,7 @@ const tables: &[(&str, &str, &str)] = &[
         "id",
     ),
     ("refresh_runs", "run_id, params, result, created_at", "run_id"),
-    ("api_tokens", "hash, name, admin, scopes, created_at, prefix, expires_at, last_used", "hash"),
+    ("api_tokens", "hash, name, admin, scopes, created_at, prefix, expires_at, last_used, imported", "hash"),
     ("idempotency", "caller, method, path, key, body_hash, status, body, created_at", "caller, method, path, key"),
 ];
 

@@ -120,9 +120,12 @@ fn table(all: &[TokenRecord], now: Timestamp) -> String {
         };
         rows.push([
             t.name.clone(),
-            t.prefix
-                .as_deref()
-                .map_or_else(|| "(issued before 0.2)".to_string(), |p| format!("qh_{p}...")),
+            match (&t.prefix, t.imported) {
+                (Some(p), false) => format!("qh_{p}..."),
+                (Some(p), true) => format!("qh_{p}... (imported)"),
+                (None, true) => "(imported)".to_string(),
+                (None, false) => "(issued before 0.2)".to_string(),
+            },
             if t.scopes.is_empty() {
                 "-".to_string()
             } else {
@@ -164,6 +167,7 @@ mod tests {
             prefix: prefix.map(str::to_string),
             expires_at: None,
             last_used: None,
+            imported: false,
         }
     }
 

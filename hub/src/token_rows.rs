@@ -23,6 +23,8 @@ pub struct TokenRecord {
     pub expires_at: Option<Timestamp>,
     /// When a request last used it (written at most once a minute).
     pub last_used: Option<Timestamp>,
+    /// Imported from `serve --tokens` (its secret is the operator's), not issued here.
+    pub imported: bool,
 }
 
 impl TokenRecord {
@@ -31,7 +33,7 @@ impl TokenRecord {
     }
 }
 
-const columns: &str = "hash, name, admin, scopes, created_at, prefix, expires_at, last_used";
+const columns: &str = "hash, name, admin, scopes, created_at, prefix, expires_at, last_used, imported";
 
 fn opt_int(v: &SqlValue) -> Result<Option<Timestamp>, HostError> {
     match v {
@@ -41,7 +43,7 @@ fn opt_int(v: &SqlValue) -> Result<Option<Timestamp>, HostError> {
 }
 
 fn record(r: &[SqlValue]) -> Result<TokenRecord, HostError> {
-    let [hash, name, admin, scopes, created_at, prefix, expires_at, last_used] = r else {
+    let [hash, name, admin, scopes, created_at, prefix, expires_at, last_used, imported] = r else {
         return Err(bad_row("api_tokens"));
     };
     Ok(TokenRecord {
@@ -59,6 +61,8 @@ fn record(r: &[SqlValue]) -> Result<TokenRecord, HostError> {
         },
         expires_at: opt_int(expires_at)?,
         last_used: opt_int(last_used)?,
+        // NULL in rows written before the column existed: issued.
+        imported: matches!(imported, SqlValue::Int(1)),
     })
 }
 
@@ -68,7 +72,7 @@ fn opt_seconds(t: Option<Timestamp>) -> SqlValue {
 
 pub fn put_token(db: &mut (impl Sql + ?Sized), t: &TokenRecord) -> Result<(), HostError> {
     db.run(
-        &format!("INSERT INTO api_tokens ({columns}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)"),
+        &format!("INSERT INTO api_tokens ({columns}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)"),
         &[
             t.hash.as_str().into(),
             t.name.as_str().into(),
@@ -78,6 +82,7 @@ pub fn put_token(db: &mut (impl Sql + ?Sized), t: &TokenRecord) -> Result<(), Ho
             t.prefix.as_deref().map_or(SqlValue::Null, SqlValue::from),
             opt_seconds(t.expires_at),
             opt_seconds(t.last_used),
+            i64::from(t.imported).into(),
         ],
     )
     .map(|_| ())
@@ -152,8 +157,8 @@ mod tests {
         host_tables::ensure_schema(b).unwrap();
         let t = find_token(b, "h1").unwrap().expect("kept");
         assert_eq!(
-            (t.name.as_str(), t.prefix, t.expires_at, t.last_used),
-            ("hub", None, None, None)
+            (t.name.as_str(), t.prefix, t.expires_at, t.last_used, t.imported),
+            ("hub", None, None, None, false)
         );
         touch_tokens(b, &[("h1".into(), Timestamp(70)), ("h1".into(), Timestamp(60))]).unwrap();
         assert_eq!(

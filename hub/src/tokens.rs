@@ -11,7 +11,7 @@ use sha2::{Digest, Sha256};
 /// Bytes of randomness in a token.
 const token_random_bytes: usize = 32;
 /// Every token starts so; a leaked one is easy to recognise in a scan.
-const token_prefix: &str = "qh_";
+pub const token_prefix: &str = "qh_";
 
 fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
@@ -62,6 +62,7 @@ pub fn issue(
         prefix: Some(secret[token_prefix.len()..token_prefix.len() + prefix_chars].to_string()),
         expires_at: expires_in.map(|s| Timestamp(now.seconds().saturating_add(s))),
         last_used: None,
+        imported: false,
     };
     token_rows::put_token(db, &record).map_err(|e| e.to_string())?;
     Ok(secret)

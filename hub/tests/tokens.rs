@@ -1,5 +1,7 @@
 //! Token management: `token list` shows what was issued and never a secret, a revoked token is
-//! refused from the next request, an expired one too, and `last_used` is recorded.
+//! refused from the next request, an expired one too, and `last_used` is recorded; `serve
+//! --tokens` imports tokens whose secrets the operator set (a rotated or removed one stops
+//! working at the next start, issued ones are untouched), and a bad file stops the start.
 
 mod common;
 
@@ -135,4 +137,103 @@ fn bad_expiry_is_refused_and_nothing_is_issued() {
         assert!(err.contains("--expires-in"), "{bad}: {err}");
     }
     assert_eq!(list(&db).lines().count(), 1, "only the header");
+}
+
+#[test]
+fn imported_tokens_follow_the_file_across_restarts_and_issued_ones_stay() {
+    let dir = tempfile::tempdir().expect("dir");
+    let path = dir.path().join("q.db");
+    let db = format!("sqlite://{}", path.display());
+    let values = values(dir.path());
+    let admin = common::token(&path, "root", true, &[]);
+    let secret_a = format!("qh_{}", "a1".repeat(32));
+    let secret_b = "a-secret-from-a-kubernetes-secret-0123456789".to_string();
+    std::fs::write(dir.path().join("refresh-token"), format!("{secret_a}\n")).expect("secret");
+    let tokens = dir.path().join("tokens.yaml");
+    let write_tokens = |text: &str| std::fs::write(&tokens, text).expect("tokens.yaml");
+    write_tokens(&format!(
+        "- name: cron\n  scopes: [quota:refresh]\n  secretFile: {}\n",
+        dir.path().join("refresh-token").display()
+    ));
+    let refresh = |server: &Server, token: &str| {
+        http(
+            &common::agent(),
+            "POST",
+            &format!("{}/admin/api/quota/refresh", server.url),
+            Some(token),
+            Some(r#"{"action": "add", "amount": 1, "dry_run": true}"#),
+            &[],
+        )
+        .0
+    };
+    let tokens_arg = tokens.to_str().expect("path");
+
+    let server = Server::start(&path, &values, &["--tokens", tokens_arg]);
+    assert_eq!(refresh(&server, &secret_a), 200);
+    let (st, _) = http(
+        &common::agent(),
+        "GET",
+        &format!("{}/admin/api/quota/", server.url),
+        Some(&secret_a),
+        None,
+        &[],
+    );
+    assert_eq!(st, 403, "only its scope");
+    server.stop();
+    let table = list(&db);
+    let cron = table.lines().find(|l| l.starts_with("cron")).expect("listed");
+    assert!(
+        cron.contains(&format!("{}... (imported)", &secret_a[..11])),
+        "{table}"
+    );
+    assert!(!table.contains(&secret_a), "never the secret: {table}");
+
+    // The Secret rotated, from an environment variable now: the old secret stops working.
+    write_tokens("- name: cron\n  scopes: [quota:refresh]\n  secretEnv: QUOTA_REFRESH_TOKEN\n");
+    let env = [("QUOTA_REFRESH_TOKEN".to_string(), secret_b.clone())];
+    let server = Server::start_with_env(&path, &values, &["--tokens", tokens_arg], &env);
+    assert_eq!(refresh(&server, &secret_b), 200);
+    assert_eq!(refresh(&server, &secret_a), 401);
+    server.stop();
+
+    // The entry removed: the imported token goes, the issued admin token stays.
+    write_tokens("[]\n");
+    let server = Server::start(&path, &values, &["--tokens", tokens_arg]);
+    assert_eq!(refresh(&server, &secret_b), 401);
+    assert_eq!(refresh(&server, &admin), 200);
+    server.stop();
+}
+
+#[test]
+fn a_bad_tokens_file_stops_the_start_naming_every_problem() {
+    let dir = tempfile::tempdir().expect("dir");
+    let path = dir.path().join("q.db");
+    let values = values(dir.path());
+    let tokens = dir.path().join("tokens.yaml");
+    std::fs::write(
+        &tokens,
+        "- name: cron\n  scopes: [quota:nothing]\n  secretEnv: NOT_SET_ANYWHERE_42\n",
+    )
+    .expect("write");
+    let (code, _out, err) = common::cli(&[
+        "serve",
+        "--db",
+        &format!("sqlite://{}", path.display()),
+        "--values",
+        values.to_str().expect("path"),
+        "--listen",
+        "127.0.0.1:0",
+        "--tokens",
+        tokens.to_str().expect("path"),
+    ]);
+    assert_ne!(code, 0);
+    assert!(
+        err.contains("[0].scopes[0]: \"quota:nothing\" is not a scope"),
+        "{err}"
+    );
+    assert!(
+        err.contains("[0].secretEnv: the environment has no NOT_SET_ANYWHERE_42"),
+        "{err}"
+    );
+    assert!(err.contains("not serving"), "{err}");
 }
