@@ -139,7 +139,7 @@ fn one(
         // A file (or a Secret's key) usually ends with a newline.
         let s = s.trim_end_matches(['\n', '\r']).to_string();
         let n = s.chars().count();
-        if n < secret_chars_min || n > secret_chars_max {
+        if !(secret_chars_min..=secret_chars_max).contains(&n) {
             Err(format!(
                 "{at}: the secret is {n} characters; it must be {secret_chars_min} to {secret_chars_max}"
             ))
