@@ -35,6 +35,14 @@ cargo clippy -p quota-wasm --target wasm32-unknown-unknown --features fault-inje
 step "tests, the PostgreSQL suites against a real server (scripts/with-postgres.sh)"
 bash scripts/with-postgres.sh cargo test --workspace --locked "${pg_features[@]}"
 
+step "container image without an engine: a static quota-hub in an OCI layout (scripts/build-image.sh)"
+bash scripts/build-image.sh
+# The OCI tools the image test reads the layout with.
+for t in umoci skopeo; do
+    command -v "$t" >/dev/null || { if [ "$(id -u)" = 0 ]; then apt-get update -qq && env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$t" >/dev/null;
+        else sudo apt-get update -qq && sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$t" >/dev/null; fi; }
+done
+
 step "python: the engine in JupyterHub (python/)"
 bash scripts/test-python.sh
 

@@ -1,0 +1,342 @@
+//! Builds quota-hub's container image as an OCI image layout (a directory `docker`, `podman`,
+//! `skopeo` and registries read), without a container engine: one layer with the static binary,
+//! the default values file and the directories the server writes to, and an image configuration
+//! with a non-root user, the entry point, the exposed port and the standard labels. The same image
+//! as `deploy/image/Dockerfile` (python/tests/test_image.py compares the two).
+//!
+//! ```text
+//! oci-image --binary PATH --values PATH --out DIR --version V [--revision SHA] [--created EPOCH]
+//! ```
+//!
+//! The output is reproducible: every file has the time `--created` (default `SOURCE_DATE_EPOCH`,
+//! else 0), owners are numbers, the gzip header carries no time, and the JSON is written with sorted
+//! keys, so the same inputs give the same digests.
+
+#![allow(non_upper_case_globals)]
+
+use std::collections::HashMap;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use flate2::write::GzEncoder;
+use flate2::{Compression, GzBuilder};
+use oci_spec::image::{
+    Arch, ConfigBuilder, Descriptor, DescriptorBuilder, Digest, HistoryBuilder, ImageConfigurationBuilder,
+    ImageIndexBuilder, ImageManifestBuilder, MediaType, OciLayoutBuilder, Os, RootFsBuilder, Sha256Digest,
+};
+use sha2::{Digest as _, Sha256};
+
+/// What the image holds and how it runs: kept equal to deploy/image/Dockerfile's final stage.
+mod image {
+    pub const binary: &str = "usr/local/bin/quota-hub";
+    pub const values: &str = "etc/quota/values.yaml";
+    /// The user the server runs as (no shell, no home: a number).
+    pub const user: &str = "65532:65532";
+    pub const uid: u64 = 65532;
+    pub const port: &str = "8765/tcp";
+    /// Where the SQLite database and the compiled-engine cache go (volumes: the root is read-only).
+    pub const data: &str = "data";
+    pub const cache: &str = "var/cache/quota-engine";
+    pub const env: [&str; 4] = [
+        "PATH=/usr/local/bin",
+        "QUOTA_HUB_DB=sqlite:///data/quota.db",
+        "QUOTA_HUB_VALUES=/etc/quota/values.yaml",
+        "QUOTA_CACHE_DIR=/var/cache/quota-engine",
+    ];
+    pub const entrypoint: [&str; 1] = ["/usr/local/bin/quota-hub"];
+    pub const cmd: [&str; 3] = ["serve", "--listen", "0.0.0.0:8765"];
+}
+
+struct Args {
+    binary: PathBuf,
+    values: PathBuf,
+    out: PathBuf,
+    version: String,
+    revision: Option<String>,
+    created: u64,
+}
+
+fn args() -> Result<Args, String> {
+    let mut named: HashMap<String, String> = HashMap::new();
+    let mut it = std::env::args().skip(1);
+    while let Some(flag) = it.next() {
+        let Some(name) = flag.strip_prefix("--") else {
+            return Err(format!("unexpected argument `{flag}`"));
+        };
+        let value = it.next().ok_or_else(|| format!("--{name}: needs a value"))?;
+        named.insert(name.to_string(), value);
+    }
+    let mut take = |k: &str| named.remove(k);
+    let need = |v: Option<String>, k: &str| v.ok_or_else(|| format!("--{k} is required"));
+    let created = match take("created").or_else(|| std::env::var("SOURCE_DATE_EPOCH").ok()) {
+        Some(s) => s
+            .trim()
+            .parse()
+            .map_err(|_| format!("--created: `{s}` is not seconds since 1970"))?,
+        None => 0,
+    };
+    let a = Args {
+        binary: need(take("binary"), "binary")?.into(),
+        values: need(take("values"), "values")?.into(),
+        out: need(take("out"), "out")?.into(),
+        version: need(take("version"), "version")?,
+        revision: take("revision"),
+        created,
+    };
+    if let Some(k) = named.keys().next() {
+        return Err(format!("--{k}: unknown option"));
+    }
+    Ok(a)
+}
+
+fn sha256(bytes: &[u8]) -> Result<Digest, String> {
+    let hex: String = Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect();
+    hex.parse::<Sha256Digest>()
+        .map(Into::into)
+        .map_err(|e| e.to_string())
+}
+
+/// RFC 3339 UTC of `seconds` since 1970 (no date crate for one format).
+fn rfc3339(seconds: u64) -> String {
+    let days = (seconds / 86_400) as i64;
+    let rem = seconds % 86_400;
+    // Howard Hinnant's days-to-civil.
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+/// The layer, uncompressed: directories first, then the files, all owned by numbers.
+fn layer(a: &Args) -> Result<Vec<u8>, String> {
+    let binary = std::fs::read(&a.binary).map_err(|e| format!("{}: {e}", a.binary.display()))?;
+    let values = std::fs::read(&a.values).map_err(|e| format!("{}: {e}", a.values.display()))?;
+    let mut tar = tar::Builder::new(Vec::new());
+    let mut entry = |path: &str, mode: u32, uid: u64, body: Option<&[u8]>| -> Result<(), String> {
+        let mut h = tar::Header::new_ustar();
+        h.set_mode(mode);
+        h.set_uid(uid);
+        h.set_gid(uid);
+        h.set_mtime(a.created);
+        match body {
+            Some(b) => {
+                h.set_entry_type(tar::EntryType::Regular);
+                h.set_size(b.len() as u64);
+                h.set_cksum();
+                tar.append_data(&mut h, path, b)
+            }
+            None => {
+                h.set_entry_type(tar::EntryType::Directory);
+                h.set_size(0);
+                h.set_cksum();
+                tar.append_data(&mut h, format!("{path}/"), std::io::empty())
+            }
+        }
+        .map_err(|e| format!("layer: {path}: {e}"))
+    };
+    for dir in [
+        "etc",
+        "etc/quota",
+        "usr",
+        "usr/local",
+        "usr/local/bin",
+        "var",
+        "var/cache",
+    ] {
+        entry(dir, 0o755, 0, None)?;
+    }
+    entry("tmp", 0o1777, 0, None)?;
+    entry(image::data, 0o755, image::uid, None)?;
+    entry(image::cache, 0o755, image::uid, None)?;
+    entry(image::binary, 0o755, 0, Some(&binary))?;
+    entry(image::values, 0o644, 0, Some(&values))?;
+    tar.into_inner().map_err(|e| format!("layer: {e}"))
+}
+
+/// JSON with every object's keys sorted, so the same content gives the same bytes (and digest).
+fn canonical(v: &impl serde::Serialize) -> Result<Vec<u8>, String> {
+    fn sort(v: serde_json::Value) -> serde_json::Value {
+        match v {
+            serde_json::Value::Object(m) => {
+                let mut pairs: Vec<_> = m.into_iter().collect();
+                pairs.sort_by(|a, b| a.0.cmp(&b.0));
+                serde_json::Value::Object(pairs.into_iter().map(|(k, v)| (k, sort(v))).collect())
+            }
+            serde_json::Value::Array(a) => serde_json::Value::Array(a.into_iter().map(sort).collect()),
+            other => other,
+        }
+    }
+    let v = serde_json::to_value(v).map_err(|e| e.to_string())?;
+    serde_json::to_vec(&sort(v)).map_err(|e| e.to_string())
+}
+
+fn blob(out: &Path, bytes: &[u8], media: MediaType) -> Result<Descriptor, String> {
+    let digest = sha256(bytes)?;
+    let path = out.join("blobs/sha256").join(digest.digest());
+    std::fs::write(&path, bytes).map_err(|e| format!("{}: {e}", path.display()))?;
+    Ok(Descriptor::new(media, bytes.len() as u64, digest))
+}
+
+fn build(a: &Args) -> Result<String, String> {
+    let oci = |e: oci_spec::OciSpecError| e.to_string();
+    let _ = std::fs::remove_dir_all(&a.out);
+    std::fs::create_dir_all(a.out.join("blobs/sha256")).map_err(|e| format!("{}: {e}", a.out.display()))?;
+    let created = rfc3339(a.created);
+
+    let tar = layer(a)?;
+    let diff_id = sha256(&tar)?;
+    let mut gz: GzEncoder<Vec<u8>> = GzBuilder::new().mtime(0).write(Vec::new(), Compression::best());
+    gz.write_all(&tar).map_err(|e| format!("gzip: {e}"))?;
+    let gz = gz.finish().map_err(|e| format!("gzip: {e}"))?;
+    let layer = blob(&a.out, &gz, MediaType::ImageLayerGzip)?;
+
+    let mut labels = HashMap::from([
+        (
+            "org.opencontainers.image.title".to_string(),
+            "quota-hub".to_string(),
+        ),
+        (
+            "org.opencontainers.image.description".to_string(),
+            "Compute-credit quotas for multi-user notebook hubs: the quota-hub server and command line"
+                .to_string(),
+        ),
+        ("org.opencontainers.image.version".to_string(), a.version.clone()),
+        ("org.opencontainers.image.licenses".to_string(), "MIT".to_string()),
+        ("org.opencontainers.image.created".to_string(), created.clone()),
+    ]);
+    if let Some(r) = &a.revision {
+        labels.insert("org.opencontainers.image.revision".into(), r.clone());
+    }
+    let config = ImageConfigurationBuilder::default()
+        .created(created.clone())
+        .architecture(Arch::Amd64)
+        .os(Os::Linux)
+        .config(
+            ConfigBuilder::default()
+                .user(image::user)
+                .exposed_ports(vec![image::port.to_string()])
+                .env(image::env.map(String::from).to_vec())
+                .entrypoint(image::entrypoint.map(String::from).to_vec())
+                .cmd(image::cmd.map(String::from).to_vec())
+                .volumes(vec![format!("/{}", image::data), format!("/{}", image::cache)])
+                .working_dir(format!("/{}", image::data))
+                .labels(labels.clone())
+                .stop_signal("SIGTERM")
+                .build()
+                .map_err(oci)?,
+        )
+        .rootfs(
+            RootFsBuilder::default()
+                .typ("layers")
+                .diff_ids(vec![diff_id.to_string()])
+                .build()
+                .map_err(oci)?,
+        )
+        .history(vec![HistoryBuilder::default()
+            .created(created.clone())
+            .created_by(
+                "tools/oci-image: the static quota-hub binary, its default values, its writable directories",
+            )
+            .build()
+            .map_err(oci)?])
+        .build()
+        .map_err(oci)?;
+    let config = blob(&a.out, &canonical(&config)?, MediaType::ImageConfig)?;
+
+    let manifest = ImageManifestBuilder::default()
+        .schema_version(2u32)
+        .media_type(MediaType::ImageManifest)
+        .config(config)
+        .layers(vec![layer])
+        .annotations(labels)
+        .build()
+        .map_err(oci)?;
+    let manifest_bytes = canonical(&manifest)?;
+    let digest = sha256(&manifest_bytes)?;
+    let manifest = blob(&a.out, &manifest_bytes, MediaType::ImageManifest)?;
+    let manifest = DescriptorBuilder::default()
+        .media_type(MediaType::ImageManifest)
+        .size(manifest.size())
+        .digest(manifest.digest().clone())
+        .annotations(HashMap::from([(
+            "org.opencontainers.image.ref.name".to_string(),
+            a.version.clone(),
+        )]))
+        .build()
+        .map_err(oci)?;
+    let index = ImageIndexBuilder::default()
+        .schema_version(2u32)
+        .media_type(MediaType::ImageIndex)
+        .manifests(vec![manifest])
+        .build()
+        .map_err(oci)?;
+    std::fs::write(a.out.join("index.json"), canonical(&index)?).map_err(|e| e.to_string())?;
+    let layout = OciLayoutBuilder::default()
+        .image_layout_version("1.0.0")
+        .build()
+        .map_err(oci)?;
+    std::fs::write(a.out.join("oci-layout"), canonical(&layout)?).map_err(|e| e.to_string())?;
+    Ok(digest.to_string())
+}
+
+fn main() -> ExitCode {
+    match args().and_then(|a| build(&a).map(|d| (a, d))) {
+        Ok((a, digest)) => {
+            println!("{}: quota-hub:{} {digest}", a.out.display(), a.version);
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("oci-image: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn times_are_rfc3339_utc() {
+        assert_eq!(rfc3339(0), "1970-01-01T00:00:00Z");
+        assert_eq!(rfc3339(1_795_000_000), "2026-11-18T11:06:40Z");
+        assert_eq!(rfc3339(951_782_400), "2000-02-29T00:00:00Z");
+    }
+
+    #[test]
+    fn the_same_inputs_give_the_same_image() {
+        let dir = std::env::temp_dir().join(format!("oci-image-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("bin"), b"\x7fELF not really").unwrap();
+        std::fs::write(dir.join("values.yaml"), b"custom: {}\n").unwrap();
+        let args = |out: &str| Args {
+            binary: dir.join("bin"),
+            values: dir.join("values.yaml"),
+            out: dir.join(out),
+            version: "0.0.1".into(),
+            revision: Some("abc".into()),
+            created: 1_795_000_000,
+        };
+        let (a, b) = (build(&args("a")).unwrap(), build(&args("b")).unwrap());
+        assert_eq!(a, b);
+        assert!(a.starts_with("sha256:"));
+        let index = std::fs::read_to_string(dir.join("a/index.json")).unwrap();
+        assert!(
+            index.contains(r#""org.opencontainers.image.ref.name":"0.0.1""#),
+            "{index}"
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
