@@ -16,6 +16,7 @@ mod metrics;
 mod migrate_db;
 mod pages;
 mod pool;
+mod process_metrics;
 mod quota_file;
 mod scheduler;
 mod server;

@@ -71,6 +71,9 @@ pub struct Metrics {
     group_calls: Histogram,
     write_waiting: Gauge,
     write_running: Gauge,
+    refresh_last_scheduled: Family<RuleLabels, Gauge>,
+    refresh_last_success: Family<RuleLabels, Gauge>,
+    refresh_last_applied: Family<RuleLabels, Gauge>,
     /// One scrape at a time sets the active-session gauges.
     scraping: Mutex<()>,
 }
@@ -99,6 +102,9 @@ impl Metrics {
             group_calls: Histogram::new(exponential_buckets(1.0, 2.0, 8)),
             write_waiting: Gauge::default(),
             write_running: Gauge::default(),
+            refresh_last_scheduled: Family::default(),
+            refresh_last_success: Family::default(),
+            refresh_last_applied: Family::default(),
             scraping: Mutex::new(()),
         };
         let r = &mut m.registry;
@@ -172,6 +178,35 @@ impl Metrics {
             "Write requests the writers are running now (a group counts each of its calls)",
             m.write_running.clone(),
         );
+        r.register(
+            "quota_refresh_last_scheduled_timestamp_seconds",
+            "An enabled refresh rule's newest fire time at or before now (Unix seconds)",
+            m.refresh_last_scheduled.clone(),
+        );
+        r.register(
+            "quota_refresh_last_success_timestamp_seconds",
+            "The newest fire time of an enabled refresh rule whose run was applied, by any server or CronJob (read from the database)",
+            m.refresh_last_success.clone(),
+        );
+        r.register(
+            "quota_refresh_last_run_applied",
+            "1 when an enabled refresh rule's newest scheduled run was applied, else 0",
+            m.refresh_last_applied.clone(),
+        );
+        r.register(
+            "quota_build",
+            "The running quota-hub's version (and the commit it was built from, when known)",
+            prometheus_client::metrics::info::Info::new(vec![
+                ("version".to_string(), env!("CARGO_PKG_VERSION").to_string()),
+                (
+                    "revision".to_string(),
+                    option_env!("QUOTA_BUILD_REVISION")
+                        .unwrap_or("unknown")
+                        .to_string(),
+                ),
+            ]),
+        );
+        r.register_collector(Box::new(crate::process_metrics::ProcessCollector));
         m
     }
 
@@ -199,9 +234,14 @@ impl Metrics {
         self.durations.get_or_create(&labels).observe(seconds);
     }
 
-    /// The exposition, with the active sessions per resource type as read just now and the write
-    /// calls (waiting, running) now.
-    pub fn render(&self, active: &[(String, u64)], writes: (usize, usize)) -> String {
+    /// The exposition, with the active sessions per resource type and the refresh rules' runs as
+    /// read just now, and the write calls (waiting, running) now.
+    pub fn render(
+        &self,
+        active: &[(String, u64)],
+        rules: &[crate::scheduler::RuleStatus],
+        writes: (usize, usize),
+    ) -> String {
         let _one = self.scraping.lock().unwrap_or_else(|p| p.into_inner());
         self.write_waiting
             .set(i64::try_from(writes.0).unwrap_or(i64::MAX));
@@ -215,6 +255,25 @@ impl Metrics {
             self.sessions_active
                 .get_or_create(&labels)
                 .set(i64::try_from(*n).unwrap_or(i64::MAX));
+        }
+        for family in [
+            &self.refresh_last_scheduled,
+            &self.refresh_last_success,
+            &self.refresh_last_applied,
+        ] {
+            family.clear();
+        }
+        for r in rules {
+            let labels = RuleLabels { rule: r.rule.clone() };
+            self.refresh_last_scheduled
+                .get_or_create(&labels)
+                .set(r.last_scheduled.seconds());
+            self.refresh_last_applied
+                .get_or_create(&labels)
+                .set(i64::from(r.last_applied));
+            if let Some(t) = r.last_success {
+                self.refresh_last_success.get_or_create(&labels).set(t.seconds());
+            }
         }
         let mut out = String::new();
         // Writing to a String cannot fail.

@@ -39,6 +39,69 @@ pub fn previous_fire(w: &mut Worker, rule: &str, now: Timestamp) -> Result<Optio
     Ok(last)
 }
 
+/// How many of a rule's latest fire times the metrics look through for the last applied run.
+const metrics_fires_checked: usize = 32;
+
+/// One enabled rule as the metrics show it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RuleStatus {
+    pub rule: String,
+    /// Its newest fire time at or before now (within the lookback).
+    pub last_scheduled: Timestamp,
+    /// Whether that run was applied (by any server, hub or CronJob: the database says).
+    pub last_applied: bool,
+    /// The newest of its latest fire times whose run was applied, if any.
+    pub last_success: Option<Timestamp>,
+}
+
+/// The fire times of `rule` at or before `now`, oldest first: the window widens from an hour until
+/// it holds [`metrics_fires_checked`] of them or reaches the lookback, so a rule that fires every
+/// minute is not scanned over a week.
+fn recent_fires(w: &mut Worker, rule: &str, now: Timestamp) -> Result<Vec<Timestamp>, HostError> {
+    let mut window = 3600;
+    loop {
+        let window_s = window.min(missed_lookback_seconds);
+        let mut t = now.plus_seconds(-window_s);
+        let mut fires = Vec::new();
+        while let Some(next) = w.next_fire(rule, t)? {
+            if next > now {
+                break;
+            }
+            fires.push(next);
+            t = next;
+        }
+        if fires.len() >= metrics_fires_checked || window_s == missed_lookback_seconds {
+            let keep = fires.len().saturating_sub(metrics_fires_checked);
+            return Ok(fires.split_off(keep));
+        }
+        window *= 4;
+    }
+}
+
+/// Each enabled rule's last scheduled run and last applied run, read from the database (so it is
+/// right after a restart and whichever server or CronJob ran it).
+pub fn rule_statuses(w: &mut Worker, rules: &[String], now: Timestamp) -> Result<Vec<RuleStatus>, HostError> {
+    let mut out = Vec::new();
+    for rule in rules {
+        let fires = recent_fires(w, rule, now)?;
+        let Some(&last) = fires.last() else { continue };
+        let mut success = None;
+        for &at in fires.iter().rev() {
+            if w.run_applied(&run_id(rule, at))? {
+                success = Some(at);
+                break;
+            }
+        }
+        out.push(RuleStatus {
+            rule: rule.clone(),
+            last_scheduled: last,
+            last_applied: success == Some(last),
+            last_success: success,
+        });
+    }
+    Ok(out)
+}
+
 /// Logs, for each enabled rule, the last scheduled run at or before `now` if nobody applied it.
 pub async fn report_missed(app: &Arc<App>, now: Timestamp) {
     for rule in app.pool.summary.rules.iter().filter(|r| r.enabled) {

@@ -284,12 +284,35 @@ async fn scrape(
         })
         .await;
     match read {
-        Ok(Ok(Ok(active))) => (
-            StatusCode::OK,
-            [(header::CONTENT_TYPE, metrics::content_type)],
-            metrics.render(&active, app.pool.write_load.now()),
-        )
-            .into_response(),
+        Ok(Ok(Ok(active))) => {
+            let rules: Vec<String> = app
+                .pool
+                .summary
+                .rules
+                .iter()
+                .filter(|r| r.enabled)
+                .map(|r| r.name.clone())
+                .collect();
+            let statuses = app
+                .pool
+                .run(Kind::Read, move |w| {
+                    crate::scheduler::rule_statuses(w, &rules, now)
+                })
+                .await;
+            let statuses = match statuses {
+                Ok(Ok(s)) => s,
+                other => {
+                    info!("metrics: reading the refresh rules' runs failed: {other:?}");
+                    Vec::new()
+                }
+            };
+            (
+                StatusCode::OK,
+                [(header::CONTENT_TYPE, metrics::content_type)],
+                metrics.render(&active, &statuses, app.pool.write_load.now()),
+            )
+                .into_response()
+        }
         Ok(Ok(Err(401))) => error(401, "Invalid or expired token"),
         Ok(Ok(Err(_))) => error(
             403,

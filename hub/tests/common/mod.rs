@@ -296,6 +296,8 @@ pub mod metrics {
                 let value = match &sample.value {
                     OpenMetricsValue::Counter(c) => c.value.as_f64(),
                     OpenMetricsValue::Gauge(g) => g.as_f64(),
+                    // An info metric's sample is its labels; its value is 1.
+                    OpenMetricsValue::Info => 1.0,
                     OpenMetricsValue::Histogram(h) => {
                         let sum = h.sum.as_ref().map_or(0.0, |s| s.as_f64());
                         out.insert((format!("{name}_sum"), labels.join(",")), sum);
