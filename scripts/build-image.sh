@@ -16,9 +16,11 @@ if ! command -v musl-gcc >/dev/null; then
 fi
 [ -f target/wasm/quota-engine.wasm ] || bash scripts/build-wasm.sh
 [ -f js/gen/source.json ] || bash scripts/build-js.sh
-CARGO_PROFILE_RELEASE_STRIP=symbols cargo build --release --locked -q -p quota-hub --target "$target"
 version=$(cat VERSION)
 revision=$(git rev-parse HEAD 2>/dev/null || echo unknown)
+# The commit goes into quota_build_info too.
+QUOTA_BUILD_REVISION=$revision CARGO_PROFILE_RELEASE_STRIP=symbols \
+    cargo build --release --locked -q -p quota-hub --target "$target"
 created=${SOURCE_DATE_EPOCH:-$(git log -1 --format=%ct 2>/dev/null || echo 0)}
 cargo run --locked -q -p oci-image -- --binary "target/$target/release/quota-hub" \
     --values deploy/image/values.yaml --out target/image/quota-hub \
