@@ -80,6 +80,9 @@ pub enum Command {
         values: PathBuf,
         #[arg(long, default_value = "default")]
         namespace: String,
+        /// CronJob names are `<PREFIX>-refresh-<rule>` (the Helm chart uses its release's full name).
+        #[arg(long, default_value = "quota")]
+        name_prefix: String,
         /// The hub's base URL the Jobs send the refresh to.
         #[arg(long, default_value = "http://quota-hub:8765/hub")]
         hub_url: String,
@@ -90,7 +93,7 @@ pub enum Command {
         #[arg(long, default_value = "token")]
         token_key: String,
         /// The image with the quota-hub binary.
-        #[arg(long, default_value = "quota-hub:0.1.0")]
+        #[arg(long, default_value = concat!("quota-hub:", env!("CARGO_PKG_VERSION")))]
         image: String,
     },
     /// Close sessions active for more than 8 hours (the server also does this when it starts).

@@ -52,11 +52,22 @@ pub fn run(cli: Cli) -> Result<ExitCode, String> {
         Command::RenderCronjobs {
             values,
             namespace,
+            name_prefix,
             hub_url,
             token_secret,
             token_key,
             image,
-        } => render_cronjobs(&values, &namespace, &hub_url, &token_secret, &token_key, &image),
+        } => {
+            let o = cronjobs::Options {
+                name_prefix: &name_prefix,
+                namespace: &namespace,
+                hub_url: &hub_url,
+                token_secret: &token_secret,
+                token_key: &token_key,
+                image: &image,
+            };
+            render_cronjobs(&values, &o)
+        }
         Command::Cleanup(t) => {
             let v = Target::open(&t, false)?.ok("POST", "/admin/api/quota/cleanup", "{}")?;
             println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
@@ -131,24 +142,10 @@ fn refresh(
     Ok(ExitCode::SUCCESS)
 }
 
-fn render_cronjobs(
-    values_path: &std::path::Path,
-    namespace: &str,
-    hub_url: &str,
-    token_secret: &str,
-    token_key: &str,
-    image: &str,
-) -> Result<ExitCode, String> {
+fn render_cronjobs(values_path: &std::path::Path, o: &cronjobs::Options<'_>) -> Result<ExitCode, String> {
     let rt = engine::runtime()?;
     let (doc, _) = checked_values(values_path, &rt, "; no CronJobs rendered")?;
-    let o = cronjobs::Options {
-        namespace,
-        hub_url,
-        token_secret,
-        token_key,
-        image,
-    };
-    let jobs = cronjobs::render(&doc, &o).map_err(|bad| {
+    let jobs = cronjobs::render(&doc, o).map_err(|bad| {
         for b in &bad {
             eprintln!("{}: {b}", values_path.display());
         }

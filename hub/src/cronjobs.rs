@@ -6,7 +6,12 @@ use serde_json::{json, Map, Value};
 
 /// Longest CronJob name Kubernetes accepts (its Jobs get an 11-character suffix).
 const cronjob_name_chars_max: usize = 52;
-const name_prefix: &str = "quota-refresh-";
+
+/// `<prefix>-refresh-<rule>`: the prefix is the Helm release's full name in the chart, `quota` by
+/// default here, so two installations in one namespace never share a CronJob.
+pub fn cronjob_name(prefix: &str, rule: &str) -> String {
+    format!("{prefix}-refresh-{rule}")
+}
 /// How long after its scheduled time a Job may still start; its run id is the latest fire time
 /// within this window (plus a minute of clock skew).
 pub const starting_deadline_seconds: i64 = 300;
@@ -46,10 +51,10 @@ pub fn refresh_body(rule: &str, fragment: &Value, run_id: Option<&str>) -> Value
     Value::Object(body)
 }
 
-/// Why `rule` cannot name a CronJob (`quota-refresh-<rule>` must be a DNS-1123 label of at most
+/// Why `rule` cannot name a CronJob (`<prefix>-refresh-<rule>` must be a DNS-1123 label of at most
 /// 52 characters), or None.
-pub fn bad_name(rule: &str) -> Option<String> {
-    let name = format!("{name_prefix}{rule}");
+pub fn bad_name(prefix: &str, rule: &str) -> Option<String> {
+    let name = cronjob_name(prefix, rule);
     let ok_chars = rule
         .bytes()
         .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-');
@@ -84,6 +89,8 @@ fn suggest(rule: &str) -> String {
 }
 
 pub struct Options<'a> {
+    /// CronJob names are `<name_prefix>-refresh-<rule>`.
+    pub name_prefix: &'a str,
     pub namespace: &'a str,
     pub hub_url: &'a str,
     pub token_secret: &'a str,
@@ -95,7 +102,10 @@ pub struct Options<'a> {
 /// first, and all bad names are reported together.
 pub fn render(values: &Value, o: &Options<'_>) -> Result<Vec<Value>, Vec<String>> {
     let rules = rules(values);
-    let bad: Vec<String> = rules.iter().filter_map(|(name, _)| bad_name(name)).collect();
+    let bad: Vec<String> = rules
+        .iter()
+        .filter_map(|(name, _)| bad_name(o.name_prefix, name))
+        .collect();
     if !bad.is_empty() {
         return Err(bad);
     }
@@ -119,7 +129,7 @@ fn cronjob(rule: &str, fragment: &Value, o: &Options<'_>) -> Value {
     json!({
         "apiVersion": "batch/v1",
         "kind": "CronJob",
-        "metadata": {"name": format!("{name_prefix}{rule}"), "namespace": o.namespace, "labels": labels},
+        "metadata": {"name": cronjob_name(o.name_prefix, rule), "namespace": o.namespace, "labels": labels},
         "spec": {
             "schedule": schedule,
             "timeZone": "Etc/UTC",
@@ -135,9 +145,18 @@ fn cronjob(rule: &str, fragment: &Value, o: &Options<'_>) -> Value {
                         "metadata": {"labels": labels},
                         "spec": {
                             "restartPolicy": "OnFailure",
+                            "automountServiceAccountToken": false,
+                            "securityContext": {
+                                "runAsNonRoot": true, "runAsUser": 65532, "runAsGroup": 65532,
+                                "seccompProfile": {"type": "RuntimeDefault"},
+                            },
                             "containers": [{
                                 "name": "refresh",
                                 "image": o.image,
+                                "securityContext": {
+                                    "allowPrivilegeEscalation": false, "readOnlyRootFilesystem": true,
+                                    "capabilities": {"drop": ["ALL"]},
+                                },
                                 "args": [
                                     "refresh", rule,
                                     "--url", o.hub_url,
@@ -163,12 +182,17 @@ mod tests {
 
     #[test]
     fn names() {
-        assert_eq!(bad_name("weekly-topup"), None);
-        assert!(bad_name("Weekly_TopUp").unwrap().contains("`weekly-topup`"));
-        assert!(bad_name("a.b").is_some());
-        assert!(bad_name("x-").is_some());
-        assert!(bad_name(&"a".repeat(39)).unwrap().contains("53 characters"));
-        assert_eq!(bad_name(&"a".repeat(38)), None);
+        assert_eq!(bad_name("quota", "weekly-topup"), None);
+        assert!(bad_name("quota", "Weekly_TopUp")
+            .unwrap()
+            .contains("`weekly-topup`"));
+        assert!(bad_name("quota", "a.b").is_some());
+        assert!(bad_name("quota", "x-").is_some());
+        assert!(bad_name("quota", &"a".repeat(39))
+            .unwrap()
+            .contains("53 characters"));
+        assert_eq!(bad_name("quota", &"a".repeat(38)), None);
+        assert!(bad_name("a-long-release-quota-hub", &"a".repeat(30)).is_some());
     }
 
     #[test]

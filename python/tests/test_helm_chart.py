@@ -1,15 +1,28 @@
 """deploy/helm/quota-hub rendered offline by Helm's own Go SDK (helm-python-sdk: no helm binary can
-be installed here) and read back field by field: a Deployment of N replicas on the PostgreSQL URL
-from a Secret, a Service, the values file in a ConfigMap, and one CronJob per enabled rule, the same
-Jobs as `quota-hub render-cronjobs` prints; an operator's existing values file drops in; bad rule
-names fail the render with a message naming them."""
+be installed here) and read back field by field:
+
+- with the default values (one replica on SQLite, a PersistentVolumeClaim) and with every option on
+  (PostgreSQL replicas, a PodDisruptionBudget, an Ingress, a ServiceMonitor, alerts, a dashboard,
+  scheduling and pull settings, extra env and args);
+- every object validated against the Kubernetes OpenAPI schemas of the oldest and the newest
+  Kubernetes the chart declares (`kubeVersion`), from the `kubernetes-validate` package;
+- the schema refusing a misspelled key or a bad type; two releases in one namespace sharing no
+  name; the refresh CronJobs equal to `quota-hub render-cronjobs`'s;
+- the rendered files working: quota-hub starts on the rendered values and tokens files, and the
+  rendered refresh token refreshes; every query of the dashboard and of the alerts parses as PromQL
+  and names a series a real quota-hub exports."""
 
 from __future__ import annotations
 
+import base64
 import json
+import re
 import subprocess
+import time
 from pathlib import Path
 
+import kubernetes_validate
+import promql_parser
 import pytest
 import yaml
 
@@ -18,64 +31,194 @@ import helm_python as helm  # noqa: E402  (pinned in requirements-test.txt)
 REPO = Path(__file__).resolve().parents[2]
 CHART = REPO / "deploy" / "helm" / "quota-hub"
 QUOTA_HUB = REPO / "target" / "debug" / "quota-hub"
+VERSION = (REPO / "VERSION").read_text().strip()
 RULES = {
     "weekly-topup": {"enabled": True, "schedule": "0 6 * * 1", "action": "add", "amount": 1000000, "maxBalance": 2000000,
                      "targets": {"balanceBelow": 1500000, "includeUnlimited": False}},
     "zero": {"enabled": True, "schedule": "0 3 * * *", "action": "add", "amount": 0},
     "paused": {"enabled": False, "schedule": "0 3 * * *", "action": "set", "amount": 5},
 }
+#: Every option on.
+FULL = {
+    "replicas": 3,
+    "database": {"type": "postgres", "postgres": {"secretName": "pg", "key": "url"}},
+    "tokens": {"existingSecret": "my-tokens"},
+    "imagePullSecrets": [{"name": "registry"}],
+    "nodeSelector": {"pool": "services"},
+    "tolerations": [{"key": "dedicated", "operator": "Equal", "value": "services", "effect": "NoSchedule"}],
+    "affinity": {"podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [{"weight": 100, "podAffinityTerm": {
+        "topologyKey": "kubernetes.io/hostname", "labelSelector": {"matchLabels": {"app.kubernetes.io/name": "quota-hub"}}}}]}},
+    "extraEnv": [{"name": "RUST_LOG", "value": "info"}],
+    "extraArgs": ["--log-format", "json"],
+    "podAnnotations": {"team": "research"},
+    "ingress": {"enabled": True, "className": "nginx", "hosts": [{"host": "quota.example.org"}],
+                "tls": [{"hosts": ["quota.example.org"], "secretName": "quota-tls"}]},
+    "metrics": {"serviceMonitor": {"enabled": True, "labels": {"release": "prometheus"}},
+                "prometheusRule": {"enabled": True}, "dashboard": {"enabled": True}},
+    "custom": {"quota": {"refreshRules": RULES}},
+}
+BUILT_IN = ("ConfigMap", "CronJob", "Deployment", "Ingress", "PersistentVolumeClaim", "PodDisruptionBudget", "Secret", "Service")
 
 
-def render(values: dict) -> list[dict]:
+def render(values: dict, name: str = "rel", namespace: str = "hub") -> list[dict]:
     chart = helm.Chart.load(str(CHART))
     try:
-        out = chart.render(values, name="rel", namespace="hub", is_install=True)
+        out = chart.render(values, name=name, namespace=namespace, is_install=True)
     finally:
         chart.close()
     docs = []
-    for text in out.values():
-        docs += [d for d in yaml.safe_load_all(text) if d]
+    for path, text in out.items():
+        if not path.endswith("NOTES.txt"):
+            docs += [d for d in yaml.safe_load_all(text) if d]
     return docs
+
+
+def notes(values: dict) -> str:
+    chart = helm.Chart.load(str(CHART))
+    try:
+        return chart.render(values, name="rel", namespace="hub", is_install=True)["quota-hub/templates/NOTES.txt"]
+    finally:
+        chart.close()
 
 
 def kinds(docs, kind):
     return [d for d in docs if d["kind"] == kind]
 
 
-def test_the_chart_lints():
-    helm.lint(str(CHART))
+def pod_spec(d: dict) -> dict:
+    if d["kind"] == "CronJob":
+        return d["spec"]["jobTemplate"]["spec"]["template"]["spec"]
+    return d["spec"]["template"]["spec"]
 
 
-def test_replicas_service_configmap_and_one_cronjob_per_enabled_rule():
-    docs = render({"replicas": 3, "custom": {"quota": {"refreshRules": RULES}}})
+def test_the_chart_lints_for_every_declared_kubernetes():
+    for kube in ("1.30.0", "1.37.0"):
+        for values in ({}, FULL):
+            r = helm.lint(str(CHART), values, strict=True, kube_version=kube)
+            assert r["errors"] == [], r
+
+
+def test_the_default_install_is_one_hardened_replica_on_sqlite():
+    docs = render({})
+    assert sorted(d["kind"] for d in docs) == ["ConfigMap", "Deployment", "PersistentVolumeClaim", "Secret", "Service"]
+    for d in docs:
+        labels = d["metadata"]["labels"]
+        assert d["metadata"]["name"].startswith("rel-quota-hub"), d["metadata"]["name"]
+        assert labels["helm.sh/chart"] == f"quota-hub-{VERSION}" and labels["app.kubernetes.io/version"] == VERSION
+        assert labels["app.kubernetes.io/instance"] == "rel"
     (dep,) = kinds(docs, "Deployment")
-    assert dep["spec"]["replicas"] == 3
-    c = dep["spec"]["template"]["spec"]["containers"][0]
+    assert dep["spec"]["replicas"] == 1 and dep["spec"]["strategy"] == {"type": "Recreate"}
+    pod = pod_spec(dep)
+    assert pod["automountServiceAccountToken"] is False
+    assert pod["securityContext"]["runAsNonRoot"] is True and pod["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
+    (c,) = pod["containers"]
+    assert c["image"] == f"quota-hub:{VERSION}"
+    assert c["securityContext"] == {"allowPrivilegeEscalation": False, "readOnlyRootFilesystem": True, "capabilities": {"drop": ["ALL"]}}
+    assert c["resources"]["requests"] and c["resources"]["limits"]["memory"]
+    assert c["startupProbe"]["httpGet"]["path"] == "/hub/healthz"
+    assert c["livenessProbe"]["httpGet"]["path"] == "/hub/healthz"
+    assert c["readinessProbe"]["httpGet"]["path"] == "/hub/readyz"
     env = {e["name"]: e for e in c["env"]}
-    assert env["QUOTA_HUB_DB"]["valueFrom"]["secretKeyRef"] == {"name": "quota-database", "key": "url"}
-    assert env["QUOTA_HUB_NO_SCHEDULER"]["value"] == "true", "CronJobs run the rules: the servers' scheduler is off"
+    assert env["QUOTA_HUB_DB"]["value"] == "sqlite:///data/quota.db"
+    assert env["QUOTA_HUB_TOKENS"]["value"] == "/etc/quota/config/tokens.yaml"
+    mounts = {m["mountPath"]: m["name"] for m in c["volumeMounts"]}
+    assert {"/data", "/var/cache/quota-engine", "/tmp", "/etc/quota/config", "/etc/quota/tokens"} <= set(mounts)
+    volumes = {v["name"]: v for v in pod["volumes"]}
+    assert volumes["data"]["persistentVolumeClaim"]["claimName"] == "rel-quota-hub-data"
+    (pvc,) = kinds(docs, "PersistentVolumeClaim")
+    assert pvc["spec"]["resources"]["requests"]["storage"] == "1Gi"
+    assert pvc["metadata"]["annotations"]["helm.sh/resource-policy"] == "keep"
+    (secret,) = kinds(docs, "Secret")
+    for key in ("refresh", "metrics"):
+        assert len(base64.b64decode(secret["data"][key])) == 48
+    assert "port-forward svc/rel-quota-hub 8765" in notes({})
+
+
+def test_every_option_on():
+    docs = render(FULL)
+    assert {"Ingress", "PodDisruptionBudget", "ServiceMonitor", "PrometheusRule"} <= {d["kind"] for d in docs}
+    assert "PersistentVolumeClaim" not in {d["kind"] for d in docs}
+    assert kinds(docs, "Secret") == [], "an existing Secret is used"
+    (dep,) = kinds(docs, "Deployment")
+    assert dep["spec"]["replicas"] == 3 and "strategy" not in dep["spec"]
+    pod = pod_spec(dep)
+    assert pod["imagePullSecrets"] == [{"name": "registry"}]
+    assert (pod["nodeSelector"], pod["tolerations"]) == (FULL["nodeSelector"], FULL["tolerations"])
+    assert pod["affinity"] == FULL["affinity"]
+    (c,) = pod["containers"]
+    assert c["args"][-2:] == ["--log-format", "json"]
+    env = {e["name"]: e for e in c["env"]}
+    assert env["QUOTA_HUB_DB"]["valueFrom"]["secretKeyRef"] == {"name": "pg", "key": "url"}
+    assert env["RUST_LOG"]["value"] == "info" and env["QUOTA_HUB_NO_SCHEDULER"]["value"] == "true"
+    assert dep["spec"]["template"]["metadata"]["annotations"]["team"] == "research"
+    (pdb,) = kinds(docs, "PodDisruptionBudget")
+    assert pdb["spec"]["selector"]["matchLabels"] == dep["spec"]["selector"]["matchLabels"]
+    (sm,) = kinds(docs, "ServiceMonitor")
+    (ep,) = sm["spec"]["endpoints"]
+    assert ep["path"] == "/hub/metrics" and ep["authorization"]["credentials"] == {"name": "my-tokens", "key": "metrics"}
+    assert sm["metadata"]["labels"]["release"] == "prometheus"
     (svc,) = kinds(docs, "Service")
-    assert svc["spec"]["selector"] == dep["spec"]["selector"]["matchLabels"]
-    (cm,) = kinds(docs, "ConfigMap")
-    assert yaml.safe_load(cm["data"]["values.yaml"])["custom"]["quota"]["refreshRules"]["zero"]["amount"] == 0
-    jobs = {j["metadata"]["name"]: j for j in kinds(docs, "CronJob")}
-    assert sorted(jobs) == ["quota-refresh-weekly-topup", "quota-refresh-zero"]
-    for name, j in jobs.items():
-        assert j["metadata"]["labels"]["app.kubernetes.io/component"] == "quota-refresh"
-        spec = j["spec"]
-        assert (spec["concurrencyPolicy"], spec["timeZone"]) == ("Forbid", "Etc/UTC")
-        assert spec["startingDeadlineSeconds"] == 300
-        pod = spec["jobTemplate"]["spec"]["template"]
-        assert pod["metadata"]["labels"]["app.kubernetes.io/component"] == "quota-refresh"
-        token = pod["spec"]["containers"][0]["env"][0]
-        assert token["name"] == "QUOTA_HUB_TOKEN" and token["valueFrom"]["secretKeyRef"]["name"] == "quota-refresh-token"
-    args = jobs["quota-refresh-weekly-topup"]["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"][0]["args"]
-    assert args[:4] == ["refresh", "weekly-topup", "--url", "http://rel-quota-hub.hub.svc:8765/hub"]
-    rule = json.loads(args[args.index("--rule-json") + 1])
-    # Integers stay integers (Helm reads numbers as floats; 1000000 must not become 1e+06).
-    assert (rule["amount"], rule["maxBalance"], rule["targets"]["balanceBelow"]) == (1000000, 2000000, 1500000)
-    zero = jobs["quota-refresh-zero"]["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"][0]["args"]
-    assert json.loads(zero[zero.index("--rule-json") + 1])["amount"] == 0, "an amount of 0 stays 0"
+    assert all(svc["metadata"]["labels"].get(k) == v for k, v in sm["spec"]["selector"]["matchLabels"].items())
+    tokens = yaml.safe_load(next(d for d in kinds(docs, "ConfigMap") if d["metadata"]["name"] == "rel-quota-hub-config")["data"]["tokens.yaml"])
+    assert [(t["name"], t["scopes"]) for t in tokens] == [("rel-quota-hub-refresh", ["quota:refresh"]), ("rel-quota-hub-prometheus", ["quota:metrics"])]
+    (ing,) = kinds(docs, "Ingress")
+    path = ing["spec"]["rules"][0]["http"]["paths"][0]
+    assert (path["path"], path["backend"]["service"]["name"]) == ("/hub", "rel-quota-hub")
+    for job in kinds(docs, "CronJob"):
+        jpod = pod_spec(job)
+        assert jpod["automountServiceAccountToken"] is False and jpod["nodeSelector"] == FULL["nodeSelector"]
+        (jc,) = jpod["containers"]
+        assert jc["securityContext"]["readOnlyRootFilesystem"] is True and jc["resources"]["limits"]["memory"]
+        assert jc["env"][0]["valueFrom"]["secretKeyRef"] == {"name": "my-tokens", "key": "refresh"}
+
+
+@pytest.mark.parametrize("kube", ["1.30.0", "1.37.0"])
+@pytest.mark.parametrize("values", [{}, FULL], ids=["default", "full"])
+def test_every_object_is_valid_kubernetes(values, kube):
+    checked = 0
+    for d in render(values):
+        if d["kind"] in BUILT_IN:
+            kubernetes_validate.validate(d, kube, strict=True)
+            checked += 1
+        else:
+            # Prometheus Operator objects: their CRDs are not Kubernetes' schemas.
+            assert d["apiVersion"] == "monitoring.coreos.com/v1" and d["kind"] in ("ServiceMonitor", "PrometheusRule"), d["kind"]
+    assert checked >= 5
+
+
+@pytest.mark.parametrize(
+    "values, says",
+    [
+        ({"replica": 2}, "replica"),
+        ({"replicas": "two"}, "/replicas"),
+        ({"database": {"type": "mysql"}}, "/database/type"),
+        ({"image": {"repositry": "x"}}, "repositry"),
+        ({"service": {"port": 70000}}, "/service/port"),
+        ({"custom": {"quota": {"cpurate": 2}}}, "cpurate"),
+        ({"custom": {"quota": {"refreshRules": {"r": {"schedule": "0 * * * *", "amount": "ten"}}}}}, "amount"),
+        ({"custom": {"accelerators": {"phx": {"quotaRate": "two"}}}}, "quotaRate"),
+        ({"metrics": {"serviceMonitor": {"enabeld": True}}}, "enabeld"),
+    ],
+)
+def test_the_schema_refuses_a_misspelled_key_or_a_bad_type(values, says):
+    with pytest.raises(helm.HelmError) as e:
+        render(values)
+    assert says in str(e.value), str(e.value)
+
+
+def test_sqlite_with_several_replicas_is_refused_with_the_reason():
+    with pytest.raises(helm.HelmRenderError) as e:
+        render({"replicas": 2})
+    assert "replicas: 2 replicas need database.type postgres" in str(e.value)
+
+
+def test_two_releases_share_a_namespace_without_a_clash():
+    names = [{(d["kind"], d["metadata"]["name"]) for d in render(FULL, name=n)} for n in ("one", "two")]
+    assert names[0] and not names[0] & names[1]
+    assert all(n.startswith("one-") for _, n in names[0])
+    # Full names stay within the limits of every object kind, overrides included.
+    short = {(d["kind"], d["metadata"]["name"]) for d in render({**FULL, "fullnameOverride": "quota"})}
+    assert ("Deployment", "quota") in short and ("CronJob", "quota-refresh-weekly-topup") in short
 
 
 def test_the_chart_makes_the_jobs_render_cronjobs_makes(tmp_path):
@@ -84,46 +227,184 @@ def test_the_chart_makes_the_jobs_render_cronjobs_makes(tmp_path):
     path = tmp_path / "values.yaml"
     path.write_text(yaml.safe_dump(values))
     out = subprocess.run([str(QUOTA_HUB), "render-cronjobs", "--values", str(path), "--namespace", "hub",
-                          "--hub-url", "http://rel-quota-hub.hub.svc:8765/hub", "--image", "quota-hub:0.1.0"],
+                          "--name-prefix", "rel-quota-hub", "--hub-url", "http://rel-quota-hub.hub.svc:8765/hub",
+                          "--token-secret", "rel-quota-hub-tokens", "--token-key", "refresh"],
                          capture_output=True, text=True, check=True).stdout
     cli = {d["metadata"]["name"]: d for d in yaml.safe_load_all(out) if d}
     chart = {d["metadata"]["name"]: d for d in kinds(render(values), "CronJob")}
-    assert sorted(cli) == sorted(chart)
+    assert sorted(cli) == sorted(chart) == ["rel-quota-hub-refresh-weekly-topup", "rel-quota-hub-refresh-zero"]
     for name in cli:
         a, b = cli[name]["spec"], chart[name]["spec"]
         for key in ("schedule", "timeZone", "concurrencyPolicy", "startingDeadlineSeconds"):
             assert a[key] == b[key], (name, key)
-        ca = a["jobTemplate"]["spec"]["template"]["spec"]["containers"][0]
-        cb = b["jobTemplate"]["spec"]["template"]["spec"]["containers"][0]
+        ca, cb = pod_spec(cli[name])["containers"][0], pod_spec(chart[name])["containers"][0]
         ia, ib = ca["args"].index("--rule-json"), cb["args"].index("--rule-json")
         assert ca["args"][:ia] == cb["args"][:ib] and ca["args"][ia + 2:] == cb["args"][ib + 2:], name
         assert json.loads(ca["args"][ia + 1]) == json.loads(cb["args"][ib + 1]), name
-        assert ca["env"] == cb["env"] and ca["image"] == cb["image"]
+        assert ca["env"][0] == cb["env"][0] and ca["image"] == cb["image"]
+        assert ca["securityContext"] == cb["securityContext"]
+    weekly = pod_spec(chart["rel-quota-hub-refresh-weekly-topup"])["containers"][0]["args"]
+    rule = json.loads(weekly[weekly.index("--rule-json") + 1])
+    # Integers stay integers (Helm reads numbers as floats; 1000000 must not become 1e+06).
+    assert (rule["amount"], rule["maxBalance"], rule["targets"]["balanceBelow"]) == (1000000, 2000000, 1500000)
 
 
 def test_an_existing_values_file_drops_in():
     values = yaml.safe_load((REPO / "examples" / "values.yaml").read_text())
     docs = render(values)
-    assert [j["metadata"]["name"] for j in kinds(docs, "CronJob")] == ["quota-refresh-weekly-topup"]
-    (cm,) = kinds(docs, "ConfigMap")
+    assert [j["metadata"]["name"] for j in kinds(docs, "CronJob")] == ["rel-quota-hub-refresh-weekly-topup"]
+    cm = next(d for d in kinds(docs, "ConfigMap") if d["metadata"]["name"] == "rel-quota-hub-config")
     assert yaml.safe_load(cm["data"]["values.yaml"])["custom"]["accelerators"]["phx"]["quotaRate"] == 2
 
 
 def test_rules_run_in_the_servers_instead_gives_no_cronjobs():
     docs = render({"refreshRulesRunIn": "server", "custom": {"quota": {"refreshRules": RULES}}})
     assert kinds(docs, "CronJob") == []
-    env = {e["name"] for e in kinds(docs, "Deployment")[0]["spec"]["template"]["spec"]["containers"][0]["env"]}
+    env = {e["name"] for e in pod_spec(kinds(docs, "Deployment")[0])["containers"][0]["env"]}
     assert "QUOTA_HUB_NO_SCHEDULER" not in env
 
 
 @pytest.mark.parametrize("name", ["Weekly_TopUp", "x" * 39, "-lead"])
 def test_a_rule_name_kubernetes_refuses_fails_the_render_naming_it(name):
-    with pytest.raises(helm.HelmRenderError) as e:
+    with pytest.raises(helm.HelmError) as e:
         render({"custom": {"quota": {"refreshRules": {name: {"enabled": False, "schedule": "0 3 * * *", "action": "add", "amount": 1}}}}})
     assert f"custom.quota.refreshRules.{name}" in str(e.value)
 
 
-def test_a_secret_for_the_refresh_token_only_when_given():
-    assert kinds(render({}), "Secret") == []
-    (s,) = kinds(render({"refreshToken": {"value": "qh_x"}}), "Secret")
-    assert s["metadata"]["name"] == "quota-refresh-token" and s["stringData"]["token"] == "qh_x"
+def test_quota_hub_starts_on_the_rendered_files_and_the_rendered_refresh_token_works(tmp_path, quota_hub_bin):
+    """The ConfigMap's values and tokens files and the Secret's tokens, laid out as the pod mounts
+    them (the mount paths moved under a temporary folder), run the real server."""
+    from hub import DEADLINE_S, free_port, wait_for
+    import urllib.request
+
+    docs = render({**FULL, "tokens": {"existingSecret": ""}, "database": {"type": "sqlite"}, "replicas": 1})
+    cm = next(d for d in kinds(docs, "ConfigMap") if d["metadata"]["name"] == "rel-quota-hub-config")
+    (secret,) = kinds(docs, "Secret")
+    config, tokens = tmp_path / "config", tmp_path / "tokens"
+    config.mkdir()
+    tokens.mkdir()
+    (config / "values.yaml").write_text(cm["data"]["values.yaml"])
+    (config / "tokens.yaml").write_text(cm["data"]["tokens.yaml"].replace("/etc/quota/tokens/", f"{tokens}/"))
+    for key, value in secret["data"].items():
+        (tokens / key).write_bytes(base64.b64decode(value))
+    check = subprocess.run([quota_hub_bin, "check-config", "--values", str(config / "values.yaml")], capture_output=True, text=True)
+    assert check.returncode == 0, check.stdout + check.stderr
+    port = free_port()
+    proc = subprocess.Popen([quota_hub_bin, "serve", "--listen", f"127.0.0.1:{port}", "--db", f"sqlite://{tmp_path / 'q.db'}",
+                             "--values", str(config / "values.yaml"), "--tokens", str(config / "tokens.yaml"), "--no-scheduler"],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        def up():
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/hub/readyz", timeout=5) as r:
+                    return r.status == 200
+            except OSError:
+                assert proc.poll() is None, proc.stdout.read()
+                return False
+
+        wait_for("the server on the rendered files", up)
+        refresh = (tokens / "refresh").read_text()
+        req = urllib.request.Request(f"http://127.0.0.1:{port}/hub/admin/api/quota/refresh", method="POST",
+                                     data=b'{"action": "add", "amount": 1, "dry_run": true}',
+                                     headers={"Authorization": f"token {refresh}"})
+        with urllib.request.urlopen(req, timeout=DEADLINE_S) as r:
+            assert r.status == 200
+        metrics = urllib.request.Request(f"http://127.0.0.1:{port}/hub/metrics",
+                                         headers={"Authorization": f"Bearer {(tokens / 'metrics').read_text()}"})
+        with urllib.request.urlopen(metrics, timeout=DEADLINE_S) as r:
+            assert r.status == 200
+    finally:
+        proc.terminate()
+        proc.wait(timeout=DEADLINE_S)
+
+
+def exported_series(quota_hub_bin: str, tmp_path: Path) -> set[str]:
+    """Every sample name a real quota-hub exports, after a start, an end, a start left running
+    and a refresh (so that every labelled family has a sample)."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    from hub import free_port, wait_for
+    import urllib.request
+
+    values = tmp_path / "values.yaml"
+    values.write_text(yaml.safe_dump({"custom": {"authMode": "github", "quota": {"refreshRules": {
+        "minutely": {"enabled": True, "schedule": "* * * * *", "action": "add", "amount": 1}}}}}))
+    db = f"sqlite://{tmp_path / 'm.db'}"
+    token = subprocess.run([quota_hub_bin, "token", "issue", "--db", db, "--user", "root", "--admin"],
+                           capture_output=True, text=True, check=True).stdout.strip()
+    port = free_port()
+    proc = subprocess.Popen([quota_hub_bin, "serve", "--listen", f"127.0.0.1:{port}", "--db", db, "--values", str(values),
+                             "--no-scheduler"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    base = f"http://127.0.0.1:{port}/hub"
+
+    def call(method: str, path: str, body: bytes | None = None) -> bytes:
+        req = urllib.request.Request(base + path, method=method, data=body, headers={"Authorization": f"token {token}"})
+        with urllib.request.urlopen(req, timeout=30) as r:
+            return r.read()
+
+    try:
+        def up():
+            try:
+                return call("GET", "/readyz") is not None
+            except OSError:
+                return False
+
+        wait_for("quota-hub", up)
+        call("POST", "/admin/api/quota/users/ann", b'{"action": "set", "amount": 100}')
+        session = json.loads(call("POST", "/api/quota/sessions", b'{"username": "ann", "runtime_minutes": 5}'))
+        call("POST", f"/api/quota/sessions/{session['session_id']}/end", b"{}")
+        call("POST", "/api/quota/sessions", b'{"username": "ann", "server_name": "still-running", "runtime_minutes": 5}')
+        # This minute's scheduled run, as a CronJob sends it (a later minute's scrape still finds it).
+        minute = time.strftime("%Y-%m-%dT%H:%M:00Z", time.gmtime())
+        call("POST", "/admin/api/quota/refresh",
+             json.dumps({"rule_name": "minutely", "action": "add", "amount": 1, "run_id": f"minutely@{minute}"}).encode())
+        text = call("GET", "/metrics").decode()
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+    names = set()
+    for family in text_string_to_metric_families(text.replace("# EOF", "")):
+        names |= {s.name for s in family.samples}
+    return names
+
+
+def series_of(expr: str) -> set[str]:
+    """The metric names an expression selects, from promql-parser's syntax tree (Grafana's
+    `$__rate_interval` and `$job` replaced first)."""
+    text = expr.replace("$__rate_interval", "5m").replace('"$job"', '"x"')
+    found: set[str] = set()
+
+    def walk(node):
+        if isinstance(node, promql_parser.VectorSelector):
+            if node.name:
+                found.add(node.name)
+            return
+        for attr in ("expr", "lhs", "rhs", "param", "vector_selector"):
+            child = getattr(node, attr, None)
+            if child is not None:
+                walk(child)
+        for child in getattr(node, "args", None) or []:
+            walk(child)
+
+    walk(promql_parser.parse(text))
+    return found
+
+
+def test_every_dashboard_and_alert_query_names_a_series_quota_hub_exports(tmp_path, quota_hub_bin):
+    exported = exported_series(quota_hub_bin, tmp_path)
+    assert {"quota_build_info", "process_cpu_seconds_total", "quota_refresh_last_run_applied"} <= exported
+    dashboard = json.loads((CHART / "files" / "dashboard.json").read_text())
+    exprs = [t["expr"] for p in dashboard["panels"] for t in p["targets"]]
+    (rule,) = kinds(render(FULL), "PrometheusRule")
+    exprs += [r["expr"] for g in rule["spec"]["groups"] for r in g["rules"]]
+    assert len(exprs) > 15
+    for expr in exprs:
+        names = series_of(expr)
+        assert names, expr
+        assert names <= exported, (expr, names - exported)
+    # The dashboard ConfigMap carries the same file.
+    (cm,) = [d for d in kinds(render(FULL), "ConfigMap") if d["metadata"]["name"].endswith("-dashboard")]
+    assert json.loads(cm["data"]["quota-hub.json"]) == dashboard and cm["metadata"]["labels"]["grafana_dashboard"] == "1"
+    # Alert texts name real labels only (Prometheus' own template syntax).
+    for r in rule["spec"]["groups"][0]["rules"]:
+        assert not re.search(r"\{\{\s*\.", r["annotations"]["summary"]), r

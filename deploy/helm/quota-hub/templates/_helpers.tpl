@@ -1,13 +1,78 @@
-{{- define "quota-hub.labels" -}}
-app.kubernetes.io/name: quota-hub
-app.kubernetes.io/instance: {{ .Release.Name }}
-app.kubernetes.io/managed-by: {{ .Release.Service }}
+{{/* The chart's name, overridable. */}}
+{{- define "quota-hub.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" -}}
 {{- end -}}
 
+{{/* Every object's name starts with this: the release's, so two releases in one namespace never collide. */}}
 {{- define "quota-hub.fullname" -}}
-{{- printf "%s-quota-hub" .Release.Name | trunc 40 | trimSuffix "-" -}}
+{{- if .Values.fullnameOverride -}}
+{{- .Values.fullnameOverride | trunc 40 | trimSuffix "-" -}}
+{{- else -}}
+{{- $name := default .Chart.Name .Values.nameOverride -}}
+{{- if contains $name .Release.Name -}}
+{{- .Release.Name | trunc 40 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" .Release.Name $name | trunc 40 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
 {{- end -}}
 
+{{- define "quota-hub.chart" -}}
+{{- printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{- define "quota-hub.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "quota-hub.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end -}}
+
+{{- define "quota-hub.labels" -}}
+helm.sh/chart: {{ include "quota-hub.chart" . }}
+{{ include "quota-hub.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Values.image.tag | default .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/part-of: quota
+{{- end -}}
+
+{{- define "quota-hub.image" -}}
+{{- printf "%s:%s" .Values.image.repository (.Values.image.tag | default .Chart.AppVersion) -}}
+{{- end -}}
+
+{{/* The servers' URL inside the cluster, as the CronJobs reach it. */}}
 {{- define "quota-hub.url" -}}
 {{- printf "http://%s.%s.svc:%v%s" (include "quota-hub.fullname" .) .Release.Namespace .Values.service.port .Values.baseUrl -}}
+{{- end -}}
+
+{{/* The Secret with the imported tokens' secrets (keys `refresh`, `metrics`). */}}
+{{- define "quota-hub.tokensSecret" -}}
+{{- .Values.tokens.existingSecret | default (printf "%s-tokens" (include "quota-hub.fullname" .)) -}}
+{{- end -}}
+
+{{/* The pods' security settings, the server's and the CronJobs'. */}}
+{{- define "quota-hub.podSecurity" -}}
+automountServiceAccountToken: false
+securityContext:
+  {{- toYaml .Values.podSecurityContext | nindent 2 }}
+{{- with .Values.imagePullSecrets }}
+imagePullSecrets:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with .Values.nodeSelector }}
+nodeSelector:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with .Values.tolerations }}
+tolerations:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with .Values.affinity }}
+affinity:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- end -}}
+
+{{- define "quota-hub.checks" -}}
+{{- if and (eq .Values.database.type "sqlite") (gt (int .Values.replicas) 1) -}}
+{{- fail (printf "replicas: %v replicas need database.type postgres (SQLite has one writer: one replica)" .Values.replicas) -}}
+{{- end -}}
 {{- end -}}
