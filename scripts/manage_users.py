@@ -31,7 +31,9 @@ def parse(argv: list[str]) -> argparse.Namespace:
     where.add_argument("--quota-hub", default="quota-hub", help="the quota-hub program (with --local)")
     where.add_argument("--kubectl", default="kubectl", help="the kubectl program")
     where.add_argument("--namespace", "-n", default=None, help="the hub's namespace")
-    where.add_argument("--deployment", default="quota-hub", help="the deployment to exec into (default quota-hub)")
+    where.add_argument("--deployment", default="quota-hub",
+                       help="the deployment to exec into (default quota-hub: the Helm chart's for a release named quota-hub; "
+                            "another release's is <release>-quota-hub)")
     where.add_argument("--container", "-c", default=None, help="the container, if the pod has several")
     sub = p.add_subparsers(dest="command", required=True)
     for name, helptext in (("set-quota", "set balances to an exact amount"), ("add-quota", "add an amount to balances")):

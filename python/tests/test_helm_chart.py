@@ -221,6 +221,18 @@ def test_two_releases_share_a_namespace_without_a_clash():
     assert ("Deployment", "quota") in short and ("CronJob", "quota-refresh-weekly-topup") in short
 
 
+def test_scripts_manage_users_finds_the_chart_s_deployment_by_default():
+    """The release docs/deploy.md installs (`helm install quota-hub ...`) is the Deployment the
+    spec's command line exec's into without options."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("manage_users", REPO / "scripts" / "manage_users.py")
+    manage_users = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(manage_users)
+    default = manage_users.parse(["list-quota"]).deployment
+    assert [d["metadata"]["name"] for d in kinds(render({}, name="quota-hub"), "Deployment")] == [default]
+
+
 def test_the_chart_makes_the_jobs_render_cronjobs_makes(tmp_path):
     assert QUOTA_HUB.exists(), "needs target/debug/quota-hub: cargo build -p quota-hub (the README's test command does)"
     values = {"custom": {"authMode": "github", "quota": {"refreshRules": RULES}}}
