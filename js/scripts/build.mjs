@@ -1,15 +1,22 @@
 // Transpiles the engine component (target/wasm/quota-engine.wasm, from scripts/build-wasm.sh) into
 // gen/ with jco: one engine artifact for Node and the browser. `--instantiation sync` lets the
 // bridge pass its imports as plain functions and instantiate again after a trap.
+// `--pack` (npm's prepack): what the package ships, from a clean checkout: the component built when
+// missing (scripts/build-wasm.sh, a Rust toolchain), gen/ only, and the repository's LICENSE.
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const root = join(here, '..');
+const pack = process.argv.includes('--pack');
 const wasm = join(root, '..', 'target', 'wasm', 'quota-engine.wasm');
+if (pack && !existsSync(wasm)) {
+  console.error('building the engine component (scripts/build-wasm.sh)');
+  execFileSync('bash', [join(root, '..', 'scripts', 'build-wasm.sh')], { stdio: 'inherit' });
+}
 if (!existsSync(wasm)) {
   console.error(`${wasm} is missing: run \`bash scripts/build-wasm.sh\` at the repository root first`);
   process.exit(1);
@@ -36,9 +43,14 @@ function transpile(component, out) {
   // Which component this is (quota-hub's build refuses to embed a js/gen made from another one).
   const sha256 = createHash('sha256').update(readFileSync(component)).digest('hex');
   writeFileSync(join(root, out, 'source.json'), JSON.stringify({ component_sha256: sha256 }) + '\n');
-  console.log(`${out}/quota-engine.js: transpiled from ${component}`);
+  // On stderr: `npm pack --json`'s stdout is its answer.
+  console.error(`${out}/quota-engine.js: transpiled from ${component}`);
 }
 transpile(wasm, 'gen');
-// The test-only fault-injection build (scripts/build-wasm.sh --fault), for the bridge's tests.
-const fault = join(root, '..', 'target', 'wasm', 'quota-engine-fault.wasm');
-if (existsSync(fault)) transpile(fault, 'gen-fault');
+if (pack) {
+  copyFileSync(join(root, '..', 'LICENSE'), join(root, 'LICENSE'));
+} else {
+  // The test-only fault-injection build (scripts/build-wasm.sh --fault), for the bridge's tests.
+  const fault = join(root, '..', 'target', 'wasm', 'quota-engine-fault.wasm');
+  if (existsSync(fault)) transpile(fault, 'gen-fault');
+}

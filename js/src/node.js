@@ -57,10 +57,23 @@ function enterWal(conn, waitMs) {
   }
 }
 
+/**
+ * better-sqlite3, an optional peer dependency: the browser entry and the pure functions need none,
+ * so it is loaded only when a database is opened.
+ */
+function betterSqlite3() {
+  try {
+    return require('better-sqlite3');
+  } catch (e) {
+    if (e?.code !== 'MODULE_NOT_FOUND') throw e;
+    throw new Error('The Node bridge needs better-sqlite3 (an optional peer dependency): npm install better-sqlite3@12');
+  }
+}
+
 /** The SQL bridge over one better-sqlite3 connection; prepared statements cached by their text. */
 export class SqliteBridge {
   constructor(path, { durability = 'full', busyTimeoutMs = BUSY_TIMEOUT_MS } = {}) {
-    const Database = require('better-sqlite3');
+    const Database = betterSqlite3();
     this.dialect = 'sqlite';
     this.conn = new Database(path, { timeout: busyTimeoutMs });
     enterWal(this.conn, busyTimeoutMs);
