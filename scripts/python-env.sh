@@ -13,11 +13,11 @@ if [ ! -x "$venv/bin/python" ]; then
     python3 -m venv "$venv" || {
         echo "python3 -m venv failed: install Python's venv module (Debian: apt-get install python3-venv)"; exit 1; }
 fi
-"$venv/bin/python" -m pip install "${pip_q[@]}" -r "$requirements"
+"$venv/bin/python" -m pip install "${pip_q[@]}" -r "$requirements" -c python/constraints-test.txt
 # The wheel, as an operator would build it (`pip wheel ./python`), then installed from the file.
 dist=target/python-dist
 rm -rf "$dist"
 "$venv/bin/python" -m pip wheel "${pip_q[@]}" --no-deps -w "$dist" ./python
 "$venv/bin/python" -m pip install "${pip_q[@]}" --force-reinstall --no-deps "$dist"/jupyterhub_quota-*-py3-none-any.whl
-"$venv/bin/python" -m pip install "${pip_q[@]}" "$dist"/jupyterhub_quota-*-py3-none-any.whl
+"$venv/bin/python" -m pip install "${pip_q[@]}" -c python/constraints-test.txt "$dist"/jupyterhub_quota-*-py3-none-any.whl
 (cd python/tests/node && npm ci --no-audit --no-fund --loglevel=error)

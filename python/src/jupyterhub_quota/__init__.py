@@ -8,7 +8,15 @@ In ``jupyterhub_config.py``::
 :class:`QuotaEngine` is the engine itself, usable without JupyterHub.
 """
 
-from .engine import (
+from importlib.metadata import PackageNotFoundError, version as _version
+
+try:
+    #: The installed package's version (one version for every artefact: the repository's VERSION).
+    __version__ = _version("jupyterhub-quota")
+except PackageNotFoundError:  # a source tree on sys.path, not installed
+    __version__ = "0+unknown"
+
+from .engine import (  # noqa: E402
     COMPONENT_PATH,
     Caller,
     Component,
@@ -22,6 +30,7 @@ from .engine import (
 )
 
 __all__ = [
+    "__version__",
     "COMPONENT_PATH",
     "Caller",
     "Component",

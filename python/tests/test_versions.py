@@ -1,0 +1,41 @@
+"""One version for every artefact, set in one place (the repository's VERSION file): the crates
+(and so `quota-hub --version` and `quota_build_info`), the wheel, the npm package, the Helm chart and
+its appVersion (the image tag it deploys), the image layout's tag, the z2jh example's hub image,
+and the CHANGELOG's newest entry."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import tomllib
+from pathlib import Path
+
+import yaml
+
+REPO = Path(__file__).resolve().parents[2]
+VERSION = (REPO / "VERSION").read_text().strip()
+
+
+def test_the_version_is_a_semantic_version():
+    assert re.fullmatch(r"\d+\.\d+\.\d+", VERSION), VERSION
+
+
+def test_every_artefact_carries_it(quota_hub_bin):
+    cargo = tomllib.loads((REPO / "Cargo.toml").read_text())["workspace"]["package"]["version"]
+    wheel = tomllib.loads((REPO / "python" / "pyproject.toml").read_text())["project"]["version"]
+    npm = json.loads((REPO / "js" / "package.json").read_text())["version"]
+    lock = json.loads((REPO / "js" / "package-lock.json").read_text())["packages"][""]["version"]
+    chart = yaml.safe_load((REPO / "deploy" / "helm" / "quota-hub" / "Chart.yaml").read_text())
+    binary = subprocess.run([quota_hub_bin, "--version"], capture_output=True, text=True, check=True).stdout.split()
+    assert {"crates": cargo, "wheel": wheel, "npm": npm, "npm lock": lock, "chart": chart["version"],
+            "chart appVersion": chart["appVersion"], "quota-hub --version": binary[-1]} == dict.fromkeys(
+        ["crates", "wheel", "npm", "npm lock", "chart", "chart appVersion", "quota-hub --version"], VERSION)
+    z2jh = yaml.safe_load((REPO / "examples" / "z2jh" / "config.yaml").read_text())
+    assert z2jh["hub"]["image"]["tag"].endswith(f"-quota-{VERSION}")
+    assert f"quota-hub:{VERSION}" in (REPO / "docs" / "deploy.md").read_text()
+
+
+def test_the_changelog_starts_with_this_version():
+    heads = re.findall(r"^## (.+)$", (REPO / "CHANGELOG.md").read_text(), re.M)
+    assert heads and heads[0].split()[0] == VERSION, heads[:2]
