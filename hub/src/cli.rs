@@ -110,7 +110,8 @@ pub struct ServeArgs {
     /// The values file (the Helm chart's format: `custom.quota`, `custom.accelerators`, `custom.authMode`).
     #[arg(long, env = "QUOTA_HUB_VALUES", default_value = default_values)]
     pub values: PathBuf,
-    /// Database: `sqlite://FILE` (created if missing).
+    /// Database: `sqlite://FILE` (created if missing; `sqlite:///abs/path` for an absolute one) or
+    /// `postgres://user:password@host/db` (several servers on one database).
     #[arg(long, env = "QUOTA_HUB_DB", default_value = default_db)]
     pub db: String,
     /// Address to listen on (`127.0.0.1:0` picks a free port; the URL printed says which).
@@ -174,6 +175,7 @@ pub struct ServeArgs {
 pub enum TokenCommand {
     /// Create a token; prints it once on stdout (only its hash is stored).
     Issue {
+        /// The database (`sqlite://FILE` or `postgres://user:password@host/db`).
         #[arg(long, env = "QUOTA_HUB_DB", default_value = default_db)]
         db: String,
         /// The user or service the token acts as.
@@ -192,12 +194,14 @@ pub enum TokenCommand {
     /// Every token: name, its first characters, scopes, admin, created, expires, last used (written
     /// at most once a minute). Never a secret.
     List {
+        /// The database (`sqlite://FILE` or `postgres://user:password@host/db`).
         #[arg(long, env = "QUOTA_HUB_DB", default_value = default_db)]
         db: String,
     },
     /// Revoke tokens: every token of a user or service (`hub`), or one token by its secret or its
     /// first characters as `token list` shows them (`qh_1a2b3c4d`). Refused from the next request.
     Revoke {
+        /// The database (`sqlite://FILE` or `postgres://user:password@host/db`).
         #[arg(long, env = "QUOTA_HUB_DB", default_value = default_db)]
         db: String,
         /// A name, or `qh_` and at least 6 characters of a token.
@@ -208,7 +212,7 @@ pub enum TokenCommand {
 /// Where a command acts: the database directly, or a running server.
 #[derive(Args, Clone)]
 pub struct Target {
-    /// Database to act on directly: `sqlite://FILE`.
+    /// Database to act on directly: `sqlite://FILE` or `postgres://user:password@host/db`.
     #[arg(long, env = "QUOTA_HUB_DB", default_value = default_db)]
     pub db: String,
     /// The values file (used with `--db`).
