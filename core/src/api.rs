@@ -363,7 +363,7 @@ fn dispatch(
         Route::Ledger => {
             let mut q = QueryFields::new(&query);
             let username = q.take("username");
-            let after_id = q.int("after_id", 0, i64::MAX)?.unwrap_or(0);
+            let after_id = q.int("after_id", 0, limits::json_int_abs_max)?.unwrap_or(0);
             let limit = q
                 .int("limit", 1, limits::ledger_page_max as i64)?
                 .unwrap_or(limits::ledger_page_max as i64);
@@ -403,7 +403,7 @@ fn dispatch(
                     )
                 })?),
             };
-            let after_id = q.int("after_id", 0, i64::MAX)?.unwrap_or(0);
+            let after_id = q.int("after_id", 0, limits::json_int_abs_max)?.unwrap_or(0);
             let limit = q
                 .int("limit", 1, limits::sessions_list_max as i64)?
                 .unwrap_or(limits::sessions_list_max as i64);

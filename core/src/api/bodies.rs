@@ -2,6 +2,7 @@
 //! problem named by its field.
 
 use super::*;
+use crate::limits;
 use crate::strict_json::StrictError;
 
 pub(super) fn first_problem(problems: Vec<QuotaError>) -> Result<(), QuotaError> {
@@ -30,9 +31,13 @@ pub(super) fn parse_body(body: &str) -> Result<Value, QuotaError> {
     Ok(v)
 }
 
+/// A session id in a path: a number no row can have (not a positive integer within the values that
+/// leave the engine, ±(2^53 - 1)) is simply not found, never a storage error.
 pub(super) fn session_id(text: &str) -> Result<i64, QuotaError> {
     match text.parse::<i64>() {
-        Ok(id) if id > 0 && text.bytes().all(|b| b.is_ascii_digit()) => Ok(id),
+        Ok(id) if id > 0 && id <= limits::json_int_abs_max && text.bytes().all(|b| b.is_ascii_digit()) => {
+            Ok(id)
+        }
         _ => Err(QuotaError::NotFound(format!("Session {text} not found"))),
     }
 }
