@@ -78,6 +78,9 @@ pub async fn serve(
         builder
             .timer(TokioTimer::new())
             .header_read_timeout(limits.header_read_timeout)
+            // A client may shut down its writing side after a whole request (`nc -N`, health
+            // checkers) and still wait for the answer.
+            .half_close(true)
             .keep_alive(true);
         let conn = builder.serve_connection(TokioIo::new(stream), TowerToHyperService::new(router.clone()));
         let conn = graceful.watch(conn);

@@ -25,6 +25,13 @@ fn closed_by_server(mut s: TcpStream, what: &str) -> Vec<u8> {
     }
 }
 
+/// The server's `host:port` and its base path without the leading slash.
+fn addr_and_base(server: &Server) -> (String, String) {
+    let rest = server.url.strip_prefix("http://").expect("http");
+    let (addr, base) = rest.split_once('/').unwrap_or((rest, ""));
+    (addr.to_string(), base.to_string())
+}
+
 #[test]
 fn silent_and_half_sent_connections_are_closed_while_others_are_answered() {
     let dir = tempfile::tempdir().expect("dir");
@@ -45,22 +52,7 @@ fn silent_and_half_sent_connections_are_closed_while_others_are_answered() {
             "1000",
         ],
     );
-    let addr = server
-        .url
-        .strip_prefix("http://")
-        .expect("http")
-        .split('/')
-        .next()
-        .expect("addr")
-        .to_string();
-    let base = server
-        .url
-        .split_once("//")
-        .expect("url")
-        .1
-        .split_once('/')
-        .map_or("", |(_, b)| b)
-        .to_string();
+    let (addr, base) = addr_and_base(&server);
 
     let silent: Vec<TcpStream> = (0..500)
         .map(|_| TcpStream::connect(&addr).expect("connect"))
@@ -151,14 +143,7 @@ fn past_the_connection_cap_new_connections_wait_for_a_slot() {
         &values,
         &["--connections-max", "5", "--header-read-timeout-ms", "1000"],
     );
-    let addr = server
-        .url
-        .strip_prefix("http://")
-        .expect("http")
-        .split('/')
-        .next()
-        .expect("addr")
-        .to_string();
+    let (addr, _) = addr_and_base(&server);
     // Five silent connections take every slot; a request waits until their timeout frees them,
     // then is answered (not refused, not lost).
     let silent: Vec<TcpStream> = (0..5)
@@ -178,5 +163,69 @@ fn past_the_connection_cap_new_connections_wait_for_a_slot() {
         .stderr
         .wait_for("the cap in the log", |l| l.contains("--connections-max"));
     drop(silent);
+    server.stop();
+}
+
+/// A client that sends its whole request and then shuts down its writing side (`nc -N`, some
+/// health checkers) is answered; one that shuts down in the middle of a request is closed, and
+/// its half request changes nothing.
+#[test]
+fn a_client_that_half_closes_after_its_request_is_answered() {
+    let dir = tempfile::tempdir().expect("dir");
+    let db = dir.path().join("q.db");
+    let values = common::write_values(
+        dir.path(),
+        "values.json",
+        &serde_json::json!({"custom": {"authMode": "github"}}),
+    );
+    let admin = common::token(&db, "root", true, &[]);
+    let server = Server::start(&db, &values, &["--header-read-timeout-ms", "1000"]);
+    let (addr, base) = addr_and_base(&server);
+    let send_then_half_close = |request: String| {
+        let mut s = TcpStream::connect(&addr).expect("connect");
+        s.write_all(request.as_bytes()).expect("request");
+        s.shutdown(std::net::Shutdown::Write).expect("half-close");
+        String::from_utf8_lossy(&closed_by_server(s, "half-closed")).into_owned()
+    };
+
+    let answer = send_then_half_close(format!("GET /{base}/healthz HTTP/1.1\r\nHost: x\r\n\r\n"));
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    let answer = send_then_half_close(format!(
+        "GET /{base}/api/quota/rates HTTP/1.0\r\nAuthorization: token {admin}\r\n\r\n"
+    ));
+    assert!(
+        answer.starts_with("HTTP/1.0 200") || answer.starts_with("HTTP/1.1 200"),
+        "{answer}"
+    );
+    assert!(answer.contains("\"rates\""), "{answer}");
+    let body = r#"{"action": "set", "amount": 25}"#;
+    let answer = send_then_half_close(format!(
+        "POST /{base}/admin/api/quota/users/alice HTTP/1.1\r\nHost: x\r\n\
+         Authorization: token {admin}\r\nContent-Type: application/json\r\n\
+         Content-Length: {}\r\n\r\n{body}",
+        body.len()
+    ));
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    assert!(answer.contains(r#""balance":25"#), "{answer}");
+
+    // Shut down in the middle: closed, nothing changed.
+    send_then_half_close(format!(
+        "GET /{base}/api/quota/rates HTTP/1.1\r\nHost: x\r\nAutho"
+    ));
+    let answer = send_then_half_close(format!(
+        "POST /{base}/admin/api/quota/users/alice HTTP/1.1\r\nHost: x\r\n\
+         Authorization: token {admin}\r\nContent-Length: 100\r\n\r\n{{\"action\": \"add\", \"amo"
+    ));
+    assert!(!answer.starts_with("HTTP/1.1 200"), "{answer}");
+    let (st, body) = http(
+        &common::agent(),
+        "GET",
+        &format!("{}/admin/api/quota/users/alice", server.url),
+        Some(&admin),
+        None,
+        &[],
+    );
+    assert_eq!(st, 200, "{body}");
+    assert!(body.contains(r#""balance":25"#), "{body}");
     server.stop();
 }
