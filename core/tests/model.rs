@@ -2,7 +2,8 @@
 //! Randomized model-based test: random sequences of every operation over a few users, checked
 //! against a deliberately simple reference model, with the ledger invariants asserted after every
 //! step. A failure prints the seed; `QUOTA_MODEL_SEED=<seed> cargo test -p quota-core --test model`
-//! replays exactly that run. `QUOTA_MODEL_RUNS` sets how many runs (default 110 x 1,000 ops).
+//! replays exactly that run. `QUOTA_MODEL_RUNS` sets how many runs (default 110 x 1,000 ops),
+//! `QUOTA_MODEL_BASE` the first seed; `scripts/model-at-scale.sh` runs 10,000,000 operations.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -540,22 +541,31 @@ fn random_operations_match_the_reference_model() {
     let seeds: Vec<u64> = match env_u64("QUOTA_MODEL_SEED") {
         Some(seed) => vec![seed],
         None => {
-            let base = 0x5EED_0000_u64;
+            let base = env_u64("QUOTA_MODEL_BASE").unwrap_or(0x5EED_0000_u64);
             (0..env_u64("QUOTA_MODEL_RUNS").unwrap_or(default_runs))
                 .map(|i| base + i)
                 .collect()
         }
     };
+    // Progress for long runs (scripts/model-at-scale.sh): a line every `every` seeds.
+    let every = (seeds.len() / 20).max(1000);
+    let started = std::time::Instant::now();
     let mut total = 0;
-    for seed in &seeds {
+    for (i, seed) in seeds.iter().enumerate() {
         if let Err(e) = run(*seed, ops_per_run) {
             panic!("model mismatch with seed {seed} (replay: QUOTA_MODEL_SEED={seed} cargo test -p quota-core --test model)\n{e}");
         }
         total += ops_per_run;
+        if (i + 1) % every == 0 {
+            eprintln!("model: {} of {} seeds, {total} operations", i + 1, seeds.len());
+        }
     }
+    let secs = started.elapsed().as_secs_f64();
     println!(
-        "{total} random operations over {} seeds matched the model",
-        seeds.len()
+        "{total} random operations over {} seeds (first {}) matched the model in {secs:.1} s: {:.0} operations/s",
+        seeds.len(),
+        seeds[0],
+        total as f64 / secs.max(1e-9)
     );
     assert!(total >= ops_per_run);
 }

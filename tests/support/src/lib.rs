@@ -6,6 +6,9 @@
 
 use std::collections::BTreeMap;
 
+#[allow(non_upper_case_globals)]
+pub mod surfaces;
+
 use serde_json::{json, Value};
 
 use quota_core::api::{Caller, Request, Response};

@@ -1,0 +1,4 @@
+//! `cron`: see `quota_scenarios::surfaces::cron` for the input format and the invariants.
+#![no_main]
+
+libfuzzer_sys::fuzz_target!(|data: &[u8]| quota_scenarios::surfaces::cron(data));

@@ -1,0 +1,4 @@
+//! `handle_request`: see `quota_scenarios::surfaces::handle_request` for the input format and the invariants.
+#![no_main]
+
+libfuzzer_sys::fuzz_target!(|data: &[u8]| quota_scenarios::surfaces::handle_request(data));

@@ -1,0 +1,4 @@
+//! `values_file`: see `quota_scenarios::surfaces::values_file` for the input format and the invariants.
+#![no_main]
+
+libfuzzer_sys::fuzz_target!(|data: &[u8]| quota_scenarios::surfaces::values_file(data));

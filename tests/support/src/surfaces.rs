@@ -1,0 +1,395 @@
+//! The input surfaces of the engine as a fuzzer sees them, each with the invariants a fuzz target
+//! checks on every input (`fuzz/`, run by `scripts/fuzz.sh`). The same functions run every saved
+//! finding and the seeds under stable `cargo test` (`tests/fuzz_regressions.rs`), so a crash found
+//! once stays fixed. Every check panics on a broken invariant: that is what a fuzzer reports.
+
+use quota_core::api::{Caller, Request};
+use quota_core::cron::Cron;
+use quota_core::strict_json::{self, StrictError};
+use quota_core::{Config, MemStore, Store, Timestamp};
+use serde_json::Value;
+
+// `quota-hub set-quota -f` / `add-quota -f`: the binary's own module, compiled here as well (the
+// hub is a binary crate, so this is the one way to reach the exact code it runs).
+#[allow(dead_code)]
+#[path = "../../../hub/src/quota_file.rs"]
+mod quota_file;
+
+/// The fuzz targets, by name: `scripts/fuzz.sh` runs each, and `tests/fuzz-regressions/<name>/`
+/// holds each one's findings.
+pub const targets: [&str; 5] = [
+    "handle_request",
+    "values_file",
+    "cron",
+    "csv_import",
+    "strict_json",
+];
+
+/// Runs one input through the named target's checks.
+pub fn check(target: &str, data: &[u8]) {
+    match target {
+        "handle_request" => handle_request(data),
+        "values_file" => values_file(data),
+        "cron" => cron(data),
+        "csv_import" => csv_import(data),
+        "strict_json" => strict_json(data),
+        other => panic!("no fuzz target named {other}"),
+    }
+}
+
+/// Separates the requests of one `handle_request` input.
+pub const request_separator: &str = "\n\u{1e}\n";
+
+/// A `handle_request` input: requests separated by [`request_separator`], each `AS METHOD
+/// PATH[?QUERY]` on its first line and the body after it. `AS` is a scenario caller (`admin`,
+/// `hub`, `scheduler`, `service-admin`, `anonymous`, or a plain user's name); a request line
+/// `+SECONDS` moves the clock instead.
+pub fn request_input(steps: &[(String, String, String, String)]) -> String {
+    steps
+        .iter()
+        .map(|(who, method, target, body)| format!("{who} {method} {target}\n{body}"))
+        .collect::<Vec<_>>()
+        .join(request_separator)
+}
+
+const statuses: [u16; 10] = [200, 201, 202, 400, 401, 403, 404, 405, 409, 413];
+
+/// Every request over one in-memory store: no panic, a known status, a JSON body, an error body
+/// `{"error": "<non-empty>"}`, nothing changed by a refused request (but the spawn refusal, which
+/// may record a first start and close an orphan), and the ledger reconciled
+/// (each amount = after - before, each balance = the sum of its user's amounts) after every one.
+pub fn handle_request(data: &[u8]) {
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
+    let config = Config::from_values(&crate::fixture_values()).expect("the fixture values load");
+    let mut store = MemStore::new();
+    let mut now = Timestamp::parse("2026-11-22T10:00:00Z").expect("a timestamp");
+    for part in text.split(request_separator).take(64) {
+        let (line, body) = part.split_once('\n').unwrap_or((part, ""));
+        if let Some(secs) = line.strip_prefix('+') {
+            if let Ok(s) = secs.trim().parse::<i64>() {
+                now = now.plus_seconds(s.clamp(0, 30 * 24 * 3600));
+            }
+            continue;
+        }
+        let mut words = line.splitn(3, ' ');
+        let (Some(who), Some(method), Some(target)) = (words.next(), words.next(), words.next()) else {
+            continue;
+        };
+        let caller: Option<Caller> =
+            crate::caller_for(Some(&Value::String(who.to_string()))).expect("a string caller");
+        let (path, query) = target.split_once('?').unwrap_or((target, ""));
+        let req = Request {
+            method,
+            path,
+            query,
+            body,
+            caller: caller.as_ref(),
+        };
+        let before = store.clone();
+        let resp = quota_core::handle_request(&config, &mut store, &req, now)
+            .unwrap_or_else(|e| panic!("{method} {target}: storage error from an in-memory store: {e}"));
+        assert!(
+            statuses.contains(&resp.status),
+            "{method} {target}: status {} {}",
+            resp.status,
+            resp.body
+        );
+        let parsed: Value = serde_json::from_str(&resp.body)
+            .unwrap_or_else(|e| panic!("{method} {target}: body is not JSON ({e}): {}", resp.body));
+        if resp.status >= 400 {
+            let msg = parsed.get("error").and_then(Value::as_str).unwrap_or_default();
+            assert!(
+                !msg.is_empty() && parsed.as_object().is_some_and(|o| o.len() == 1),
+                "{method} {target}: error body {}",
+                resp.body
+            );
+            // The one refusal that may write (semantics.md, gate 4 and 8): an insufficient-quota 403
+            // still creates a first-time user's record and closes an orphaned session.
+            let spawn_refusal =
+                resp.status == 403 && msg.starts_with("Cannot start container: Insufficient quota.");
+            assert!(
+                spawn_refusal || store == before,
+                "{method} {target}: refused with {} {} but the store changed",
+                resp.status,
+                resp.body
+            );
+        }
+        ledger_reconciles(&mut store, &format!("{method} {target}"));
+    }
+}
+
+fn ledger_reconciles(store: &mut MemStore, after: &str) {
+    let mut sums = std::collections::BTreeMap::<&str, i64>::new();
+    for t in &store.transactions {
+        assert_eq!(
+            t.amount,
+            t.balance_after - t.balance_before,
+            "after {after}: transaction {} does not move its amount",
+            t.id
+        );
+        *sums.entry(&t.username).or_default() += t.amount;
+    }
+    for (name, u) in &store.users {
+        let sum = sums.get(name.as_str()).copied().unwrap_or(0);
+        assert_eq!(
+            u.balance, sum,
+            "after {after}: {name}'s balance is not the sum of its ledger"
+        );
+    }
+    // The store's own reads agree with its maps (a cheap check that nothing is half-written).
+    for name in store.users.keys().cloned().collect::<Vec<_>>() {
+        assert!(store.get_user(&name).expect("memstore reads").is_some());
+    }
+}
+
+/// A values file (YAML) as `quota-hub` reads it, then the engine's configuration: no panic, and a
+/// refused configuration names every problem's key path.
+pub fn values_file(data: &[u8]) {
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
+    let Ok(values) = serde_norway::from_str::<Value>(text) else {
+        return;
+    };
+    match Config::from_values(&values) {
+        Ok(config) => {
+            let rates = config.rates_json();
+            assert!(rates.is_object() || rates.is_array(), "rates are a JSON document");
+            let t = Timestamp::parse("2026-11-22T10:00:00Z").expect("a timestamp");
+            for rule in config.refresh_rules.keys() {
+                if let Some(next) = config.next_fire(rule, t) {
+                    assert!(next > t, "rule {rule}: next firing {next:?} is not after {t:?}");
+                }
+            }
+        }
+        Err(e) => {
+            assert!(!e.0.is_empty(), "a refused configuration names a problem");
+            for p in &e.0 {
+                match p {
+                    quota_core::QuotaError::Invalid { field, message } => assert!(
+                        !field.is_empty() && !message.is_empty(),
+                        "a configuration problem without its key path: {p}"
+                    ),
+                    other => panic!("a configuration problem that is not a key path: {other}"),
+                }
+            }
+        }
+    }
+}
+
+/// A cron expression: no panic; a parsed one's next firing is later than the time asked, fires
+/// (`matches`), and no minute between the two fires; a refused one says why.
+pub fn cron(data: &[u8]) {
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
+    // The first line is the expression; an optional second line is the time to search from.
+    let (expr, at) = text.split_once('\n').unwrap_or((text, ""));
+    let t = Timestamp::parse(at)
+        .ok()
+        .filter(|t| (0..=253_402_300_799).contains(&t.seconds()))
+        .unwrap_or(Timestamp(1_795_341_600));
+    match Cron::parse(expr) {
+        Ok(c) => {
+            if let Some(next) = c.next_after(t) {
+                assert!(next > t, "{expr:?}: next {next:?} not after {t:?}");
+                assert!(c.matches(next), "{expr:?}: next {next:?} does not match");
+                assert_eq!(next.seconds() % 60, 0, "{expr:?}: next is not a whole minute");
+                let mut m = Timestamp(t.seconds() - t.seconds().rem_euclid(60) + 60);
+                let mut checked = 0;
+                while m < next && checked < 1500 {
+                    assert!(!c.matches(m), "{expr:?}: {m:?} matches before the next {next:?}");
+                    m = m.plus_seconds(60);
+                    checked += 1;
+                }
+            }
+        }
+        Err(e) => assert!(!e.is_empty(), "{expr:?}: refused without a reason"),
+    }
+}
+
+/// A CSV file for `set-quota -f` / `add-quota -f`: no panic; every refusal and warning names its
+/// line; every entry has a username and a line number.
+pub fn csv_import(data: &[u8]) {
+    for (default, use_column) in [(None, true), (Some(5), true), (Some(5), false)] {
+        match quota_file::parse(data, default, use_column) {
+            Ok(parsed) => {
+                for e in &parsed.entries {
+                    assert!(!e.username.is_empty(), "an entry without a username: {e:?}");
+                    assert!(e.line >= 1, "an entry without its line: {e:?}");
+                }
+                for w in &parsed.warnings {
+                    assert!(w.starts_with("line "), "a warning without its line: {w}");
+                }
+                if !use_column {
+                    assert!(parsed.entries.iter().all(|e| Some(e.amount) == default));
+                }
+            }
+            Err(e) => assert!(
+                e.starts_with("line ") || !e.is_empty(),
+                "a refusal without a reason"
+            ),
+        }
+    }
+}
+
+/// The strict JSON reader against serde_json: the same value whenever it accepts; a refusal is a
+/// duplicate key (with its path) or text serde_json refuses too.
+pub fn strict_json(data: &[u8]) {
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
+    let loose = serde_json::from_str::<Value>(text);
+    match strict_json::parse(text) {
+        Ok(v) => assert_eq!(
+            Some(&v),
+            loose.as_ref().ok(),
+            "strict accepted what serde_json reads otherwise"
+        ),
+        Err(StrictError::Duplicate(path)) => {
+            // Text that is also malformed may be refused for the duplicate it shows first.
+            assert!(!path.is_empty(), "a duplicate key without its path");
+        }
+        Err(StrictError::Malformed(m)) => {
+            assert!(loose.is_err(), "refused valid JSON as malformed: {m}");
+            assert!(!m.is_empty());
+        }
+    }
+}
+
+/// Starting inputs for the named target, from the repository's own files: every scenario's
+/// requests, bodies and values, the example and chart values files, their cron schedules, and a
+/// few CSV files as `set-quota -f` documents them. `(name, bytes)`.
+pub fn seeds(target: &str) -> Vec<(String, Vec<u8>)> {
+    let root = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let scenarios: Vec<(String, Value)> = crate::files(&crate::scenario_dir())
+        .expect("tests/scenarios is readable")
+        .into_iter()
+        .map(|p| {
+            let name = p.file_stem().unwrap_or_default().to_string_lossy().into_owned();
+            let text = std::fs::read_to_string(&p).expect("a scenario file is readable");
+            (
+                name,
+                serde_json::from_str(&text).expect("a scenario file is JSON"),
+            )
+        })
+        .collect();
+    let yaml_files = [
+        "examples/values.yaml",
+        "deploy/image/values.yaml",
+        "deploy/helm/quota-hub/values.yaml",
+    ];
+    let mut out: Vec<(String, Vec<u8>)> = Vec::new();
+    match target {
+        "handle_request" => {
+            for (name, s) in &scenarios {
+                let steps = s["steps"].as_array().cloned().unwrap_or_default();
+                let mut parts = Vec::new();
+                for step in &steps {
+                    if let Some(secs) = step.get("advance").and_then(Value::as_i64) {
+                        parts.push(format!("+{secs}\n"));
+                        continue;
+                    }
+                    let (Some(method), Some(path)) = (step["method"].as_str(), step["path"].as_str()) else {
+                        continue;
+                    };
+                    let who = match step.get("as") {
+                        Some(Value::String(w)) => w.clone(),
+                        Some(_) => "admin".into(),
+                        None => "admin".into(),
+                    };
+                    let body = match (step.get("raw_body"), step.get("body")) {
+                        (Some(Value::String(raw)), _) => raw.clone(),
+                        (_, Some(b)) => b.to_string(),
+                        _ => String::new(),
+                    };
+                    parts.push(format!("{who} {method} {path}\n{body}"));
+                }
+                out.push((name.clone(), parts.join(request_separator).into_bytes()));
+            }
+        }
+        "values_file" => {
+            for f in yaml_files {
+                if let Ok(text) = std::fs::read(root.join(f)) {
+                    out.push((f.replace('/', "_"), text));
+                }
+            }
+            for (name, s) in &scenarios {
+                for v in [s.get("values")].into_iter().flatten() {
+                    out.push((
+                        name.clone(),
+                        serde_norway::to_string(v).unwrap_or_default().into_bytes(),
+                    ));
+                }
+            }
+            out.push((
+                "fixture".into(),
+                serde_norway::to_string(&crate::fixture_values())
+                    .unwrap_or_default()
+                    .into_bytes(),
+            ));
+        }
+        "cron" => {
+            let mut seen = std::collections::BTreeSet::new();
+            for f in yaml_files {
+                let text = std::fs::read_to_string(root.join(f)).unwrap_or_default();
+                for line in text.lines() {
+                    if let Some(rest) = line.trim().strip_prefix("schedule:") {
+                        let expr = rest.split('#').next().unwrap_or("").trim().trim_matches('"');
+                        seen.insert(expr.to_string());
+                    }
+                }
+            }
+            for e in [
+                "0 6 * * 1",
+                "*/15 * * * *",
+                "0 0 1 * *",
+                "0 0 29 2 *",
+                "5-10/2 1,3 * 1-6 0-6",
+                "0 0 31 4 *",
+            ] {
+                seen.insert(e.to_string());
+            }
+            for (i, e) in seen.into_iter().enumerate() {
+                out.push((
+                    format!("schedule-{i}"),
+                    format!("{e}\n2026-11-22T10:00:00Z").into_bytes(),
+                ));
+            }
+        }
+        "csv_import" => {
+            for (i, text) in [
+                "username,quota\nalice,100\nbob,\n\ncarol,-5\n",
+                "username\nalice\nBob \n",
+                "quota,username\r\n7,\"a,b\"\r\n",
+            ]
+            .iter()
+            .enumerate()
+            {
+                out.push((format!("csv-{i}"), text.as_bytes().to_vec()));
+            }
+        }
+        "strict_json" => {
+            for (name, s) in &scenarios {
+                for (i, step) in s["steps"]
+                    .as_array()
+                    .cloned()
+                    .unwrap_or_default()
+                    .iter()
+                    .enumerate()
+                {
+                    let body = match (step.get("raw_body"), step.get("body")) {
+                        (Some(Value::String(raw)), _) => raw.clone(),
+                        (_, Some(b)) => b.to_string(),
+                        _ => continue,
+                    };
+                    out.push((format!("{name}-{i}"), body.into_bytes()));
+                }
+            }
+        }
+        other => panic!("no fuzz target named {other}"),
+    }
+    out
+}
