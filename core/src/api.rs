@@ -88,9 +88,15 @@ impl Response {
     }
 }
 
+/// The OpenAPI 3.1 description of every route (`GET {base}/api/quota/openapi.json`): written by
+/// hand beside this route table and held to it by `tests/openapi.rs`.
+pub const openapi_json: &str = include_str!("api/openapi.json");
+
 /// Who may call a route.
 #[derive(Clone, Copy)]
 enum Access<'p> {
+    /// Anyone, without a token.
+    Public,
     Authenticated,
     /// The named user themself, or an admin.
     SelfOrAdmin(&'p str),
@@ -113,6 +119,7 @@ enum Route<'p> {
     Session(&'p str),
     EndById(&'p str),
     EndByServer,
+    OpenApi,
 }
 
 fn route<'p>(segs: &[&'p str]) -> Option<Route<'p>> {
@@ -128,6 +135,7 @@ fn route<'p>(segs: &[&'p str]) -> Option<Route<'p>> {
         ["api", "accelerators"] => Route::Accelerators,
         ["api", "quota", "sessions"] => Route::Sessions,
         ["api", "quota", "sessions", "end"] => Route::EndByServer,
+        ["api", "quota", "openapi.json"] => Route::OpenApi,
         ["api", "quota", "sessions", id, "end"] => Route::EndById(id),
         ["api", "quota", "sessions", id] => Route::Session(id),
         _ => return None,
@@ -152,6 +160,7 @@ pub fn route_template(path: &str) -> Option<&'static str> {
         Route::Session(_) => "/api/quota/sessions/{id}",
         Route::EndById(_) => "/api/quota/sessions/{id}/end",
         Route::EndByServer => "/api/quota/sessions/end",
+        Route::OpenApi => "/api/quota/openapi.json",
     })
 }
 
@@ -217,6 +226,48 @@ fn refresh_not_ambiguous(store: &mut dyn Store, body: &Value) -> Result<(), Quot
     ))
 }
 
+/// The methods a route answers, and who may call it with `method`.
+fn access<'p>(route: &Route<'p>, method: &str) -> (&'static [&'static str], Access<'p>) {
+    match route {
+        Route::ListUsers | Route::Ledger => (&["GET"], Access::Admin),
+        Route::User(name) => (
+            &["GET", "POST"],
+            if method == "GET" {
+                Access::SelfOrAdmin(name)
+            } else {
+                Access::Admin
+            },
+        ),
+        Route::Batch | Route::Cleanup => (&["POST"], Access::Admin),
+        Route::Refresh => (&["POST"], Access::Refresh),
+        Route::Me | Route::Rates | Route::Accelerators => (&["GET"], Access::Authenticated),
+        Route::Sessions => (
+            &["GET", "POST"],
+            if method == "GET" {
+                Access::Admin
+            } else {
+                Access::Sessions
+            },
+        ),
+        Route::Session(_) => (&["GET"], Access::Admin),
+        Route::EndById(_) | Route::EndByServer => (&["POST"], Access::Sessions),
+        Route::OpenApi => (&["GET"], Access::Public),
+    }
+}
+
+/// The methods the route `path` (below the base URL) answers; `None`: no route.
+pub fn route_methods(path: &str) -> Option<&'static [&'static str]> {
+    let segs: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
+    route(&segs).map(|r| access(&r, "GET").0)
+}
+
+fn openapi_response() -> Response {
+    Response {
+        status: 200,
+        body: openapi_json.to_string(),
+    }
+}
+
 fn dispatch(
     config: &Config,
     store: &mut dyn Store,
@@ -234,35 +285,16 @@ fn dispatch(
     let Some(route) = route(&segs) else {
         return Ok(Response::error(404, &format!("No route for {}", req.path)));
     };
-    let (allowed, access): (&[&str], Access) = match &route {
-        Route::ListUsers | Route::Ledger => (&["GET"], Access::Admin),
-        Route::User(name) => (
-            &["GET", "POST"],
-            if req.method == "GET" {
-                Access::SelfOrAdmin(name)
-            } else {
-                Access::Admin
-            },
-        ),
-        Route::Batch | Route::Cleanup => (&["POST"], Access::Admin),
-        Route::Refresh => (&["POST"], Access::Refresh),
-        Route::Me | Route::Rates | Route::Accelerators => (&["GET"], Access::Authenticated),
-        Route::Sessions => (
-            &["GET", "POST"],
-            if req.method == "GET" {
-                Access::Admin
-            } else {
-                Access::Sessions
-            },
-        ),
-        Route::Session(_) => (&["GET"], Access::Admin),
-        Route::EndById(_) | Route::EndByServer => (&["POST"], Access::Sessions),
-    };
+    let (allowed, access) = access(&route, req.method);
     if !allowed.contains(&req.method) {
         return Ok(Response::error(
             405,
             &format!("Method {} not allowed; use {}", req.method, allowed.join(" or ")),
         ));
+    }
+    if let Access::Public = access {
+        no_query(&parse_query(req.query)?)?;
+        return Ok(openapi_response());
     }
     let Some(caller) = req.caller else {
         return Ok(Response::error(
@@ -271,7 +303,7 @@ fn dispatch(
         ));
     };
     let permitted = match access {
-        Access::Authenticated => true,
+        Access::Public | Access::Authenticated => true,
         Access::SelfOrAdmin(name) => {
             caller.has(scope_admin)
                 || normalize_username("username", name).is_ok_and(|n| n == caller.name.to_lowercase())
@@ -455,5 +487,6 @@ fn dispatch(
             };
             Ok(Response::json(200, &sessions::end_session(store, &r, now)?))
         }
+        Route::OpenApi => Ok(openapi_response()),
     }
 }

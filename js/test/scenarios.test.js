@@ -1,5 +1,5 @@
 // Every scenario through the Node bridge, over `:memory:` and over a file, byte for byte as the
-// native core; quota-hub then reads a file the Node bridge wrote.
+// native core and as the OpenAPI document says; quota-hub then reads a file the Node bridge wrote.
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 
 import { QuotaEngine } from '../src/node.js';
+import { problems } from './contract.js';
 import { REPO, files, load, nativeTranscripts, replay, rustBin } from './scenarios.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'quota-js-'));
@@ -19,6 +20,7 @@ for (const where of [':memory:', 'file']) {
       const db = where === 'file' ? join(dir, f.replace('.json', '.db')) : ':memory:';
       const sent = new Map(want[f].map((x) => [x.step, x.sent]));
       const got = replay(load(f), (values) => new QuotaEngine(db, values), sent);
+      assert.deepEqual(problems(got), [], `${f}: not as the OpenAPI document says`);
       assert.equal(got.length, want[f].length, f);
       got.forEach((g, i) => assert.deepEqual(g, want[f][i], `${f} step ${want[f][i].step} ${want[f][i].request}`));
     }

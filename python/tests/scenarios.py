@@ -11,6 +11,8 @@ from typing import Any, Callable, Optional
 
 from jupyterhub_quota import Caller, QuotaEngine
 
+from contract import assert_conforms
+
 REPO = Path(__file__).resolve().parents[2]
 SCENARIOS = REPO / "tests" / "scenarios"
 
@@ -98,9 +100,10 @@ def files() -> list[Path]:
 
 def assert_matches_native(path: Path, native_transcripts: dict, open_engine: Callable[[dict], QuotaEngine]) -> None:
     """Replays the scenario file at `path` with engines from `open_engine` and asserts the transcript
-    equals the native core's (the request bodies sent may differ in spelling only: Rust's JSON
+    equals the native core's, every exchange as the OpenAPI document says (the request bodies sent may differ in spelling only: Rust's JSON
     writes 99999999999999999999 as 1e+20)."""
     got = replay(json.loads(path.read_text()), open_engine)
+    assert_conforms(got)
     want = native_transcripts[path.name]
     assert len(got) == len(want)
     for g, w in zip(got, want):

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+import contract
 from hub import DEADLINE_S, HERE, Hub, wait_for
 from jupyterhub_quota import Caller, QuotaEngine
 
@@ -145,6 +146,26 @@ def test_the_quota_routes_answer_inside_the_hub_with_its_auth(hub):
     assert status == 404, (status, body)
     status, body = hub.api("GET", "/hub/admin/api/quota/", hub.sessions_token)
     assert status == 403, (status, body)
+
+
+def test_the_hub_serves_the_api_document_to_anyone_and_answers_as_it_says(hub):
+    status, body = hub.api("GET", "/hub/api/quota/openapi.json")
+    assert status == 200 and body == contract.DOCUMENT, status
+    # The hub's answers, through its auth and handlers, as the document says (paths below /hub).
+    for method, path, token, payload in [
+        ("GET", "/hub/api/quota/me", hub.token_for("dora"), None),
+        ("GET", "/hub/api/quota/rates", hub.token_for("dora"), None),
+        ("GET", "/hub/admin/api/quota/users?limit=2", hub.token_for("admin"), None),
+        ("GET", "/hub/admin/api/quota/transactions?limit=1", hub.token_for("admin"), None),
+        ("POST", "/hub/admin/api/quota/users/erin", hub.token_for("admin"), {"action": "add", "amount": 3}),
+        ("POST", "/hub/admin/api/quota/users/erin", hub.token_for("admin"), {"action": "add"}),
+        ("GET", "/hub/api/quota/sessions?state=x", hub.token_for("admin"), None),
+        ("POST", "/hub/api/quota/sessions/end", hub.sessions_token, {"username": "nobody"}),
+    ]:
+        status, body = hub.api(method, path, token, payload)
+        sent = json.dumps(payload) if payload is not None else ""
+        problem = contract.check(method, path[len("/hub"):], sent, status, json.dumps(body))
+        assert problem is None, (method, path, problem)
 
 
 def test_a_spawn_that_fails_after_the_gate_is_not_charged(hub):

@@ -31,6 +31,9 @@ def caller_for(user: Any, expanded_scopes: set) -> Caller:
     return Caller(user.name, admin=admin, scopes=scopes)
 
 
+#: The API's OpenAPI document: public, as the engine serves it (no token needed to read it).
+OPENAPI_PATH = "/api/quota/openapi.json"
+
 #: Installed integrations by key (traitlets deep-copies handler arguments, so they carry a key).
 _registry: dict[str, "QuotaHub"] = {}
 
@@ -41,12 +44,12 @@ class QuotaAPIHandler(APIHandler):
 
     async def _answer(self, method: str) -> None:
         user = self.current_user
-        if user is None:
-            # The hub's own answer and shape for a missing or bad token.
-            raise web.HTTPError(403, "Missing or invalid credentials.")
-        caller = caller_for(user, self.expanded_scopes)
         base = self.hub.base_url  # e.g. /hub/
         path = "/" + self.request.path[len(base):]
+        if user is None and path != OPENAPI_PATH:
+            # The hub's own answer and shape for a missing or bad token.
+            raise web.HTTPError(403, "Missing or invalid credentials.")
+        caller = None if user is None else caller_for(user, self.expanded_scopes)
         body = self.request.body.decode("utf-8", "replace") if self.request.body else ""
         try:
             r = await self.quota.service.request(method, path, body, caller, query=self.request.query)

@@ -6,6 +6,7 @@
 
 use std::collections::BTreeMap;
 
+pub mod contract;
 #[allow(non_upper_case_globals)]
 pub mod surfaces;
 
@@ -204,6 +205,11 @@ pub fn replay(host: &mut dyn ScenarioHost, scenario: &Value) -> Result<Replay, S
         let request = format!("{method} {target}");
         if let Some(expect) = step.get("expect") {
             check(n, &request, &resp, expect, &mut out.failures);
+        }
+        if let Err(e) = contract::check(method, target, &body, resp.status, &resp.body) {
+            out.failures.push(format!(
+                "step {n} {request}: not as the OpenAPI document says: {e}"
+            ));
         }
         out.transcript.push(Exchange {
             step: n,
