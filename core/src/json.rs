@@ -185,6 +185,9 @@ pub fn kind(v: &Value) -> &'static str {
 
 /// Joins a key path: `custom.quota` + `cpuRate`.
 pub fn join(path: &str, key: &str) -> String {
+    // An empty key is spelled `""`, so an error about it still names a field (found by fuzzing:
+    // `{"": 1, "": 2}` was refused as `: appears more than once`).
+    let key = if key.is_empty() { "\"\"" } else { key };
     if path.is_empty() {
         key.to_string()
     } else {

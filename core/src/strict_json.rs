@@ -137,6 +137,9 @@ mod tests {
     fn a_repeated_key_is_named_by_its_path_at_any_depth() {
         let cases = [
             (r#"{"action":"add","amount":1,"amount":1000000}"#, "amount"),
+            // Found by fuzzing (tests/fuzz-regressions/strict_json): an empty key is named `""`.
+            (r#"{"":null,"":1}"#, "\"\""),
+            (r#"{"targets":{"":1,"":2}}"#, "targets.\"\""),
             (
                 r#"{"targets":{"usernames":["a"],"usernames":["b"]}}"#,
                 "targets.usernames",
