@@ -46,6 +46,9 @@ done
 step "python: the engine in JupyterHub (python/)"
 bash scripts/test-python.sh
 
+step "API fuzzing: schemathesis against a real quota-hub serve, 25 examples per operation and phase (scripts/fuzz-api.sh)"
+bash scripts/fuzz-api.sh 25
+
 step "javascript: the Node bridge (js/)"
 bash scripts/test-js.sh
 

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use axum::body::Body;
 use axum::extract::{Request, State};
-use axum::http::{header, HeaderMap, StatusCode};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use http_body_util::BodyExt;
 use quota_core::limits::body_bytes_max;
@@ -71,6 +71,16 @@ fn json(status: u16, mut body: String) -> Response {
 
 fn error(status: u16, message: &str) -> Response {
     json(status, serde_json::json!({ "error": message }).to_string())
+}
+
+/// A 405 names the methods the resource answers (RFC 9110 15.5.6).
+fn with_allow(mut r: Response, methods: &[&str]) -> Response {
+    if r.status() == StatusCode::METHOD_NOT_ALLOWED {
+        if let Ok(v) = HeaderValue::from_str(&methods.join(", ")) {
+            r.headers_mut().insert(header::ALLOW, v);
+        }
+    }
+    r
 }
 
 /// How much of an oversized body is read and thrown away before the 413 is sent. A client that
@@ -174,6 +184,7 @@ async fn answer(app: Arc<App>, req: Request, caller_name: Arc<std::sync::OnceLoc
         return page;
     }
     let path = path.to_string();
+    let allow = quota_core::api::route_methods(&path).unwrap_or(&[]);
     let query = parts.uri.query().unwrap_or("").to_string();
     let method = parts.method.as_str().to_string();
     let headers = parts.headers;
@@ -234,7 +245,7 @@ async fn answer(app: Arc<App>, req: Request, caller_name: Arc<std::sync::OnceLoc
         .run_in_tx_steps(kind, move |tx| answer_call(tx, &call, now, &usage))
         .await;
     match answer {
-        Ok(Ok(r)) => json(r.status, r.body),
+        Ok(Ok(r)) => with_allow(json(r.status, r.body), allow),
         Ok(Err(e)) => {
             info!("request failed: {e}");
             if e.is_busy() {
@@ -260,7 +271,7 @@ async fn scrape(
     caller_name: Arc<std::sync::OnceLock<String>>,
 ) -> Response {
     if method != "GET" {
-        return error(405, "GET only");
+        return with_allow(error(405, "GET only"), &["GET"]);
     }
     let Some(secret) = secret else {
         return error(
