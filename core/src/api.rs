@@ -19,11 +19,15 @@ use crate::store::{SessionStatus, Store};
 use crate::time::Timestamp;
 
 mod bodies;
+mod handlers;
 mod query;
+mod routes;
 
 pub use bodies::refresh_request_from_json;
 use bodies::*;
 use query::*;
+use routes::*;
+pub use routes::{route_methods, route_template};
 
 /// Largest accepted request body, in bytes.
 pub use crate::limits::body_bytes_max;
@@ -92,78 +96,6 @@ impl Response {
 /// hand beside this route table and held to it by `tests/openapi.rs`.
 pub const openapi_json: &str = include_str!("api/openapi.json");
 
-/// Who may call a route.
-#[derive(Clone, Copy)]
-enum Access<'p> {
-    /// Anyone, without a token.
-    Public,
-    Authenticated,
-    /// The named user themself, or an admin.
-    SelfOrAdmin(&'p str),
-    Admin,
-    Sessions,
-    Refresh,
-}
-
-enum Route<'p> {
-    ListUsers,
-    User(&'p str),
-    Batch,
-    Refresh,
-    Cleanup,
-    Ledger,
-    Me,
-    Rates,
-    Accelerators,
-    Sessions,
-    Session(&'p str),
-    EndById(&'p str),
-    EndByServer,
-    OpenApi,
-}
-
-fn route<'p>(segs: &[&'p str]) -> Option<Route<'p>> {
-    Some(match segs {
-        ["admin", "api", "quota"] | ["admin", "api", "quota", "users"] => Route::ListUsers,
-        ["admin", "api", "quota", "batch"] => Route::Batch,
-        ["admin", "api", "quota", "refresh"] => Route::Refresh,
-        ["admin", "api", "quota", "cleanup"] => Route::Cleanup,
-        ["admin", "api", "quota", "transactions"] => Route::Ledger,
-        ["admin", "api", "quota", "users", name] | ["admin", "api", "quota", name] => Route::User(name),
-        ["api", "quota", "me"] => Route::Me,
-        ["api", "quota", "rates"] => Route::Rates,
-        ["api", "accelerators"] => Route::Accelerators,
-        ["api", "quota", "sessions"] => Route::Sessions,
-        ["api", "quota", "sessions", "end"] => Route::EndByServer,
-        ["api", "quota", "openapi.json"] => Route::OpenApi,
-        ["api", "quota", "sessions", id, "end"] => Route::EndById(id),
-        ["api", "quota", "sessions", id] => Route::Session(id),
-        _ => return None,
-    })
-}
-
-/// The route `path` (below the base URL) names, as a template whose variable parts read `{name}`
-/// and `{id}`: a bounded set of labels for a host's request metrics. `None`: no route.
-pub fn route_template(path: &str) -> Option<&'static str> {
-    let segs: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
-    Some(match route(&segs)? {
-        Route::ListUsers => "/admin/api/quota/users",
-        Route::User(_) => "/admin/api/quota/users/{name}",
-        Route::Batch => "/admin/api/quota/batch",
-        Route::Refresh => "/admin/api/quota/refresh",
-        Route::Cleanup => "/admin/api/quota/cleanup",
-        Route::Ledger => "/admin/api/quota/transactions",
-        Route::Me => "/api/quota/me",
-        Route::Rates => "/api/quota/rates",
-        Route::Accelerators => "/api/accelerators",
-        Route::Sessions => "/api/quota/sessions",
-        Route::Session(_) => "/api/quota/sessions/{id}",
-        Route::EndById(_) => "/api/quota/sessions/{id}/end",
-        Route::EndByServer => "/api/quota/sessions/end",
-        Route::OpenApi => "/api/quota/openapi.json",
-    })
-}
-
 /// Answers one request. `Err` only for storage failures: the host rolls back and answers 500.
 pub fn handle_request(
     config: &Config,
@@ -199,75 +131,8 @@ pub fn handle_request_step(
     }
 }
 
-/// Keys only a refresh body has: with any of them, `POST .../quota/refresh` is surely a refresh.
-const refresh_only_keys: [&str; 6] = [
-    "rule_name",
-    "targets",
-    "max_balance",
-    "min_balance",
-    "run_id",
-    "dry_run",
-];
-
-/// `POST /admin/api/quota/<name>` sets or adds to user `<name>` (the original's admin page sends
-/// `{"action": "set", "amount": n}` there), and `/admin/api/quota/refresh` is the refresh route with
-/// the same minimal body. When a user named `refresh` exists, such a body is refused: it may have
-/// been meant for that user, and as a refresh it would change every balance.
-fn refresh_not_ambiguous(store: &mut dyn Store, body: &Value) -> Result<(), QuotaError> {
-    let specific = refresh_only_keys.iter().any(|k| body.get(k).is_some());
-    if specific || store.get_user("refresh")?.is_none() {
-        return Ok(());
-    }
-    Err(QuotaError::Conflict(
-        "Ambiguous request: a user named `refresh` exists, so this body could mean that user's quota \
-         or a refresh of every user. To refresh, add `rule_name` (or `run_id`) to the body; to change \
-         the user `refresh`, send it to /admin/api/quota/users/refresh. Nothing was changed."
-            .to_string(),
-    ))
-}
-
-/// The methods a route answers, and who may call it with `method`.
-fn access<'p>(route: &Route<'p>, method: &str) -> (&'static [&'static str], Access<'p>) {
-    match route {
-        Route::ListUsers | Route::Ledger => (&["GET"], Access::Admin),
-        Route::User(name) => (
-            &["GET", "POST"],
-            if method == "GET" {
-                Access::SelfOrAdmin(name)
-            } else {
-                Access::Admin
-            },
-        ),
-        Route::Batch | Route::Cleanup => (&["POST"], Access::Admin),
-        Route::Refresh => (&["POST"], Access::Refresh),
-        Route::Me | Route::Rates | Route::Accelerators => (&["GET"], Access::Authenticated),
-        Route::Sessions => (
-            &["GET", "POST"],
-            if method == "GET" {
-                Access::Admin
-            } else {
-                Access::Sessions
-            },
-        ),
-        Route::Session(_) => (&["GET"], Access::Admin),
-        Route::EndById(_) | Route::EndByServer => (&["POST"], Access::Sessions),
-        Route::OpenApi => (&["GET"], Access::Public),
-    }
-}
-
-/// The methods the route `path` (below the base URL) answers; `None`: no route.
-pub fn route_methods(path: &str) -> Option<&'static [&'static str]> {
-    let segs: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
-    route(&segs).map(|r| access(&r, "GET").0)
-}
-
-fn openapi_response() -> Response {
-    Response {
-        status: 200,
-        body: openapi_json.to_string(),
-    }
-}
-
+/// Routing, method, authentication, authorisation and size checks, in that order, then the route's
+/// handler with the parsed query and body.
 fn dispatch(
     config: &Config,
     store: &mut dyn Store,
@@ -294,7 +159,7 @@ fn dispatch(
     }
     if let Access::Public = access {
         no_query(&parse_query(req.query)?)?;
-        return Ok(openapi_response());
+        return Ok(handlers::openapi_response());
     }
     let Some(caller) = req.caller else {
         return Ok(Response::error(
@@ -302,17 +167,7 @@ fn dispatch(
             "Authentication required: send `Authorization: token <token>`",
         ));
     };
-    let permitted = match access {
-        Access::Public | Access::Authenticated => true,
-        Access::SelfOrAdmin(name) => {
-            caller.has(scope_admin)
-                || normalize_username("username", name).is_ok_and(|n| n == caller.name.to_lowercase())
-        }
-        Access::Admin => caller.has(scope_admin),
-        Access::Sessions => caller.has(scope_sessions),
-        Access::Refresh => caller.has(scope_refresh) || caller.has(scope_admin),
-    };
-    if !permitted {
+    if !permitted(access, caller) {
         return Ok(Response::error(
             403,
             "Forbidden: this token may not use this route",
@@ -324,169 +179,21 @@ fn dispatch(
             &format!("body: larger than {body_bytes_max} bytes"),
         ));
     }
-    let query = parse_query(req.query)?;
-    let body = if req.method == "POST" {
-        parse_body(req.body)?
-    } else {
-        Value::Null
+    let mut call = handlers::Call {
+        config,
+        store,
+        caller,
+        query: parse_query(req.query)?,
+        body: if req.method == "POST" {
+            parse_body(req.body)?
+        } else {
+            Value::Null
+        },
+        now,
+        chunk_users,
+        more: false,
     };
-
-    match route {
-        Route::ListUsers => {
-            let mut q = QueryFields::new(&query);
-            let after = q.take("after");
-            let limit = q.int("limit", 1, limits::users_page_max as i64)?;
-            q.finish()?;
-            if after.is_none() && limit.is_none() {
-                // The spec's shape: every user at once.
-                let users = reads::list_users(store)?;
-                return Ok(Response::json(200, &json!({ "users": users })));
-            }
-            let limit = limit.map_or(limits::users_page_max, |n| n as usize);
-            let (users, next) = reads::users_page(store, after.as_deref(), limit)?;
-            Ok(Response::json(
-                200,
-                &json!({ "users": users, "next_after": next }),
-            ))
-        }
-        Route::User(name) if req.method == "GET" => {
-            no_query(&query)?;
-            Ok(Response::json(200, &reads::user_detail(store, name)?))
-        }
-        Route::User(name) => {
-            let (action, description) = admin_body(&body)?;
-            let r = AdminRequest {
-                username: name.to_string(),
-                action,
-                description,
-            };
-            Ok(Response::json(
-                200,
-                &admin::admin_update(store, &r, &caller.name, now)?,
-            ))
-        }
-        Route::Batch => {
-            let entries = batch_body(&body)?;
-            Ok(Response::json(
-                200,
-                &admin::batch(store, &entries, &caller.name, now)?,
-            ))
-        }
-        Route::Refresh => {
-            let r = refresh_body(&body)?;
-            refresh_not_ambiguous(store, &body)?;
-            match refresh::refresh_step(store, &r, now, chunk_users)? {
-                Step::Done(result) => Ok(Response::json(200, &result)),
-                Step::More => {
-                    *more = true;
-                    Ok(Response::error(202, "refresh in progress"))
-                }
-            }
-        }
-        Route::Cleanup => {
-            let f = Fields::new("", Some(&body), true);
-            first_problem(f.finish())?;
-            let cleaned = sessions::cleanup_stale(store, now)?;
-            Ok(Response::json(
-                200,
-                &json!({ "cleaned": cleaned.len(), "sessions": cleaned }),
-            ))
-        }
-        Route::Ledger => {
-            let mut q = QueryFields::new(&query);
-            let username = q.take("username");
-            let after_id = q.int("after_id", 0, limits::json_int_abs_max)?.unwrap_or(0);
-            let limit = q
-                .int("limit", 1, limits::ledger_page_max as i64)?
-                .unwrap_or(limits::ledger_page_max as i64);
-            q.finish()?;
-            let txs = reads::ledger(store, username.as_deref(), after_id, limit as usize)?;
-            let next = if txs.len() == limit as usize {
-                txs.last().map(|t| t.id)
-            } else {
-                None
-            };
-            Ok(Response::json(
-                200,
-                &json!({ "transactions": txs, "next_after_id": next }),
-            ))
-        }
-        Route::Me => {
-            no_query(&query)?;
-            Ok(Response::json(200, &reads::me(config, store, &caller.name)?))
-        }
-        Route::Rates => {
-            no_query(&query)?;
-            Ok(Response::json(200, &reads::rates(config)))
-        }
-        Route::Accelerators => {
-            no_query(&query)?;
-            Ok(Response::json(200, &reads::accelerators(config)))
-        }
-        Route::Sessions if req.method == "GET" => {
-            let mut q = QueryFields::new(&query);
-            let username = q.take("username");
-            let status = match q.take("status") {
-                None => None,
-                Some(s) => Some(SessionStatus::parse(&s).ok_or_else(|| {
-                    QuotaError::invalid(
-                        "status",
-                        format!("must be active, completed, failed or cleaned_up, got `{s}`"),
-                    )
-                })?),
-            };
-            let after_id = q.int("after_id", 0, limits::json_int_abs_max)?.unwrap_or(0);
-            let limit = q
-                .int("limit", 1, limits::sessions_list_max as i64)?
-                .unwrap_or(limits::sessions_list_max as i64);
-            q.finish()?;
-            let (list, next) =
-                reads::list_sessions(store, username.as_deref(), status, after_id, limit as usize)?;
-            Ok(Response::json(
-                200,
-                &json!({ "sessions": list, "next_after_id": next }),
-            ))
-        }
-        Route::Sessions => {
-            let start = start_body(&body).inspect_err(|_| {
-                // A start attempt the gate never saw: still a decision (invalid) to count.
-                crate::events::record(crate::events::Event::Gate {
-                    result: crate::events::GateResult::Invalid,
-                    resource_type: "other".into(),
-                })
-            })?;
-            match gate::check_start(config, store, &start, now)? {
-                StartDecision::Allowed(s) => Ok(Response::json(201, &s)),
-                StartDecision::Refused(r) => Ok(Response::error(403, &r.message)),
-            }
-        }
-        Route::Session(id) => {
-            no_query(&query)?;
-            let id = session_id(id)?;
-            let s = store
-                .get_session(id)?
-                .ok_or_else(|| QuotaError::NotFound(format!("Session {id} not found")))?;
-            Ok(Response::json(200, &sessions::SessionView::from(&s)))
-        }
-        Route::EndById(id) => {
-            let id = session_id(id)?;
-            let (ended_at, outcome, _) = end_body(&body, false)?;
-            let r = EndRequest {
-                target: EndTarget::Id(id),
-                ended_at,
-                outcome,
-            };
-            Ok(Response::json(200, &sessions::end_session(store, &r, now)?))
-        }
-        Route::EndByServer => {
-            let (ended_at, outcome, target) = end_body(&body, true)?;
-            let r = EndRequest {
-                target: target.unwrap_or(EndTarget::Id(0)),
-                ended_at,
-                outcome,
-            };
-            Ok(Response::json(200, &sessions::end_session(store, &r, now)?))
-        }
-        Route::OpenApi => Ok(openapi_response()),
-    }
+    let answer = handlers::answer(route, req.method, &mut call);
+    *more = call.more;
+    answer
 }

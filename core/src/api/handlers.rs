@@ -1,0 +1,242 @@
+//! One function per route: what a request that passed routing and authorisation does. Each reads
+//! its query or body strictly (the first problem, named by field, is the 400) and answers JSON.
+
+use super::*;
+
+/// A routed, authorised request: its parsed query and body, and what the engine works with.
+pub(super) struct Call<'a> {
+    pub config: &'a Config,
+    pub store: &'a mut dyn Store,
+    pub caller: &'a Caller,
+    pub query: Vec<(String, String)>,
+    pub body: Value,
+    pub now: Timestamp,
+    /// A refresh with a run id commits this many users per call (0: all at once).
+    pub chunk_users: u32,
+    /// Set when a chunked refresh has more to do (the host commits and calls again).
+    pub more: bool,
+}
+
+/// Answers a routed, authorised call.
+pub(super) fn answer(route: Route<'_>, method: &str, c: &mut Call<'_>) -> Result<Response, QuotaError> {
+    match route {
+        Route::ListUsers => list_users(c),
+        Route::User(name) if method == "GET" => user_detail(c, name),
+        Route::User(name) => change_user(c, name),
+        Route::Batch => batch(c),
+        Route::Refresh => refresh(c),
+        Route::Cleanup => cleanup(c),
+        Route::Ledger => ledger(c),
+        Route::Me => {
+            no_query(&c.query)?;
+            Ok(Response::json(
+                200,
+                &reads::me(c.config, c.store, &c.caller.name)?,
+            ))
+        }
+        Route::Rates => {
+            no_query(&c.query)?;
+            Ok(Response::json(200, &reads::rates(c.config)))
+        }
+        Route::Accelerators => {
+            no_query(&c.query)?;
+            Ok(Response::json(200, &reads::accelerators(c.config)))
+        }
+        Route::Sessions if method == "GET" => list_sessions(c),
+        Route::Sessions => start_session(c),
+        Route::Session(id) => get_session(c, id),
+        Route::EndById(id) => end_by_id(c, id),
+        Route::EndByServer => end_by_server(c),
+        Route::OpenApi => Ok(openapi_response()),
+    }
+}
+
+/// The OpenAPI document, as served to anyone.
+pub(super) fn openapi_response() -> Response {
+    Response {
+        status: 200,
+        body: openapi_json.to_string(),
+    }
+}
+
+fn list_users(c: &mut Call<'_>) -> Result<Response, QuotaError> {
+    let mut q = QueryFields::new(&c.query);
+    let after = q.take("after");
+    let limit = q.int("limit", 1, limits::users_page_max as i64)?;
+    q.finish()?;
+    if after.is_none() && limit.is_none() {
+        // The spec's shape: every user at once.
+        let users = reads::list_users(c.store)?;
+        return Ok(Response::json(200, &json!({ "users": users })));
+    }
+    let limit = limit.map_or(limits::users_page_max, |n| n as usize);
+    let (users, next) = reads::users_page(c.store, after.as_deref(), limit)?;
+    Ok(Response::json(
+        200,
+        &json!({ "users": users, "next_after": next }),
+    ))
+}
+
+fn user_detail(c: &mut Call<'_>, name: &str) -> Result<Response, QuotaError> {
+    no_query(&c.query)?;
+    Ok(Response::json(200, &reads::user_detail(c.store, name)?))
+}
+
+fn change_user(c: &mut Call<'_>, name: &str) -> Result<Response, QuotaError> {
+    let (action, description) = admin_body(&c.body)?;
+    let r = AdminRequest {
+        username: name.to_string(),
+        action,
+        description,
+    };
+    Ok(Response::json(
+        200,
+        &admin::admin_update(c.store, &r, &c.caller.name, c.now)?,
+    ))
+}
+
+fn batch(c: &mut Call<'_>) -> Result<Response, QuotaError> {
+    let entries = batch_body(&c.body)?;
+    Ok(Response::json(
+        200,
+        &admin::batch(c.store, &entries, &c.caller.name, c.now)?,
+    ))
+}
+
+/// Keys only a refresh body has: with any of them, `POST .../quota/refresh` is surely a refresh.
+const refresh_only_keys: [&str; 6] = [
+    "rule_name",
+    "targets",
+    "max_balance",
+    "min_balance",
+    "run_id",
+    "dry_run",
+];
+
+/// `POST /admin/api/quota/<name>` sets or adds to user `<name>` (the original's admin page sends
+/// `{"action": "set", "amount": n}` there), and `/admin/api/quota/refresh` is the refresh route with
+/// the same minimal body. When a user named `refresh` exists, such a body is refused: it may have
+/// been meant for that user, and as a refresh it would change every balance.
+fn refresh_not_ambiguous(store: &mut dyn Store, body: &Value) -> Result<(), QuotaError> {
+    let specific = refresh_only_keys.iter().any(|k| body.get(k).is_some());
+    if specific || store.get_user("refresh")?.is_none() {
+        return Ok(());
+    }
+    Err(QuotaError::Conflict(
+        "Ambiguous request: a user named `refresh` exists, so this body could mean that user's quota \
+         or a refresh of every user. To refresh, add `rule_name` (or `run_id`) to the body; to change \
+         the user `refresh`, send it to /admin/api/quota/users/refresh. Nothing was changed."
+            .to_string(),
+    ))
+}
+
+fn refresh(c: &mut Call<'_>) -> Result<Response, QuotaError> {
+    let r = refresh_body(&c.body)?;
+    refresh_not_ambiguous(c.store, &c.body)?;
+    match refresh::refresh_step(c.store, &r, c.now, c.chunk_users)? {
+        Step::Done(result) => Ok(Response::json(200, &result)),
+        Step::More => {
+            c.more = true;
+            Ok(Response::error(202, "refresh in progress"))
+        }
+    }
+}
+
+fn cleanup(c: &mut Call<'_>) -> Result<Response, QuotaError> {
+    let f = Fields::new("", Some(&c.body), true);
+    first_problem(f.finish())?;
+    let cleaned = sessions::cleanup_stale(c.store, c.now)?;
+    Ok(Response::json(
+        200,
+        &json!({ "cleaned": cleaned.len(), "sessions": cleaned }),
+    ))
+}
+
+fn ledger(c: &mut Call<'_>) -> Result<Response, QuotaError> {
+    let mut q = QueryFields::new(&c.query);
+    let username = q.take("username");
+    let after_id = q.int("after_id", 0, limits::json_int_abs_max)?.unwrap_or(0);
+    let limit = q
+        .int("limit", 1, limits::ledger_page_max as i64)?
+        .unwrap_or(limits::ledger_page_max as i64);
+    q.finish()?;
+    let txs = reads::ledger(c.store, username.as_deref(), after_id, limit as usize)?;
+    let next = if txs.len() == limit as usize {
+        txs.last().map(|t| t.id)
+    } else {
+        None
+    };
+    Ok(Response::json(
+        200,
+        &json!({ "transactions": txs, "next_after_id": next }),
+    ))
+}
+
+fn list_sessions(c: &mut Call<'_>) -> Result<Response, QuotaError> {
+    let mut q = QueryFields::new(&c.query);
+    let username = q.take("username");
+    let status = match q.take("status") {
+        None => None,
+        Some(s) => Some(SessionStatus::parse(&s).ok_or_else(|| {
+            QuotaError::invalid(
+                "status",
+                format!("must be active, completed, failed or cleaned_up, got `{s}`"),
+            )
+        })?),
+    };
+    let after_id = q.int("after_id", 0, limits::json_int_abs_max)?.unwrap_or(0);
+    let limit = q
+        .int("limit", 1, limits::sessions_list_max as i64)?
+        .unwrap_or(limits::sessions_list_max as i64);
+    q.finish()?;
+    let (list, next) = reads::list_sessions(c.store, username.as_deref(), status, after_id, limit as usize)?;
+    Ok(Response::json(
+        200,
+        &json!({ "sessions": list, "next_after_id": next }),
+    ))
+}
+
+fn start_session(c: &mut Call<'_>) -> Result<Response, QuotaError> {
+    let start = start_body(&c.body).inspect_err(|_| {
+        // A start attempt the gate never saw: still a decision (invalid) to count.
+        crate::events::record(crate::events::Event::Gate {
+            result: crate::events::GateResult::Invalid,
+            resource_type: "other".into(),
+        })
+    })?;
+    match gate::check_start(c.config, c.store, &start, c.now)? {
+        StartDecision::Allowed(s) => Ok(Response::json(201, &s)),
+        StartDecision::Refused(r) => Ok(Response::error(403, &r.message)),
+    }
+}
+
+fn get_session(c: &mut Call<'_>, id: &str) -> Result<Response, QuotaError> {
+    no_query(&c.query)?;
+    let id = session_id(id)?;
+    let s = c
+        .store
+        .get_session(id)?
+        .ok_or_else(|| QuotaError::NotFound(format!("Session {id} not found")))?;
+    Ok(Response::json(200, &sessions::SessionView::from(&s)))
+}
+
+fn end_by_id(c: &mut Call<'_>, id: &str) -> Result<Response, QuotaError> {
+    let id = session_id(id)?;
+    let (ended_at, outcome, _) = end_body(&c.body, false)?;
+    let r = EndRequest {
+        target: EndTarget::Id(id),
+        ended_at,
+        outcome,
+    };
+    Ok(Response::json(200, &sessions::end_session(c.store, &r, c.now)?))
+}
+
+fn end_by_server(c: &mut Call<'_>) -> Result<Response, QuotaError> {
+    let (ended_at, outcome, target) = end_body(&c.body, true)?;
+    let r = EndRequest {
+        target: target.unwrap_or(EndTarget::Id(0)),
+        ended_at,
+        outcome,
+    };
+    Ok(Response::json(200, &sessions::end_session(c.store, &r, c.now)?))
+}

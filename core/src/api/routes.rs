@@ -1,0 +1,127 @@
+//! The route table: which paths the engine answers, with which methods, and who may call them.
+//! `core/tests/openapi.rs` holds `api/openapi.json` to this table.
+
+use super::*;
+
+/// Who may call a route.
+#[derive(Clone, Copy)]
+pub(super) enum Access<'p> {
+    /// Anyone, without a token.
+    Public,
+    Authenticated,
+    /// The named user themself, or an admin.
+    SelfOrAdmin(&'p str),
+    Admin,
+    Sessions,
+    Refresh,
+}
+
+/// What a path names.
+pub(super) enum Route<'p> {
+    ListUsers,
+    User(&'p str),
+    Batch,
+    Refresh,
+    Cleanup,
+    Ledger,
+    Me,
+    Rates,
+    Accelerators,
+    Sessions,
+    Session(&'p str),
+    EndById(&'p str),
+    EndByServer,
+    OpenApi,
+}
+
+/// The route the decoded path segments name.
+pub(super) fn route<'p>(segs: &[&'p str]) -> Option<Route<'p>> {
+    Some(match segs {
+        ["admin", "api", "quota"] | ["admin", "api", "quota", "users"] => Route::ListUsers,
+        ["admin", "api", "quota", "batch"] => Route::Batch,
+        ["admin", "api", "quota", "refresh"] => Route::Refresh,
+        ["admin", "api", "quota", "cleanup"] => Route::Cleanup,
+        ["admin", "api", "quota", "transactions"] => Route::Ledger,
+        ["admin", "api", "quota", "users", name] | ["admin", "api", "quota", name] => Route::User(name),
+        ["api", "quota", "me"] => Route::Me,
+        ["api", "quota", "rates"] => Route::Rates,
+        ["api", "accelerators"] => Route::Accelerators,
+        ["api", "quota", "sessions"] => Route::Sessions,
+        ["api", "quota", "sessions", "end"] => Route::EndByServer,
+        ["api", "quota", "openapi.json"] => Route::OpenApi,
+        ["api", "quota", "sessions", id, "end"] => Route::EndById(id),
+        ["api", "quota", "sessions", id] => Route::Session(id),
+        _ => return None,
+    })
+}
+
+/// The route `path` (below the base URL) names, as a template whose variable parts read `{name}`
+/// and `{id}`: a bounded set of labels for a host's request metrics. `None`: no route.
+pub fn route_template(path: &str) -> Option<&'static str> {
+    let segs: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
+    Some(match route(&segs)? {
+        Route::ListUsers => "/admin/api/quota/users",
+        Route::User(_) => "/admin/api/quota/users/{name}",
+        Route::Batch => "/admin/api/quota/batch",
+        Route::Refresh => "/admin/api/quota/refresh",
+        Route::Cleanup => "/admin/api/quota/cleanup",
+        Route::Ledger => "/admin/api/quota/transactions",
+        Route::Me => "/api/quota/me",
+        Route::Rates => "/api/quota/rates",
+        Route::Accelerators => "/api/accelerators",
+        Route::Sessions => "/api/quota/sessions",
+        Route::Session(_) => "/api/quota/sessions/{id}",
+        Route::EndById(_) => "/api/quota/sessions/{id}/end",
+        Route::EndByServer => "/api/quota/sessions/end",
+        Route::OpenApi => "/api/quota/openapi.json",
+    })
+}
+
+/// The methods a route answers, and who may call it with `method`.
+pub(super) fn access<'p>(route: &Route<'p>, method: &str) -> (&'static [&'static str], Access<'p>) {
+    match route {
+        Route::ListUsers | Route::Ledger => (&["GET"], Access::Admin),
+        Route::User(name) => (
+            &["GET", "POST"],
+            if method == "GET" {
+                Access::SelfOrAdmin(name)
+            } else {
+                Access::Admin
+            },
+        ),
+        Route::Batch | Route::Cleanup => (&["POST"], Access::Admin),
+        Route::Refresh => (&["POST"], Access::Refresh),
+        Route::Me | Route::Rates | Route::Accelerators => (&["GET"], Access::Authenticated),
+        Route::Sessions => (
+            &["GET", "POST"],
+            if method == "GET" {
+                Access::Admin
+            } else {
+                Access::Sessions
+            },
+        ),
+        Route::Session(_) => (&["GET"], Access::Admin),
+        Route::EndById(_) | Route::EndByServer => (&["POST"], Access::Sessions),
+        Route::OpenApi => (&["GET"], Access::Public),
+    }
+}
+
+/// The methods the route `path` (below the base URL) answers; `None`: no route.
+pub fn route_methods(path: &str) -> Option<&'static [&'static str]> {
+    let segs: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
+    route(&segs).map(|r| access(&r, "GET").0)
+}
+
+/// Whether `caller` may use a route with this access.
+pub(super) fn permitted(access: Access<'_>, caller: &Caller) -> bool {
+    match access {
+        Access::Public | Access::Authenticated => true,
+        Access::SelfOrAdmin(name) => {
+            caller.has(scope_admin)
+                || normalize_username("username", name).is_ok_and(|n| n == caller.name.to_lowercase())
+        }
+        Access::Admin => caller.has(scope_admin),
+        Access::Sessions => caller.has(scope_sessions),
+        Access::Refresh => caller.has(scope_refresh) || caller.has(scope_admin),
+    }
+}
