@@ -223,60 +223,154 @@ pub fn refresh_step(
     let p = &req.params;
     p.validate()?;
     let fingerprint = p.fingerprint();
-    let mut progress: Option<Progress> = None;
-    let mut created_at = now;
-    if let Some(run_id) = &req.run_id {
-        if run_id.is_empty() || run_id.chars().count() > limits::rule_name_chars_max {
-            return Err(QuotaError::invalid(
-                "run_id",
-                format!("must be 1 to {} characters", limits::rule_name_chars_max),
-            ));
-        }
-        if !req.dry_run {
-            if let Some(run) = store.get_refresh_run(run_id)? {
-                if run.params != fingerprint {
-                    return Err(QuotaError::Conflict(format!(
-                        "run_id `{run_id}` was already used with other parameters"
-                    )));
-                }
-                match run_state(&run)? {
-                    RunState::Completed(mut first) => {
-                        first.replayed = true;
-                        return Ok(Step::Done(first));
-                    }
-                    RunState::Partial(at) => {
-                        progress = Some(at);
-                        created_at = run.created_at;
-                    }
-                }
-            }
-        }
-    }
+    let (progress, created_at) = match resume(store, req, &fingerprint, now)? {
+        Resume::Replay(first) => return Ok(Step::Done(first)),
+        Resume::From(progress, created_at) => (progress, created_at),
+    };
     let limit = match (chunk_users, &req.run_id, req.dry_run) {
         (n, Some(_), false) if n > 0 => n as usize,
         _ => usize::MAX,
     };
+    let d = decide(store, p, progress.as_ref(), limit)?;
+    let total_change = ledger::checked_balance(d.total, "The refresh's total change")?;
+    let users_updated = progress.as_ref().map_or(0, |at| at.users_updated) + d.changes.len() as u64;
+    let mut result = RefreshResult {
+        users_updated,
+        total_change,
+        skipped: d.skipped,
+        action: p.action,
+        rule_name: p.rule_name.clone(),
+        dry_run: None,
+        changes: None,
+        replayed: false,
+    };
+    if req.dry_run {
+        result.dry_run = Some(true);
+        result.changes = Some(
+            d.changes
+                .into_iter()
+                .map(|(u, new)| UserChange {
+                    username: u.username,
+                    balance_before: u.balance,
+                    balance_after: new,
+                })
+                .collect(),
+        );
+        return Ok(Step::Done(result));
+    }
+    apply(store, p, d.changes, now)?;
+    if let Some(run_id) = &req.run_id {
+        let stored = if d.finished {
+            to_json(&result)?
+        } else {
+            to_json(&Progress {
+                resume_after: d.after.unwrap_or_default(),
+                users_updated,
+                total_change,
+                skipped: d.skipped,
+            })?
+        };
+        store.put_refresh_run(&RefreshRun {
+            run_id: run_id.clone(),
+            params: fingerprint,
+            result: stored,
+            created_at,
+        })?;
+    }
+    if d.finished {
+        events::record(Event::Refreshed {
+            rule_name: result.rule_name.clone(),
+            users_updated: result.users_updated,
+        });
+        Ok(Step::Done(result))
+    } else {
+        Ok(Step::More)
+    }
+}
 
-    // Decide every change of this call before writing any, so an out-of-range result changes nothing.
-    let mut changes: Vec<(UserRecord, i64)> = Vec::new();
-    let mut skipped: u64 = progress.as_ref().map_or(0, |at| at.skipped);
-    let mut total: i128 = progress.as_ref().map_or(0, |at| i128::from(at.total_change));
-    let mut after: Option<String> = progress.as_ref().map(|at| at.resume_after.clone());
+/// Where a refresh starts: a run id already completed replays its result; one stopped between
+/// chunks continues from its progress (and keeps its first time); anything else starts afresh.
+enum Resume {
+    Replay(RefreshResult),
+    From(Option<Progress>, Timestamp),
+}
+
+fn resume(
+    store: &mut dyn Store,
+    req: &RefreshRequest,
+    fingerprint: &str,
+    now: Timestamp,
+) -> Result<Resume, QuotaError> {
+    let Some(run_id) = &req.run_id else {
+        return Ok(Resume::From(None, now));
+    };
+    if run_id.is_empty() || run_id.chars().count() > limits::rule_name_chars_max {
+        return Err(QuotaError::invalid(
+            "run_id",
+            format!("must be 1 to {} characters", limits::rule_name_chars_max),
+        ));
+    }
+    if req.dry_run {
+        return Ok(Resume::From(None, now));
+    }
+    let Some(run) = store.get_refresh_run(run_id)? else {
+        return Ok(Resume::From(None, now));
+    };
+    if run.params != fingerprint {
+        return Err(QuotaError::Conflict(format!(
+            "run_id `{run_id}` was already used with other parameters"
+        )));
+    }
+    Ok(match run_state(&run)? {
+        RunState::Completed(mut first) => {
+            first.replayed = true;
+            Resume::Replay(first)
+        }
+        RunState::Partial(at) => Resume::From(Some(at), run.created_at),
+    })
+}
+
+/// The changes of one call, decided before any is written (so an out-of-range result changes
+/// nothing), and where the scan stopped.
+struct Decided {
+    changes: Vec<(UserRecord, i64)>,
+    skipped: u64,
+    total: i128,
+    /// The last username scanned.
+    after: Option<String>,
+    /// Every user has been seen.
+    finished: bool,
+}
+
+/// Scans at most `limit` users after the progress's last one, page by page, deciding each.
+fn decide(
+    store: &mut dyn Store,
+    p: &RefreshParams,
+    progress: Option<&Progress>,
+    limit: usize,
+) -> Result<Decided, QuotaError> {
+    let mut d = Decided {
+        changes: Vec::new(),
+        skipped: progress.map_or(0, |at| at.skipped),
+        total: progress.map_or(0, |at| i128::from(at.total_change)),
+        after: progress.map(|at| at.resume_after.clone()),
+        finished: false,
+    };
     let mut scanned: usize = 0;
-    let finished = loop {
+    d.finished = loop {
         let want = limits::scan_page_users.min(limit - scanned);
         if want == 0 {
             break false;
         }
-        let page = store.scan_users(after.as_deref(), want)?;
+        let page = store.scan_users(d.after.as_deref(), want)?;
         let got = page.len();
         scanned += got;
         if let Some(last) = page.last() {
-            after = Some(last.username.clone());
+            d.after = Some(last.username.clone());
         }
         for user in page {
             if !p.targets.matches(&user) {
-                skipped += 1;
+                d.skipped += 1;
                 continue;
             }
             let new = ledger::checked_balance(
@@ -284,39 +378,26 @@ pub fn refresh_step(
                 &format!("Refresh of {}", user.username),
             )?;
             if new == user.balance {
-                skipped += 1;
+                d.skipped += 1;
                 continue;
             }
-            total += i128::from(new) - i128::from(user.balance);
-            changes.push((user, new));
+            d.total += i128::from(new) - i128::from(user.balance);
+            d.changes.push((user, new));
         }
         if got < want {
             break true;
         }
     };
-    let total_change = ledger::checked_balance(total, "The refresh's total change")?;
-    let users_updated = progress.as_ref().map_or(0, |at| at.users_updated) + changes.len() as u64;
-    if req.dry_run {
-        return Ok(Step::Done(RefreshResult {
-            users_updated,
-            total_change,
-            skipped,
-            action: p.action,
-            rule_name: p.rule_name.clone(),
-            dry_run: Some(true),
-            changes: Some(
-                changes
-                    .into_iter()
-                    .map(|(u, new)| UserChange {
-                        username: u.username,
-                        balance_before: u.balance,
-                        balance_after: new,
-                    })
-                    .collect(),
-            ),
-            replayed: false,
-        }));
-    }
+    Ok(d)
+}
+
+/// Writes the decided changes, a page of users per storage call, each with its transaction.
+fn apply(
+    store: &mut dyn Store,
+    p: &RefreshParams,
+    changes: Vec<(UserRecord, i64)>,
+    now: Timestamp,
+) -> Result<(), QuotaError> {
     let description = format!("Auto {}: {}", p.action.as_str(), p.rule_name);
     let mut page = Vec::with_capacity(limits::scan_page_users.min(changes.len()));
     for (mut user, new) in changes {
@@ -335,41 +416,7 @@ pub fn refresh_step(
     if !page.is_empty() {
         store.record_changes(&page)?;
     }
-    let result = RefreshResult {
-        users_updated,
-        total_change,
-        skipped,
-        action: p.action,
-        rule_name: p.rule_name.clone(),
-        dry_run: None,
-        changes: None,
-        replayed: false,
-    };
-    if let Some(run_id) = &req.run_id {
-        let stored = if finished {
-            to_json(&result)?
-        } else {
-            to_json(&Progress {
-                resume_after: after.unwrap_or_default(),
-                users_updated,
-                total_change,
-                skipped,
-            })?
-        };
-        store.put_refresh_run(&RefreshRun {
-            run_id: run_id.clone(),
-            params: fingerprint,
-            result: stored,
-            created_at,
-        })?;
-    }
-    if finished {
-        events::record(Event::Refreshed {
-            rule_name: result.rule_name.clone(),
-            users_updated: result.users_updated,
-        });
-    }
-    Ok(if finished { Step::Done(result) } else { Step::More })
+    Ok(())
 }
 
 fn to_json(v: &impl Serialize) -> Result<String, QuotaError> {
