@@ -1,0 +1,87 @@
+//! What each command does, one module per command (or family of commands); `run` dispatches.
+
+mod config;
+mod quota;
+mod refresh;
+mod serve;
+
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use quota_host::Worker;
+
+use crate::cli::{Cli, Command};
+use crate::cronjobs;
+use crate::target::Target;
+use crate::{token_commands, values};
+
+pub fn run(cli: Cli) -> Result<ExitCode, String> {
+    match cli.command {
+        Command::Serve(a) => serve::serve(a),
+        Command::Token { command } => token_commands::run(command),
+        Command::SetQuota(a) => quota::change_quota(a, true),
+        Command::AddQuota(a) => quota::change_quota(a, false),
+        Command::ListQuota(t) => quota::list_quota(&mut Target::open(&t, false)?),
+        Command::Refresh {
+            rule,
+            dry_run,
+            rule_json,
+            run_id,
+            scheduled_within,
+            target,
+        } => refresh::refresh(&rule, dry_run, rule_json, run_id, scheduled_within, &target),
+        Command::MigrateDb {
+            from,
+            to,
+            values,
+            replace,
+        } => crate::migrate_db::run(&from, &to, &values, replace).map(|()| ExitCode::SUCCESS),
+        Command::RenderCronjobs {
+            values,
+            namespace,
+            name_prefix,
+            hub_url,
+            token_secret,
+            token_key,
+            image,
+        } => {
+            let o = cronjobs::Options {
+                name_prefix: &name_prefix,
+                namespace: &namespace,
+                hub_url: &hub_url,
+                token_secret: &token_secret,
+                token_key: &token_key,
+                image: &image,
+            };
+            config::render_cronjobs(&values, &o)
+        }
+        Command::Cleanup(t) => {
+            let v = Target::open(&t, false)?.ok("POST", "/admin/api/quota/cleanup", "{}")?;
+            println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::CheckConfig { values } => config::check_config(&values),
+    }
+}
+
+/// Reads and checks a values file with the engine; prints every problem and refuses the file.
+pub(crate) fn checked_values(
+    path: &std::path::Path,
+    rt: &Arc<quota_host::Runtime>,
+    refusal: &str,
+) -> Result<(serde_json::Value, Worker), String> {
+    let doc = values::read(path)?;
+    match values::check(rt, &doc) {
+        Ok(w) => Ok((doc, w)),
+        Err(problems) => {
+            for p in &problems {
+                eprintln!("{}: {p}", path.display());
+            }
+            Err(format!(
+                "{}: {} problem(s){refusal}",
+                path.display(),
+                problems.len()
+            ))
+        }
+    }
+}

@@ -1,0 +1,187 @@
+//! `serve`: the server, its scheduler and its clean stop.
+
+use std::io::Write;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use quota_core::Timestamp;
+use quota_host::Checkpointer;
+
+use crate::cli::ServeArgs;
+use crate::clock::{self, Clock};
+use crate::db::{self, Db};
+use crate::log::info;
+use crate::metrics::Metrics;
+use crate::pool::{Kind, Pool, PoolOptions};
+use crate::server::{self, App};
+use crate::token_import;
+use crate::{engine, listen, scheduler};
+
+use super::checked_values;
+
+/// How often the server copies the WAL into the database file.
+const checkpoint_interval_ms: u64 = 200;
+
+pub(super) fn serve(a: ServeArgs) -> Result<ExitCode, String> {
+    let rt = engine::runtime()?;
+    let (doc, _) = checked_values(&a.values, &rt, "; not serving")?;
+    let db = db::parse(&a.db)?;
+    let clock = match &a.clock_start {
+        Some(s) => Clock::starting_at(Timestamp::parse(s).map_err(|e| format!("--clock-start: {e}"))?),
+        None => Clock::system()?,
+    };
+    if a.test_clock || a.clock_start.is_some() || clock::days_ahead()? != 0 {
+        info!("WARNING: test clock options are on; never use them in production");
+    }
+    // Every problem of the tokens file before anything starts (as for the values file).
+    let imported = match &a.tokens {
+        Some(path) => Some(
+            token_import::read(path, &|k| std::env::var(k).ok())
+                .map_err(|p| format!("--tokens: {}; not serving", p.join("; ")))?,
+        ),
+        None => None,
+    };
+    let busy = Duration::from_millis(a.busy_timeout_ms);
+    let writers = match (&db, a.writers) {
+        (Db::Sqlite(_), Some(n)) if n > 1 => {
+            return Err("--writers: SQLite takes one writer at a time; more than 1 needs postgres://".into())
+        }
+        (Db::Sqlite(_), _) => 1,
+        (Db::Postgres(_), n) => n.unwrap_or(4),
+    };
+    let metrics = (!a.no_metrics).then(|| Arc::new(Metrics::new()));
+    let observer = metrics.clone().map(|m| m as Arc<dyn quota_host::Observer>);
+    let opts = PoolOptions {
+        writers,
+        readers: a.readers,
+        busy_timeout: busy,
+        group_commit_max: a.group_commit_max as usize,
+        observer,
+    };
+    let pool = Pool::start(&rt, &db, &doc, opts)?;
+    if let Some(m) = &metrics {
+        m.know_rules(pool.summary.rules.iter().map(|r| r.name.clone()));
+    }
+    let _checkpointer = match &db {
+        Db::Sqlite(path) => Some(
+            Checkpointer::start(path, Duration::from_millis(checkpoint_interval_ms))
+                .map_err(|e| format!("checkpointer: {e}"))?,
+        ),
+        // PostgreSQL checkpoints by itself.
+        Db::Postgres(_) => None,
+    };
+    let app = Arc::new(App {
+        pool,
+        base: server::normalise_base(&a.base_url),
+        clock,
+        test_clock: a.test_clock,
+        scheduler: !a.no_scheduler,
+        token_use: Default::default(),
+        metrics,
+        log_probes: a.log_probes,
+        limits: listen::ConnLimits {
+            connections_max: a.connections_max as usize,
+            header_read_timeout: Duration::from_millis(a.header_read_timeout_ms),
+            body_read_timeout: Duration::from_millis(a.body_read_timeout_ms),
+        },
+    });
+    let tokio_rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("async runtime: {e}"))?;
+    let served = tokio_rt.block_on(async {
+        if let Some(tokens) = imported {
+            let now = app.clock.now();
+            let summary = app
+                .pool
+                .run_in_tx(Kind::Write, move |tx| token_import::apply(tx, &tokens, now))
+                .await?
+                .map_err(|e| format!("--tokens: importing: {e}"))?;
+            info!(
+                "--tokens: {} token(s) imported, {} already there, {} removed",
+                summary.added, summary.kept, summary.removed
+            );
+        }
+        let served = run_server(app.clone(), &a.listen).await;
+        scheduler::record_token_use(&app).await;
+        served
+    });
+    tokio_rt.shutdown_timeout(Duration::from_secs(5));
+    served?;
+    if let Ok(mut app) = Arc::try_unwrap(app) {
+        let retried = app.pool.shutdown();
+        if retried > 0 {
+            info!("{retried} engine call(s) ran again after a conflict with another replica's transaction");
+        }
+    }
+    info!("stopped");
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn run_server(app: Arc<App>, listen: &str) -> Result<(), String> {
+    // One instant for the whole start-up: runs at or before it were missed (reported, not
+    // replayed), runs after it are the scheduler's, however long the rest of the start-up takes.
+    let t0 = app.clock.now();
+    match app.pool.run(Kind::Write, move |w| w.cleanup_stale(t0)).await {
+        Ok(Ok(cleaned)) => {
+            for c in &cleaned {
+                info!(
+                    "stale session {} of {} (server `{}`, started {}) closed after {} minutes, not charged",
+                    c.session_id, c.username, c.server_name, c.start_time, c.duration_minutes
+                );
+            }
+        }
+        Ok(Err(e)) => return Err(format!("stale cleanup: {e}")),
+        Err(e) => return Err(format!("stale cleanup: {e}")),
+    }
+    if app.scheduler {
+        scheduler::report_missed(&app, t0).await;
+    } else {
+        info!("refresh rules: not scheduled here (--no-scheduler: CronJobs or another process run them)");
+    }
+    for rule in app
+        .pool
+        .summary
+        .rules
+        .iter()
+        .filter(|r| r.enabled && app.scheduler)
+    {
+        let name = rule.name.clone();
+        if let Ok(Ok(Some(t))) = app.pool.run(Kind::Read, move |w| w.next_fire(&name, t0)).await {
+            info!("refresh rule {}: next run {t}Z", rule.name);
+        }
+        tokio::spawn(scheduler::run_rule_forever(app.clone(), rule.name.clone(), t0));
+    }
+    tokio::spawn(scheduler::purge_replays_forever(app.clone()));
+    tokio::spawn(scheduler::record_token_use_forever(app.clone()));
+    let listener = tokio::net::TcpListener::bind(listen)
+        .await
+        .map_err(|e| format!("--listen {listen}: {e}"))?;
+    let addr = listener
+        .local_addr()
+        .map_err(|e| format!("--listen {listen}: {e}"))?;
+    // The handlers are installed before the server says it is listening: a SIGTERM sent as soon
+    // as it is up must stop it cleanly, not kill it with the default action.
+    let stop = stop_signal()?;
+    println!("quota-hub listening on http://{addr}{}/", app.base);
+    let _ = std::io::stdout().flush();
+    let limits = app.limits;
+    listen::serve(listener, server::router(app), limits, stop).await;
+    Ok(())
+}
+
+/// SIGINT or SIGTERM: stop accepting, finish the requests in flight, exit 0. The handlers are
+/// installed when this is called; the future resolves at the first signal.
+fn stop_signal() -> Result<impl std::future::Future<Output = ()>, String> {
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut term = signal(SignalKind::terminate()).map_err(|e| format!("SIGTERM handler: {e}"))?;
+    let mut int = signal(SignalKind::interrupt()).map_err(|e| format!("SIGINT handler: {e}"))?;
+    Ok(async move {
+        tokio::select! {
+            _ = int.recv() => {}
+            _ = term.recv() => {}
+        }
+        info!("stopping: finishing requests in flight");
+    })
+}
