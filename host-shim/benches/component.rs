@@ -212,8 +212,10 @@ fn rest_gate(rt: &std::sync::Arc<Runtime>, names: &[String]) -> f64 {
 }
 
 fn bare_commits_per_second(path: &std::path::Path) -> f64 {
-    let b = SqliteDb::open(path, Durability::Full).unwrap();
-    let c = b.connection();
+    // The same settings as the engine's SQLite connections (Durability::Full).
+    let c = rusqlite::Connection::open(path).unwrap();
+    c.execute_batch("PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL;")
+        .unwrap();
     c.execute_batch(
         "CREATE TABLE IF NOT EXISTS bench_counter (n INTEGER); INSERT INTO bench_counter VALUES (0);",
     )

@@ -113,3 +113,13 @@ pub fn default_dir() -> Option<PathBuf> {
         .or_else(|| env("XDG_CACHE_HOME").map(|d| d.join("quota-engine")))
         .or_else(|| env("HOME").map(|h| h.join(".cache").join("quota-engine")))
 }
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn keys_differ_by_component() {
+        let engine = wasmtime::Engine::default();
+        assert_ne!(super::key(&engine, b"a"), super::key(&engine, b"b"));
+        assert_eq!(super::key(&engine, b"a"), super::key(&engine, b"a"));
+    }
+}

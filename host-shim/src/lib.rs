@@ -14,7 +14,7 @@ mod convert;
 pub mod observe;
 mod state;
 
-pub mod compile_cache;
+mod compile_cache;
 pub mod engine;
 pub mod error;
 mod group;
@@ -26,6 +26,7 @@ pub mod sqlite;
 mod tx;
 pub mod worker;
 
+pub use compile_cache::{default_dir as default_cache_dir, Outcome as CacheOutcome};
 pub use engine::{ConfigSummary, Migration, RuleInfo};
 pub use error::HostError;
 pub use group::GroupCall;

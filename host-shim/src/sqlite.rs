@@ -236,11 +236,6 @@ impl SqliteDb {
             .query_row("PRAGMA user_version", [], |r| r.get(0))
             .map_err(sql_err)
     }
-
-    /// The connection, for tools and tests.
-    pub fn connection(&self) -> &Connection {
-        &self.conn
-    }
 }
 
 impl Database for SqliteDb {

@@ -6,7 +6,7 @@ mod common;
 
 use std::path::Path;
 
-use quota_host::compile_cache::{self, Outcome};
+use quota_host::CacheOutcome as Outcome;
 use quota_host::{Limits, Runtime, SqliteDb, Worker};
 
 fn bytes(rel: &str) -> Vec<u8> {
@@ -125,17 +125,4 @@ fn an_unwritable_cache_only_costs_the_compile() {
     let (rt, outcome) = load(&shipped(), &blocker.join("cache"));
     assert_eq!(outcome, Outcome::CompiledUncached);
     assert!(!is_fault_build(rt));
-}
-
-#[test]
-fn keys_differ_by_component() {
-    let engine = wasmtime::Engine::default();
-    assert_ne!(
-        compile_cache::key(&engine, b"a"),
-        compile_cache::key(&engine, b"b")
-    );
-    assert_eq!(
-        compile_cache::key(&engine, b"a"),
-        compile_cache::key(&engine, b"a")
-    );
 }

@@ -70,8 +70,7 @@ fn eight_threads_of_start_stop_pairs_keep_the_ledger_exact() {
     ended.dedup();
     assert_eq!(ended.len(), THREADS * PAIRS, "session ids are unique");
 
-    let check = SqliteDb::open(&db, Durability::Full).expect("db");
-    let conn = check.connection();
+    let conn = rusqlite::Connection::open(&db).expect("db");
     let mut usage_per_session: BTreeMap<String, i64> = BTreeMap::new();
     let mut stmt = conn
         .prepare("SELECT description FROM transactions WHERE transaction_type = 'usage'")

@@ -169,11 +169,9 @@ fn a_newer_schema_is_refused_with_a_clear_message_and_nothing_changes() {
     let dir = tempfile::tempdir().expect("dir");
     let path = dir.path().join("q.db");
     drop(worker(&path));
-    let db = SqliteDb::open(&path, Durability::Full).expect("open");
-    db.connection()
-        .pragma_update(None, "user_version", 99)
-        .expect("bump");
-    drop(db);
+    let conn = rusqlite::Connection::open(&path).expect("open");
+    conn.pragma_update(None, "user_version", 99).expect("bump");
+    drop(conn);
     let db = SqliteDb::open(&path, Durability::Full).expect("open");
     let err = Worker::new(common::runtime(), Box::new(db), &common::fixture_json())
         .err()

@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use quota_host::{compile_cache, Limits, Runtime, Worker};
+use quota_host::{default_cache_dir, Limits, Runtime, Worker};
 
 use crate::db::Db;
 use crate::host_tables;
@@ -15,11 +15,11 @@ static component: &[u8] = include_bytes!(concat!(
 
 /// The engine, compiled once per machine: the compiled component is kept in the cache directory
 /// (`QUOTA_CACHE_DIR`, else `$XDG_CACHE_HOME/quota-engine` or `~/.cache/quota-engine`; see
-/// `quota_host::compile_cache`), so a command starts in milliseconds. `QUOTA_CACHE_DIR=off` compiles
+/// `quota_host::default_cache_dir`), so a command starts in milliseconds. `QUOTA_CACHE_DIR=off` compiles
 /// every time.
 pub fn runtime() -> Result<Arc<Runtime>, String> {
     let limits = Limits::default();
-    let dir = compile_cache::default_dir().filter(|d| d.as_os_str() != "off");
+    let dir = default_cache_dir().filter(|d| d.as_os_str() != "off");
     let Some(dir) = dir else {
         return Runtime::from_bytes(component, limits).map_err(|e| format!("engine: {e}"));
     };
