@@ -82,11 +82,13 @@ impl<'q> QueryFields<'q> {
 
     pub(super) fn finish(self) -> Result<(), QuotaError> {
         for (i, (k, _)) in self.pairs.iter().enumerate() {
+            // An empty name (`?=1`) is spelled `""`, as in a body's key paths.
+            let name = crate::json::join("", k);
             if !self.taken.contains(&k.as_str()) {
-                return Err(QuotaError::invalid(k, "unknown query parameter"));
+                return Err(QuotaError::invalid(name, "unknown query parameter"));
             }
             if self.pairs[..i].iter().any(|(p, _)| p == k) {
-                return Err(QuotaError::invalid(k, "given more than once"));
+                return Err(QuotaError::invalid(name, "given more than once"));
             }
         }
         Ok(())
