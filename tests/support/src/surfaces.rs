@@ -55,7 +55,7 @@ pub fn request_input(steps: &[(String, String, String, String)]) -> String {
 const statuses: [u16; 10] = [200, 201, 202, 400, 401, 403, 404, 405, 409, 413];
 
 /// Every request over one in-memory store: no panic, a known status, a JSON body, an error body
-/// `{"error": "<non-empty>"}`, nothing changed by a refused request (but the spawn refusal, which
+/// `{"error": "<non-empty>"}` (a 400's naming its field), nothing changed by a refused request (but the spawn refusal, which
 /// may record a first start and close an orphan), and the ledger reconciled
 /// (each amount = after - before, each balance = the sum of its user's amounts) after every one.
 pub fn handle_request(data: &[u8]) {
@@ -105,6 +105,14 @@ pub fn handle_request(data: &[u8]) {
                 "{method} {target}: error body {}",
                 resp.body
             );
+            // A bad input names its field first (`amount: ...`); the specification's own
+            // `Insufficient balance` and an out-of-range result name what they refuse instead.
+            if resp.status == 400 {
+                let named = msg == "Insufficient balance"
+                    || msg.contains("would leave the balance range")
+                    || msg.split_once(": ").is_some_and(|(field, _)| !field.is_empty());
+                assert!(named, "{method} {target}: a 400 that names no field: {msg}");
+            }
             // The one refusal that may write (semantics.md, gate 4 and 8): an insufficient-quota 403
             // still creates a first-time user's record and closes an orphaned session.
             let spawn_refusal =
