@@ -171,15 +171,12 @@ fn past_the_connection_cap_new_connections_wait_for_a_slot() {
 /// its half request changes nothing.
 #[test]
 fn a_client_that_half_closes_after_its_request_is_answered() {
-    let dir = tempfile::tempdir().expect("dir");
-    let db = dir.path().join("q.db");
-    let values = common::write_values(
-        dir.path(),
-        "values.json",
-        &serde_json::json!({"custom": {"authMode": "github"}}),
-    );
-    let admin = common::token(&db, "root", true, &[]);
-    let server = Server::start(&db, &values, &["--header-read-timeout-ms", "1000"]);
+    let common::GithubServer {
+        admin,
+        server,
+        dir: _dir,
+        ..
+    } = common::github_server(&["--header-read-timeout-ms", "1000"]);
     let (addr, base) = addr_and_base(&server);
     let send_then_half_close = |request: String| {
         let mut s = TcpStream::connect(&addr).expect("connect");

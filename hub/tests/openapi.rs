@@ -5,8 +5,6 @@
 
 mod common;
 
-use common::Server;
-
 fn get(url: &str, method: &str, token: Option<&str>) -> (u16, Option<String>, String) {
     let mut req = ureq::http::Request::builder().method(method).uri(url);
     if let Some(t) = token {
@@ -26,15 +24,12 @@ fn get(url: &str, method: &str, token: Option<&str>) -> (u16, Option<String>, St
 
 #[test]
 fn the_document_is_served_to_anyone_and_a_405_names_the_allowed_methods() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("q.db");
-    let values = common::write_values(
-        dir.path(),
-        "values.json",
-        &serde_json::json!({"custom": {"authMode": "github"}}),
-    );
-    let admin = common::token(&db, "root", true, &[]);
-    let server = Server::start(&db, &values, &[]);
+    let common::GithubServer {
+        admin,
+        server,
+        dir: _dir,
+        ..
+    } = common::github_server(&[]);
 
     let (status, _, body) = get(&format!("{}/api/quota/openapi.json", server.url), "GET", None);
     assert_eq!(status, 200);

@@ -327,3 +327,30 @@ pub mod metrics {
             .collect()
     }
 }
+
+/// A server on a fresh SQLite file with the smallest values (`authMode: github`), and an admin
+/// token (user `root`) issued before it started. The directory lives as long as the fixture.
+pub struct GithubServer {
+    pub dir: tempfile::TempDir,
+    pub db: PathBuf,
+    pub admin: String,
+    pub server: Server,
+}
+
+pub fn github_server(extra: &[&str]) -> GithubServer {
+    let dir = tempfile::tempdir().expect("dir");
+    let db = dir.path().join("q.db");
+    let values = write_values(
+        dir.path(),
+        "values.json",
+        &serde_json::json!({"custom": {"authMode": "github"}}),
+    );
+    let admin = token(&db, "root", true, &[]);
+    let server = Server::start(&db, &values, extra);
+    GithubServer {
+        dir,
+        db,
+        admin,
+        server,
+    }
+}
