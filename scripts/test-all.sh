@@ -10,6 +10,8 @@ command -v cargo >/dev/null || { echo "cargo is required (rustup)"; exit 1; }
 rustup component list --installed 2>/dev/null | grep -q '^rustfmt' || rustup component add rustfmt
 rustup component list --installed 2>/dev/null | grep -q '^clippy' || rustup component add clippy
 cargo --version
+# A fresh clone builds once: incremental state would only take disk (over 1 GB) that CI may not have.
+if [ "${CI:-}" = true ]; then export CARGO_INCREMENTAL=0; fi
 # The README walkthrough test runs curl, as a newcomer would.
 if ! command -v curl >/dev/null; then
     if [ "$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq curl; else sudo apt-get install -y -qq curl; fi
