@@ -141,7 +141,7 @@ fn end(w: &mut Worker, id: i64, now: Timestamp) {
 fn rich_users_in_memory(rt: &std::sync::Arc<Runtime>, names: &[String]) -> Worker {
     let mut w = Worker::new(
         rt.clone(),
-        Box::new(SqliteDb::memory().unwrap()),
+        Box::new(SqliteDb::memory(rt).unwrap()),
         &values().to_string(),
     )
     .unwrap();
@@ -237,11 +237,11 @@ fn refresh_run(
     t0: Timestamp,
 ) -> (f64, u64) {
     let options = SqliteOptions {
-        durability: Durability::Full,
-        auto_checkpoint: !background,
+        durability: Some(Durability::Full),
+        no_auto_checkpoint: background,
         ..SqliteOptions::default()
     };
-    let b = SqliteDb::open_with(rdb, options).unwrap();
+    let b = SqliteDb::open(rt, rdb, options).unwrap();
     let mut w = Worker::new(rt.clone(), Box::new(b), &values().to_string()).unwrap();
     let names: Vec<String> = (0..REFRESH_USERS).map(|i| format!("u{i:06}")).collect();
     seed_sql(
@@ -251,12 +251,10 @@ fn refresh_run(
             .enumerate()
             .map(|(i, n)| (n.as_str(), (i % 500) as i64)),
     );
-    SqliteDb::open(rdb, Durability::Full)
-        .unwrap()
-        .checkpoint()
+    quota_host::checkpoint::checkpoint(&mut SqliteDb::open(rt, rdb, SqliteOptions::default()).unwrap())
         .unwrap();
     let _checkpointer =
-        background.then(|| Checkpointer::start(rdb, std::time::Duration::from_millis(100)).unwrap());
+        background.then(|| Checkpointer::start(rt, rdb, std::time::Duration::from_millis(100)).unwrap());
     let t = Instant::now();
     let r = w
         .refresh(r#"{"action":"add","amount":10,"rule_name":"bench"}"#, t0)
@@ -304,7 +302,7 @@ fn main() {
     // A bare export call: no imports, a small result.
     let mut w0 = Worker::new(
         rt.clone(),
-        Box::new(SqliteDb::memory().unwrap()),
+        Box::new(SqliteDb::memory(&rt).unwrap()),
         &values().to_string(),
     )
     .unwrap();
@@ -319,7 +317,7 @@ fn main() {
 
     let mut w1 = Worker::new(
         rt.clone(),
-        Box::new(SqliteDb::memory().unwrap()),
+        Box::new(SqliteDb::memory(&rt).unwrap()),
         &values().to_string(),
     )
     .unwrap();
@@ -351,7 +349,7 @@ fn main() {
     let db = dir.join("cycles.db");
     let mut w = Worker::new(
         rt.clone(),
-        Box::new(SqliteDb::open(&db, Durability::Full).unwrap()),
+        Box::new(SqliteDb::open(&rt, &db, SqliteOptions::default()).unwrap()),
         &values().to_string(),
     )
     .unwrap();

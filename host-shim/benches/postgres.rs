@@ -22,7 +22,7 @@ use std::time::Instant;
 use quota_core::sessions::{EndRequest, EndTarget, Outcome};
 use quota_core::Timestamp;
 use quota_host::pg::PgDb;
-use quota_host::{Database, Durability, Limits, Runtime, SqliteDb, Worker};
+use quota_host::{Database, Limits, Runtime, SqliteDb, SqliteOptions, Worker};
 
 const WRITERS: usize = 8;
 const SESSIONS: i64 = 16_000;
@@ -34,8 +34,13 @@ fn values() -> String {
 }
 
 fn runtime() -> Arc<Runtime> {
-    let path = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/wasm/quota-engine.wasm");
-    Runtime::load(&path, Limits::default()).expect("component (bash scripts/build-wasm.sh)")
+    static RT: std::sync::OnceLock<Arc<Runtime>> = std::sync::OnceLock::new();
+    RT.get_or_init(|| {
+        let path =
+            std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/wasm/quota-engine.wasm");
+        Runtime::load(&path, Limits::default()).expect("component (bash scripts/build-wasm.sh)")
+    })
+    .clone()
 }
 
 #[derive(Clone)]
@@ -47,8 +52,10 @@ enum Target {
 impl Target {
     fn open(&self) -> Box<dyn Database> {
         match self {
-            Target::Pg(url) => Box::new(PgDb::connect(url).expect("connect")),
-            Target::Sqlite(p) => Box::new(SqliteDb::open(p, Durability::Full).expect("open")),
+            Target::Pg(url) => Box::new(PgDb::connect(&runtime(), url).expect("connect")),
+            Target::Sqlite(p) => {
+                Box::new(SqliteDb::open(&runtime(), p, SqliteOptions::default()).expect("open"))
+            }
         }
     }
     fn name(&self) -> &'static str {
@@ -62,7 +69,7 @@ impl Target {
 fn pg_database(name: &str) -> Target {
     let url =
         std::env::var("QUOTA_TEST_PG_URL").expect("QUOTA_TEST_PG_URL: run through scripts/with-postgres.sh");
-    let mut admin = PgDb::connect(&url).expect("connect");
+    let mut admin = PgDb::connect(&runtime(), &url).expect("connect");
     admin
         .batch(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
         .expect("drop");
@@ -231,7 +238,7 @@ fn refresh(rt: &Arc<Runtime>, target: &Target, users: i64, chunked: bool) {
         let max = held.iter().copied().fold(0.0, f64::max);
         format!(
             "{n} transactions of {} users, each {:.1} ms at p99, {max:.1} ms at most",
-            Limits::default().refresh_chunk_users,
+            runtime().limits().refresh_chunk_users,
             percentile(&mut held, 0.99)
         )
     } else {
@@ -251,7 +258,7 @@ fn refresh(rt: &Arc<Runtime>, target: &Target, users: i64, chunked: bool) {
 /// locks (which cannot fail that way). Returns (ends per second, retries).
 fn isolation(url: &str, users: i64, serializable: bool) -> (f64, u64) {
     let per_writer: i64 = 1_000;
-    let mut db = PgDb::connect(url).expect("connect");
+    let mut db = PgDb::connect(&runtime(), url).expect("connect");
     db.batch(&format!(
         "DROP TABLE IF EXISTS iso_users, iso_sessions, iso_ledger;
          CREATE TABLE iso_users (username text PRIMARY KEY, balance bigint NOT NULL);
@@ -274,7 +281,7 @@ fn isolation(url: &str, users: i64, serializable: bool) -> (f64, u64) {
         .map(|k| {
             let url = url.to_string();
             std::thread::spawn(move || {
-                let mut db = PgDb::connect(&url).expect("connect");
+                let mut db = PgDb::connect(&runtime(), &url).expect("connect");
                 let mut retries = 0u64;
                 for j in 0..per_writer {
                     let id = j * WRITERS as i64 + k;
@@ -354,10 +361,10 @@ fn engine_sections(rt: &Arc<Runtime>, dir: &std::path::Path) {
 }
 
 fn main() {
-    let rt = runtime();
+    let _rt = runtime();
     let dir = tempfile::tempdir().expect("dir");
     if std::env::var("BENCH_ISOLATION_ONLY").is_err() {
-        engine_sections(&rt, dir.path());
+        engine_sections(&runtime(), dir.path());
     }
     println!("3. isolation on PostgreSQL: the session end's statements in raw SQL, {WRITERS} writers");
     let Target::Pg(url) = pg_database("bench_isolation") else {

@@ -10,7 +10,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use quota_host::{Durability, Runtime, SqliteDb, Worker};
+use quota_host::{Runtime, SqliteDb, SqliteOptions, Worker};
 
 #[allow(non_upper_case_globals)]
 const usage: &str =
@@ -74,7 +74,7 @@ fn run() -> Result<String, String> {
             .unwrap_or_else(|| PathBuf::from(quota_host::component_path))
     });
     let runtime = Runtime::load(&component, quota_host::Limits::default()).map_err(|e| e.to_string())?;
-    let db_conn = SqliteDb::open(&db, Durability::Full).map_err(|e| e.to_string())?;
+    let db_conn = SqliteDb::open(&runtime, &db, SqliteOptions::default()).map_err(|e| e.to_string())?;
     let mut worker = Worker::new(runtime, Box::new(db_conn), &values_json).map_err(|e| e.to_string())?;
     let (path, query) = target.split_once('?').unwrap_or((target.as_str(), ""));
     let req = quota_core::Request {

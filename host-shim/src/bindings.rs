@@ -1,9 +1,9 @@
 //! Generated host bindings for the `quota-engine` world (private to this crate).
 
 wasmtime::component::bindgen!({
-    path: "../wit/0.2.0",
+    path: "../wit/0.3.0",
     world: "quota-engine",
 });
 
-pub use exports::quota::engine::api;
+pub use exports::quota::engine::{api, hosting};
 pub use quota::engine::{sql, types};

@@ -1,6 +1,6 @@
 //! The typed façade: every engine export as a method of [`Worker`], with core's request and result
 //! types in and out and one error type ([`HostError`]: a refusal of the engine is
-//! `HostError::Quota`). No wasmtime or generated type appears in this crate's public API.
+//! `HostError::Quota`). No generated type appears in this crate's public API.
 
 use quota_core::admin::{AdminRequest, AdminResult, BatchEntry, BatchResult};
 use quota_core::gate::{StartDecision, StartRequest};
@@ -8,58 +8,13 @@ use quota_core::reads::{Me, Rates, UserDetail};
 use quota_core::refresh::RefreshResult;
 use quota_core::sessions::{CleanedSession, EndRequest, EndResult};
 use quota_core::store::UserRecord;
-use quota_core::{QuotaError, StoreError, Timestamp};
+use quota_core::Timestamp;
 
 use crate::bindings::api;
 use crate::convert as cv;
 use crate::error::HostError;
+use crate::types::{decided, refresh_result};
 use crate::worker::Worker;
-
-/// What the engine made of a values document.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct ConfigSummary {
-    /// Whether quota is enforced (resolved from `enabled` and `authMode`).
-    pub enabled: bool,
-    /// Every refresh rule, enabled or not.
-    pub rules: Vec<RuleInfo>,
-}
-
-/// A configured refresh rule, for a scheduler.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct RuleInfo {
-    pub name: String,
-    pub enabled: bool,
-    /// Five-field cron expression (UTC).
-    pub schedule: String,
-}
-
-/// What `migrate` did.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Migration {
-    /// The schema version found (0 for an empty database).
-    pub from_version: u32,
-    /// The engine's schema version, which the database has now.
-    pub to_version: u32,
-}
-
-/// An export's `result<T, quota-error>` as one error type.
-fn decided<T>(r: Result<T, api::QuotaError>) -> Result<T, HostError> {
-    r.map_err(|e| HostError::Quota(cv::quota_error(e)))
-}
-
-/// The engine's refresh answer: its JSON is core's `RefreshResult`, plus whether it was replayed.
-pub(crate) fn refresh_result(
-    r: Result<api::RefreshResult, api::QuotaError>,
-) -> Result<RefreshResult, HostError> {
-    let r = decided(r)?;
-    let mut result: RefreshResult = serde_json::from_str(&r.json).map_err(|e| {
-        HostError::Quota(QuotaError::Store(StoreError(format!(
-            "the engine's refresh answer is not a refresh result: {e}"
-        ))))
-    })?;
-    result.replayed = r.replayed;
-    Ok(result)
-}
 
 impl Worker {
     /// The spawn gate: records the session when allowed. A refusal is a decision, not an error.

@@ -31,3 +31,13 @@ impl HostError {
         matches!(self, HostError::Storage(SqlError::Busy | SqlError::Conflict(_)))
     }
 }
+
+/// Names what stopped the guest: the wasm trap (`unreachable` for a guest panic, `interrupt` for the
+/// epoch deadline, ...) rather than the backtrace header.
+pub(crate) fn trap(e: wasmtime::Error) -> HostError {
+    match e.downcast_ref::<wasmtime::Trap>() {
+        Some(t) => HostError::Trap(t.to_string()),
+        None => HostError::Trap(e.root_cause().to_string()),
+    }
+}
+

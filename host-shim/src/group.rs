@@ -80,36 +80,14 @@ impl Worker {
     /// Runs one call of a group in a savepoint: `Ok(answer)` whatever the call answered (its
     /// failure undone), `Err` when the savepoint itself could not be set, kept or undone.
     fn in_savepoint<T>(&mut self, call: &mut GroupCall<'_, T>) -> Result<Result<T, HostError>, SqlError> {
-        let ticks = self.runtime.limits.deadline_ticks();
-        let chunk_users = self.runtime.limits.refresh_chunk_users;
-        let collect = self.observer.is_some();
+        self.db().savepoint()?;
         let mark = self.events.len();
-        let store = self
-            .store
-            .as_mut()
-            .unwrap_or_else(|| unreachable!("worker store is missing"));
-        store.data_mut().db.savepoint()?;
-        store.data_mut().storage_failed = None;
-        store.set_epoch_deadline(ticks);
-        let mut trapped = false;
-        let answer = call(&mut Tx {
-            bindings: &self.bindings,
-            store: &mut *store,
-            trapped: &mut trapped,
-            events: collect.then_some(&mut self.events),
-            chunk_users,
-        });
-        let failed = store.data_mut().storage_failed.take();
-        let outcome = match (answer, failed) {
-            (Ok(v), None) if !trapped => {
-                store.data_mut().db.release_savepoint()?;
-                return Ok(Ok(v));
-            }
-            (_, Some(e)) => Err(HostError::Storage(e)),
-            (Err(e), None) => Err(e),
-            (Ok(_), None) => Err(HostError::Trap("an engine call trapped".into())),
-        };
-        store.data_mut().db.rollback_to_savepoint()?;
+        let (answer, trapped) = self.run_scoped(call);
+        if answer.is_ok() {
+            self.db().release_savepoint()?;
+            return Ok(answer);
+        }
+        self.db().rollback_to_savepoint()?;
         self.events.truncate(mark);
         if trapped {
             // The fresh instance takes over the same connection, its transaction still open.
@@ -117,7 +95,7 @@ impl Worker {
                 return Ok(Err(e));
             }
         }
-        Ok(outcome)
+        Ok(answer)
     }
 
     fn note_failures<T>(&self, r: &Result<T, HostError>) {

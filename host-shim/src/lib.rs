@@ -14,7 +14,9 @@ mod convert;
 pub mod observe;
 mod state;
 
+pub mod checkpoint;
 mod compile_cache;
+pub mod contract;
 pub mod engine;
 pub mod error;
 mod group;
@@ -24,16 +26,19 @@ pub mod runtime;
 pub mod sql;
 pub mod sqlite;
 mod tx;
+mod types;
 pub mod worker;
 
+pub use checkpoint::{CheckpointStats, Checkpointer};
 pub use compile_cache::{default_dir as default_cache_dir, Outcome as CacheOutcome};
-pub use engine::{ConfigSummary, Migration, RuleInfo};
+pub use contract::{Durability, ErrorKind, HostingContract};
+pub use types::{ConfigSummary, Migration, RuleInfo};
 pub use error::HostError;
 pub use group::GroupCall;
 pub use observe::Observer;
-pub use runtime::{Limits, Runtime};
-pub use sql::{Database, Dialect, SqlError, SqlValue};
-pub use sqlite::{CheckpointStats, Checkpointer, Durability, SqliteDb, SqliteOptions};
+pub use runtime::{Bounds, Limits, Runtime};
+pub use sql::{dump, Database, Dialect, SqlError, SqlValue};
+pub use sqlite::{SqliteDb, SqliteOptions};
 pub use worker::{Tx, Worker};
 
 /// Where `scripts/build-wasm.sh` puts the component, relative to the workspace root.

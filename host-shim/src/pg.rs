@@ -1,20 +1,20 @@
 //! `PgDb`: the SQL bridge over PostgreSQL (tokio-postgres on a runtime of the connection's own,
 //! driven synchronously). Every engine call is one SERIALIZABLE transaction (reads: SERIALIZABLE
 //! READ ONLY); a serialization failure or a deadlock is `SqlError::Conflict`, after which the
-//! worker runs the whole call again (engine calls are deterministic). Integers are `bigint` on
+//! worker runs the whole call again (engine calls are deterministic); the statements, the lock
+//! wait and the error codes are the hosting contract's. Integers are `bigint` on
 //! both sides; prepared statements are cached by their text, per connection. The rows of one
 //! `execute_many` are pipelined: sent together, answered together.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
-use tokio_postgres::error::SqlState;
 use tokio_postgres::types::{ToSql, Type};
 use tokio_postgres::{Client, NoTls, Statement};
 
+use crate::contract::HostingContract;
+use crate::runtime::Runtime;
 use crate::sql::{Database, Dialect, SqlError, SqlValue};
-
-/// The advisory lock key hosts take around the engine's `migrate` ("quota" in ASCII).
-const migration_lock: i64 = 0x71756f7461;
 
 pub struct PgDb {
     rt: tokio::runtime::Runtime,
@@ -22,26 +22,18 @@ pub struct PgDb {
     statements: HashMap<String, Statement>,
     /// To connect again when the server closed the connection (a restart, a failover).
     url: String,
+    contract: Arc<HostingContract>,
+    busy_wait: std::time::Duration,
 }
 
-fn pg_err(e: tokio_postgres::Error) -> SqlError {
-    match e.code() {
-        Some(c) if *c == SqlState::T_R_SERIALIZATION_FAILURE || *c == SqlState::T_R_DEADLOCK_DETECTED => {
-            SqlError::Conflict(e.to_string())
-        }
-        Some(c) if *c == SqlState::LOCK_NOT_AVAILABLE || *c == SqlState::QUERY_CANCELED => SqlError::Busy,
-        Some(c) if c.code().starts_with("23") => SqlError::Constraint(
-            e.as_db_error()
-                .map(|d| d.message().to_string())
-                .unwrap_or_else(|| e.to_string()),
-        ),
-        _ => SqlError::Other(format!(
-            "postgres: {}",
-            e.as_db_error()
-                .map(|d| d.message().to_string())
-                .unwrap_or_else(|| e.to_string())
-        )),
-    }
+/// A driver error as the contract's kind, by its SQLSTATE; the server's own message when it sent one.
+fn pg_err(contract: &HostingContract, e: tokio_postgres::Error) -> SqlError {
+    let message = e
+        .as_db_error()
+        .map(|d| d.message().to_string())
+        .unwrap_or_else(|| e.to_string());
+    let code = e.code().map(|c| c.code()).unwrap_or_default();
+    contract.error(code, format!("postgres: {message}"))
 }
 
 /// One parameter, bound as the statement's parameter type asks (`bigint`, `integer`, `text`).
@@ -98,32 +90,60 @@ fn read_row(row: &tokio_postgres::Row) -> Result<Vec<SqlValue>, SqlError> {
                 .map(|v| v.map(|x| SqlValue::Int(x.into())))
         } else if *ty == Type::TEXT || *ty == Type::VARCHAR || *ty == Type::NAME {
             row.try_get::<_, Option<String>>(i).map(|v| v.map(SqlValue::Text))
+        } else if *ty == Type::VOID {
+            // `SELECT pg_advisory_lock(..)`: a function that returns nothing reads as null.
+            Ok(None)
         } else {
             return Err(SqlError::Other(format!(
                 "column {} is {ty}, which the engine never stores",
                 col.name()
             )));
         };
-        out.push(v.map_err(pg_err)?.unwrap_or(SqlValue::Null));
+        out.push(
+            v.map_err(|e| SqlError::Other(format!("postgres: {e}")))?
+                .unwrap_or(SqlValue::Null),
+        );
     }
     Ok(out)
 }
 
 impl PgDb {
-    /// Connects to `url` (`postgres://user@host/db`; no TLS: a database on the same network).
-    pub fn connect(url: &str) -> Result<PgDb, SqlError> {
+    /// Connects to `url` (`postgres://user@host/db`; no TLS: a database on the same network) and
+    /// sets the connection up by `rt`'s contract.
+    pub fn connect(rt: &Runtime, url: &str) -> Result<PgDb, SqlError> {
+        PgDb::connect_with(rt, url, None)
+    }
+
+    /// [`PgDb::connect`], with a busy wait of the host's own (else the contract's).
+    pub fn connect_with(
+        rt: &Runtime,
+        url: &str,
+        busy_wait: Option<std::time::Duration>,
+    ) -> Result<PgDb, SqlError> {
+        let contract = rt.contract(Dialect::Postgres);
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_io()
             .enable_time()
             .build()
             .map_err(|e| SqlError::Other(format!("postgres: runtime: {e}")))?;
         let client = Self::open(&rt, url)?;
-        Ok(PgDb {
+        let mut db = PgDb {
             rt,
             client,
             statements: HashMap::new(),
             url: url.to_string(),
-        })
+            contract,
+            busy_wait: std::time::Duration::ZERO,
+        };
+        db.set_up(busy_wait)?;
+        Ok(db)
+    }
+
+    fn set_up(&mut self, busy_wait: Option<std::time::Duration>) -> Result<(), SqlError> {
+        let c = self.contract.clone();
+        let wait = busy_wait.unwrap_or(c.busy_wait);
+        self.busy_wait = wait;
+        c.set_up(self, wait, crate::Durability::Full)
     }
 
     fn open(rt: &tokio::runtime::Runtime, url: &str) -> Result<Client, SqlError> {
@@ -135,21 +155,14 @@ impl PgDb {
         Ok(client)
     }
 
-    /// Before a transaction: a connection the server closed (it restarted, or failed over) is
-    /// replaced, so a worker recovers once the database is back instead of failing forever.
-    fn reconnect_if_closed(&mut self) -> Result<(), SqlError> {
-        if self.client.is_closed() {
-            self.client = Self::open(&self.rt, &self.url)?;
-            self.statements.clear();
-        }
-        Ok(())
-    }
-
     fn prepare(&mut self, sql: &str) -> Result<Statement, SqlError> {
         if let Some(s) = self.statements.get(sql) {
             return Ok(s.clone());
         }
-        let s = self.rt.block_on(self.client.prepare(sql)).map_err(pg_err)?;
+        let s = self
+            .rt
+            .block_on(self.client.prepare(sql))
+            .map_err(|e| pg_err(&self.contract, e))?;
         self.statements.insert(sql.to_string(), s.clone());
         Ok(s)
     }
@@ -171,13 +184,15 @@ impl PgDb {
 
     /// Runs statements of the host's own (quota-hub's tables), outside the engine's bridge.
     pub fn batch(&mut self, sql: &str) -> Result<(), SqlError> {
-        self.rt.block_on(self.client.batch_execute(sql)).map_err(pg_err)
+        self.rt
+            .block_on(self.client.batch_execute(sql))
+            .map_err(|e| pg_err(&self.contract, e))
     }
 }
 
 impl Database for PgDb {
-    fn dialect(&self) -> Dialect {
-        Dialect::Postgres
+    fn contract(&self) -> &Arc<HostingContract> {
+        &self.contract
     }
 
     fn query(&mut self, sql: &str, params: &[SqlValue]) -> Result<Vec<Vec<SqlValue>>, SqlError> {
@@ -187,7 +202,7 @@ impl Database for PgDb {
         let rows = self
             .rt
             .block_on(self.client.query(&stmt, &refs))
-            .map_err(pg_err)?;
+            .map_err(|e| pg_err(&self.contract, e))?;
         rows.iter().map(read_row).collect()
     }
 
@@ -209,59 +224,19 @@ impl Database for PgDb {
         ));
         let mut changed = 0;
         for r in results {
-            changed += r.map_err(pg_err)?;
+            changed += r.map_err(|e| pg_err(&self.contract, e))?;
         }
         Ok(changed)
     }
 
-    fn begin(&mut self) -> Result<(), SqlError> {
-        self.reconnect_if_closed()?;
-        self.batch("BEGIN ISOLATION LEVEL SERIALIZABLE")
-    }
-
-    fn begin_read(&mut self) -> Result<(), SqlError> {
-        self.reconnect_if_closed()?;
-        self.batch("BEGIN ISOLATION LEVEL SERIALIZABLE READ ONLY")
-    }
-
-    fn commit(&mut self) -> Result<(), SqlError> {
-        self.batch("COMMIT")
-    }
-
-    fn rollback(&mut self) -> Result<(), SqlError> {
-        // Outside a transaction PostgreSQL only warns; a broken connection is reported.
-        self.batch("ROLLBACK")
-    }
-
-    fn lock_for_migration(&mut self) -> Result<(), SqlError> {
-        // A session lock, taken before the migration's transaction (and its snapshot) begins.
-        self.batch(&format!("SELECT pg_advisory_lock({migration_lock})"))
-    }
-
-    fn unlock_after_migration(&mut self) -> Result<(), SqlError> {
-        self.batch(&format!("SELECT pg_advisory_unlock({migration_lock})"))
-    }
-
-    fn dump(&mut self) -> Result<String, SqlError> {
-        let mut out = String::new();
-        for (table, order) in [
-            ("users", "username"),
-            ("transactions", "id"),
-            ("sessions", "id"),
-            ("refresh_runs", "run_id"),
-        ] {
-            let exists = self
-                .query(&format!("SELECT to_regclass('{table}')::text"), &[])?
-                .first()
-                .is_some_and(|r| r.first() != Some(&SqlValue::Null));
-            if !exists {
-                continue;
-            }
-            out.push_str(&format!("-- {table}\n"));
-            let rows = self.query(&format!("SELECT * FROM {table} ORDER BY {order}"), &[])?;
-            out.push_str(&crate::sql::rows_to_json(&rows));
-            out.push('\n');
+    /// A connection the server closed (it restarted, or failed over) is opened again and set up,
+    /// so a worker recovers once the database is back instead of failing forever.
+    fn before_transaction(&mut self) -> Result<(), SqlError> {
+        if self.client.is_closed() {
+            self.client = Self::open(&self.rt, &self.url)?;
+            self.statements.clear();
+            self.set_up(Some(self.busy_wait))?;
         }
-        Ok(out)
+        Ok(())
     }
 }

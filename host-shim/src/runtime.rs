@@ -12,38 +12,56 @@ use wasmtime::{Config, Engine};
 
 use crate::bindings::{QuotaEngine, QuotaEnginePre};
 use crate::compile_cache;
+use crate::contract::HostingContract;
 use crate::error::HostError;
+use crate::sql::Dialect;
 use crate::state::HostState;
 
-/// Bounds on each engine call.
-#[derive(Clone, Copy, Debug)]
+/// Asks a throwaway instance (over no database: `contract` touches none) for both contracts.
+fn read_contracts(
+    engine: &Engine,
+    pre: &QuotaEnginePre<HostState>,
+) -> Result<[Arc<HostingContract>; 2], HostError> {
+    let mut store = wasmtime::Store::new(engine, HostState::detached());
+    store.set_epoch_deadline(u64::MAX);
+    let instance = pre.instantiate(&mut store).map_err(load_error)?;
+    let mut read = |d| -> Result<Arc<HostingContract>, HostError> {
+        let c = instance
+            .quota_engine_hosting()
+            .call_contract(&mut store, d)
+            .map_err(load_error)?;
+        Ok(Arc::new(c.into()))
+    };
+    Ok([
+        read(crate::bindings::sql::Dialect::Sqlite)?,
+        read(crate::bindings::sql::Dialect::Postgres)?,
+    ])
+}
+
+/// Bounds on each engine call: the hosting contract's, unless a host sets one of its own here.
+#[derive(Clone, Copy, Debug, Default)]
 pub struct Limits {
     /// Largest linear memory of one instance, in bytes.
-    pub memory_bytes: usize,
+    pub memory_bytes: Option<usize>,
     /// How long one call may run before it is stopped (rounded up to whole ticks).
-    pub call_deadline: Duration,
-    /// How often the epoch advances.
-    pub tick: Duration,
+    pub call_deadline: Option<Duration>,
+    /// How often the epoch advances (10 ms unless given).
+    pub tick: Option<Duration>,
     /// Users per transaction of a refresh that has a run id ([`crate::Worker::chunked`]), so a
     /// refresh of a million users never holds its locks for long (0: the whole refresh in one).
+    pub refresh_chunk_users: Option<u32>,
+}
+
+/// The bounds in force: [`Limits`] over the contract.
+#[derive(Clone, Copy, Debug)]
+pub struct Bounds {
+    pub memory_bytes: usize,
+    pub call_deadline: Duration,
+    pub tick: Duration,
     pub refresh_chunk_users: u32,
 }
 
-impl Default for Limits {
-    fn default() -> Limits {
-        // A refresh of 100,000 users keeps every change in memory for a moment (about 20 MiB) and
-        // runs well under a second; both limits leave a wide margin above that.
-        Limits {
-            memory_bytes: 256 << 20,
-            call_deadline: Duration::from_secs(30),
-            tick: Duration::from_millis(10),
-            // About 30 ms of PostgreSQL's time and 6 ms of SQLite's per chunk (docs/postgres.md).
-            refresh_chunk_users: 2_000,
-        }
-    }
-}
-
-impl Limits {
+impl Bounds {
     pub fn deadline_ticks(&self) -> u64 {
         let tick = self.tick.as_nanos().max(1);
         u64::try_from(self.call_deadline.as_nanos().div_ceil(tick))
@@ -59,7 +77,9 @@ fn load_error(e: wasmtime::Error) -> HostError {
 pub struct Runtime {
     pub(crate) engine: Engine,
     pub(crate) pre: QuotaEnginePre<HostState>,
-    pub(crate) limits: Limits,
+    pub(crate) limits: Bounds,
+    /// The hosting contract, as the component states it, per dialect (SQLite, PostgreSQL).
+    contracts: [Arc<HostingContract>; 2],
     stop: Arc<AtomicBool>,
     ticker: Option<JoinHandle<()>>,
 }
@@ -109,6 +129,16 @@ impl Runtime {
         let mut linker: Linker<HostState> = Linker::new(&engine);
         QuotaEngine::add_to_linker::<HostState, HasSelf<HostState>>(&mut linker, |s| s).map_err(load)?;
         let pre = QuotaEnginePre::new(linker.instantiate_pre(&component).map_err(load)?).map_err(load)?;
+        let contracts = read_contracts(&engine, &pre)?;
+        let sqlite = &contracts[0];
+        let limits = Bounds {
+            memory_bytes: limits
+                .memory_bytes
+                .unwrap_or(usize::try_from(sqlite.memory_limit_bytes).unwrap_or(usize::MAX)),
+            call_deadline: limits.call_deadline.unwrap_or(sqlite.call_deadline),
+            tick: limits.tick.unwrap_or(Duration::from_millis(10)),
+            refresh_chunk_users: limits.refresh_chunk_users.unwrap_or(sqlite.refresh_chunk_users),
+        };
         let stop = Arc::new(AtomicBool::new(false));
         let ticker = {
             let (engine, stop, tick) = (engine.clone(), stop.clone(), limits.tick);
@@ -126,13 +156,24 @@ impl Runtime {
             engine,
             pre,
             limits,
+            contracts,
             stop,
             ticker: Some(ticker),
         }))
     }
 
-    pub fn limits(&self) -> Limits {
+    /// The bounds in force (the contract's, or the host's [`Limits`]).
+    pub fn limits(&self) -> Bounds {
         self.limits
+    }
+
+    /// The hosting contract for a database of `dialect`.
+    pub fn contract(&self, dialect: Dialect) -> Arc<HostingContract> {
+        self.contracts[match dialect {
+            Dialect::Sqlite => 0,
+            Dialect::Postgres => 1,
+        }]
+        .clone()
     }
 }
 

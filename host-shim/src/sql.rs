@@ -2,10 +2,14 @@
 //! statement for many parameter rows; own the transaction. The component brings every statement.
 //!
 //! Values are integers within +-(2^53-1), strings or null, carried as JSON text across the
-//! component boundary (see `wit/0.2.0/quota.wit`, interface `sql`). Host code of its own (quota-hub's
+//! component boundary (see `wit/0.3.0/quota.wit`, interface `sql`). Host code of its own (quota-hub's
 //! tokens) uses the typed [`Database::query`] on the same connection and transaction.
 
+use std::sync::Arc;
+
 use quota_core::json::{push_int, push_string};
+
+use crate::contract::HostingContract;
 
 use thiserror::Error;
 
@@ -35,58 +39,103 @@ pub enum SqlError {
     Other(String),
 }
 
-/// A database connection as the engine and its host use it. One engine call runs between `begin`
-/// (or `begin_read`) and `commit` or `rollback`.
+impl SqlError {
+    /// The contract's kind of this failure.
+    pub fn kind(&self) -> crate::contract::ErrorKind {
+        use crate::contract::ErrorKind;
+        match self {
+            SqlError::Busy => ErrorKind::Busy,
+            SqlError::Conflict(_) => ErrorKind::Conflict,
+            SqlError::Constraint(_) => ErrorKind::Constraint,
+            SqlError::Other(_) => ErrorKind::Other,
+        }
+    }
+}
+
+/// A database connection as the engine and its host use it: a bridge that runs statements. One
+/// engine call runs between `begin` (or `begin_read`) and `commit` or `rollback`, whose statements
+/// (like every wait and retry) are the component's hosting contract.
 pub trait Database: Send {
-    fn dialect(&self) -> Dialect;
+    /// The contract this connection was set up by: its dialect, statements and error codes.
+    fn contract(&self) -> &Arc<HostingContract>;
+    fn dialect(&self) -> Dialect {
+        self.contract().dialect
+    }
     /// Runs one statement; returns its rows.
     fn query(&mut self, sql: &str, params: &[SqlValue]) -> Result<Vec<Vec<SqlValue>>, SqlError>;
     /// Runs one statement once per parameter row; returns the rows changed in all.
     fn execute_many(&mut self, sql: &str, rows: &[Vec<SqlValue>]) -> Result<u64, SqlError>;
-    /// Starts a write transaction (SQLite: `BEGIN IMMEDIATE`, the write lock taken up front so two
-    /// writers never deadlock upgrading a read lock).
-    fn begin(&mut self) -> Result<(), SqlError>;
-    /// Starts a transaction that only reads (SQLite: `BEGIN DEFERRED`, a snapshot).
-    fn begin_read(&mut self) -> Result<(), SqlError>;
-    fn commit(&mut self) -> Result<(), SqlError>;
-    /// Undoes the open transaction, if any.
-    fn rollback(&mut self) -> Result<(), SqlError>;
+    /// Whether a transaction is open (a failed commit may have ended it already).
+    fn in_transaction(&self) -> bool {
+        true
+    }
+    /// Called before each transaction begins (PostgreSQL: a connection the server closed is
+    /// opened again, so a worker recovers once the database is back).
+    fn before_transaction(&mut self) -> Result<(), SqlError> {
+        Ok(())
+    }
     /// Outside a transaction: whether a write transaction could begin now, without waiting
     /// (SQLite: no other connection holds the file's write lock). Changes nothing. Databases
     /// without a file-wide write lock (PostgreSQL) always can.
     fn write_lock_free(&mut self) -> Result<bool, SqlError> {
         Ok(true)
     }
-    /// Every row of every table, in a fixed order: for tests that compare whole states.
-    fn dump(&mut self) -> Result<String, SqlError>;
 
+    /// Starts a write transaction.
+    fn begin(&mut self) -> Result<(), SqlError> {
+        self.before_transaction()?;
+        let c = self.contract().clone();
+        self.query(&c.transactions.begin_write, &[]).map(drop)
+    }
+    /// Starts a transaction that only reads (a snapshot).
+    fn begin_read(&mut self) -> Result<(), SqlError> {
+        self.before_transaction()?;
+        let c = self.contract().clone();
+        self.query(&c.transactions.begin_read, &[]).map(drop)
+    }
+    fn commit(&mut self) -> Result<(), SqlError> {
+        let c = self.contract().clone();
+        self.query(&c.transactions.commit, &[]).map(drop)
+    }
+    /// Undoes the open transaction, if any.
+    fn rollback(&mut self) -> Result<(), SqlError> {
+        if !self.in_transaction() {
+            return Ok(());
+        }
+        let c = self.contract().clone();
+        self.query(&c.transactions.rollback, &[]).map(drop)
+    }
     /// Marks a point inside the open transaction that [`Database::rollback_to_savepoint`] returns
     /// to (group commit: each engine call of a group in its own savepoint).
     fn savepoint(&mut self) -> Result<(), SqlError> {
-        self.query("SAVEPOINT quota_call", &[]).map(drop)
+        let c = self.contract().clone();
+        self.query(&c.transactions.savepoint, &[]).map(drop)
     }
-
     /// Keeps what was done since [`Database::savepoint`] as part of the transaction.
     fn release_savepoint(&mut self) -> Result<(), SqlError> {
-        self.query("RELEASE SAVEPOINT quota_call", &[]).map(drop)
+        let c = self.contract().clone();
+        self.query(&c.transactions.release_savepoint, &[]).map(drop)
     }
-
     /// Undoes what was done since [`Database::savepoint`]; the transaction stays open.
     fn rollback_to_savepoint(&mut self) -> Result<(), SqlError> {
-        self.query("ROLLBACK TO SAVEPOINT quota_call", &[])?;
+        let c = self.contract().clone();
+        self.query(&c.transactions.rollback_to_savepoint, &[])?;
         self.release_savepoint()
     }
-
     /// Called outside any transaction before the engine's `migrate`, so that hosts starting at once
-    /// on a new database migrate one after the other (the second then finds nothing to do). SQLite
-    /// needs nothing: its write transaction already serializes them.
+    /// on a new database migrate one after the other (the contract's `migration-lock`).
     fn lock_for_migration(&mut self) -> Result<(), SqlError> {
-        Ok(())
+        match self.contract().transactions.migration_lock.clone() {
+            Some((lock, _)) => self.query(&lock, &[]).map(drop),
+            None => Ok(()),
+        }
     }
-
     /// Releases [`Database::lock_for_migration`], outside any transaction.
     fn unlock_after_migration(&mut self) -> Result<(), SqlError> {
-        Ok(())
+        match self.contract().transactions.migration_lock.clone() {
+            Some((_, unlock)) => self.query(&unlock, &[]).map(drop),
+            None => Ok(()),
+        }
     }
 
     /// [`Database::query`] with parameters and rows as the component sends them (JSON).
@@ -99,6 +148,29 @@ pub trait Database: Send {
     fn execute_many_json(&mut self, sql: &str, rows_json: &str) -> Result<u64, SqlError> {
         self.execute_many(sql, &param_rows_from_json(rows_json)?)
     }
+}
+
+/// Every row of the engine's tables (the contract's list) and of `extra` ones, each table in key
+/// order, one `table|[row as JSON]` line per row: for tests and tools that compare whole states.
+pub fn dump(db: &mut dyn Database, extra: &[crate::contract::Table]) -> Result<String, SqlError> {
+    let tables: Vec<_> = db.contract().tables.iter().chain(extra).cloned().collect();
+    let mut out = String::new();
+    for t in tables {
+        let sql = format!(
+            "SELECT {} FROM {} ORDER BY {}",
+            t.columns.join(", "),
+            t.name,
+            t.key.join(", ")
+        );
+        for row in db.query(&sql, &[])? {
+            out.push_str(&t.name);
+            out.push('|');
+            out.push_str(&rows_to_json(&[row])[1..]);
+            out.pop();
+            out.push('\n');
+        }
+    }
+    Ok(out)
 }
 
 /// A JSON array of values into parameters; anything but integers, strings and null is refused.
@@ -117,6 +189,26 @@ pub enum Param<'a> {
     Int(i64),
     Text(std::borrow::Cow<'a, str>),
     Null,
+}
+
+impl<'a> From<&'a SqlValue> for Param<'a> {
+    fn from(v: &'a SqlValue) -> Param<'a> {
+        match v {
+            SqlValue::Int(i) => Param::Int(*i),
+            SqlValue::Text(s) => Param::Text(std::borrow::Cow::Borrowed(s)),
+            SqlValue::Null => Param::Null,
+        }
+    }
+}
+
+impl From<&Param<'_>> for SqlValue {
+    fn from(p: &Param<'_>) -> SqlValue {
+        match p {
+            Param::Int(i) => SqlValue::Int(*i),
+            Param::Text(s) => SqlValue::Text(s.to_string()),
+            Param::Null => SqlValue::Null,
+        }
+    }
 }
 
 impl<'de> serde::Deserialize<'de> for Param<'de> {

@@ -4,8 +4,8 @@ use quota_core::refresh::Step;
 use wasmtime::Store;
 
 use crate::bindings::{api, QuotaEngine};
-use crate::engine::Migration;
-use crate::error::HostError;
+use crate::types::{refresh_result, Migration};
+use crate::error::{trap, HostError};
 use crate::observe::Event;
 use crate::sql::{SqlError, SqlValue};
 use crate::state::HostState;
@@ -19,15 +19,6 @@ pub struct Tx<'a> {
     pub(crate) events: Option<&'a mut Vec<Event>>,
     /// Users per transaction of a refresh with a run id (the runtime's `Limits`).
     pub(crate) chunk_users: u32,
-}
-
-/// Names what stopped the guest: the wasm trap (`unreachable` for a guest panic, `interrupt` for the
-/// epoch deadline, ...) rather than the backtrace header.
-pub(crate) fn trap(e: wasmtime::Error) -> HostError {
-    match e.downcast_ref::<wasmtime::Trap>() {
-        Some(t) => HostError::Trap(t.to_string()),
-        None => HostError::Trap(e.root_cause().to_string()),
-    }
 }
 
 fn http_request(req: &quota_core::Request<'_>) -> api::HttpRequest {
@@ -99,7 +90,7 @@ impl Tx<'_> {
     /// The database, for a host's own reads in this transaction (a token lookup); a failure is
     /// the caller's to report.
     pub fn db(&mut self) -> &mut dyn crate::sql::Database {
-        self.store.data_mut().db.as_mut()
+        self.store.data_mut().db()
     }
 
     /// Users per transaction of a refresh with a run id (for [`Tx::handle_request_step`]).
@@ -118,12 +109,12 @@ impl Tx<'_> {
 
     /// The SQL the database speaks (for a host's own statements).
     pub fn dialect(&self) -> crate::Dialect {
-        self.store.data().db.dialect()
+        self.store.data().db_ref().dialect()
     }
 
     /// A statement of the host's own (quota-hub's tokens and replays), in this transaction.
     pub fn query(&mut self, sql: &str, params: &[SqlValue]) -> Result<Vec<Vec<SqlValue>>, HostError> {
-        let r = self.store.data_mut().db.query(sql, params);
+        let r = self.store.data_mut().db().query(sql, params);
         self.store.data_mut().seen(r).map_err(HostError::Storage)
     }
 
@@ -179,9 +170,9 @@ impl Tx<'_> {
                 .call_run_rule_step(s, name, run_id, now.0, chunk_users)
         })?;
         Ok(match r {
-            Ok(api::RefreshStep::Done(r)) => Step::Done(crate::engine::refresh_result(Ok(r))?),
+            Ok(api::RefreshStep::Done(r)) => Step::Done(refresh_result(Ok(r))?),
             Ok(api::RefreshStep::More) => Step::More,
-            Err(e) => return crate::engine::refresh_result(Err(e)).map(Step::Done),
+            Err(e) => return refresh_result(Err(e)).map(Step::Done),
         })
     }
 
@@ -198,6 +189,6 @@ impl Tx<'_> {
             b.quota_engine_api()
                 .call_run_rule(s, name, run_id, dry_run, now.0)
         })?;
-        crate::engine::refresh_result(r)
+        refresh_result(r)
     }
 }

@@ -14,13 +14,12 @@ use wasmtime::{Store, StoreLimitsBuilder};
 use quota_core::refresh::Step;
 
 use crate::bindings::QuotaEngine;
-use crate::engine::{ConfigSummary, Migration, RuleInfo};
-use crate::error::HostError;
+use crate::error::{trap, HostError};
 use crate::observe::{Event, Observer};
 use crate::runtime::Runtime;
 use crate::sql::{Database, SqlError};
 use crate::state::HostState;
-use crate::tx::trap;
+use crate::types::{ConfigSummary, Migration, RuleInfo};
 pub use crate::tx::Tx;
 
 pub struct Worker {
@@ -36,9 +35,6 @@ pub struct Worker {
     /// The events of the open transaction's calls, until it commits (or is rolled back).
     pub(crate) events: Vec<Event>,
 }
-
-/// How many times one call runs again after conflicts before it fails (as `busy`: HTTP 503).
-pub const conflict_retries_max: u32 = 30;
 
 impl Worker {
     /// A worker over `db`, configured with the values document (JSON), with the database brought to
@@ -170,7 +166,7 @@ impl Worker {
     /// with `values_json` (JSON) over an empty private `:memory:` database. A refused document is
     /// `HostError::Config` with every problem and its key path.
     pub fn without_storage(runtime: Arc<Runtime>, values_json: &str) -> Result<Worker, HostError> {
-        let db = crate::sqlite::SqliteDb::memory().map_err(HostError::Storage)?;
+        let db = crate::sqlite::SqliteDb::memory(&runtime).map_err(HostError::Storage)?;
         Worker::configured(runtime, Box::new(db), values_json)
     }
 
@@ -185,41 +181,40 @@ impl Worker {
     /// returns `Ok`, nothing trapped and no statement failed; rolled back otherwise. When the
     /// database reports a conflict with a concurrent transaction (PostgreSQL's serialization
     /// failures and deadlocks), the whole of `f` runs again in a new transaction, at most
-    /// [`conflict_retries_max`] times; engine calls are deterministic, so a retry decides again
+    /// the contract's retry attempts; engine calls are deterministic, so a retry decides again
     /// from what is committed.
     pub fn transaction<T>(
         &mut self,
         read_only: bool,
         mut f: impl FnMut(&mut Tx<'_>) -> Result<T, HostError>,
     ) -> Result<T, HostError> {
+        let contract = self.db().contract().clone();
         let mut attempt = 0;
         loop {
-            match self.transaction_once(read_only, &mut f) {
-                Err(HostError::Storage(SqlError::Conflict(m))) => {
-                    attempt += 1;
-                    if attempt > conflict_retries_max {
-                        let e = HostError::Storage(SqlError::Conflict(format!(
-                            "{m} (still conflicting after {conflict_retries_max} retries)"
-                        )));
-                        self.note_failure(&e);
-                        return Err(e);
-                    }
-                    self.conflicts_retried += 1;
-                    if let Some(o) = &self.observer {
-                        o.conflict_retried();
-                    }
-                    // Back off a little, more each time, so the transactions that collided spread out.
-                    std::thread::sleep(std::time::Duration::from_micros(
-                        200 * attempt as u64 * attempt as u64,
-                    ));
+            let answer = self.transaction_once(read_only, &mut f);
+            let retry = match &answer {
+                Err(HostError::Storage(e)) => contract.handling(e.kind()).retry,
+                _ => false,
+            };
+            if retry && attempt < contract.retry_attempts {
+                attempt += 1;
+                self.conflicts_retried += 1;
+                if let Some(o) = &self.observer {
+                    o.conflict_retried();
                 }
-                other => {
-                    if let Err(e) = &other {
-                        self.note_failure(e);
-                    }
-                    return other;
-                }
+                std::thread::sleep(contract.backoff(attempt));
+                continue;
             }
+            let answer = match answer {
+                Err(HostError::Storage(SqlError::Conflict(m))) if retry => Err(HostError::Storage(
+                    SqlError::Conflict(format!("{m} (still conflicting after {attempt} retries)")),
+                )),
+                other => other,
+            };
+            if let Err(e) = &answer {
+                self.note_failure(e);
+            }
+            return answer;
         }
     }
 
@@ -228,28 +223,13 @@ impl Worker {
         read_only: bool,
         f: &mut impl FnMut(&mut Tx<'_>) -> Result<T, HostError>,
     ) -> Result<T, HostError> {
-        let ticks = self.runtime.limits.deadline_ticks();
-        let store = self
-            .store
-            .as_mut()
-            .unwrap_or_else(|| unreachable!("worker store is missing"));
-        store.data_mut().storage_failed = None;
-        let db = &mut store.data_mut().db;
+        let db = self.db();
         let begun = if read_only { db.begin_read() } else { db.begin() };
         begun.map_err(HostError::Storage)?;
-        store.set_epoch_deadline(ticks);
-        let mut trapped = false;
         self.events.clear();
-        let answer = f(&mut Tx {
-            bindings: &self.bindings,
-            store: &mut *store,
-            trapped: &mut trapped,
-            events: self.observer.is_some().then_some(&mut self.events),
-            chunk_users: self.runtime.limits.refresh_chunk_users,
-        });
-        let failed = store.data_mut().storage_failed.take();
-        let outcome = match (answer, failed) {
-            (Ok(v), None) if !trapped => match store.data_mut().db.commit() {
+        let (answer, trapped) = self.run_scoped(f);
+        let outcome = match answer {
+            Ok(v) => match self.db().commit() {
                 Ok(()) => {
                     if let Some(o) = &self.observer {
                         if !self.events.is_empty() {
@@ -260,17 +240,47 @@ impl Worker {
                 }
                 Err(e) => Err(HostError::Storage(e)),
             },
-            // The database's own record of a failure wins over what the guest made of it.
-            (_, Some(e)) => Err(HostError::Storage(e)),
-            (Err(e), None) => Err(e),
-            (Ok(_), None) => Err(HostError::Trap("an engine call trapped".into())),
+            Err(e) => Err(e),
         };
-        let rolled_back = store.data_mut().db.rollback();
+        let rolled_back = self.db().rollback();
         if trapped {
             self.replace_instance()?;
         }
         rolled_back.map_err(HostError::Storage)?;
         outcome
+    }
+
+    /// The one runner of engine calls, inside a transaction or a savepoint its caller opened and
+    /// closes: the deadline set, `f` run with a [`Tx`], and its answer unless a statement failed
+    /// (the database's own record of a failure wins over what the guest made of it) or the guest
+    /// trapped. Also says whether it trapped (the caller replaces the instance after undoing).
+    pub(crate) fn run_scoped<T>(
+        &mut self,
+        f: &mut impl FnMut(&mut Tx<'_>) -> Result<T, HostError>,
+    ) -> (Result<T, HostError>, bool) {
+        let ticks = self.runtime.limits.deadline_ticks();
+        let chunk_users = self.runtime.limits.refresh_chunk_users;
+        let store = self
+            .store
+            .as_mut()
+            .unwrap_or_else(|| unreachable!("worker store is missing"));
+        store.data_mut().storage_failed = None;
+        store.set_epoch_deadline(ticks);
+        let mut trapped = false;
+        let answer = f(&mut Tx {
+            bindings: &self.bindings,
+            store: &mut *store,
+            trapped: &mut trapped,
+            events: self.observer.is_some().then_some(&mut self.events),
+            chunk_users,
+        });
+        let answer = match (answer, store.data_mut().storage_failed.take()) {
+            (Ok(v), None) if !trapped => Ok(v),
+            (_, Some(e)) => Err(HostError::Storage(e)),
+            (Err(e), None) => Err(e),
+            (Ok(_), None) => Err(HostError::Trap("an engine call trapped".into())),
+        };
+        (answer, trapped)
     }
 
     /// Users per transaction of a refresh with a run id (the runtime's `Limits`), for a host that
@@ -317,7 +327,7 @@ impl Worker {
             .store
             .take()
             .unwrap_or_else(|| unreachable!("worker store is missing"));
-        let db = old.into_data().db;
+        let db = old.into_data().into_db();
         let (store, bindings) = instantiate(&self.runtime, db)?;
         self.store = Some(store);
         self.bindings = bindings;
@@ -336,7 +346,7 @@ impl Worker {
 
     /// The database, outside any transaction (a test's dump, a tool's check).
     pub fn db(&mut self) -> &mut dyn Database {
-        self.store_mut().data_mut().db.as_mut()
+        self.store_mut().data_mut().db()
     }
 }
 
@@ -348,14 +358,7 @@ fn instantiate(
         .memory_size(runtime.limits.memory_bytes)
         .instances(4)
         .build();
-    let mut store = Store::new(
-        &runtime.engine,
-        HostState {
-            db,
-            limits,
-            storage_failed: None,
-        },
-    );
+    let mut store = Store::new(&runtime.engine, HostState::new(db, limits));
     store.limiter(|s| &mut s.limits);
     store.set_epoch_deadline(runtime.limits.deadline_ticks());
     let bindings = runtime

@@ -92,7 +92,7 @@ fn audit_rows(w: &mut Worker) -> Vec<Row> {
 fn component(n: usize) -> (Vec<Row>, Vec<UserRecord>, u64) {
     let mut w = Worker::new(
         common::runtime(),
-        Box::new(SqliteDb::memory().expect("memory db")),
+        Box::new(SqliteDb::memory(&common::runtime()).expect("memory db")),
         &common::fixture_json(),
     )
     .expect("worker");
@@ -126,7 +126,7 @@ fn a_refresh_committed_in_chunks_writes_the_native_rows() {
     let runtime = Runtime::load(
         &common::workspace().join(quota_host::component_path),
         Limits {
-            refresh_chunk_users: 7,
+            refresh_chunk_users: Some(7),
             ..Limits::default()
         },
     )
@@ -135,7 +135,7 @@ fn a_refresh_committed_in_chunks_writes_the_native_rows() {
     let (want_rows, want_users) = native(n);
     let mut w = Worker::new(
         runtime,
-        Box::new(SqliteDb::memory().expect("memory db")),
+        Box::new(SqliteDb::memory(&common::runtime()).expect("memory db")),
         &common::fixture_json(),
     )
     .expect("worker");

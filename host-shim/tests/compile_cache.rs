@@ -26,7 +26,7 @@ fn load(component: &[u8], dir: &Path) -> (std::sync::Arc<Runtime>, Outcome) {
 fn is_fault_build(rt: std::sync::Arc<Runtime>) -> bool {
     let mut w = Worker::new(
         rt,
-        Box::new(SqliteDb::memory().expect("db")),
+        Box::new(SqliteDb::memory(&common::runtime()).expect("db")),
         &common::fixture_json(),
     )
     .expect("worker");

@@ -7,7 +7,7 @@ mod common;
 use std::collections::BTreeMap;
 
 use quota_core::Timestamp;
-use quota_host::{Durability, SqliteDb, Worker};
+use quota_host::{SqliteDb, SqliteOptions, Worker};
 
 const THREADS: usize = 8;
 const PAIRS: usize = 500;
@@ -21,7 +21,7 @@ fn eight_threads_of_start_stop_pairs_keep_the_ledger_exact() {
     let values = common::fixture_json();
     let now = Timestamp(1_795_000_000);
     {
-        let db = SqliteDb::open(&db, Durability::Full).expect("db");
+        let db = SqliteDb::open(&common::runtime(), &db, SqliteOptions::default()).expect("db");
         let mut w = Worker::new(common::runtime(), Box::new(db), &values).expect("worker");
         for u in USERS {
             let body = format!(r#"{{"action":"set","amount":{START_BALANCE}}}"#);
@@ -43,7 +43,7 @@ fn eight_threads_of_start_stop_pairs_keep_the_ledger_exact() {
         .map(|t| {
             let (db, values) = (db.clone(), values.clone());
             std::thread::spawn(move || {
-                let db = SqliteDb::open(&db, Durability::Full).expect("db");
+                let db = SqliteDb::open(&common::runtime(), &db, SqliteOptions::default()).expect("db");
                 let mut w = Worker::new(common::runtime(), Box::new(db), &values).expect("worker");
                 let mut ended = Vec::with_capacity(PAIRS);
                 for i in 0..PAIRS {

@@ -6,7 +6,7 @@ mod common;
 use std::sync::{Arc, Mutex};
 
 use quota_core::{Caller, Request, Timestamp};
-use quota_host::{Database, Dialect, Durability, HostError, SqlError, SqlValue, SqliteDb, Worker};
+use quota_host::{Database, Dialect, HostError, SqlError, SqlValue, SqliteDb, SqliteOptions, Worker};
 
 const NOW: Timestamp = Timestamp(1_795_000_000);
 
@@ -49,16 +49,21 @@ fn seeded(runtime: std::sync::Arc<quota_host::Runtime>, db: Box<dyn Database>) -
 #[test]
 fn a_guest_trap_after_a_write_rolls_everything_back_and_the_worker_recovers() {
     let dir = tempfile::tempdir().expect("dir");
-    let db = SqliteDb::open(&dir.path().join("q.db"), Durability::Full).expect("db");
+    let db = SqliteDb::open(
+        &common::runtime(),
+        &dir.path().join("q.db"),
+        SqliteOptions::default(),
+    )
+    .expect("db");
     let mut w = seeded(common::fault_runtime(), Box::new(db));
-    let before = w.db().dump().expect("dump");
+    let before = quota_host::dump(w.db(), &[]).expect("dump");
     let err = post(&mut w, &common::admin(), "/__fault/trap-after-write", "").expect_err("the guest traps");
     assert!(
         matches!(&err, HostError::Trap(m) if m.contains("unreachable")),
         "{err}"
     );
     assert_eq!(
-        w.db().dump().expect("dump"),
+        quota_host::dump(w.db(), &[]).expect("dump"),
         before,
         "the row written before the trap must be gone"
     );
@@ -82,15 +87,20 @@ fn a_guest_trap_after_a_write_rolls_everything_back_and_the_worker_recovers() {
 #[test]
 fn a_guest_stuck_in_a_loop_is_stopped_by_the_deadline_and_the_host_keeps_serving() {
     let dir = tempfile::tempdir().expect("dir");
-    let db = SqliteDb::open(&dir.path().join("q.db"), Durability::Full).expect("db");
+    let db = SqliteDb::open(
+        &common::runtime(),
+        &dir.path().join("q.db"),
+        SqliteOptions::default(),
+    )
+    .expect("db");
     let mut w = seeded(common::fault_runtime(), Box::new(db));
-    let before = w.db().dump().expect("dump");
+    let before = quota_host::dump(w.db(), &[]).expect("dump");
     let err = post(&mut w, &common::admin(), "/__fault/spin", "").expect_err("the deadline stops the guest");
     assert!(
         matches!(&err, HostError::Trap(m) if m.contains("interrupt")),
         "{err}"
     );
-    assert_eq!(w.db().dump().expect("dump"), before);
+    assert_eq!(quota_host::dump(w.db(), &[]).expect("dump"), before);
     let r = post(&mut w, &common::hub(), "/api/quota/sessions/1/end", "{}").expect("next call");
     assert_eq!(r.status, 200, "{}", r.body);
 }
@@ -147,8 +157,11 @@ impl Database for Faulty {
     fn rollback(&mut self) -> Result<(), SqlError> {
         self.inner.rollback()
     }
-    fn dump(&mut self) -> Result<String, SqlError> {
-        self.inner.dump()
+    fn contract(&self) -> &std::sync::Arc<quota_host::HostingContract> {
+        self.inner.contract()
+    }
+    fn in_transaction(&self) -> bool {
+        self.inner.in_transaction()
     }
 }
 
@@ -166,11 +179,16 @@ fn a_storage_write_failing_mid_operation_rolls_back_every_earlier_write() {
             let dir = tempfile::tempdir().expect("dir");
             let plan = Arc::new(Mutex::new(None));
             let db = Faulty {
-                inner: SqliteDb::open(&dir.path().join("q.db"), Durability::Full).expect("db"),
+                inner: SqliteDb::open(
+                    &common::runtime(),
+                    &dir.path().join("q.db"),
+                    SqliteOptions::default(),
+                )
+                .expect("db"),
                 plan: plan.clone(),
             };
             let mut w = seeded(common::runtime(), Box::new(db));
-            let before = w.db().dump().expect("dump");
+            let before = quota_host::dump(w.db(), &[]).expect("dump");
             *plan.lock().expect("plan") = Some((nth_write_of_refresh, injected.clone()));
             let body = r#"{"action":"add","amount":5,"run_id":"r1"}"#;
             let err =
@@ -181,7 +199,7 @@ fn a_storage_write_failing_mid_operation_rolls_back_every_earlier_write() {
             );
             assert_eq!(err.is_busy(), *injected == SqlError::Busy);
             assert_eq!(
-                w.db().dump().expect("dump"),
+                quota_host::dump(w.db(), &[]).expect("dump"),
                 before,
                 "write {nth_write_of_refresh} failed with {injected}"
             );
@@ -191,7 +209,7 @@ fn a_storage_write_failing_mid_operation_rolls_back_every_earlier_write() {
             assert!(r.body.contains(r#""users_updated":2"#), "{}", r.body);
             let again = post(&mut w, &common::admin(), "/admin/api/quota/refresh", body).expect("replay");
             assert_eq!(again.body, r.body);
-            let ledger = w.db().dump().expect("dump");
+            let ledger = quota_host::dump(w.db(), &[]).expect("dump");
             assert_eq!(ledger.matches("auto_refresh").count(), 2, "{ledger}");
         }
     }

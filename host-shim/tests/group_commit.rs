@@ -11,7 +11,8 @@ use std::sync::{Arc, Mutex};
 use quota_core::{Caller, Request, Timestamp};
 use quota_host::observe::{Event, GateResult};
 use quota_host::{
-    Database, Dialect, Durability, GroupCall, HostError, Observer, SqlError, SqlValue, SqliteDb, Tx, Worker,
+    Database, Dialect, GroupCall, HostError, Observer, SqlError, SqlValue, SqliteDb, SqliteOptions, Tx,
+    Worker,
 };
 
 const NOW: Timestamp = Timestamp(1_795_000_000);
@@ -66,8 +67,11 @@ impl Database for Watched {
     fn rollback(&mut self) -> Result<(), SqlError> {
         self.inner.rollback()
     }
-    fn dump(&mut self) -> Result<String, SqlError> {
-        self.inner.dump()
+    fn contract(&self) -> &std::sync::Arc<quota_host::HostingContract> {
+        self.inner.contract()
+    }
+    fn in_transaction(&self) -> bool {
+        self.inner.in_transaction()
     }
 }
 
@@ -137,7 +141,12 @@ fn setup(fail_marker: Option<&'static str>) -> Setup {
     let commits = Arc::new(AtomicUsize::new(0));
     let fail_commit = Arc::new(AtomicBool::new(false));
     let db = Watched {
-        inner: SqliteDb::open(&dir.path().join("q.db"), Durability::Full).expect("db"),
+        inner: SqliteDb::open(
+            &common::runtime(),
+            &dir.path().join("q.db"),
+            SqliteOptions::default(),
+        )
+        .expect("db"),
         commits: commits.clone(),
         fail_commit: fail_commit.clone(),
         fail_marker,
@@ -208,7 +217,7 @@ fn failing_calls_are_undone_alone_and_the_group_commits_once() {
 
     assert_eq!(balance(&mut s.worker, "alice"), Some(10));
     assert_eq!(balance(&mut s.worker, "carol"), Some(30));
-    let dump = s.worker.db().dump().expect("dump");
+    let dump = quota_host::dump(s.worker.db(), &[]).expect("dump");
     assert!(
         !dump.contains(r#"Text("bob")"#),
         "bob's write was undone:\n{dump}"
@@ -240,7 +249,7 @@ fn a_failed_commit_fails_every_call_of_the_group_and_keeps_nothing() {
     let mut s = setup(None);
     let answers = s.worker.group(vec![set("alice", 10)]);
     assert!(matches!(answers[0], Ok((200, _))));
-    let before = s.worker.db().dump().expect("dump");
+    let before = quota_host::dump(s.worker.db(), &[]).expect("dump");
     let events_before = s.seen.events.lock().expect("events").len();
 
     s.fail_commit.store(true, Ordering::SeqCst);
@@ -255,7 +264,7 @@ fn a_failed_commit_fails_every_call_of_the_group_and_keeps_nothing() {
         );
     }
     assert_eq!(
-        s.worker.db().dump().expect("dump"),
+        quota_host::dump(s.worker.db(), &[]).expect("dump"),
         before,
         "nothing of the group is kept"
     );

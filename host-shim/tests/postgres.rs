@@ -7,7 +7,7 @@
 mod common;
 
 use quota_host::pg::PgDb;
-use quota_host::{Database, SqlValue, Worker};
+use quota_host::{Database, Durability, SqlValue, Worker};
 
 fn server_url() -> String {
     std::env::var("QUOTA_TEST_PG_URL").unwrap_or_else(|_| {
@@ -18,7 +18,7 @@ fn server_url() -> String {
 /// A new, empty database on the test server; its URL.
 fn fresh_database(name: &str) -> String {
     let url = server_url();
-    let mut admin = PgDb::connect(&url).expect("connect");
+    let mut admin = PgDb::connect(&common::runtime(), &url).expect("connect");
     // Each its own statement: neither may run inside a transaction block.
     admin
         .batch(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
@@ -35,7 +35,9 @@ fn component_over_postgres_matches_the_native_core_byte_for_byte() {
     let mut n = 0;
     let fresh = Box::new(move || -> Box<dyn Database> {
         n += 1;
-        Box::new(PgDb::connect(&fresh_database(&format!("scenario_{n}"))).expect("connect"))
+        Box::new(
+            PgDb::connect(&common::runtime(), &fresh_database(&format!("scenario_{n}"))).expect("connect"),
+        )
     });
     let (files, exchanges) = common::assert_every_scenario_matches_native(fresh, "PostgreSQL");
     println!("{files} scenarios, {exchanges} requests: component over PostgreSQL == native core");
@@ -48,7 +50,7 @@ fn a_fresh_database_is_migrated_once_and_a_second_host_finds_it_current() {
         .map(|_| {
             let url = url.clone();
             std::thread::spawn(move || {
-                let db = PgDb::connect(&url).map_err(|e| e.to_string())?;
+                let db = PgDb::connect(&common::runtime(), &url).map_err(|e| e.to_string())?;
                 Worker::new(common::runtime(), Box::new(db), &common::fixture_json())
                     .map(|_| ())
                     .map_err(|e| e.to_string())
@@ -58,7 +60,7 @@ fn a_fresh_database_is_migrated_once_and_a_second_host_finds_it_current() {
     for h in hosts {
         h.join().expect("thread").expect("host came up");
     }
-    let mut db = PgDb::connect(&url).expect("connect");
+    let mut db = PgDb::connect(&common::runtime(), &url).expect("connect");
     let version = db
         .query("SELECT obj_description(to_regclass('users'), 'pg_class')", &[])
         .expect("version");
@@ -78,7 +80,7 @@ fn concurrent_writers_keep_every_balance_equal_to_its_ledger() {
         .map(|t| {
             let url = url.clone();
             std::thread::spawn(move || {
-                let db = PgDb::connect(&url).expect("connect");
+                let db = PgDb::connect(&common::runtime(), &url).expect("connect");
                 let mut w =
                     Worker::new(common::runtime(), Box::new(db), &common::fixture_json()).expect("worker");
                 let now = quota_core::Timestamp::parse("2026-11-24T12:00:00Z").expect("time");
@@ -104,7 +106,7 @@ fn concurrent_writers_keep_every_balance_equal_to_its_ledger() {
         })
         .collect();
     let retried: u64 = handles.into_iter().map(|h| h.join().expect("thread")).sum();
-    let mut db = PgDb::connect(&url).expect("connect");
+    let mut db = PgDb::connect(&common::runtime(), &url).expect("connect");
     let wrong = db
         .query(
             "SELECT u.username FROM users u LEFT JOIN transactions t ON t.username = u.username
@@ -127,9 +129,16 @@ fn a_refresh_of_hundreds_of_users_is_recorded_as_on_sqlite() {
     // Pages of a refresh go through PostgreSQL's set-based statements (64 rows and more): the same
     // balances, the same audit rows with ids in the same order as on SQLite.
     let dir = tempfile::tempdir().expect("dir");
-    let sqlite =
-        quota_host::SqliteDb::open(&dir.path().join("q.db"), quota_host::Durability::Normal).expect("sqlite");
-    let pg = PgDb::connect(&fresh_database("set_based")).expect("connect");
+    let sqlite = quota_host::SqliteDb::open(
+        &common::runtime(),
+        &dir.path().join("q.db"),
+        quota_host::SqliteOptions {
+            durability: Some(Durability::Normal),
+            ..Default::default()
+        },
+    )
+    .expect("sqlite");
+    let pg = PgDb::connect(&common::runtime(), &fresh_database("set_based")).expect("connect");
     let mut hosts: Vec<Worker> = [Box::new(sqlite) as Box<dyn Database>, Box::new(pg)]
         .into_iter()
         .map(|db| Worker::new(common::runtime(), db, &common::fixture_json()).expect("worker"))

@@ -68,8 +68,12 @@ fn child_process_step() {
         .iter()
         .map(|a| a.as_str().expect("arg").to_string())
         .collect();
-    let db = quota_host::SqliteDb::open(std::path::Path::new(&text("db")), quota_host::Durability::Full)
-        .expect("open");
+    let db = quota_host::SqliteDb::open(
+        &common::runtime(),
+        std::path::Path::new(&text("db")),
+        quota_host::SqliteOptions::default(),
+    )
+    .expect("open");
     let values = std::fs::read_to_string(text("values")).expect("values");
     let mut w = quota_host::Worker::new(common::runtime(), Box::new(db), &values).expect("worker");
     let now = quota_core::Timestamp::parse(&text("now")).expect("now");

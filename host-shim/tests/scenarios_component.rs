@@ -3,7 +3,7 @@
 
 mod common;
 
-use quota_host::{Database, Durability, SqliteDb};
+use quota_host::{Database, Durability, SqliteDb, SqliteOptions};
 
 #[test]
 fn component_over_sqlite_matches_the_native_core_byte_for_byte() {
@@ -12,7 +12,17 @@ fn component_over_sqlite_matches_the_native_core_byte_for_byte() {
     let base = dir.path().to_path_buf();
     let fresh = Box::new(move || -> Box<dyn Database> {
         n += 1;
-        Box::new(SqliteDb::open(&base.join(format!("s{n}.db")), Durability::Normal).expect("sqlite file"))
+        Box::new(
+            SqliteDb::open(
+                &common::runtime(),
+                &base.join(format!("s{n}.db")),
+                SqliteOptions {
+                    durability: Some(Durability::Normal),
+                    ..SqliteOptions::default()
+                },
+            )
+            .expect("sqlite file"),
+        )
     });
     let (files, exchanges) = common::assert_every_scenario_matches_native(fresh, "SQLite");
     println!("{files} scenarios, {exchanges} requests: component over SQLite == native core");

@@ -7,12 +7,12 @@ mod common;
 use std::collections::BTreeMap;
 
 use quota_core::Timestamp;
-use quota_host::{Database, Durability, SqlValue, SqliteDb, Worker};
+use quota_host::{Database, SqlValue, SqliteDb, SqliteOptions, Worker};
 
 const NOW: Timestamp = Timestamp(1_795_300_000);
 
 fn worker(path: &std::path::Path) -> Worker {
-    let db = SqliteDb::open(path, Durability::Full).expect("open");
+    let db = SqliteDb::open(&common::runtime(), path, SqliteOptions::default()).expect("open");
     Worker::new(common::runtime(), Box::new(db), &common::fixture_json()).expect("worker")
 }
 
@@ -24,12 +24,33 @@ fn int(v: &SqlValue) -> i64 {
     v.as_int().expect("integer")
 }
 
-/// Every table's rows keyed by table, for comparing before and after a migration.
+/// `PRAGMA user_version`, which the engine's SQLite migrations set.
+trait SchemaVersion {
+    fn schema_version(&mut self) -> Result<i64, quota_host::SqlError>;
+}
+
+impl<D: Database> SchemaVersion for D {
+    fn schema_version(&mut self) -> Result<i64, quota_host::SqlError> {
+        Ok(int(&self.query("PRAGMA user_version", &[])?[0][0]))
+    }
+}
+
+/// Every table's rows (whatever their schema: before a migration too) keyed by table, each in
+/// the order of all its columns, for comparing before and after a migration.
 fn tables(db: &mut dyn Database) -> BTreeMap<String, Vec<String>> {
+    let names = rows(
+        db,
+        "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name",
+    );
     let mut out: BTreeMap<String, Vec<String>> = BTreeMap::new();
-    for line in db.dump().expect("dump").lines() {
-        let (table, row) = line.split_once('|').expect("table|row");
-        out.entry(table.to_string()).or_default().push(row.to_string());
+    for name in names.iter().filter_map(|r| r[0].as_text()) {
+        let n = rows(db, &format!("SELECT COUNT(*) FROM pragma_table_info('{name}')"))[0][0]
+            .as_int()
+            .expect("columns");
+        let order: Vec<String> = (1..=n).map(|i| i.to_string()).collect();
+        let sql = format!("SELECT * FROM \"{name}\" ORDER BY {}", order.join(", "));
+        let rows = rows(db, &sql).into_iter().map(|r| format!("{r:?}")).collect();
+        out.insert(name.to_string(), rows);
     }
     out
 }
@@ -40,7 +61,7 @@ fn a_fresh_database_gets_the_current_schema_once() {
     let path = dir.path().join("q.db");
     let mut w = worker(&path);
     assert_eq!(
-        SqliteDb::open(&path, Durability::Full)
+        SqliteDb::open(&common::runtime(), &path, SqliteOptions::default())
             .unwrap()
             .schema_version()
             .unwrap(),
@@ -107,14 +128,14 @@ fn a_quota_hub_0_1_0_file_migrates_without_losing_a_row() {
         &path,
     )
     .expect("copy fixture");
-    let mut old = SqliteDb::open(&path, Durability::Full).expect("open old");
+    let mut old = SqliteDb::open(&common::runtime(), &path, SqliteOptions::default()).expect("open old");
     assert_eq!(old.schema_version().unwrap(), 2);
     let before = tables(&mut old);
     drop(old);
 
     let mut w = worker(&path);
     assert_eq!(
-        SqliteDb::open(&path, Durability::Full)
+        SqliteDb::open(&common::runtime(), &path, SqliteOptions::default())
             .unwrap()
             .schema_version()
             .unwrap(),
@@ -172,14 +193,14 @@ fn a_newer_schema_is_refused_with_a_clear_message_and_nothing_changes() {
     let conn = rusqlite::Connection::open(&path).expect("open");
     conn.pragma_update(None, "user_version", 99).expect("bump");
     drop(conn);
-    let db = SqliteDb::open(&path, Durability::Full).expect("open");
+    let db = SqliteDb::open(&common::runtime(), &path, SqliteOptions::default()).expect("open");
     let err = Worker::new(common::runtime(), Box::new(db), &common::fixture_json())
         .err()
         .expect("refused");
     assert!(err.to_string().contains("schema version 99"), "{err}");
     assert!(err.to_string().contains("newer release"), "{err}");
     assert_eq!(
-        SqliteDb::open(&path, Durability::Full)
+        SqliteDb::open(&common::runtime(), &path, SqliteOptions::default())
             .unwrap()
             .schema_version()
             .unwrap(),
@@ -199,7 +220,8 @@ fn hosts_starting_at_once_on_one_new_file_both_come_up() {
                 // Open after the barrier: opening a new file (the switch to WAL) is part of the race,
                 // and a thread that fails cannot leave the others waiting for it.
                 go.wait();
-                let db = SqliteDb::open(&path, Durability::Full).map_err(|e| format!("open: {e:?}"))?;
+                let db = SqliteDb::open(&common::runtime(), &path, SqliteOptions::default())
+                    .map_err(|e| format!("open: {e:?}"))?;
                 Worker::new(common::runtime(), Box::new(db), &common::fixture_json())
                     .map(|_| ())
                     .map_err(|e| e.to_string())
@@ -209,7 +231,7 @@ fn hosts_starting_at_once_on_one_new_file_both_come_up() {
     for h in handles {
         h.join().expect("thread").expect("worker came up");
     }
-    let mut db = SqliteDb::open(&path, Durability::Full).expect("open");
+    let mut db = SqliteDb::open(&common::runtime(), &path, SqliteOptions::default()).expect("open");
     assert_eq!(db.schema_version().unwrap(), 3);
     assert_eq!(
         rows(&mut db, "SELECT COUNT(*) FROM users"),

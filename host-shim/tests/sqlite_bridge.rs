@@ -1,12 +1,15 @@
 //! The SQLite bridge on its own: typed values and errors, and checkpointing off the request path.
 
-use quota_host::{Checkpointer, Database, Durability, SqlError, SqlValue, SqliteDb, SqliteOptions};
+mod common;
+
+use quota_host::{Checkpointer, Database, SqlError, SqlValue, SqliteDb, SqliteOptions};
 
 fn open(path: &std::path::Path, auto_checkpoint: bool) -> SqliteDb {
-    SqliteDb::open_with(
+    SqliteDb::open(
+        &common::runtime(),
         path,
         SqliteOptions {
-            auto_checkpoint,
+            no_auto_checkpoint: !auto_checkpoint,
             ..SqliteOptions::default()
         },
     )
@@ -44,12 +47,12 @@ fn without_auto_checkpoint_a_commit_leaves_the_copy_to_an_explicit_checkpoint() 
     );
     // Without it, the file stays at its empty size until a checkpoint runs.
     let path = dir.path().join("q.db");
-    let (db, without) = big_commit(&path, false);
+    let (mut db, without) = big_commit(&path, false);
     assert!(
         without < 1 << 20,
         "the commit did not checkpoint ({without} bytes)"
     );
-    let stats = db.checkpoint().expect("checkpoint");
+    let stats = quota_host::checkpoint::checkpoint(&mut db).expect("checkpoint");
     assert!(stats.wal_frames > 1000, "{stats:?}");
     assert_eq!(
         stats.checkpointed, stats.wal_frames,
@@ -57,7 +60,7 @@ fn without_auto_checkpoint_a_commit_leaves_the_copy_to_an_explicit_checkpoint() 
     );
     assert!(std::fs::metadata(&path).expect("db").len() > 4 << 20);
     drop(db);
-    let mut again = SqliteDb::open(&path, Durability::Full).expect("reopen");
+    let mut again = SqliteDb::open(&common::runtime(), &path, SqliteOptions::default()).expect("reopen");
     let n = again.query("SELECT COUNT(*) FROM t", &[]).expect("count");
     assert_eq!(n, vec![vec![SqlValue::Int(50_000)]]);
 }
@@ -66,16 +69,18 @@ fn without_auto_checkpoint_a_commit_leaves_the_copy_to_an_explicit_checkpoint() 
 fn a_checkpointer_starts_and_stops_cleanly() {
     let dir = tempfile::tempdir().expect("dir");
     let path = dir.path().join("q.db");
-    let (db, _) = big_commit(&path, false);
+    let (mut db, _) = big_commit(&path, false);
     // Dropping the checkpointer runs a last checkpoint and joins its thread.
-    drop(Checkpointer::start(&path, std::time::Duration::from_secs(3600)).expect("start"));
-    let after = db.checkpoint().expect("checkpoint");
+    drop(
+        Checkpointer::start(&common::runtime(), &path, std::time::Duration::from_secs(3600)).expect("start"),
+    );
+    let after = quota_host::checkpoint::checkpoint(&mut db).expect("checkpoint");
     assert_eq!(after.checkpointed, after.wal_frames, "{after:?}");
 }
 
 #[test]
 fn values_rows_and_errors_are_typed() {
-    let mut db = SqliteDb::memory().expect("db");
+    let mut db = SqliteDb::memory(&common::runtime()).expect("db");
     db.query("CREATE TABLE t (k TEXT PRIMARY KEY, n INTEGER, r REAL)", &[])
         .expect("table");
     db.query(
@@ -125,13 +130,14 @@ fn values_rows_and_errors_are_typed() {
 fn a_writer_locked_out_longer_than_its_wait_gets_busy() {
     let dir = tempfile::tempdir().expect("dir");
     let path = dir.path().join("q.db");
-    let mut holder = SqliteDb::open(&path, Durability::Full).expect("holder");
+    let mut holder = SqliteDb::open(&common::runtime(), &path, SqliteOptions::default()).expect("holder");
     holder.query("CREATE TABLE t (k INTEGER)", &[]).expect("table");
     holder.begin().expect("lock");
-    let mut waiter = SqliteDb::open_with(
+    let mut waiter = SqliteDb::open(
+        &common::runtime(),
         &path,
         SqliteOptions {
-            busy_timeout: std::time::Duration::from_millis(50),
+            busy_timeout: Some(std::time::Duration::from_millis(50)),
             ..SqliteOptions::default()
         },
     )

@@ -32,7 +32,7 @@ fn rest(w: &mut Worker, method: &str, path: &str) -> Value {
 fn configuration_errors_come_back_with_key_paths_and_leave_the_old_config() {
     let mut w = Worker::new(
         common::runtime(),
-        Box::new(SqliteDb::memory().expect("memory db")),
+        Box::new(SqliteDb::memory(&common::runtime()).expect("memory db")),
         &values(),
     )
     .expect("worker");
@@ -58,7 +58,7 @@ fn configuration_errors_come_back_with_key_paths_and_leave_the_old_config() {
 fn typed_exports_agree_with_the_rest_answers() {
     let mut w = Worker::new(
         common::runtime(),
-        Box::new(SqliteDb::memory().expect("memory db")),
+        Box::new(SqliteDb::memory(&common::runtime()).expect("memory db")),
         &values(),
     )
     .expect("worker");

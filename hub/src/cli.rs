@@ -128,9 +128,10 @@ pub struct ServeArgs {
     #[arg(long)]
     pub writers: Option<usize>,
     /// How long a write waits for another process holding the database lock before the request
-    /// fails with 503 (retry later); milliseconds.
-    #[arg(long, default_value_t = crate::db::busy_timeout_ms_default)]
-    pub busy_timeout_ms: u64,
+    /// fails with 503 (retry later); milliseconds. Unless given, the engine's hosting contract's
+    /// (10,000).
+    #[arg(long)]
+    pub busy_timeout_ms: Option<u64>,
     /// Do not run the refresh rules here: Kubernetes CronJobs (`render-cronjobs`, the Helm chart)
     /// or another process run them. Use one of the two, not both.
     #[arg(long, env = "QUOTA_HUB_NO_SCHEDULER")]

@@ -5,17 +5,13 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use quota_host::pg::PgDb;
-use quota_host::{Database, SqliteDb, SqliteOptions};
+use quota_host::{Database, Runtime, SqliteDb, SqliteOptions};
 
 #[derive(Debug)]
 pub enum Db {
     Sqlite(PathBuf),
     Postgres(String),
 }
-
-/// How long a write waits for another process's lock before it fails as busy (HTTP 503), unless
-/// `serve --busy-timeout-ms` says otherwise.
-pub const busy_timeout_ms_default: u64 = 10_000;
 
 pub fn parse(url: &str) -> Result<Db, String> {
     if let Some(rest) = url.strip_prefix("sqlite://") {
@@ -37,20 +33,27 @@ pub fn parse(url: &str) -> Result<Db, String> {
 
 impl Db {
     /// One connection (the schema is brought up to date by the engine worker that uses it).
-    /// Servers turn SQLite's inline checkpoint off and run a background checkpointer instead.
-    pub fn open(&self, auto_checkpoint: bool, busy_timeout: Duration) -> Result<Box<dyn Database>, String> {
+    /// Servers turn SQLite's inline checkpoint off and run a background checkpointer instead. The
+    /// busy wait is the engine's hosting contract's unless given (`serve --busy-timeout-ms`).
+    pub fn open(
+        &self,
+        rt: &Runtime,
+        auto_checkpoint: bool,
+        busy_timeout: Option<Duration>,
+    ) -> Result<Box<dyn Database>, String> {
         match self {
-            Db::Sqlite(path) => SqliteDb::open_with(
+            Db::Sqlite(path) => SqliteDb::open(
+                rt,
                 path,
                 SqliteOptions {
-                    auto_checkpoint,
+                    no_auto_checkpoint: !auto_checkpoint,
                     busy_timeout,
                     ..SqliteOptions::default()
                 },
             )
             .map(|d| Box::new(d) as Box<dyn Database>)
             .map_err(|e| format!("database {}: {e}", path.display())),
-            Db::Postgres(url) => PgDb::connect(url)
+            Db::Postgres(url) => PgDb::connect_with(rt, url, busy_timeout)
                 .map(|d| Box::new(d) as Box<dyn Database>)
                 .map_err(|e| format!("database {}: {e}", redact(url))),
         }

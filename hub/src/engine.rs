@@ -36,9 +36,9 @@ pub fn worker(
     db: &Db,
     values: &serde_json::Value,
     auto_checkpoint: bool,
-    busy_timeout: std::time::Duration,
+    busy_timeout: Option<std::time::Duration>,
 ) -> Result<Worker, String> {
-    let conn = db.open(auto_checkpoint, busy_timeout)?;
+    let conn = db.open(rt, auto_checkpoint, busy_timeout)?;
     let mut w = Worker::new(rt.clone(), conn, &values.to_string()).map_err(|e| e.to_string())?;
     host_tables::ensure_schema(w.db()).map_err(|e| e.to_string())?;
     Ok(w)

@@ -62,6 +62,28 @@ const postgres_schema: &[&str] = &[
 ];
 
 /// A statement written for SQLite (`?N` placeholders), in the database's dialect.
+/// quota-hub's own tables, for `migrate-db` and whole-database comparisons: name, columns in
+/// copy order, the unique key (the engine's own come from its hosting contract).
+pub fn tables() -> Vec<quota_host::contract::Table> {
+    let table = |name: &str, columns: &str, key: &str| quota_host::contract::Table {
+        name: name.into(),
+        columns: columns.split(", ").map(str::to_string).collect(),
+        key: key.split(", ").map(str::to_string).collect(),
+    };
+    vec![
+        table(
+            "api_tokens",
+            "hash, name, admin, scopes, created_at, prefix, expires_at, last_used, imported",
+            "hash",
+        ),
+        table(
+            "idempotency",
+            "caller, method, path, key, body_hash, status, body, created_at",
+            "caller, method, path, key",
+        ),
+    ]
+}
+
 pub fn in_dialect(sql: &str, dialect: Dialect) -> std::borrow::Cow<'_, str> {
     match dialect {
         Dialect::Sqlite => sql.into(),

@@ -4,6 +4,7 @@
 
 use std::time::Instant;
 
+use quota_host::contract::Table;
 use quota_host::{Database, SqlValue};
 
 use crate::db::{self, Db};
@@ -12,23 +13,12 @@ use crate::{engine, host_tables, values};
 /// Rows read from the source and written to the target at a time.
 const page_rows: i64 = 5_000;
 
-/// (table, columns, the column rows are ordered and paged by).
-const tables: &[(&str, &str, &str)] = &[
-    ("users", "username, balance, unlimited, updated_at", "username"),
-    (
-        "transactions",
-        "id, username, amount, transaction_type, resource_type, description, balance_before, balance_after, created_at, created_by",
-        "id",
-    ),
-    (
-        "sessions",
-        "id, username, server_name, resource_type, rate_milli, runtime_minutes, estimated_cost_milli, start_time, billable, status, end_time, duration_minutes, cost",
-        "id",
-    ),
-    ("refresh_runs", "run_id, params, result, created_at", "run_id"),
-    ("api_tokens", "hash, name, admin, scopes, created_at, prefix, expires_at, last_used, imported", "hash"),
-    ("idempotency", "caller, method, path, key, body_hash, status, body, created_at", "caller, method, path, key"),
-];
+/// The engine's tables (as its hosting contract lists them), then quota-hub's own.
+fn tables(db: &dyn Database) -> Vec<Table> {
+    let mut all = db.contract().tables.clone();
+    all.extend(host_tables::tables());
+    all
+}
 
 fn sql(e: impl std::fmt::Display) -> String {
     e.to_string()
@@ -69,19 +59,13 @@ pub fn run(from: &str, to: &str, values_path: &std::path::Path, replace: bool) -
     let rt = engine::runtime()?;
     let doc = values::read(values_path)?;
     // Both databases at the engine's current schema (the engine's migrate, as at any start).
-    let mut source = engine::worker(
-        &rt,
-        &db::parse(from)?,
-        &doc,
-        true,
-        std::time::Duration::from_secs(10),
-    )?;
-    let mut dest = engine::worker(&rt, &target, &doc, true, std::time::Duration::from_secs(10))?;
+    let mut source = engine::worker(&rt, &db::parse(from)?, &doc, true, None)?;
+    let mut dest = engine::worker(&rt, &target, &doc, true, None)?;
     let src = source.db();
     let dst = dest.db();
     let mut existing = 0;
-    for (t, _, _) in tables {
-        existing += count(dst, t)?;
+    for t in tables(dst) {
+        existing += count(dst, &t.name)?;
     }
     if existing > 0 && !replace {
         return Err(format!(
@@ -148,16 +132,18 @@ fn copy_all(
     src: &mut dyn Database,
     dst: &mut dyn Database,
     replace: bool,
-) -> Result<Vec<(&'static str, i64)>, String> {
+) -> Result<Vec<(String, i64)>, String> {
     let dialect = dst.dialect();
+    let all = tables(dst);
     if replace {
-        for (t, _, _) in tables.iter().rev() {
-            dst.query(&format!("DELETE FROM {t}"), &[]).map_err(sql)?;
+        for t in all.iter().rev() {
+            dst.query(&format!("DELETE FROM {}", t.name), &[]).map_err(sql)?;
         }
     }
     let mut copied = Vec::new();
-    for (table, cols, order) in tables {
-        let n_cols = cols.split(',').count();
+    for t in &all {
+        let (table, cols, order) = (&t.name, t.columns.join(", "), t.key.join(", "));
+        let n_cols = t.columns.len();
         let total = count(src, table)?;
         let numbered: Vec<String> = (1..=n_cols).map(|i| format!("?{i}")).collect();
         let insert = format!("INSERT INTO {table} ({cols}) VALUES ({})", numbered.join(", "));
@@ -178,7 +164,7 @@ fn copy_all(
             offset += rows.len() as i64;
             eprintln!("{table}: {offset} / {total}");
         }
-        if dialect == quota_host::Dialect::Postgres && (*table == "transactions" || *table == "sessions") {
+        if dialect == quota_host::Dialect::Postgres && (table == "transactions" || table == "sessions") {
             // Ids continue after the largest one copied (never reused).
             dst.query(
                 &format!(
@@ -188,7 +174,7 @@ fn copy_all(
             )
             .map_err(sql)?;
         }
-        copied.push((*table, offset));
+        copied.push((table.clone(), offset));
     }
     Ok(copied)
 }

@@ -147,6 +147,7 @@ mod tests {
             "pages/quota.css",
             "src/browser.js",
             "src/core.js",
+            "src/contract.js",
             "gen/quota-engine.js",
             "gen/modules.json",
         ] {

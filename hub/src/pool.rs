@@ -59,6 +59,8 @@ impl<T: Send, F: FnMut(&mut Tx<'_>) -> Result<T, HostError> + Send> TxJob for Ty
 pub struct Pool {
     /// What the engine made of the values document (rules, enabled).
     pub summary: ConfigSummary,
+    /// The engine's hosting contract for this database (what a storage failure means for a caller).
+    pub contract: Arc<quota_host::HostingContract>,
     write: Option<Sender<Job>>,
     read: Option<Sender<Job>>,
     threads: Vec<JoinHandle<u64>>,
@@ -204,7 +206,7 @@ pub struct PoolOptions {
     pub writers: usize,
     pub readers: usize,
     /// How long a write waits for another process's lock before it fails busy.
-    pub busy_timeout: std::time::Duration,
+    pub busy_timeout: Option<std::time::Duration>,
     /// Write jobs that may share one transaction and commit (1: each commits alone).
     pub group_commit_max: usize,
     /// Told what the workers' committed calls did (metrics).
@@ -234,6 +236,7 @@ impl Pool {
         let read_rx = Arc::new(Mutex::new(read_rx));
         let mut threads = Vec::new();
         let mut summary = None;
+        let mut contract = None;
         let write_load = Arc::new(WriteLoad::default());
         for i in 0..writers + readers.max(1) {
             let mut worker = engine::worker(rt, db, values, false, busy_timeout)?;
@@ -241,6 +244,7 @@ impl Pool {
                 worker.observe(o.clone());
             }
             summary.get_or_insert_with(|| worker.summary().clone());
+            contract.get_or_insert_with(|| worker.db().contract().clone());
             let rx = if i < writers {
                 write_rx.clone()
             } else {
@@ -262,6 +266,7 @@ impl Pool {
             threads.push(t);
         }
         Ok(Pool {
+            contract: contract.ok_or("no worker started")?,
             summary: summary.ok_or("no engine worker started")?,
             write: Some(write_tx),
             read: Some(read_tx),

@@ -13,7 +13,7 @@ use http_body_util::BodyExt;
 use quota_core::limits::body_bytes_max;
 use quota_core::refresh::Step;
 use quota_core::Timestamp;
-use quota_host::{HostError, SqlError, Tx};
+use quota_host::{HostError, Tx};
 
 use crate::clock::Clock;
 use crate::host_tables::{self, IdempotencyKey, IdempotencyRecord};
@@ -248,16 +248,28 @@ async fn answer(app: Arc<App>, req: Request, caller_name: Arc<std::sync::OnceLoc
         Ok(Ok(r)) => with_allow(json(r.status, r.body), allow),
         Ok(Err(e)) => {
             info!("request failed: {e}");
-            if e.is_busy() {
-                error(503, "The database is busy; retry")
-            } else {
-                error(500, "Internal error (see the server log)")
-            }
+            failure(&app.pool.contract, &e)
         }
         Err(e) => {
             info!("request failed: {e}");
             error(500, "Internal error (see the server log)")
         }
+    }
+}
+
+/// A call that failed: a storage failure is answered as the hosting contract says (busy and
+/// conflicts that outlasted their retries: 503, retry later), anything else 500.
+fn failure(contract: &quota_host::HostingContract, e: &HostError) -> Response {
+    match e {
+        HostError::Storage(s) => {
+            let h = contract.handling(s.kind());
+            if h.transient {
+                error(h.http_status, "The database is busy; retry")
+            } else {
+                error(h.http_status, "Internal error (see the server log)")
+            }
+        }
+        _ => error(500, "Internal error (see the server log)"),
     }
 }
 
@@ -282,8 +294,7 @@ async fn scrape(
     let read = app
         .pool
         .run_in_tx(Kind::Read, move |tx| {
-            let caller = tokens::authenticate(tx.db(), &secret, now)
-                .map_err(|e| HostError::Storage(SqlError::Other(format!("token lookup: {e}"))))?;
+            let caller = tokens::authenticate(tx, &secret, now)?;
             let Some((caller, _)) = caller else {
                 return Ok(Err(401));
             };
@@ -361,13 +372,11 @@ fn answer_call(
     usage: &tokens::Usage,
 ) -> Result<Step<quota_core::Response>, HostError> {
     let caller = match &call.secret {
-        Some(s) => tokens::authenticate(tx.db(), s, now)
-            .map_err(|e| HostError::Storage(SqlError::Other(format!("token lookup: {e}"))))?
-            .map(|(caller, hash)| {
-                usage.note(&hash, now);
-                let _ = call.caller_name.set(caller.name.clone());
-                caller
-            }),
+        Some(s) => tokens::authenticate(tx, s, now)?.map(|(caller, hash)| {
+            usage.note(&hash, now);
+            let _ = call.caller_name.set(caller.name.clone());
+            caller
+        }),
         None => None,
     };
     let request = quota_core::Request {

@@ -42,8 +42,7 @@ impl Target {
             serde_json::json!({"custom": {"quota": {"enabled": false}}})
         };
         let rt = engine::runtime()?;
-        let busy = std::time::Duration::from_millis(db::busy_timeout_ms_default);
-        let w = engine::worker(&rt, &db::parse(&t.db)?, &doc, true, busy)?;
+        let w = engine::worker(&rt, &db::parse(&t.db)?, &doc, true, None)?;
         let caller = Caller {
             name: local_caller.into(),
             admin: true,

@@ -1,7 +1,6 @@
 //! `quota-hub token issue | list | revoke`: on the database directly (tokens are quota-hub's rows).
 
 use std::process::ExitCode;
-use std::time::Duration;
 
 use quota_core::Timestamp;
 use quota_host::Database;
@@ -15,7 +14,8 @@ pub fn run(command: TokenCommand) -> Result<ExitCode, String> {
     let url = match &command {
         TokenCommand::Issue { db, .. } | TokenCommand::List { db } | TokenCommand::Revoke { db, .. } => db,
     };
-    let mut conn = db::parse(url)?.open(true, Duration::from_millis(db::busy_timeout_ms_default))?;
+    let rt = crate::engine::runtime()?;
+    let mut conn = db::parse(url)?.open(&rt, true, None)?;
     let conn: &mut dyn Database = conn.as_mut();
     host_tables::ensure_schema(conn).map_err(|e| e.to_string())?;
     let now = Clock::system()?.now();

@@ -140,7 +140,7 @@ mod tests {
 
     #[test]
     fn a_table_from_quota_hub_0_1_gains_the_new_columns_and_its_tokens_keep_working() {
-        let mut db = SqliteDb::memory().unwrap();
+        let mut db = SqliteDb::memory(&crate::engine::runtime().unwrap()).unwrap();
         let b: &mut dyn Database = &mut db;
         b.query(
             "CREATE TABLE api_tokens (hash TEXT PRIMARY KEY, name TEXT NOT NULL, admin INTEGER NOT NULL,

@@ -6,6 +6,7 @@ use std::sync::Mutex;
 use crate::host_tables::Sql;
 use crate::token_rows::{self, TokenRecord};
 use quota_core::{Caller, Timestamp};
+use quota_host::HostError;
 use sha2::{Digest, Sha256};
 
 /// Bytes of randomness in a token.
@@ -105,9 +106,9 @@ pub fn authenticate(
     db: &mut (impl Sql + ?Sized),
     secret: &str,
     now: Timestamp,
-) -> Result<Option<(Caller, String)>, String> {
+) -> Result<Option<(Caller, String)>, HostError> {
     let hash = sha256_hex(secret.as_bytes());
-    let found = token_rows::find_token(db, &hash).map_err(|e| e.to_string())?;
+    let found = token_rows::find_token(db, &hash)?;
     Ok(found
         .filter(|t| constant_time_eq(&t.hash, &hash) && !t.expired(now))
         .map(|t| {
@@ -149,7 +150,7 @@ mod tests {
 
     #[test]
     fn issued_tokens_authenticate_and_others_do_not() {
-        let mut db = SqliteDb::memory().unwrap();
+        let mut db = SqliteDb::memory(&crate::engine::runtime().unwrap()).unwrap();
         host_tables::ensure_schema(&mut db).unwrap();
         let b: &mut dyn Database = &mut db;
         let scopes = vec!["quota:sessions".to_string()];
@@ -167,7 +168,7 @@ mod tests {
 
     #[test]
     fn an_expired_token_is_refused_from_its_expiry_on() {
-        let mut db = SqliteDb::memory().unwrap();
+        let mut db = SqliteDb::memory(&crate::engine::runtime().unwrap()).unwrap();
         host_tables::ensure_schema(&mut db).unwrap();
         let b: &mut dyn Database = &mut db;
         let t = issue(b, "cron", false, &[], Timestamp(1_000), Some(60)).unwrap();

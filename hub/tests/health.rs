@@ -156,7 +156,7 @@ fn readyz_follows_a_postgresql_server_that_stops_and_starts_again() {
             .expect("pg_ctl");
         assert!(st.success(), "{cmd}");
     };
-    let mut admin = PgDb::connect(&url).expect("connect");
+    let mut admin = PgDb::connect(&common::runtime(), &url).expect("connect");
     admin
         .batch("DROP DATABASE IF EXISTS quota_health WITH (FORCE)")
         .expect("drop");

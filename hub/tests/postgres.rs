@@ -21,7 +21,7 @@ fn server_url() -> String {
 
 fn fresh_database(name: &str) -> String {
     let url = server_url();
-    let mut admin = PgDb::connect(&url).expect("connect");
+    let mut admin = PgDb::connect(&common::runtime(), &url).expect("connect");
     admin
         .batch(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
         .expect("drop");
@@ -169,7 +169,7 @@ fn three_replicas_hammered_at_once_keep_the_ledger_exact() {
             "a raw database error reached a client: {body}"
         );
     }
-    let mut db = PgDb::connect(&url).expect("connect");
+    let mut db = PgDb::connect(&common::runtime(), &url).expect("connect");
     assert!(
         ledger_mismatches(&mut db).is_empty(),
         "{:?}",
@@ -226,7 +226,7 @@ fn a_replica_killed_during_a_refresh_leaves_whole_chunks_and_a_resend_completes_
     let victim = Server::start_url(&url, &values, &[], &[]);
     // Seeded in SQL (the CLI writes a row per round trip): each user with a balance and the one
     // ledger row that explains it.
-    let mut seed = PgDb::connect(&url).expect("connect");
+    let mut seed = PgDb::connect(&common::runtime(), &url).expect("connect");
     seed.batch(&format!(
         "INSERT INTO users SELECT 'k' || lpad(i::text, 5, '0'), i % 500, 0, 1795000000
            FROM generate_series(0, {users} - 1) AS i;
@@ -250,7 +250,7 @@ fn a_replica_killed_during_a_refresh_leaves_whole_chunks_and_a_resend_completes_
         )
     });
     // Kill it once the first chunks of the refresh have committed (each chunk is a transaction).
-    let mut db = PgDb::connect(&url).expect("connect");
+    let mut db = PgDb::connect(&common::runtime(), &url).expect("connect");
     let refreshed = "SELECT COUNT(*) FROM transactions WHERE transaction_type = 'auto_refresh'";
     let deadline = std::time::Instant::now() + common::patience;
     while scalar(&mut db, refreshed) == 0 && std::time::Instant::now() < deadline {
@@ -391,7 +391,7 @@ fn migrate_db_copies_a_sqlite_file_with_thousands_of_users_and_sessions() {
     let (code, _, err) = migrate(&["--replace"]);
     assert_eq!(code, 0, "{err}");
 
-    let mut db = PgDb::connect(&url).expect("connect");
+    let mut db = PgDb::connect(&common::runtime(), &url).expect("connect");
     assert!(ledger_mismatches(&mut db).is_empty());
     assert_eq!(
         scalar(&mut db, "SELECT COUNT(*) FROM sessions WHERE status = 'active'"),

@@ -5,18 +5,12 @@
 // import, a lowering error) the instance is replaced: its state may be half-finished.
 import { instantiate as instantiateShipped } from '../gen/quota-engine.js';
 
+import { Contract, StorageError, sleepSync } from './contract.js';
+
+export { Contract, StorageError } from './contract.js';
+
 /** The largest magnitude an integer may have on the wire: 2^53 - 1. */
 export const JSON_INT_MAX = Number.MAX_SAFE_INTEGER;
-
-/** A statement failed: `kind` is `busy`, `constraint` or `other`. */
-export class StorageError extends Error {
-  constructor(kind, message) {
-    super(message);
-    this.name = 'StorageError';
-    this.kind = kind;
-    this.busy = kind === 'busy';
-  }
-}
 
 /** The engine trapped or an import misbehaved; the call changed nothing and the instance was replaced. */
 export class EngineError extends Error {
@@ -80,7 +74,7 @@ export class Engine {
 
   instantiate() {
     const fail = (e) => {
-      const f = e instanceof StorageError ? e : new StorageError('other', `${e?.name ?? 'Error'}: ${e?.message ?? e}`);
+      const f = e instanceof StorageError ? e : this.contract.failed('other', `${e?.name ?? 'Error'}: ${e?.message ?? e}`);
       if (this.failed === null) this.failed = f;
       return { tag: 'err', val: f.kind === 'busy' ? { tag: 'busy' } : { tag: f.kind, val: f.message } };
     };
@@ -109,6 +103,8 @@ export class Engine {
     // jco keys imports by interface name without the version.
     const root = this.instantiateComponent(this.getCoreModule, { 'quota:engine/sql': sql, 'quota:engine/types': {} });
     this.api = root.api;
+    // How to host this component (statements, waits, retries, error kinds), as it states it.
+    this.contract ??= new Contract(root.hosting.contract(db?.dialect ?? 'sqlite'));
   }
 
   /** Runs `fn(api)` with no transaction (configuration, pure functions); a trap replaces the instance. */
@@ -127,8 +123,25 @@ export class Engine {
     if (this.valuesJson) this.api.configure(this.valuesJson);
   }
 
-  /** One export call in one transaction (`write`: an immediate write lock; else a read snapshot). */
+  /**
+   * One export call in one transaction (`write`: a write lock; else a read snapshot), run again,
+   * whole, after a failure the contract says to retry (a conflict with a concurrent transaction),
+   * as often and as far apart as it says: engine calls are deterministic.
+   */
   call(fn, write = true) {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return this.callOnce(fn, write);
+      } catch (e) {
+        const retry = e instanceof StorageError && this.contract.handling(e.kind).retry;
+        if (!retry || attempt >= this.contract.retry.attempts) throw e;
+        this.conflictsRetried = (this.conflictsRetried ?? 0) + 1;
+        sleepSync(this.contract.backoffMs(attempt + 1));
+      }
+    }
+  }
+
+  callOnce(fn, write) {
     this.db.begin(write);
     this.failed = null;
     let result;
@@ -227,8 +240,16 @@ export class Engine {
       caller: caller ? { name: caller.name, admin: !!caller.admin, scopes: [...(caller.scopes ?? [])] } : undefined,
     };
     const t = seconds(now);
-    const r = this.call((api) => api.handleRequest(req, t), method !== 'GET');
-    return { status: r.status, body: r.body };
+    if (method === 'GET') {
+      const r = this.call((api) => api.handleRequest(req, t), false);
+      return { status: r.status, body: r.body };
+    }
+    // A refresh with a run id is committed a chunk of users per transaction (the contract's size).
+    const chunk = this.contract.refreshChunkUsers;
+    for (;;) {
+      const step = this.call((api) => api.handleRequestStep(req, t, chunk));
+      if (step.tag === 'done') return { status: step.val.status, body: step.val.body };
+    }
   }
 }
 

@@ -1,8 +1,14 @@
 // Types of the Node entry point (`@quota-engine/js`).
 
+/** A storage failure, of one of the hosting contract's kinds; the call changed nothing. */
 export class StorageError extends Error {
-  readonly kind: 'busy' | 'constraint' | 'other';
+  readonly kind: 'busy' | 'conflict' | 'constraint' | 'other';
+  /** The caller may simply try again later (the contract's `transient`). */
+  readonly transient: boolean;
+  /** The same as `transient`. */
   readonly busy: boolean;
+  /** What a server answers (503 for busy and for conflicts that outlasted their retries). */
+  readonly httpStatus: number;
 }
 export class EngineError extends Error {}
 export class ConfigError extends Error {
@@ -41,10 +47,13 @@ export interface ConfigSummary {
 
 export interface Options {
   durability?: 'full' | 'normal';
+  /** How long a writer waits for another's lock before `busy` (the engine's hosting contract's
+   * busy wait, 10,000 ms, unless given). */
   busyTimeoutMs?: number;
 }
 
-export const BUSY_TIMEOUT_MS: number;
+/** The engine component's hosting contract (statements, waits, retries, error kinds), as it states it. */
+export function hostingContract(): object;
 
 /** The engine over a SQLite file or `:memory:`; every call is one transaction. */
 export class QuotaEngine {

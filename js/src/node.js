@@ -1,16 +1,16 @@
 // The Node bridge: the engine over a SQLite file (or `:memory:`) through better-sqlite3, the
-// synchronous driver. Every call is one transaction (BEGIN IMMEDIATE for writes). quota-hub, a
+// synchronous driver. Every call is one transaction, by the engine's hosting contract. quota-hub, a
 // JupyterHub with jupyterhub-quota and a Node host can open the same file.
 import { readFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-import { Engine, StorageError, seconds } from './core.js';
+import { Engine, seconds } from './core.js';
+import { SqliteBridge } from './sqlite-bridge.js';
 
 export { ConfigError, EngineError, QuotaError, StorageError } from './core.js';
+export { SqliteBridge } from './sqlite-bridge.js';
 
-const require = createRequire(import.meta.url);
 const gen = join(dirname(fileURLToPath(import.meta.url)), '..', 'gen');
 
 /** Core modules of a transpiled component (gen/ by default), compiled once per process. */
@@ -27,149 +27,10 @@ function coreModules(dir) {
   };
 }
 
-/** How long a writer waits for another's lock before `busy`. */
-export const BUSY_TIMEOUT_MS = 10_000;
-
-const pauseCell = new Int32Array(new SharedArrayBuffer(4));
-
-/**
- * Switches the file to WAL. On a new file several processes starting at once all try to; the switch
- * needs the file to itself and SQLite answers busy at once, without its busy handler, so it is
- * retried here (a synchronous pause: the driver is synchronous) for up to `waitMs`.
- */
-function enterWal(conn, waitMs) {
-  const deadline = Date.now() + waitMs;
-  let pause = 1;
-  for (;;) {
-    let mode;
-    try {
-      mode = conn.pragma('journal_mode = WAL', { simple: true });
-    } catch (e) {
-      if (e?.code !== 'SQLITE_BUSY' || Date.now() >= deadline) throw e;
-      Atomics.wait(pauseCell, 0, 0, pause);
-      pause = Math.min(pause * 2, 50);
-      continue;
-    }
-    if (!['wal', 'memory'].includes(String(mode).toLowerCase())) {
-      throw new Error(`sqlite: could not switch to WAL (journal mode stays ${mode})`);
-    }
-    return;
-  }
-}
-
-/**
- * better-sqlite3, an optional peer dependency: the browser entry and the pure functions need none,
- * so it is loaded only when a database is opened.
- */
-function betterSqlite3() {
-  try {
-    return require('better-sqlite3');
-  } catch (e) {
-    if (e?.code !== 'MODULE_NOT_FOUND') throw e;
-    throw new Error('The Node bridge needs better-sqlite3 (an optional peer dependency): npm install better-sqlite3@12');
-  }
-}
-
-/** The SQL bridge over one better-sqlite3 connection; prepared statements cached by their text. */
-export class SqliteBridge {
-  constructor(path, { durability = 'full', busyTimeoutMs = BUSY_TIMEOUT_MS } = {}) {
-    const Database = betterSqlite3();
-    this.dialect = 'sqlite';
-    this.conn = new Database(path, { timeout: busyTimeoutMs });
-    enterWal(this.conn, busyTimeoutMs);
-    this.conn.pragma(`synchronous = ${durability === 'full' ? 'FULL' : 'NORMAL'}`);
-    this.statements = new Map();
-    this.begins = { true: this.conn.prepare('BEGIN IMMEDIATE'), false: this.conn.prepare('BEGIN DEFERRED') };
-    this.commitStmt = this.conn.prepare('COMMIT');
-  }
-
-  prepare(sql) {
-    let st = this.statements.get(sql);
-    if (!st) {
-      const stmt = this.conn.prepare(sql);
-      if (stmt.reader) stmt.raw(true);
-      // better-sqlite3 binds `?NNN` placeholders by name ({1: v, 2: v}), plain `?` by position.
-      st = { stmt, numbered: /\?\d/.test(sql) };
-      this.statements.set(sql, st);
-    }
-    return st;
-  }
-
-  query(sql, params) {
-    return wrap(() => {
-      const { stmt, numbered } = this.prepare(sql);
-      const args = bindAll(params, numbered);
-      if (stmt.reader) return stmt.all(args).map(checkRow);
-      stmt.run(args);
-      return [];
-    });
-  }
-
-  executeMany(sql, rows) {
-    return wrap(() => {
-      const { stmt, numbered } = this.prepare(sql);
-      let changes = 0;
-      for (const row of rows) changes += stmt.run(bindAll(row, numbered)).changes;
-      return changes;
-    });
-  }
-
-  begin(write) {
-    wrap(() => this.begins[write].run());
-  }
-
-  commit() {
-    try {
-      wrap(() => this.commitStmt.run());
-    } catch (e) {
-      this.rollback();
-      throw e;
-    }
-  }
-
-  rollback() {
-    if (this.conn.inTransaction) this.conn.exec('ROLLBACK');
-  }
-
-  close() {
-    this.conn.close();
-  }
-}
-
-// better-sqlite3 binds JavaScript numbers as REAL; the engine's values are integers.
-function bind(v) {
-  return typeof v === 'number' ? BigInt(v) : v;
-}
-
-function bindAll(params, numbered) {
-  if (!numbered) return params.map(bind);
-  const named = {};
-  for (let i = 0; i < params.length; i++) named[i + 1] = bind(params[i]);
-  return named;
-}
-
-function checkRow(row) {
-  for (const v of row) {
-    if (typeof v === 'number' && !Number.isSafeInteger(v)) {
-      throw new StorageError('other', `a column holds ${v}, which the engine never stores`);
-    }
-    if (v !== null && typeof v !== 'number' && typeof v !== 'string') {
-      throw new StorageError('other', 'a column holds a blob, which the engine never stores');
-    }
-  }
-  return row;
-}
-
-function wrap(fn) {
-  try {
-    return fn();
-  } catch (e) {
-    if (e instanceof StorageError) throw e;
-    const code = e?.code ?? '';
-    if (code.startsWith('SQLITE_BUSY') || code.startsWith('SQLITE_LOCKED')) throw new StorageError('busy', e.message);
-    if (code.startsWith('SQLITE_CONSTRAINT')) throw new StorageError('constraint', e.message);
-    throw new StorageError('other', `sqlite: ${e?.message ?? e}`);
-  }
+/** The hosting contract of the shipped component (for a bridge opened without an engine). */
+export function hostingContract() {
+  hostingContract.cached ??= new Engine({ getCoreModule: coreModules(gen), db: null }).contract;
+  return hostingContract.cached;
 }
 
 const num = (v) => (typeof v === 'bigint' ? Number(v) : v);
@@ -186,9 +47,10 @@ export class QuotaEngine extends Engine {
    *   another transpiled component, as `{dir, instantiate}` (tests use the fault-injection build)
    */
   constructor(path, values, options = {}) {
-    const db = new SqliteBridge(path, options);
+    const db = new SqliteBridge(path);
     const c = options.component;
     super({ getCoreModule: coreModules(c?.dir ?? gen), db, ...(c ? { instantiate: c.instantiate } : {}) });
+    db.setUp(this.contract, options);
     this.migration = this.migrate();
     this.configure(values);
   }

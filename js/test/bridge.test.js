@@ -54,10 +54,13 @@ test('engines in several processes opening one new file at once all come up in W
   // The switch to WAL on a new file answers busy at once to all but one; the bridge retries it.
   const { spawn } = await import('node:child_process');
   const node = join(here, '..', 'src', 'node.js');
-  const opener = `import { SqliteBridge } from ${JSON.stringify(node)};
-    new SqliteBridge(':memory:'); // loads the driver before the start line
+  const opener = `import { SqliteBridge, hostingContract } from ${JSON.stringify(node)};
+    const contract = hostingContract();
+    new SqliteBridge(':memory:').setUp(contract); // loads the driver before the start line
     const at = Number(process.argv[2]); while (Date.now() < at) {}
-    process.stdout.write(new SqliteBridge(process.argv[1]).conn.pragma('journal_mode', { simple: true }));`;
+    const b = new SqliteBridge(process.argv[1]);
+    b.setUp(contract);
+    process.stdout.write(b.conn.pragma('journal_mode', { simple: true }));`;
   for (let round = 0; round < 8; round++) {
     const path = tmp();
     const at = String(Date.now() + 400);
@@ -141,6 +144,6 @@ test('jco’s debug log still works when asked for (JCO_DEBUG), though read once
   const script = `import { QuotaEngine } from ${JSON.stringify(new URL('../src/node.js', import.meta.url).href)};
     new QuotaEngine(':memory:', { custom: { authMode: 'github' } });`;
   const run = (env) => execFileSync(process.execPath, ['--input-type=module', '-e', script], { env: { ...process.env, ...env }, encoding: 'utf8' });
-  assert.match(run({ JCO_DEBUG: '1' }), /quota:engine\/sql@0\.2\.0/);
-  assert.doesNotMatch(run({ JCO_DEBUG: '' }), /quota:engine\/sql@0\.2\.0/);
+  assert.match(run({ JCO_DEBUG: '1' }), /quota:engine\/sql@0\.3\.0/);
+  assert.doesNotMatch(run({ JCO_DEBUG: '' }), /quota:engine\/sql@0\.3\.0/);
 });

@@ -58,7 +58,9 @@ def test_configuration_errors_name_their_keys_and_keep_the_old_config(tmp_path):
 
 def test_connections_opening_one_new_file_at_once_all_come_up_in_wal(tmp_path):
     # The switch to WAL on a new file answers busy at once to all but one; the bridge retries it.
-    from jupyterhub_quota.bridge import open_sqlite
+    from jupyterhub_quota.sqlite_bridge import SqliteBridge
+
+    contract = Component.load().contract("sqlite")
 
     for round_ in range(30):
         path = str(tmp_path / f"new{round_}.db")
@@ -67,9 +69,9 @@ def test_connections_opening_one_new_file_at_once_all_come_up_in_wal(tmp_path):
         def opener():
             go.wait()
             try:
-                conn = open_sqlite(path)
-                results.append(conn.execute("PRAGMA journal_mode").fetchone()[0])
-                conn.close()
+                bridge = SqliteBridge(path, contract)
+                results.append(bridge.conn.execute("PRAGMA journal_mode").fetchone()[0])
+                bridge.close()
             except Exception as e:  # noqa: BLE001 - reported by the assertion below
                 results.append(repr(e))
 
@@ -90,7 +92,7 @@ def test_a_busy_database_fails_the_call_as_busy_and_changes_nothing(tmp_path):
     try:
         with pytest.raises(StorageError) as err:
             start(e, "alice")
-        assert err.value.busy
+        assert (err.value.kind, err.value.busy, err.value.http_status) == ("busy", True, 503)
     finally:
         other.execute("ROLLBACK")
         other.close()
@@ -106,7 +108,8 @@ def test_a_constraint_failure_rolls_the_whole_call_back(tmp_path):
         c.execute("CREATE TRIGGER no_audit BEFORE INSERT ON transactions BEGIN SELECT RAISE(ABORT, 'audit refused'); END")
     with pytest.raises(StorageError) as err:
         e.handle_request("POST", "/admin/api/quota/users/bob", body='{"action":"set","amount":7}', caller=ADMIN, now=T0)
-    assert not err.value.busy and "audit refused" in str(err.value)
+    assert (err.value.kind, err.value.busy, err.value.http_status) == ("constraint", False, 500)
+    assert "audit refused" in str(err.value)
     assert balance(db, "bob") is None
     assert not e.conn.in_transaction
 

@@ -17,6 +17,7 @@ mod dialect;
 mod exports;
 #[cfg(feature = "fault-injection")]
 mod fault;
+mod hosting;
 mod pure;
 mod sql_json;
 mod sql_store;

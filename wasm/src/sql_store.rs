@@ -38,6 +38,7 @@ impl SqlStore {
 fn err(e: host::Error) -> StoreError {
     StoreError(match e {
         host::Error::Busy => "the database is busy (locked by another writer)".to_string(),
+        host::Error::Conflict(m) => format!("the transaction conflicted with a concurrent one: {m}"),
         host::Error::Constraint(m) => format!("constraint violated: {m}"),
         host::Error::Other(m) => m,
     })

@@ -28,7 +28,7 @@ pub fn fault_runtime() -> Arc<Runtime> {
     static RT: OnceLock<Arc<Runtime>> = OnceLock::new();
     RT.get_or_init(|| {
         let limits = Limits {
-            call_deadline: std::time::Duration::from_millis(300),
+            call_deadline: Some(std::time::Duration::from_millis(300)),
             ..Limits::default()
         };
         load(quota_host::fault_component_path, limits)

@@ -42,7 +42,7 @@ pub(super) fn serve(a: ServeArgs) -> Result<ExitCode, String> {
         ),
         None => None,
     };
-    let busy = Duration::from_millis(a.busy_timeout_ms);
+    let busy = a.busy_timeout_ms.map(Duration::from_millis);
     let writers = match (&db, a.writers) {
         (Db::Sqlite(_), Some(n)) if n > 1 => {
             return Err("--writers: SQLite takes one writer at a time; more than 1 needs postgres://".into())
@@ -65,7 +65,7 @@ pub(super) fn serve(a: ServeArgs) -> Result<ExitCode, String> {
     }
     let _checkpointer = match &db {
         Db::Sqlite(path) => Some(
-            Checkpointer::start(path, Duration::from_millis(checkpoint_interval_ms))
+            Checkpointer::start(&rt, path, Duration::from_millis(checkpoint_interval_ms))
                 .map_err(|e| format!("checkpointer: {e}"))?,
         ),
         // PostgreSQL checkpoints by itself.

@@ -8,7 +8,8 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
-use quota_host::{Database, Durability, SqliteDb};
+use quota_host::contract::Table;
+use quota_host::{Limits, Runtime, SqliteDb, SqliteOptions};
 
 pub const bin: &str = env!("CARGO_BIN_EXE_quota-hub");
 /// How long a test waits for a condition (a line in the log, a server to start) before failing.
@@ -257,12 +258,30 @@ pub fn http(
     send(agent, method, url, token, body.map(str::as_bytes), headers).unwrap_or_else(|e| panic!("{e}"))
 }
 
-/// Every row of the database (engine and host tables), in a fixed order.
+/// The engine, for tests that open the database themselves.
+pub fn runtime() -> Arc<Runtime> {
+    static RT: std::sync::OnceLock<Arc<Runtime>> = std::sync::OnceLock::new();
+    RT.get_or_init(|| {
+        let path = workspace().join(quota_host::component_path);
+        Runtime::load(&path, Limits::default()).unwrap_or_else(|e| panic!("{e}"))
+    })
+    .clone()
+}
+
+/// Every row of the database (the engine's tables and quota-hub's), in a fixed order.
 pub fn dump(db: &Path) -> String {
-    SqliteDb::open(db, Durability::Full)
-        .expect("open db")
-        .dump()
-        .expect("dump")
+    let rt = runtime();
+    let mut conn = SqliteDb::open(&rt, db, SqliteOptions::default()).expect("open db");
+    let table = |name: &str, key: &[&str]| Table {
+        name: name.into(),
+        columns: vec!["*".into()],
+        key: key.iter().map(|k| k.to_string()).collect(),
+    };
+    let host = [
+        table("api_tokens", &["hash"]),
+        table("idempotency", &["caller", "method", "path", "key"]),
+    ];
+    quota_host::dump(&mut conn, &host).expect("dump")
 }
 
 pub fn json(s: &str) -> serde_json::Value {

@@ -21,47 +21,27 @@ import wasmtime
 from wasmtime.component import Component as WasmComponent
 from wasmtime.component import Linker, Record, Variant
 
-from .bridge import JSON_INT_MAX, BridgeFailure, SqliteBridge, open_sqlite
+from .bridge import JSON_INT_MAX
+from .sqlite_bridge import SqliteBridge
+from .contract import HostingContract, StorageError, from_wit
 
 #: The component shipped inside this package.
 COMPONENT_PATH = Path(__file__).with_name("quota-engine.wasm")
 #: Where `scripts/build-wasm.sh` puts it, for a source checkout (`PYTHONPATH=python/src`, editable).
 _CHECKOUT_PATH = Path(__file__).resolve().parents[3] / "target" / "wasm" / "quota-engine.wasm"
 
-API = "quota:engine/api@0.2.0"
-SQL = "quota:engine/sql@0.2.0"
+API = "quota:engine/api@0.3.0"
+SQL = "quota:engine/sql@0.3.0"
+HOSTING = "quota:engine/hosting@0.3.0"
 
-#: A call that runs longer than this is interrupted (a runaway guest never hangs the hub).
-CALL_DEADLINE_S = 5.0
-#: How many times one call runs again after conflicts before it fails as busy.
-CONFLICT_RETRIES_MAX = 30
-#: Users per transaction of a refresh that has a run id (quota-hub's ``refresh_chunk_users``): a
-#: refresh of a million users never holds its locks for long, and a run cut off between chunks is
-#: completed by sending its run id again.
-REFRESH_CHUNK_USERS = 2000
-#: The guest's linear memory may not grow past this.
-MEMORY_LIMIT_BYTES = 256 * 1024 * 1024
+# The call deadline, the retry policy, the refresh chunk size, the memory limit and every statement
+# a bridge runs of its own are the component's hosting contract (`Component.contract`).
 _EPOCH_TICK_S = 0.05
 
 
 class EngineError(RuntimeError):
     """The component could not be loaded, or a call trapped or ran out of time or memory. The call
     changed nothing (it was rolled back) and the instance was replaced."""
-
-
-class StorageError(RuntimeError):
-    """A statement failed; the call changed nothing. ``busy`` means another writer held the database
-    longer than the wait: the whole call may simply be tried again."""
-
-    def __init__(self, message: str, busy: bool = False, conflict: bool = False):
-        super().__init__(message)
-        self.busy = busy or conflict
-        #: The transaction conflicted with a concurrent one (PostgreSQL); the call is retried.
-        self.conflict = conflict
-
-    @classmethod
-    def of(cls, f: BridgeFailure) -> "StorageError":
-        return cls(str(f), busy=f.kind == "busy", conflict=f.kind == "conflict")
 
 
 class ConfigError(ValueError):
@@ -202,8 +182,33 @@ class Component:
         except (wasmtime.WasmtimeError, OSError) as e:
             raise EngineError(f"loading {path}: {e}") from e
         self.path = path
+        self._contracts: dict[str, HostingContract] = {}
         ticker = threading.Thread(target=self._tick, name="quota-epoch", daemon=True)
         ticker.start()
+
+    def contract(self, dialect: str) -> HostingContract:
+        """The hosting contract for a database of ``dialect`` (``sqlite``, ``postgres``), asked of a
+        throwaway instance over no database once per component."""
+        c = self._contracts.get(dialect)
+        if c is None:
+            def refuse(_store: Any, *_args: Any) -> Variant:
+                return Variant("other", "this instance has no database")
+
+            linker = Linker(self.engine)
+            with linker.root() as root:
+                with root.add_instance(SQL) as sql:
+                    sql.add_func("get-dialect", lambda _store: dialect)
+                    sql.add_func("query", refuse)
+                    sql.add_func("execute-many", refuse)
+            store = wasmtime.Store(self.engine)
+            store.set_epoch_deadline(1 << 40)
+            inst = linker.instantiate(store, self.component)
+            hosting = inst.get_export_index(store, HOSTING)
+            idx = None if hosting is None else inst.get_export_index(store, "contract", hosting)
+            if idx is None:
+                raise EngineError(f"the component does not export {HOSTING}#contract")
+            c = self._contracts[dialect] = from_wit(inst.get_func(store, idx)(store, dialect))
+        return c
 
     def _tick(self) -> None:
         while True:
@@ -242,27 +247,30 @@ class QuotaEngine:
         *,
         component: Optional[Component] = None,
         durability: str = "full",
-        call_deadline: float = CALL_DEADLINE_S,
-        refresh_chunk_users: int = REFRESH_CHUNK_USERS,
+        call_deadline: Optional[float] = None,
+        refresh_chunk_users: Optional[int] = None,
+        busy_wait_ms: Optional[int] = None,
     ):
-        self.refresh_chunk_users = refresh_chunk_users
         self.component = component or Component.load()
         if db.startswith(("postgres://", "postgresql://")):
-            from .pg_bridge import PgBridge, connect
+            from .pg_bridge import PgBridge
 
-            try:
-                self.conn = connect(db)
-            except BridgeFailure as f:
-                raise StorageError(str(f)) from None
-            self.bridge: Any = PgBridge(self.conn)
+            self.contract = self.component.contract("postgres")
+            self.bridge: Any = PgBridge(db, self.contract, busy_wait_ms=busy_wait_ms)
         else:
-            self.conn = open_sqlite(db, durability=durability)
-            self.bridge = SqliteBridge(self.conn)
+            self.contract = self.component.contract("sqlite")
+            self.bridge = SqliteBridge(db, self.contract, durability=durability, busy_wait_ms=busy_wait_ms)
+        self.conn = self.bridge.conn
+        c = self.contract
+        #: Users per transaction of a refresh that has a run id: a refresh of a million users never
+        #: holds its locks for long, and a run cut off between chunks is completed by its run id.
+        self.refresh_chunk_users = c.refresh_chunk_users if refresh_chunk_users is None else refresh_chunk_users
         #: Calls run again after a conflict with a concurrent transaction (PostgreSQL).
         self.conflicts_retried = 0
         #: Told what committed calls did, and of traps, busy failures and retries (metrics).
         self.observer: Optional[Observer] = None
-        self.call_deadline = call_deadline
+        #: A call that runs longer than this (seconds) is interrupted: a runaway guest never hangs.
+        self.call_deadline = c.call_deadline_ms / 1000 if call_deadline is None else call_deadline
         self._values_json = ""
         self.summary: Optional[ConfigSummary] = None
         self._linker = Linker(self.component.engine)
@@ -279,7 +287,7 @@ class QuotaEngine:
 
     def _instantiate(self) -> None:
         self._store = wasmtime.Store(self.component.engine)
-        self._store.set_limits(memory_size=MEMORY_LIMIT_BYTES)
+        self._store.set_limits(memory_size=self.contract.memory_limit_bytes)
         self._store.set_epoch_deadline(1 << 40)
         inst = self._linker.instantiate(self._store, self.component.component)
         api = inst.get_export_index(self._store, API)
@@ -314,28 +322,26 @@ class QuotaEngine:
             raise EngineError(f"the engine call failed and changed nothing: {e}") from e
 
     def _call(self, call: Callable[[dict, wasmtime.Store], Any], write: bool = True) -> Any:
-        """One export call in one transaction; run again, whole, after a conflict with a concurrent
-        transaction (PostgreSQL's serialization failures and deadlocks), at most
-        ``CONFLICT_RETRIES_MAX`` times: engine calls are deterministic."""
-        for attempt in range(CONFLICT_RETRIES_MAX + 1):
+        """One export call in one transaction; run again, whole, after a failure the contract says
+        to retry (a conflict with a concurrent transaction), as often and as far apart as it says:
+        engine calls are deterministic."""
+        attempt = 0
+        while True:
             try:
                 return self._call_once(call, write)
             except StorageError as e:
-                if not e.conflict or attempt == CONFLICT_RETRIES_MAX:
-                    if e.busy and self.observer is not None:
+                if not self.contract.handling[e.kind].retry or attempt == self.contract.retry_attempts:
+                    if e.transient and self.observer is not None:
                         self.observer.busy()
                     raise
+                attempt += 1
                 self.conflicts_retried += 1
                 if self.observer is not None:
                     self.observer.conflict_retried()
-                time.sleep(0.0002 * (attempt + 1) ** 2)
-        raise AssertionError("unreachable")
+                time.sleep(self.contract.backoff_s(attempt))
 
     def _call_once(self, call: Callable[[dict, wasmtime.Store], Any], write: bool = True) -> Any:
-        try:
-            self.bridge.begin(write)
-        except BridgeFailure as f:
-            raise StorageError.of(f) from None
+        self.bridge.begin(write)
         try:
             result = self._raw(call)
         except BaseException:
@@ -344,14 +350,11 @@ class QuotaEngine:
         failed = self.bridge.failed
         if failed is not None:
             self.bridge.rollback()
-            raise StorageError.of(failed)
+            raise failed
         # What this attempt did, counted only once it has committed (never for a rolled-back or
         # retried attempt). Reads record nothing.
         events = self._take_events() if write and self.observer is not None else []
-        try:
-            self.bridge.commit()
-        except BridgeFailure as f:
-            raise StorageError.of(f) from None
+        self.bridge.commit()
         if events:
             self.observer.committed(events)
         return result
@@ -366,18 +369,14 @@ class QuotaEngine:
     # Exports
 
     def migrate(self) -> tuple[int, int]:
-        # Hosts starting at once on a new PostgreSQL database take turns (SQLite's write lock
-        # does this already).
-        lock = getattr(self.bridge, "lock_for_migration", None)
-        if lock is not None:
-            lock()
+        # Hosts starting at once on a new database take turns (the contract's migration lock).
+        self.bridge.lock_for_migration()
         try:
             r = self._call(lambda f, s: f["migrate"](s))
         finally:
-            if lock is not None:
-                self.bridge.unlock_after_migration()
+            self.bridge.unlock_after_migration()
         if isinstance(r, Variant):
-            raise StorageError(str(_quota_error(r)))
+            raise self.contract.failed("other", str(_quota_error(r)))
         return (_get(r, "from_version"), _get(r, "to_version"))
 
     def configure(self, values: dict) -> ConfigSummary:
@@ -426,7 +425,7 @@ class QuotaEngine:
             while r is None:
                 r = self._call(lambda f, s: f["handle-request-step"](s, req, t, chunk))
         if isinstance(r, str):
-            raise StorageError(r)
+            raise self.contract.failed("other", r)
         return Response(r.status, r.body)
 
     def cleanup_stale(self, now: Optional[int] = None) -> list[dict]:
@@ -481,4 +480,4 @@ class QuotaEngine:
         return {_get(c, "resource_type"): _get(c, "sessions") for c in r}
 
     def close(self) -> None:
-        self.conn.close()
+        self.bridge.close()

@@ -80,6 +80,15 @@ macro_rules! sixteen_times {
 /// 100,000 rows: 16 per statement halves the time SQLite spends on them, more gains little).
 pub const transaction_block_rows: usize = 16;
 
+/// The engine's tables: (name, columns in copy order, the unique key rows are ordered by). The
+/// `hosting` export hands them to tools that copy or compare whole databases.
+pub const tables: &[(&str, &str, &str)] = &[
+    ("users", user_columns!(), "username"),
+    ("transactions", transaction_columns!(), "id"),
+    ("sessions", session_columns!(), "id"),
+    ("refresh_runs", "run_id, params, result, created_at", "run_id"),
+];
+
 /// Column counts, checked on every row read.
 pub const user_column_count: usize = 4;
 pub const transaction_column_count: usize = 10;

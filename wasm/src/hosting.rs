@@ -1,0 +1,141 @@
+//! The `hosting` export: how a host must host this component, as data (wit/0.3.0, `hosting`).
+//! Every number a host used to hard-code (waits, retries, deadline, chunk size) and every
+//! statement it ran of its own (connection set-up, transactions, the migration lock) is here once.
+
+use crate::bindings::hosting::{
+    ErrorCode, ErrorHandling, HostingContract, RetryPolicy, SetupStatement, StorageErrorKind as Kind, Table,
+    TransactionStatements,
+};
+use crate::bindings::sql::Dialect;
+use crate::dialect::tables;
+
+/// How long a statement waits for another writer's lock before it fails as `busy`.
+const busy_wait_ms: u32 = 10_000;
+/// A refresh of 100,000 users in one call runs well under a second; a call still running after
+/// this is a runaway guest.
+const call_deadline_ms: u32 = 30_000;
+/// Users per transaction of a refresh with a run id: about 30 ms of PostgreSQL's time and 6 ms of
+/// SQLite's per chunk (docs/postgres.md).
+const refresh_chunk_users: u32 = 2_000;
+/// A refresh of 100,000 users holds every change in memory for a moment (about 20 MiB).
+const memory_limit_bytes: u64 = 256 << 20;
+/// The advisory lock key PostgreSQL hosts take around `migrate` ("quota" in ASCII).
+const migration_lock_key: i64 = 0x71756f7461;
+
+fn setup(sql: &str, expect: &[&str], retry_while_busy: bool) -> SetupStatement {
+    SetupStatement {
+        sql: sql.into(),
+        expect: expect.iter().map(|s| s.to_string()).collect(),
+        retry_while_busy,
+    }
+}
+
+fn code(code_prefix: &str, kind: Kind) -> ErrorCode {
+    ErrorCode {
+        code_prefix: code_prefix.into(),
+        kind,
+    }
+}
+
+fn handling(kind: Kind, retry: bool, http_status: u16, transient: bool) -> ErrorHandling {
+    ErrorHandling {
+        kind,
+        retry,
+        http_status,
+        transient,
+    }
+}
+
+impl crate::bindings::hosting::Guest for crate::exports::Component {
+    fn contract(dialect: Dialect) -> HostingContract {
+        contract(dialect)
+    }
+}
+
+fn contract(dialect: Dialect) -> HostingContract {
+    let (connection_setup, transactions, error_codes) = match dialect {
+        Dialect::Sqlite => (
+            vec![
+                setup("PRAGMA busy_timeout = {busy_wait_ms}", &[], false),
+                // On a new file several processes starting at once all switch it; the switch needs
+                // the file to itself and SQLite answers busy at once, without its busy handler.
+                setup("PRAGMA journal_mode = WAL", &["wal", "memory"], true),
+                setup("PRAGMA synchronous = {synchronous}", &[], false),
+                // A large refresh touches every user row and appends as many audit rows in one
+                // transaction; with SQLite's default 2 MB cache those pages spill to the WAL early.
+                setup("PRAGMA cache_size = -65536", &[], false),
+            ],
+            TransactionStatements {
+                begin_write: "BEGIN IMMEDIATE".into(),
+                begin_read: "BEGIN DEFERRED".into(),
+                commit: "COMMIT".into(),
+                rollback: "ROLLBACK".into(),
+                savepoint: "SAVEPOINT quota_call".into(),
+                release_savepoint: "RELEASE SAVEPOINT quota_call".into(),
+                rollback_to_savepoint: "ROLLBACK TO SAVEPOINT quota_call".into(),
+                migration_lock: None,
+            },
+            vec![
+                code("SQLITE_BUSY", Kind::Busy),
+                code("SQLITE_LOCKED", Kind::Busy),
+                code("SQLITE_CONSTRAINT", Kind::Constraint),
+            ],
+        ),
+        Dialect::Postgres => (
+            vec![setup("SET lock_timeout = {busy_wait_ms}", &[], false)],
+            TransactionStatements {
+                begin_write: "BEGIN ISOLATION LEVEL SERIALIZABLE".into(),
+                begin_read: "BEGIN ISOLATION LEVEL SERIALIZABLE READ ONLY".into(),
+                commit: "COMMIT".into(),
+                rollback: "ROLLBACK".into(),
+                savepoint: "SAVEPOINT quota_call".into(),
+                release_savepoint: "RELEASE SAVEPOINT quota_call".into(),
+                rollback_to_savepoint: "ROLLBACK TO SAVEPOINT quota_call".into(),
+                // A session lock, taken before the migration's transaction (and its snapshot).
+                migration_lock: Some((
+                    format!("SELECT pg_advisory_lock({migration_lock_key})"),
+                    format!("SELECT pg_advisory_unlock({migration_lock_key})::int"),
+                )),
+            },
+            vec![
+                code("40001", Kind::Conflict), // serialization_failure
+                code("40P01", Kind::Conflict), // deadlock_detected
+                code("55P03", Kind::Busy),     // lock_not_available (lock_timeout)
+                code("57014", Kind::Busy),     // query_canceled (statement_timeout)
+                code("23", Kind::Constraint),  // integrity_constraint_violation
+            ],
+        ),
+    };
+    HostingContract {
+        dialect,
+        connection_setup,
+        transactions,
+        busy_wait_ms,
+        retry: RetryPolicy {
+            attempts: 30,
+            backoff_base_us: 200,
+            backoff_max_us: 100_000,
+            jitter_percent: 50,
+        },
+        refresh_chunk_users,
+        call_deadline_ms,
+        memory_limit_bytes,
+        error_codes,
+        error_handling: vec![
+            // The busy wait has already passed inside the database: answer at once.
+            handling(Kind::Busy, false, 503, true),
+            // The database rolled the transaction back: the call decides again from what is committed.
+            handling(Kind::Conflict, true, 503, true),
+            handling(Kind::Constraint, false, 500, false),
+            handling(Kind::Other, false, 500, false),
+        ],
+        tables: tables
+            .iter()
+            .map(|(name, columns, key)| Table {
+                name: name.to_string(),
+                columns: columns.split(", ").map(str::to_string).collect(),
+                key: key.split(", ").map(str::to_string).collect(),
+            })
+            .collect(),
+    }
+}
