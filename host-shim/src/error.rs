@@ -40,4 +40,3 @@ pub(crate) fn trap(e: wasmtime::Error) -> HostError {
         None => HostError::Trap(e.root_cause().to_string()),
     }
 }
-

@@ -32,13 +32,13 @@ pub mod worker;
 pub use checkpoint::{CheckpointStats, Checkpointer};
 pub use compile_cache::{default_dir as default_cache_dir, Outcome as CacheOutcome};
 pub use contract::{Durability, ErrorKind, HostingContract};
-pub use types::{ConfigSummary, Migration, RuleInfo};
 pub use error::HostError;
 pub use group::GroupCall;
 pub use observe::Observer;
 pub use runtime::{Bounds, Limits, Runtime};
 pub use sql::{dump, Database, Dialect, SqlError, SqlValue};
 pub use sqlite::{SqliteDb, SqliteOptions};
+pub use types::{ConfigSummary, Migration, RuleInfo};
 pub use worker::{Tx, Worker};
 
 /// Where `scripts/build-wasm.sh` puts the component, relative to the workspace root.

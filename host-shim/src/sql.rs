@@ -314,6 +314,22 @@ pub fn for_each_param_row<'a>(
     }
 }
 
+/// One row as a JSON array, appended to `out`.
+pub fn push_json_row<'a>(out: &mut String, row: impl IntoIterator<Item = Param<'a>>) {
+    out.push('[');
+    for (j, v) in row.into_iter().enumerate() {
+        if j > 0 {
+            out.push(',');
+        }
+        match v {
+            Param::Int(n) => push_int(out, n),
+            Param::Null => out.push_str("null"),
+            Param::Text(s) => push_string(out, &s),
+        }
+    }
+    out.push(']');
+}
+
 /// Rows as a JSON array of arrays.
 pub fn rows_to_json(rows: &[Vec<SqlValue>]) -> String {
     let mut out = String::with_capacity(2 + rows.len() * 32);
@@ -322,18 +338,7 @@ pub fn rows_to_json(rows: &[Vec<SqlValue>]) -> String {
         if i > 0 {
             out.push(',');
         }
-        out.push('[');
-        for (j, v) in row.iter().enumerate() {
-            if j > 0 {
-                out.push(',');
-            }
-            match v {
-                SqlValue::Int(n) => push_int(&mut out, *n),
-                SqlValue::Null => out.push_str("null"),
-                SqlValue::Text(s) => push_string(&mut out, s),
-            }
-        }
-        out.push(']');
+        push_json_row(&mut out, row.iter().map(Param::from));
     }
     out.push(']');
     out

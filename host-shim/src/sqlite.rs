@@ -8,11 +8,9 @@ use std::time::Duration;
 use rusqlite::types::{ToSqlOutput, ValueRef};
 use rusqlite::{Connection, ToSql};
 
-use quota_core::json::{push_int, push_string};
-
 use crate::contract::{Durability, HostingContract};
 use crate::runtime::Runtime;
-use crate::sql::{for_each_param_row, Database, Dialect, Param, SqlError, SqlValue};
+use crate::sql::{for_each_param_row, push_json_row, Database, Dialect, Param, SqlError, SqlValue};
 
 /// Prepared statements kept per connection (the engine has about 20, a host a few more).
 const statement_cache_capacity: usize = 64;
@@ -176,18 +174,10 @@ impl Database for SqliteDb {
             serde_json::from_str(params_json).map_err(|e| SqlError::Other(format!("parameters: {e}")))?;
         let mut out = String::from("[");
         self.each_row(sql, &params, |r| {
-            out.push_str(if out.len() == 1 { "[" } else { ",[" });
-            for (i, v) in r.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                match v {
-                    Param::Int(n) => push_int(&mut out, *n),
-                    Param::Null => out.push_str("null"),
-                    Param::Text(t) => push_string(&mut out, t),
-                }
+            if out.len() > 1 {
+                out.push(',');
             }
-            out.push(']');
+            push_json_row(&mut out, r.iter().cloned());
             Ok(())
         })?;
         out.push(']');

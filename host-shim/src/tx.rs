@@ -4,11 +4,11 @@ use quota_core::refresh::Step;
 use wasmtime::Store;
 
 use crate::bindings::{api, QuotaEngine};
-use crate::types::{refresh_result, Migration};
 use crate::error::{trap, HostError};
 use crate::observe::Event;
 use crate::sql::{SqlError, SqlValue};
 use crate::state::HostState;
+use crate::types::{refresh_result, Migration};
 
 /// One open transaction: engine calls and the host's own statements, committed together.
 pub struct Tx<'a> {

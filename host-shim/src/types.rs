@@ -54,4 +54,3 @@ pub(crate) fn refresh_result(
     result.replayed = r.replayed;
     Ok(result)
 }
-

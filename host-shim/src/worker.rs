@@ -19,8 +19,8 @@ use crate::observe::{Event, Observer};
 use crate::runtime::Runtime;
 use crate::sql::{Database, SqlError};
 use crate::state::HostState;
-use crate::types::{ConfigSummary, Migration, RuleInfo};
 pub use crate::tx::Tx;
+use crate::types::{ConfigSummary, Migration, RuleInfo};
 
 pub struct Worker {
     pub(crate) runtime: Arc<Runtime>,

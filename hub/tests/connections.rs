@@ -34,24 +34,17 @@ fn addr_and_base(server: &Server) -> (String, String) {
 
 #[test]
 fn silent_and_half_sent_connections_are_closed_while_others_are_answered() {
-    let dir = tempfile::tempdir().expect("dir");
-    let db = dir.path().join("q.db");
-    let values = common::write_values(
-        dir.path(),
-        "values.json",
-        &serde_json::json!({"custom": {"authMode": "github"}}),
-    );
-    let admin = common::token(&db, "root", true, &[]);
-    let server = Server::start(
-        &db,
-        &values,
-        &[
-            "--header-read-timeout-ms",
-            "1000",
-            "--body-read-timeout-ms",
-            "1000",
-        ],
-    );
+    let common::GithubServer {
+        dir: _dir,
+        db: _,
+        admin,
+        server,
+    } = common::github_server(&[
+        "--header-read-timeout-ms",
+        "1000",
+        "--body-read-timeout-ms",
+        "1000",
+    ]);
     let (addr, base) = addr_and_base(&server);
 
     let silent: Vec<TcpStream> = (0..500)
@@ -130,19 +123,12 @@ fn silent_and_half_sent_connections_are_closed_while_others_are_answered() {
 
 #[test]
 fn past_the_connection_cap_new_connections_wait_for_a_slot() {
-    let dir = tempfile::tempdir().expect("dir");
-    let db = dir.path().join("q.db");
-    let values = common::write_values(
-        dir.path(),
-        "values.json",
-        &serde_json::json!({"custom": {"authMode": "github"}}),
-    );
-    let admin = common::token(&db, "root", true, &[]);
-    let server = Server::start(
-        &db,
-        &values,
-        &["--connections-max", "5", "--header-read-timeout-ms", "1000"],
-    );
+    let common::GithubServer {
+        dir: _dir,
+        db: _,
+        admin,
+        server,
+    } = common::github_server(&["--connections-max", "5", "--header-read-timeout-ms", "1000"]);
     let (addr, _) = addr_and_base(&server);
     // Five silent connections take every slot; a request waits until their timeout frees them,
     // then is answered (not refused, not lost).

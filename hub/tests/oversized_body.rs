@@ -8,8 +8,6 @@ mod common;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 
-use common::Server;
-
 /// Sends one oversized POST on a fresh connection and returns the status line and body.
 fn post_oversized(addr: &str, path: &str, token: &str, body_len: usize) -> (String, String) {
     let mut s = TcpStream::connect(addr).expect("connect");
@@ -55,15 +53,12 @@ fn post_oversized(addr: &str, path: &str, token: &str, body_len: usize) -> (Stri
 
 #[test]
 fn a_client_without_expect_continue_reads_the_413_every_time() {
-    let dir = tempfile::tempdir().expect("dir");
-    let db = dir.path().join("q.db");
-    let values = common::write_values(
-        dir.path(),
-        "values.json",
-        &serde_json::json!({"custom": {"authMode": "github"}}),
-    );
-    let admin = common::token(&db, "root", true, &[]);
-    let server = Server::start(&db, &values, &[]);
+    let common::GithubServer {
+        dir: _dir,
+        db: _,
+        admin,
+        server,
+    } = common::github_server(&[]);
     let url = server.url.strip_prefix("http://").expect("http");
     let (addr, base) = url.split_once('/').map_or((url, ""), |(a, b)| (a, b));
     let path = format!("/{base}/admin/api/quota/users/alice");

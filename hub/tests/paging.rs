@@ -5,19 +5,16 @@
 
 mod common;
 
-use common::{http, json, Server};
+use common::{http, json};
 
 #[test]
 fn fifty_thousand_users_and_five_thousand_sessions_page_each_once_in_order() {
-    let dir = tempfile::tempdir().expect("dir");
-    let db = dir.path().join("q.db");
-    let values = common::write_values(
-        dir.path(),
-        "values.json",
-        &serde_json::json!({"custom": {"authMode": "github"}}),
-    );
-    let admin = common::token(&db, "root", true, &[]);
-    let server = Server::start(&db, &values, &[]);
+    let common::GithubServer {
+        dir: _dir,
+        db,
+        admin,
+        server,
+    } = common::github_server(&[]);
     // Seeded in SQL (the schema exists once the server runs): the rows, not the HTTP, are under test.
     let users: usize = 50_000;
     let sessions: i64 = 5_000;

@@ -9,7 +9,7 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
-import { QuotaEngine } from '../src/node.js';
+import { LocalEngine, QuotaEngine } from '../src/node.js';
 import { REPO } from '../test/scenarios.js';
 
 const VALUES = { custom: { authMode: 'github', accelerators: { phx: { quotaRate: 2.5 } } } };
@@ -21,10 +21,9 @@ const names = Array.from({ length: USERS }, (_, i) => `user${String(i).padStart(
 
 const median = (xs) => xs.sort((a, b) => a - b)[xs.length >> 1];
 
-function bench(db, typed) {
-  const e = new QuotaEngine(db, VALUES);
-  const ins = e.db.conn.prepare('INSERT INTO users (username, balance, unlimited, updated_at) VALUES (?, 1000000000, 0, 0)');
-  for (const n of names) ins.run(n);
+function bench(db, typed, Engine = QuotaEngine) {
+  const e = new Engine(db, VALUES);
+  for (const n of names) e.adminUpdate(n, 'set', 1_000_000_000, {}, T0 - 60);
   const bodies = names.map((n) => JSON.stringify({ username: n, runtime_minutes: 60, resource_type: 'phx' }));
   const times = [];
   for (let r = 0; r < ROUNDS; r++) {
@@ -49,10 +48,16 @@ const dir = mkdtempSync(join(tmpdir(), 'quota-bench-'));
 const mem = bench(':memory:', false);
 const memTyped = bench(':memory:', true);
 const file = bench(join(dir, 'q.db'), false);
+const memLocal = bench(':memory:', false, LocalEngine);
+const fileLocal = bench(join(dir, 'local.db'), false, LocalEngine);
 console.log(`check-start through the Node bridge (jco, better-sqlite3; ${USERS} users x ${ROUNDS} rounds, median per call):`);
+console.log('QuotaEngine (a worker thread, the call deadline):');
 console.log(`  SQLite :memory:, REST request            ${mem.toFixed(1).padStart(8)} us`);
 console.log(`  SQLite :memory:, typed export            ${memTyped.toFixed(1).padStart(8)} us`);
 console.log(`  SQLite file, WAL, synchronous=FULL       ${file.toFixed(1).padStart(8)} us`);
+console.log('LocalEngine (this thread, no deadline):');
+console.log(`  SQLite :memory:, REST request            ${memLocal.toFixed(1).padStart(8)} us`);
+console.log(`  SQLite file, WAL, synchronous=FULL       ${fileLocal.toFixed(1).padStart(8)} us`);
 const rust = JSON.parse(
   execFileSync('cargo', ['bench', '-q', '--locked', '-p', 'quota-host', '--bench', 'component'], {
     cwd: REPO, env: { ...process.env, BENCH_PROFILE: 'gate' }, encoding: 'utf8',

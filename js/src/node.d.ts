@@ -47,6 +47,9 @@ export interface ConfigSummary {
 
 export interface Options {
   durability?: 'full' | 'normal';
+  /** How long one call may run before it is stopped and the thread replaced (`QuotaEngine` only;
+   * the hosting contract's 30,000 ms unless given). */
+  callDeadlineMs?: number;
   /** How long a writer waits for another's lock before `busy` (the engine's hosting contract's
    * busy wait, 10,000 ms, unless given). */
   busyTimeoutMs?: number;
@@ -55,7 +58,11 @@ export interface Options {
 /** The engine component's hosting contract (statements, waits, retries, error kinds), as it states it. */
 export function hostingContract(): object;
 
-/** The engine over a SQLite file or `:memory:`; every call is one transaction. */
+/** `QuotaEngine`'s methods on the calling thread: no thread hop, and no call deadline. */
+export class LocalEngine extends QuotaEngine {}
+
+/** The engine over a SQLite file or `:memory:` in a worker thread: every call one transaction,
+ * stopped at the call deadline (the thread replaced, nothing the call wrote kept). */
 export class QuotaEngine {
   constructor(path: string, values: object, options?: Options);
   readonly migration: { from: number; to: number };

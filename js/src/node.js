@@ -10,6 +10,7 @@ import { SqliteBridge } from './sqlite-bridge.js';
 
 export { ConfigError, EngineError, QuotaError, StorageError } from './core.js';
 export { SqliteBridge } from './sqlite-bridge.js';
+export { QuotaEngine } from './thread.js';
 
 const gen = join(dirname(fileURLToPath(import.meta.url)), '..', 'gen');
 
@@ -36,18 +37,21 @@ export function hostingContract() {
 const num = (v) => (typeof v === 'bigint' ? Number(v) : v);
 
 /**
- * An engine over a SQLite database. Opening brings it to the engine's schema (idempotent, safe when
- * several processes start at once) and applies `values` (the values document, as an object).
+ * An engine over a SQLite database, in this thread: opening brings it to the engine's schema
+ * (idempotent, safe when several processes start at once) and applies `values` (the values
+ * document, as an object). It has no call deadline (JavaScript cannot stop a guest running on its
+ * own thread); `QuotaEngine` runs one in a worker thread it can stop.
  */
-export class QuotaEngine extends Engine {
+export class LocalEngine extends Engine {
   /**
    * @param {string} path a SQLite file, or `:memory:`
    * @param {object} values the values document
    * @param {object} [options] `durability` (`full` | `normal`), `busyTimeoutMs`; `component`:
-   *   another transpiled component, as `{dir, instantiate}` (tests use the fault-injection build)
+   *   another transpiled component, as `{dir, instantiate}` (tests use the fault-injection build);
+   *   `bridge`: a `SqliteBridge` made beforehand (tests wrap one to inject failures)
    */
   constructor(path, values, options = {}) {
-    const db = new SqliteBridge(path);
+    const db = options.bridge ?? new SqliteBridge(path);
     const c = options.component;
     super({ getCoreModule: coreModules(c?.dir ?? gen), db, ...(c ? { instantiate: c.instantiate } : {}) });
     db.setUp(this.contract, options);

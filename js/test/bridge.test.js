@@ -4,11 +4,11 @@ import { existsSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { test } from 'node:test';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 
 import Database from 'better-sqlite3';
 
-import { ConfigError, EngineError, QuotaEngine, QuotaError, StorageError } from '../src/node.js';
+import { ConfigError, EngineError, LocalEngine, QuotaEngine, QuotaError, SqliteBridge, StorageError } from '../src/node.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const VALUES = { custom: { authMode: 'github', quota: { defaultQuota: 50 } } };
@@ -101,18 +101,60 @@ test('a constraint failure rolls the whole call back', () => {
     (err) => err instanceof StorageError && err.kind === 'constraint' && /audit refused/.test(err.message),
   );
   assert.equal(balance(db, 'bob'), null);
-  assert.equal(e.db.conn.inTransaction, false);
+  const d2 = new Database(db);
+  d2.exec('DROP TRIGGER no_audit');
+  d2.close();
+  assert.equal(start(e, 'dan').status, 201, 'no transaction was left open');
 });
 
 const faultDir = join(here, '..', 'gen-fault');
 test('a trap after a write rolls back and a fresh, configured instance goes on', async () => {
   assert.ok(existsSync(faultDir), 'gen-fault/ is missing: run `bash scripts/build-wasm.sh --fault` and `npm run build`');
-  const { instantiate } = await import('../gen-fault/quota-engine.js');
   const db = tmp();
-  const e = new QuotaEngine(db, VALUES, { component: { dir: faultDir, instantiate } });
+  const e = new QuotaEngine(db, VALUES, { component: fault });
   assert.throws(() => e.handleRequest({ method: 'POST', path: '/__fault/trap-after-write', caller: ADMIN }, T0), EngineError);
   assert.equal(balance(db, 'fault-written'), null);
   assert.equal(JSON.parse(start(e, 'alice').body).balance, 50);
+});
+
+const fault = { dir: faultDir, module: pathToFileURL(join(faultDir, 'quota-engine.js')) };
+test('a runaway guest is stopped at the call deadline; its thread is replaced and nothing it wrote is kept', () => {
+  const db = tmp();
+  const e = new QuotaEngine(db, VALUES, { component: fault, callDeadlineMs: 500 });
+  assert.equal(start(e, 'alice').status, 201);
+  assert.throws(() => e.handleRequest({ method: 'POST', path: '/__fault/spin', caller: ADMIN }, T0), (err) => err instanceof EngineError && /deadline/.test(err.message));
+  assert.equal(start(e, 'bob').status, 201, 'the fresh thread serves the same file');
+  assert.equal(balance(db, 'alice'), 50);
+  e.close();
+});
+
+/** A bridge whose writes fail as `conflict` (as PostgreSQL's serialization failures do) `times` times. */
+class Conflicting extends SqliteBridge {
+  constructor(path, times) {
+    super(path);
+    this.left = times;
+  }
+
+  query(sql, params) {
+    if (this.left > 0 && /^\s*(INSERT|UPDATE)/i.test(sql)) {
+      this.left -= 1;
+      throw this.contract.failed('conflict', 'injected: could not serialize access');
+    }
+    return super.query(sql, params);
+  }
+}
+
+test('a conflict that clears is retried as the contract says; one that never clears is a typed busy, retry', () => {
+  const db = tmp();
+  const retried = new LocalEngine(db, VALUES, { bridge: new Conflicting(db, 0) });
+  retried.db.left = 3;
+  assert.equal(start(retried, 'alice').status, 201);
+  assert.equal(retried.conflictsRetried, 3);
+  const stuck = new LocalEngine(db, VALUES, { bridge: new Conflicting(db, 0) });
+  stuck.db.left = Infinity;
+  assert.throws(() => start(stuck, 'bob'), (err) => err instanceof StorageError && err.kind === 'conflict' && err.transient && err.httpStatus === 503);
+  assert.equal(stuck.conflictsRetried, stuck.contract.retry.attempts);
+  assert.equal(balance(db, 'bob'), null);
 });
 
 test('a refresh over more users than a write block keeps ids and order', () => {
