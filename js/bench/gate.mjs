@@ -23,7 +23,7 @@ const median = (xs) => xs.sort((a, b) => a - b)[xs.length >> 1];
 
 function bench(db, typed, Engine = QuotaEngine) {
   const e = new Engine(db, VALUES);
-  for (const n of names) e.adminUpdate(n, 'set', 1_000_000_000, {}, T0 - 60);
+  for (const n of names) e.adminUpdate(n, 'set', 10_000_000, {}, T0 - 60);
   const bodies = names.map((n) => JSON.stringify({ username: n, runtime_minutes: 60, resource_type: 'phx' }));
   const times = [];
   for (let r = 0; r < ROUNDS; r++) {
