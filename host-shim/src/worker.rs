@@ -335,13 +335,17 @@ impl Worker {
         self.configure(&values).map(|_| ())
     }
 
-    /// Answers one REST request through the component; `GET` runs in a read transaction.
+    /// Answers one REST request through the component; `GET` runs in a read transaction, and a
+    /// refresh with a run id commits a chunk of users per transaction, as every host does.
     pub fn handle_request(
         &mut self,
         req: &quota_core::Request<'_>,
         now: quota_core::Timestamp,
     ) -> Result<quota_core::Response, HostError> {
-        self.transaction(req.method == "GET", |tx| tx.handle_request(req, now))
+        if req.method == "GET" {
+            return self.transaction(true, |tx| tx.handle_request(req, now));
+        }
+        self.chunked(|tx, chunk| tx.handle_request_step(req, now, chunk))
     }
 
     /// The database, outside any transaction (a test's dump, a tool's check).

@@ -12,13 +12,16 @@ use quota_host::{
 };
 use serde_json::Value;
 
-/// The `write`-th write of each run (transaction) fails with `kind`, `left` more runs.
+/// The `write`-th write of each run (transaction; of the `run`-th only, when given) fails with
+/// `kind`, `left` more runs.
 #[derive(Default)]
 struct Plan {
     kind: Option<String>,
     write: u64,
+    run: Option<u64>,
     left: u64,
     seen: u64,
+    runs: u64,
 }
 
 struct Faulty {
@@ -35,7 +38,7 @@ impl Faulty {
     fn fault(&self, sql: &str) -> Result<(), SqlError> {
         let mut p = self.plan.lock().expect("plan");
         let Some(kind) = p.kind.clone() else { return Ok(()) };
-        if !is_write(sql) || p.left == 0 {
+        if !is_write(sql) || p.left == 0 || p.run.is_some_and(|r| r != p.runs) {
             return Ok(());
         }
         p.seen += 1;
@@ -77,7 +80,10 @@ impl Database for Faulty {
         self.inner.execute_many_json(sql, rows_json)
     }
     fn begin(&mut self) -> Result<(), SqlError> {
-        self.plan.lock().expect("plan").seen = 0;
+        let mut p = self.plan.lock().expect("plan");
+        p.seen = 0;
+        p.runs += 1;
+        drop(p);
         self.inner.begin()
     }
 }
@@ -102,16 +108,29 @@ fn send(w: &mut Worker, r: &Value) -> Result<quota_core::Response, HostError> {
     w.handle_request(&req, quota_core::Timestamp(1_795_000_000))
 }
 
-fn fault_runtime(deadline_ms: u64) -> Arc<Runtime> {
-    let limits = Limits {
-        call_deadline: Some(std::time::Duration::from_millis(deadline_ms)),
-        ..Limits::default()
-    };
-    Runtime::load(
-        &common::workspace().join(quota_host::fault_component_path),
-        limits,
-    )
-    .unwrap_or_else(|e| panic!("{e} (bash scripts/build-wasm.sh --fault)"))
+/// A runtime of its own for a case that needs other bounds than the contract's.
+fn runtime_with(path: &str, limits: Limits) -> Arc<Runtime> {
+    Runtime::load(&common::workspace().join(path), limits)
+        .unwrap_or_else(|e| panic!("{e} (bash scripts/build-wasm.sh --fault)"))
+}
+
+fn balances(w: &mut Worker, want: &serde_json::Map<String, Value>) -> serde_json::Map<String, Value> {
+    want.keys()
+        .map(|u| {
+            let rows = w
+                .db()
+                .query(
+                    "SELECT balance FROM users WHERE username = ?1",
+                    &[SqlValue::Text(u.clone())],
+                )
+                .expect("balance");
+            let b = rows
+                .first()
+                .and_then(|r| r[0].as_int())
+                .map_or(Value::Null, Value::from);
+            (u.clone(), b)
+        })
+        .collect()
 }
 
 fn run_case(suite: &Value, case: &Value, write: u64) {
@@ -120,7 +139,18 @@ fn run_case(suite: &Value, case: &Value, write: u64) {
     let dir = tempfile::tempdir().expect("dir");
     let guest = fault.get("guest").is_some();
     let rt = if guest {
-        fault_runtime(fault["deadline_ms"].as_u64().unwrap_or(30_000))
+        let deadline = std::time::Duration::from_millis(fault["deadline_ms"].as_u64().unwrap_or(30_000));
+        let limits = Limits {
+            call_deadline: Some(deadline),
+            ..Limits::default()
+        };
+        runtime_with(quota_host::fault_component_path, limits)
+    } else if let Some(n) = case["chunk_users"].as_u64() {
+        let limits = Limits {
+            refresh_chunk_users: Some(u32::try_from(n).expect("chunk_users")),
+            ..Limits::default()
+        };
+        runtime_with(quota_host::component_path, limits)
     } else {
         common::runtime()
     };
@@ -140,6 +170,8 @@ fn run_case(suite: &Value, case: &Value, write: u64) {
         *plan.lock().expect("plan") = Plan {
             kind: Some(kind.into()),
             write,
+            run: fault["run"].as_u64(),
+            runs: 0,
             left: match &fault["times"] {
                 Value::String(s) if s == "always" => u64::MAX,
                 t => t.as_u64().unwrap_or(1),
@@ -208,13 +240,20 @@ fn run_case(suite: &Value, case: &Value, write: u64) {
             "{name}"
         );
     }
+    if let Some(want) = x["balances"].as_object() {
+        assert_eq!(&balances(&mut w, want), want, "{name}");
+    }
     if let Some(then) = case.get("then") {
         let answer = send(&mut w, then).unwrap_or_else(|e| panic!("{name}: then: {e}"));
-        assert_eq!(
-            u64::from(answer.status),
-            then["status"].as_u64().expect("status"),
-            "{name}: then"
-        );
+        let status = then["status"].as_u64().expect("status");
+        assert_eq!(u64::from(answer.status), status, "{name}: then: {}", answer.body);
+        let body: Value = serde_json::from_str(&answer.body).expect("json");
+        for (k, v) in then["json"].as_object().into_iter().flatten() {
+            assert_eq!(&body[k], v, "{name}: then: {k}");
+        }
+        if let Some(want) = then["balances"].as_object() {
+            assert_eq!(&balances(&mut w, want), want, "{name}: then");
+        }
     }
 }
 

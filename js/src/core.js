@@ -245,7 +245,7 @@ export class Engine {
       return { status: r.status, body: r.body };
     }
     // A refresh with a run id is committed a chunk of users per transaction (the contract's size).
-    const chunk = this.contract.refreshChunkUsers;
+    const chunk = this.refreshChunkUsers ?? this.contract.refreshChunkUsers;
     for (;;) {
       const step = this.call((api) => api.handleRequestStep(req, t, chunk));
       if (step.tag === 'done') return { status: step.val.status, body: step.val.body };

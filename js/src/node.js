@@ -48,13 +48,16 @@ export class LocalEngine extends Engine {
    * @param {object} values the values document
    * @param {object} [options] `durability` (`full` | `normal`), `busyTimeoutMs`; `component`:
    *   another transpiled component, as `{dir, instantiate}` (tests use the fault-injection build);
-   *   `bridge`: a `SqliteBridge` made beforehand (tests wrap one to inject failures)
+   *   `bridge`: a `SqliteBridge` made beforehand (tests wrap one to inject failures);
+   *   `refreshChunkUsers`: users per transaction of a refresh with a run id (the contract's unless given)
    */
   constructor(path, values, options = {}) {
     const db = options.bridge ?? new SqliteBridge(path);
     const c = options.component;
     super({ getCoreModule: coreModules(c?.dir ?? gen), db, ...(c ? { instantiate: c.instantiate } : {}) });
     db.setUp(this.contract, options);
+    /** Users per transaction of a refresh with a run id (the contract's unless given). */
+    this.refreshChunkUsers = options.refreshChunkUsers;
     this.migration = this.migrate();
     this.configure(values);
   }

@@ -28,21 +28,31 @@ function dump(path) {
   }
 }
 
+function balances(path, users) {
+  const d = new Database(path);
+  try {
+    return Object.fromEntries(users.map((u) => [u, d.prepare('SELECT balance FROM users WHERE username = ?').pluck().get(u)]));
+  } finally {
+    d.close();
+  }
+}
+
 const isWrite = (sql) => /^\s*(INSERT|UPDATE|DELETE)/i.test(sql);
 
 /** The bridge with a storage fault: the `write`-th write of a run fails with `kind`, `times` runs. */
 class Faulty extends SqliteBridge {
-  plan(kind, write, times) {
-    Object.assign(this, { kind, write, left: times === 'always' ? Infinity : times ?? 1, seen: 0 });
+  plan(kind, write, times, run) {
+    Object.assign(this, { kind, write, run, left: times === 'always' ? Infinity : times ?? 1, seen: 0, runs: 0 });
   }
 
   begin(write) {
     this.seen = 0;
+    this.runs = (this.runs ?? 0) + 1;
     super.begin(write);
   }
 
   fault() {
-    if (!this.kind || this.left <= 0) return;
+    if (!this.kind || this.left <= 0 || (this.run && this.runs !== this.run)) return;
     this.seen += 1;
     if (this.seen !== this.write) return;
     this.left -= 1;
@@ -70,11 +80,11 @@ for (const c of suite.cases) {
       const guest = c.fault.guest;
       const options = guest
         ? { component: { dir: faultDir, module: pathToFileURL(join(faultDir, 'quota-engine.js')) }, callDeadlineMs: c.fault.deadline_ms }
-        : { bridge: new Faulty(db) };
+        : { bridge: new Faulty(db), refreshChunkUsers: c.chunk_users };
       const e = guest ? new QuotaEngine(db, suite.values, options) : new LocalEngine(db, suite.values, options);
       for (const r of c.before) assert.ok(send(e, r).status < 300, r.path);
       const before = dump(db);
-      if (!guest) e.db.plan(c.fault.storage, write, c.fault.times);
+      if (!guest) e.db.plan(c.fault.storage, write, c.fault.times, c.fault.run);
       const x = c.expect;
       let answer;
       let error = null;
@@ -97,12 +107,14 @@ for (const c of suite.cases) {
         assert.equal(e.conflictsRetried, want);
       }
       if (x.unchanged) assert.deepEqual(dump(db), before, 'the failed call left a write behind');
-      if (x.balance) {
-        const d = new Database(db);
-        assert.equal(d.prepare('SELECT balance FROM users WHERE username = ?').pluck().get(x.balance[0]), x.balance[1]);
-        d.close();
+      if (x.balance) assert.deepEqual(balances(db, [x.balance[0]]), { [x.balance[0]]: x.balance[1] });
+      if (x.balances) assert.deepEqual(balances(db, Object.keys(x.balances)), x.balances);
+      if (c.then) {
+        const r = send(e, c.then);
+        assert.equal(r.status, c.then.status, r.body);
+        for (const [k, v] of Object.entries(c.then.json ?? {})) assert.deepEqual(JSON.parse(r.body)[k], v, k);
+        if (c.then.balances) assert.deepEqual(balances(db, Object.keys(c.then.balances)), c.then.balances);
       }
-      if (c.then) assert.equal(send(e, c.then).status, c.then.status);
       e.close();
     });
   }

@@ -35,14 +35,15 @@ def dump(path: Path, e: QuotaEngine) -> list:
                 for name, cols, key in e.contract.tables]
 
 
-def inject(e: QuotaEngine, kind: str, write: int, times) -> None:
-    """The ``write``-th write of each run of a call fails with ``kind``, ``times`` runs."""
+def inject(e: QuotaEngine, kind: str, write: int, times, nth_run=None) -> None:
+    """The ``write``-th write of each run (of the ``run``-th only, when given) of a call fails with
+    ``kind``, ``times`` runs."""
     b = e.bridge
-    state = {"seen": 0, "left": float("inf") if times == "always" else (times or 1)}
+    state = {"seen": 0, "runs": 0, "left": float("inf") if times == "always" else (times or 1)}
     run, count, begin = b.run, b._count, b.begin
 
     def fault(sql: str) -> None:
-        if WRITE.match(sql) and state["left"] > 0:
+        if WRITE.match(sql) and state["left"] > 0 and nth_run in (None, state["runs"]):
             state["seen"] += 1
             if state["seen"] == write:
                 state["left"] -= 1
@@ -58,9 +59,15 @@ def inject(e: QuotaEngine, kind: str, write: int, times) -> None:
 
     def faulty_begin(w=True):
         state["seen"] = 0
+        state["runs"] += 1
         begin(w)
 
     b.run, b._count, b.begin = faulty_run, faulty_count, faulty_begin
+
+
+def balances(path: Path, users: list) -> dict:
+    with sqlite3.connect(path) as d:
+        return {u: (d.execute("SELECT balance FROM users WHERE username = ?", (u,)).fetchone() or (None,))[0] for u in users}
 
 
 def send(e: QuotaEngine, r: dict):
@@ -77,12 +84,12 @@ def test_conformance(tmp_path, case, write):
         e = QuotaEngine(str(db), SUITE["values"], component=Component.load(FAULT),
                         call_deadline=fault.get("deadline_ms", 30_000) / 1000)
     else:
-        e = QuotaEngine(str(db), SUITE["values"])
+        e = QuotaEngine(str(db), SUITE["values"], refresh_chunk_users=case.get("chunk_users"))
     for r in case["before"]:
         assert send(e, r).status < 300, r["path"]
     before = dump(db, e)
     if "storage" in fault:
-        inject(e, fault["storage"], write, fault.get("times"))
+        inject(e, fault["storage"], write, fault.get("times"), fault.get("run"))
     x = case["expect"]
     answer, error = None, None
     try:
@@ -102,9 +109,16 @@ def test_conformance(tmp_path, case, write):
     if x.get("unchanged"):
         assert dump(db, e) == before, "the failed call left a write behind"
     if "balance" in x:
-        with sqlite3.connect(db) as d:
-            user, want = x["balance"]
-            assert d.execute("SELECT balance FROM users WHERE username = ?", (user,)).fetchone() == (want,)
+        user, want = x["balance"]
+        assert balances(db, [user]) == {user: want}
+    if "balances" in x:
+        assert balances(db, list(x["balances"])) == x["balances"]
     if "then" in case:
-        assert send(e, case["then"]).status == case["then"]["status"]
+        then = case["then"]
+        r = send(e, then)
+        assert r.status == then["status"], r.body
+        for k, v in then.get("json", {}).items():
+            assert r.json()[k] == v, k
+        if "balances" in then:
+            assert balances(db, list(then["balances"])) == then["balances"]
     e.close()
