@@ -198,6 +198,10 @@ async fn answer(app: Arc<App>, req: Request, caller_name: Arc<std::sync::OnceLoc
     };
     let secret = tokens::from_header(header_str(&headers, "authorization")).map(str::to_string);
     if path == metrics::metrics_path {
+        // Read what the client sent (a POST's body) before answering: a response that leaves the
+        // body unread makes the server close the connection, and a client reusing it from its
+        // pool then finds it gone ("peer disconnected", seen in CI after the 405).
+        let _ = read_body(Body::new(body), app.limits.body_read_timeout).await;
         return match &app.metrics {
             Some(m) => scrape(&app, m, &method, secret, now, caller_name).await,
             None => error(404, "Metrics are off on this server (--no-metrics)"),
