@@ -67,9 +67,7 @@ class HostingContract:
         return "other"
 
     def error(self, code: str, message: str) -> StorageError:
-        kind = self.kind_of(code)
-        h = self.handling[kind]
-        return StorageError(kind, message, transient=h.transient, http_status=h.http_status)
+        return self.failed(self.kind_of(code), message)
 
     def failed(self, kind: str, message: str) -> StorageError:
         h = self.handling[kind]
