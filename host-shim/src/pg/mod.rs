@@ -9,12 +9,14 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use tokio_postgres::types::{ToSql, Type};
 use tokio_postgres::{Client, NoTls, Statement};
 
 use crate::contract::HostingContract;
 use crate::runtime::Runtime;
 use crate::sql::{Database, Dialect, SqlError, SqlValue};
+
+mod values;
+use values::{bound, pg_err, read_row, refs};
 
 pub struct PgDb {
     rt: tokio::runtime::Runtime,
@@ -24,87 +26,6 @@ pub struct PgDb {
     url: String,
     contract: Arc<HostingContract>,
     busy_wait: std::time::Duration,
-}
-
-/// A driver error as the contract's kind, by its SQLSTATE; the server's own message when it sent one.
-fn pg_err(contract: &HostingContract, e: tokio_postgres::Error) -> SqlError {
-    let message = e
-        .as_db_error()
-        .map(|d| d.message().to_string())
-        .unwrap_or_else(|| e.to_string());
-    let code = e.code().map(|c| c.code()).unwrap_or_default();
-    contract.error(code, format!("postgres: {message}"))
-}
-
-/// One parameter, bound as the statement's parameter type asks (`bigint`, `integer`, `text`).
-#[derive(Debug)]
-enum Bound<'a> {
-    I64(Option<i64>),
-    I32(Option<i32>),
-    Text(Option<&'a str>),
-}
-
-impl ToSql for Bound<'_> {
-    fn to_sql(
-        &self,
-        ty: &Type,
-        out: &mut tokio_postgres::types::private::BytesMut,
-    ) -> Result<tokio_postgres::types::IsNull, Box<dyn std::error::Error + Sync + Send>> {
-        match self {
-            Bound::I64(v) => v.to_sql(ty, out),
-            Bound::I32(v) => v.to_sql(ty, out),
-            Bound::Text(v) => v.to_sql(ty, out),
-        }
-    }
-
-    fn accepts(ty: &Type) -> bool {
-        [Type::INT8, Type::INT4, Type::TEXT, Type::VARCHAR, Type::NAME].contains(ty)
-    }
-
-    tokio_postgres::types::to_sql_checked!();
-}
-
-fn bind<'a>(v: &'a SqlValue, ty: &Type) -> Result<Bound<'a>, SqlError> {
-    let wrong = || SqlError::Other(format!("parameter {v:?}: the statement wants {ty}"));
-    Ok(match (v, ty) {
-        (SqlValue::Null, &Type::INT8) => Bound::I64(None),
-        (SqlValue::Null, &Type::INT4) => Bound::I32(None),
-        (SqlValue::Null, _) => Bound::Text(None),
-        (SqlValue::Int(i), &Type::INT8) => Bound::I64(Some(*i)),
-        (SqlValue::Int(i), &Type::INT4) => Bound::I32(Some(i32::try_from(*i).map_err(|_| wrong())?)),
-        (SqlValue::Text(s), t) if *t == Type::TEXT || *t == Type::VARCHAR || *t == Type::NAME => {
-            Bound::Text(Some(s))
-        }
-        _ => return Err(wrong()),
-    })
-}
-
-fn read_row(row: &tokio_postgres::Row) -> Result<Vec<SqlValue>, SqlError> {
-    let mut out = Vec::with_capacity(row.len());
-    for (i, col) in row.columns().iter().enumerate() {
-        let ty = col.type_();
-        let v = if *ty == Type::INT8 {
-            row.try_get::<_, Option<i64>>(i).map(|v| v.map(SqlValue::Int))
-        } else if *ty == Type::INT4 {
-            row.try_get::<_, Option<i32>>(i)
-                .map(|v| v.map(|x| SqlValue::Int(x.into())))
-        } else if *ty == Type::TEXT || *ty == Type::VARCHAR || *ty == Type::NAME {
-            row.try_get::<_, Option<String>>(i).map(|v| v.map(SqlValue::Text))
-        } else if *ty == Type::VOID {
-            // `SELECT pg_advisory_lock(..)`: a function that returns nothing reads as null.
-            Ok(None)
-        } else {
-            return Err(SqlError::Other(format!(
-                "column {} is {ty}, which the engine never stores",
-                col.name()
-            )));
-        };
-        out.push(
-            v.map_err(|e| SqlError::Other(format!("postgres: {e}")))?
-                .unwrap_or(SqlValue::Null),
-        );
-    }
-    Ok(out)
 }
 
 impl PgDb {
@@ -167,21 +88,6 @@ impl PgDb {
         Ok(s)
     }
 
-    fn bound<'a>(stmt: &Statement, params: &'a [SqlValue]) -> Result<Vec<Bound<'a>>, SqlError> {
-        if stmt.params().len() != params.len() {
-            return Err(SqlError::Other(format!(
-                "the statement has {} parameters, {} given",
-                stmt.params().len(),
-                params.len()
-            )));
-        }
-        params
-            .iter()
-            .zip(stmt.params())
-            .map(|(v, t)| bind(v, t))
-            .collect()
-    }
-
     /// Runs statements of the host's own (quota-hub's tables), outside the engine's bridge.
     pub fn batch(&mut self, sql: &str) -> Result<(), SqlError> {
         self.rt
@@ -197,11 +103,10 @@ impl Database for PgDb {
 
     fn query(&mut self, sql: &str, params: &[SqlValue]) -> Result<Vec<Vec<SqlValue>>, SqlError> {
         let stmt = self.prepare(sql)?;
-        let bound = Self::bound(&stmt, params)?;
-        let refs: Vec<&(dyn ToSql + Sync)> = bound.iter().map(|b| b as &(dyn ToSql + Sync)).collect();
+        let bound = bound(&stmt, params)?;
         let rows = self
             .rt
-            .block_on(self.client.query(&stmt, &refs))
+            .block_on(self.client.query(&stmt, &refs(&bound)))
             .map_err(|e| pg_err(&self.contract, e))?;
         rows.iter().map(read_row).collect()
     }
@@ -210,12 +115,9 @@ impl Database for PgDb {
         let stmt = self.prepare(sql)?;
         let bound = rows
             .iter()
-            .map(|row| Self::bound(&stmt, row))
+            .map(|row| bound(&stmt, row))
             .collect::<Result<Vec<_>, _>>()?;
-        let refs: Vec<Vec<&(dyn ToSql + Sync)>> = bound
-            .iter()
-            .map(|b| b.iter().map(|v| v as &(dyn ToSql + Sync)).collect())
-            .collect();
+        let refs: Vec<_> = bound.iter().map(|b| refs(b)).collect();
         let client = &self.client;
         // Every row's execution issued at once: tokio-postgres pipelines them on the connection,
         // and the server runs them in order. The first failure (in row order) is the answer.

@@ -1,0 +1,62 @@
+//! How a SQLite connection is opened: the process-wide setting once, then the file (or `:memory:`)
+//! set up by the hosting contract (WAL, busy wait, `synchronous`), as the host's options adjust it.
+
+use std::path::Path;
+use std::time::Duration;
+
+use rusqlite::Connection;
+
+use super::SqliteDb;
+use crate::contract::Durability;
+use crate::runtime::Runtime;
+use crate::sql::{Database, Dialect, SqlError};
+
+/// Prepared statements kept per connection (the engine has about 20, a host a few more).
+const statement_cache_capacity: usize = 64;
+
+/// How a connection is opened.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct SqliteOptions {
+    /// `synchronous=FULL` unless `Normal`.
+    pub durability: Option<Durability>,
+    /// Off: SQLite's automatic checkpoint (inside whichever commit pushes the WAL past 1,000
+    /// pages) is not run; a server runs a [`crate::Checkpointer`] instead.
+    pub no_auto_checkpoint: bool,
+    /// How long a writer waits for another's lock before `busy` (the contract's unless given).
+    pub busy_timeout: Option<Duration>,
+}
+
+/// Process-wide, once, before the first connection: SQLite's memory statistics off (they take a
+/// global mutex on every allocation, and several workers serialize on it; nothing reads them).
+fn configure_sqlite() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    // SAFETY: called before any connection of this process is opened (the `Once` runs ahead of every
+    // `Connection::open` here); if SQLite was initialized already it returns SQLITE_MISUSE, harmless.
+    ONCE.call_once(|| unsafe {
+        rusqlite::ffi::sqlite3_config(rusqlite::ffi::SQLITE_CONFIG_MEMSTATUS, 0 as std::ffi::c_int);
+    });
+}
+
+impl SqliteDb {
+    /// Opens (creating if needed) a database file, or `:memory:`, set up by `rt`'s contract. The
+    /// schema is the engine's: a [`crate::Worker`] runs its `migrate`.
+    pub fn open(rt: &Runtime, path: &Path, options: SqliteOptions) -> Result<SqliteDb, SqlError> {
+        configure_sqlite();
+        let contract = rt.contract(Dialect::Sqlite);
+        let conn = Connection::open(path).map_err(|e| contract.error("", format!("sqlite: {e}")))?;
+        conn.set_prepared_statement_cache_capacity(statement_cache_capacity);
+        let mut db = SqliteDb { conn, contract };
+        let busy = options.busy_timeout.unwrap_or(db.contract.busy_wait);
+        let c = db.contract.clone();
+        c.set_up(&mut db, busy, options.durability.unwrap_or(Durability::Full))?;
+        if options.no_auto_checkpoint {
+            db.query("PRAGMA wal_autocheckpoint = 0", &[])?;
+        }
+        Ok(db)
+    }
+
+    /// A private in-memory database (tests, and calls that touch no storage).
+    pub fn memory(rt: &Runtime) -> Result<SqliteDb, SqlError> {
+        SqliteDb::open(rt, Path::new(":memory:"), SqliteOptions::default())
+    }
+}
