@@ -8,16 +8,10 @@ use common::{http, Server};
 
 #[test]
 fn one_json_line_per_request_and_no_secret_anywhere_in_the_log() {
-    let dir = tempfile::tempdir().expect("dir");
-    let db = dir.path().join("q.db");
-    let values = common::write_values(
-        dir.path(),
-        "values.json",
-        &serde_json::json!({"custom": {"authMode": "github"}}),
-    );
-    let admin = common::token(&db, "root", true, &[]);
-    let hub = common::token(&db, "hub", false, &["quota:sessions"]);
-    let server = Server::start(&db, &values, &["--log-format", "json"]);
+    let setup = common::with_values(serde_json::json!({"custom": {"authMode": "github"}}));
+    let admin = setup.token("root", true, &[]);
+    let hub = setup.token("hub", false, &["quota:sessions"]);
+    let server = setup.start(&["--log-format", "json"]);
     let agent = common::agent();
     let u = &server.url;
     let bad = "qh_0000000000000000000000000000000000000000000000000000000000000000";
@@ -101,24 +95,11 @@ fn one_json_line_per_request_and_no_secret_anywhere_in_the_log() {
 
 #[test]
 fn rust_log_turns_the_access_log_off() {
-    let dir = tempfile::tempdir().expect("dir");
-    let db = dir.path().join("q.db");
-    let values = common::write_values(
-        dir.path(),
-        "values.json",
-        &serde_json::json!({"custom": {"authMode": "github"}}),
-    );
-    let hub = common::token(&db, "hub", false, &["quota:sessions"]);
+    let setup = common::with_values(serde_json::json!({"custom": {"authMode": "github"}}));
+    let hub = setup.token("hub", false, &["quota:sessions"]);
     let env = [("RUST_LOG".to_string(), "info,access=off".to_string())];
-    let server = Server::start_with_env(&db, &values, &[], &env);
-    let (st, _) = http(
-        &common::agent(),
-        "GET",
-        &format!("{}/api/quota/rates", server.url),
-        Some(&hub),
-        None,
-        &[],
-    );
+    let server = Server::start_with_env(&setup.db, &setup.values, &[], &env);
+    let (st, _) = server.get("/api/quota/rates", &hub);
     assert_eq!(st, 200);
     let stderr = server.stderr.clone();
     server.stop();

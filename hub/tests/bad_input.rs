@@ -5,8 +5,6 @@
 
 mod common;
 
-use common::{http, Server};
-
 struct Case {
     what: &'static str,
     method: &'static str,
@@ -487,38 +485,30 @@ fn cases() -> Vec<Case> {
 
 #[test]
 fn malformed_requests_are_refused_and_change_nothing() {
-    let dir = tempfile::tempdir().expect("dir");
-    let db = dir.path().join("q.db");
-    let values = common::workspace().join("examples/values.yaml");
-    let server = Server::start(&db, &values, &[]);
-    let admin = common::token(&db, "root", true, &[]);
-    let hub = common::token(&db, "hub", false, &["quota:sessions"]);
-    let alice = common::token(&db, "alice", false, &[]);
+    let setup = common::example();
+    let server = setup.start(&[]);
+    let admin = setup.token("root", true, &[]);
+    let hub = setup.token("hub", false, &["quota:sessions"]);
+    let alice = setup.token("alice", false, &[]);
     let agent = common::agent();
     // State to protect: alice with a balance and an active session 1.
-    let (st, b) = http(
-        &agent,
-        "POST",
-        &format!("{}/admin/api/quota/alice", server.url),
-        Some(&admin),
-        Some(r#"{"action":"set","amount":500}"#),
-        &[],
+    let (st, b) = server.post(
+        "/admin/api/quota/alice",
+        &admin,
+        r#"{"action":"set","amount":500}"#,
     );
     assert_eq!(st, 200, "{b}");
-    let (st, b) = http(
-        &agent,
-        "POST",
-        &format!("{}/api/quota/sessions", server.url),
-        Some(&hub),
-        Some(r#"{"username":"alice","runtime_minutes":30}"#),
-        &[],
+    let (st, b) = server.post(
+        "/api/quota/sessions",
+        &hub,
+        r#"{"username":"alice","runtime_minutes":30}"#,
     );
     assert_eq!(st, 201, "{b}");
 
     let all = cases();
     assert!(all.len() >= 30, "{} cases", all.len());
     for c in &all {
-        let before = common::dump(&db);
+        let before = common::dump(&setup.db);
         let token = match c.who {
             Who::Admin => Some(admin.as_str()),
             Who::Hub => Some(hub.as_str()),
@@ -541,7 +531,7 @@ fn malformed_requests_are_refused_and_change_nothing() {
             c.what,
             c.says
         );
-        assert_eq!(before, common::dump(&db), "{} changed the database", c.what);
+        assert_eq!(before, common::dump(&setup.db), "{} changed the database", c.what);
     }
     println!(
         "{} malformed requests refused, database unchanged after each",

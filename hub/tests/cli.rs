@@ -7,7 +7,7 @@ mod common;
 
 use std::path::Path;
 
-use common::{cli_in, Server};
+use common::cli_in;
 
 fn balances(listing: &str) -> Vec<(String, String)> {
     listing
@@ -113,24 +113,23 @@ fn quota_commands_against_the_database() {
 
 #[test]
 fn quota_commands_through_a_running_server() {
-    let dir = tempfile::tempdir().expect("dir");
-    let db = dir.path().join("q.db");
-    let server = Server::start(&db, &common::workspace().join("examples/values.yaml"), &[]);
-    let token = common::token(&db, "root", true, &[]);
+    let setup = common::example();
+    let server = setup.start(&[]);
+    let token = setup.token("root", true, &[]);
     exercise(
-        dir.path(),
-        &db,
+        setup.dir.path(),
+        &setup.db,
         &[format!("--url={}", server.url), format!("--token={token}")],
     );
     // Audit rows name the token's user.
-    assert!(common::dump(&db).contains("\"root\""));
+    assert!(common::dump(&setup.db).contains("\"root\""));
     // Without a token, or with a user's, the server refuses.
-    let (code, _, err) = cli_in(dir.path(), &["list-quota", "--url", &server.url]);
+    let (code, _, err) = cli_in(setup.dir.path(), &["list-quota", "--url", &server.url]);
     assert_ne!(code, 0);
     assert!(err.contains("--url needs an admin token"), "{err}");
-    let alice = common::token(&db, "alice", false, &[]);
+    let alice = setup.token("alice", false, &[]);
     let (code, _, err) = cli_in(
-        dir.path(),
+        setup.dir.path(),
         &["list-quota", "--url", &server.url, "--token", &alice],
     );
     assert_ne!(code, 0);

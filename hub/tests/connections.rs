@@ -7,7 +7,7 @@ mod common;
 use std::io::{ErrorKind, Read, Write};
 use std::net::TcpStream;
 
-use common::{http, Server};
+use common::Server;
 
 /// Reads until the server closes the connection (whatever it sent first); fails if our own
 /// patience runs out first.
@@ -74,16 +74,8 @@ fn silent_and_half_sent_connections_are_closed_while_others_are_answered() {
         .collect();
 
     // A normal client is answered meanwhile.
-    let agent = common::agent();
     for _ in 0..20 {
-        let (st, body) = http(
-            &agent,
-            "GET",
-            &format!("{}/api/quota/rates", server.url),
-            Some(&admin),
-            None,
-            &[],
-        );
+        let (st, body) = server.get("/api/quota/rates", &admin);
         assert_eq!(st, 200, "{body}");
     }
 
@@ -108,14 +100,7 @@ fn silent_and_half_sent_connections_are_closed_while_others_are_answered() {
     let answer = String::from_utf8_lossy(&closed_by_server(kept, "idle keep-alive")).into_owned();
     assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
     // Nothing was changed by the half-sent writes, and the server still answers.
-    let (st, body) = http(
-        &agent,
-        "GET",
-        &format!("{}/admin/api/quota/users/alice", server.url),
-        Some(&admin),
-        None,
-        &[],
-    );
+    let (st, body) = server.get("/admin/api/quota/users/alice", &admin);
     assert_eq!(st, 200, "{body}");
     assert!(body.contains(r#""recent_transactions":[]"#), "{body}");
     server.stop();
@@ -135,14 +120,7 @@ fn past_the_connection_cap_new_connections_wait_for_a_slot() {
     let silent: Vec<TcpStream> = (0..5)
         .map(|_| TcpStream::connect(&addr).expect("connect"))
         .collect();
-    let (st, body) = http(
-        &common::agent(),
-        "GET",
-        &format!("{}/api/quota/rates", server.url),
-        Some(&admin),
-        None,
-        &[],
-    );
+    let (st, body) = server.get("/api/quota/rates", &admin);
     assert_eq!(st, 200, "{body}");
     // The cap is logged (the reader of the server's stderr may lag the answer: wait for it).
     server
@@ -200,14 +178,7 @@ fn a_client_that_half_closes_after_its_request_is_answered() {
          Authorization: token {admin}\r\nContent-Length: 100\r\n\r\n{{\"action\": \"add\", \"amo"
     ));
     assert!(!answer.starts_with("HTTP/1.1 200"), "{answer}");
-    let (st, body) = http(
-        &common::agent(),
-        "GET",
-        &format!("{}/admin/api/quota/users/alice", server.url),
-        Some(&admin),
-        None,
-        &[],
-    );
+    let (st, body) = server.get("/admin/api/quota/users/alice", &admin);
     assert_eq!(st, 200, "{body}");
     assert!(body.contains(r#""balance":25"#), "{body}");
     server.stop();

@@ -147,15 +147,11 @@ fn the_jobs_command_run_twice_applies_its_scheduled_run_once() {
         let admin = common::token(&db, "root", true, &[]);
         let refresh_token = common::token(&db, "cron", false, &["quota:refresh"]);
         let server = Server::start(&db, &v, &[]);
-        let agent = common::agent();
         for u in ["ann", "bob"] {
-            let (st, b) = common::http(
-                &agent,
-                "POST",
-                &format!("{}/admin/api/quota/users/{u}", server.url),
-                Some(&admin),
-                Some(r#"{"action": "set", "amount": 10}"#),
-                &[],
+            let (st, b) = server.post(
+                &format!("/admin/api/quota/users/{u}"),
+                &admin,
+                r#"{"action": "set", "amount": 10}"#,
             );
             assert_eq!(st, 200, "{b}");
         }
@@ -178,14 +174,7 @@ fn the_jobs_command_run_twice_applies_its_scheduled_run_once() {
         let (a, b) = (job(0), job(1));
         assert_eq!(a.0, 0, "{}", a.2);
         assert_eq!(b.0, 0, "{}", b.2);
-        let ledger = common::http(
-            &agent,
-            "GET",
-            &format!("{}/admin/api/quota/transactions", server.url),
-            Some(&admin),
-            None,
-            &[],
-        );
+        let ledger = server.get("/admin/api/quota/transactions", &admin);
         let txs = common::json(&ledger.1)["transactions"]
             .as_array()
             .unwrap()

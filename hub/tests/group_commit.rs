@@ -78,16 +78,8 @@ fn queued_writes_share_one_commit_and_every_acknowledged_write_survives_sigkill(
     let server = server(dir.path(), &[]);
     let hub = common::token(&db, "hub", false, &["quota:sessions"]);
     let scraper = common::token(&db, "prometheus", false, &["quota:metrics"]);
-    let agent = common::agent();
     let scrape = || -> Samples {
-        let (status, text) = http(
-            &agent,
-            "GET",
-            &format!("{}/metrics", server.url),
-            Some(&scraper),
-            None,
-            &[],
-        );
+        let (status, text) = server.get("/metrics", &scraper);
         assert_eq!(status, 200, "{text}");
         parse(&text)
     };

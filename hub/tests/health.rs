@@ -11,13 +11,8 @@ mod common;
 use common::{http, json, Server};
 
 fn setup(extra: &[&str]) -> (tempfile::TempDir, Server) {
-    let dir = tempfile::tempdir().expect("dir");
-    let db = dir.path().join("q.db");
-    let values = common::write_values(
-        dir.path(),
-        "values.json",
-        &serde_json::json!({"custom": {"authMode": "github"}}),
-    );
+    let common::Setup { dir, db, values } =
+        common::with_values(serde_json::json!({"custom": {"authMode": "github"}}));
     let server = Server::start(&db, &values, extra);
     (dir, server)
 }
@@ -45,24 +40,10 @@ fn the_probes_answer_without_a_token_and_stay_out_of_the_access_log() {
         probe(&server, "/readyz"),
         (200, serde_json::json!({"status": "ready", "schema_version": 3}))
     );
-    let (st, _) = http(
-        &common::agent(),
-        "POST",
-        &format!("{}/readyz", server.url),
-        None,
-        Some("{}"),
-        &[],
-    );
+    let (st, _) = server.call("POST", "/readyz", None, Some("{}"));
     assert_eq!(st, 405);
     // A user request after them: its line is there, the probes' are not.
-    let (st, _) = http(
-        &common::agent(),
-        "GET",
-        &format!("{}/api/quota/rates", server.url),
-        None,
-        None,
-        &[],
-    );
+    let (st, _) = server.call("GET", "/api/quota/rates", None, None);
     assert_eq!(st, 401);
     let stderr = server.stderr.clone();
     stderr.wait_for("for the user request", |l| l.contains("/api/quota/rates"));
@@ -185,13 +166,10 @@ fn readyz_follows_a_postgresql_server_that_stops_and_starts_again() {
     });
     // The writer reconnected too: a write goes through.
     common::eventually("a write once PostgreSQL is back", || {
-        let (st, _) = http(
-            &common::agent(),
-            "POST",
-            &format!("{}/admin/api/quota/users/alice", server.url),
-            Some(&token),
-            Some(r#"{"action":"set","amount":7}"#),
-            &[],
+        let (st, _) = server.post(
+            "/admin/api/quota/users/alice",
+            &token,
+            r#"{"action":"set","amount":7}"#,
         );
         st == 200
     });

@@ -11,7 +11,7 @@ mod common;
 use std::collections::BTreeMap;
 
 use common::metrics::{family, get, parse};
-use common::{http, json, Server};
+use common::{http, json};
 
 const t0: &str = "2026-06-01T10:00:00Z";
 const t10: &str = "2026-06-01T10:10:00Z";
@@ -19,25 +19,19 @@ const t9h: &str = "2026-06-01T19:00:00Z";
 
 #[test]
 fn scraped_counters_equal_what_happened() {
-    let dir = tempfile::tempdir().expect("dir");
-    let db = dir.path().join("q.db");
-    let values = common::write_values(
-        dir.path(),
-        "values.json",
-        &serde_json::json!({"custom": {
-            "authMode": "github",
-            "quota": {
-                "enabled": true, "cpuRate": 1, "minimumToStart": 10, "defaultQuota": 100,
-                "refreshRules": {"weekly-topup": {"enabled": true, "schedule": "0 6 * * 1",
-                                                   "action": "add", "amount": 200}}
-            },
-            "accelerators": {"phx": {"quotaRate": 2}, "gpu": {"quotaRate": 4.5}}
-        }}),
-    );
-    let server = Server::start(&db, &values, &["--test-clock", "--no-scheduler"]);
-    let admin = common::token(&db, "root", true, &[]);
-    let hub = common::token(&db, "hub", false, &["quota:sessions"]);
-    let scraper = common::token(&db, "prometheus", false, &["quota:metrics"]);
+    let setup = common::with_values(serde_json::json!({"custom": {
+        "authMode": "github",
+        "quota": {
+            "enabled": true, "cpuRate": 1, "minimumToStart": 10, "defaultQuota": 100,
+            "refreshRules": {"weekly-topup": {"enabled": true, "schedule": "0 6 * * 1",
+                                               "action": "add", "amount": 200}}
+        },
+        "accelerators": {"phx": {"quotaRate": 2}, "gpu": {"quotaRate": 4.5}}
+    }}));
+    let server = setup.start(&["--test-clock", "--no-scheduler"]);
+    let admin = setup.token("root", true, &[]);
+    let hub = setup.token("hub", false, &["quota:sessions"]);
+    let scraper = setup.token("prometheus", false, &["quota:metrics"]);
     let agent = common::agent();
     let url = |p: &str| format!("{}{p}", server.url);
     let post = |token: &str, path: &str, body: &str, at: &str| {
@@ -187,7 +181,7 @@ fn scraped_counters_equal_what_happened() {
     assert_eq!(status, 200, "{body}");
     assert_eq!(json(&body)["cleaned"], 3, "{body}");
 
-    // Refreshes: the configured rule, a rule name the values file does not have, no rule name, a
+    // Refreshes: the configured rule, a rule name the setup.values file does not have, no rule name, a
     // dry run and a replayed run id (neither counted).
     let refresh = |body: &str| {
         let (status, answer) = post(&admin, "/admin/api/quota/refresh", body, t9h);
@@ -271,18 +265,14 @@ fn scraped_counters_equal_what_happened() {
 
 #[test]
 fn the_refresh_rules_runs_the_build_and_the_process_are_exported() {
-    let dir = tempfile::tempdir().expect("dir");
-    let db = dir.path().join("q.db");
-    let values = common::write_values(
-        dir.path(),
-        "values.json",
-        &serde_json::json!({"custom": {"authMode": "github", "quota": {"refreshRules": {
+    let setup = common::with_values(
+        serde_json::json!({"custom": {"authMode": "github", "quota": {"refreshRules": {
             "weekly-topup": {"enabled": true, "schedule": "0 6 * * 1", "action": "add", "amount": 5},
             "hourly": {"enabled": true, "schedule": "0 * * * *", "action": "add", "amount": 1},
             "off": {"enabled": false, "schedule": "* * * * *", "action": "add", "amount": 1}}}}}),
     );
-    let server = Server::start(&db, &values, &["--test-clock", "--no-scheduler"]);
-    let admin = common::token(&db, "root", true, &[]);
+    let server = setup.start(&["--test-clock", "--no-scheduler"]);
+    let admin = setup.token("root", true, &[]);
     let agent = common::agent();
     // Monday 2026-06-01, 10:30 UTC: weekly-topup last fired at 06:00, hourly at 10:00.
     let now = "2026-06-01T10:30:00Z";
@@ -374,29 +364,16 @@ fn the_refresh_rules_runs_the_build_and_the_process_are_exported() {
 
 #[test]
 fn no_metrics_serves_no_metrics_and_everything_else() {
-    let dir = tempfile::tempdir().expect("dir");
-    let db = dir.path().join("q.db");
-    let values = common::workspace().join("examples/values.yaml");
-    let server = Server::start(&db, &values, &["--no-metrics"]);
-    let admin = common::token(&db, "root", true, &[]);
-    let agent = common::agent();
-    let (status, body) = http(
-        &agent,
-        "GET",
-        &format!("{}/metrics", server.url),
-        Some(&admin),
-        None,
-        &[],
-    );
+    let setup = common::example();
+    let server = setup.start(&["--no-metrics"]);
+    let admin = setup.token("root", true, &[]);
+    let (status, body) = server.get("/metrics", &admin);
     assert_eq!(status, 404, "{body}");
     assert!(body.contains("--no-metrics"), "{body}");
-    let (status, body) = http(
-        &agent,
-        "POST",
-        &format!("{}/admin/api/quota/users/alice", server.url),
-        Some(&admin),
-        Some(r#"{"action":"set","amount":5}"#),
-        &[],
+    let (status, body) = server.post(
+        "/admin/api/quota/users/alice",
+        &admin,
+        r#"{"action":"set","amount":5}"#,
     );
     assert_eq!(status, 200, "{body}");
     server.stop();

@@ -68,14 +68,7 @@ fn a_client_without_expect_continue_reads_the_413_every_time() {
         assert!(body.contains("larger than"), "attempt {i}: {body}");
     }
     // Nothing was written, and the server still answers.
-    let (st, body) = common::http(
-        &common::agent(),
-        "GET",
-        &format!("{}/admin/api/quota/users/alice", server.url),
-        Some(&admin),
-        None,
-        &[],
-    );
+    let (st, body) = server.get("/admin/api/quota/users/alice", &admin);
     assert_eq!(st, 200, "{body}");
     let v: serde_json::Value = serde_json::from_str(&body).expect("json");
     assert_eq!(

@@ -109,14 +109,7 @@ fn fifty_thousand_users_and_five_thousand_sessions_page_each_once_in_order() {
 
     // Bad paging parameters are refused by name.
     for (q, field) in [("limit=0", "limit"), ("limit=10001", "limit"), ("limt=5", "limt")] {
-        let (st, body) = http(
-            &agent,
-            "GET",
-            &format!("{}/admin/api/quota/?{q}", server.url),
-            Some(&admin),
-            None,
-            &[],
-        );
+        let (st, body) = server.get(&format!("/admin/api/quota/?{q}"), &admin);
         assert_eq!(st, 400, "{q}: {body}");
         assert!(body.contains(field), "{q}: {body}");
     }

@@ -281,14 +281,7 @@ fn a_replica_killed_during_a_refresh_leaves_whole_chunks_and_a_resend_completes_
     let other = Server::start_url(&url, &values, &[], &[]);
     let agent = common::agent();
     for _ in 0..2 {
-        let (st, b) = http(
-            &agent,
-            "POST",
-            &format!("{}/admin/api/quota/refresh", other.url),
-            Some(&admin),
-            Some(body),
-            &[],
-        );
+        let (st, b) = other.post("/admin/api/quota/refresh", &admin, body);
         assert_eq!(st, 200, "{b}");
     }
     assert_eq!(
@@ -333,37 +326,15 @@ fn migrate_db_copies_a_sqlite_file_with_thousands_of_users_and_sessions() {
     let mut ids = Vec::new();
     for i in 0..2_000 {
         let body = format!(r#"{{"username": "m{:05}", "runtime_minutes": 5}}"#, i % users);
-        let (st, b) = http(
-            &agent,
-            "POST",
-            &format!("{}/api/quota/sessions", server.url),
-            Some(&hub),
-            Some(&body),
-            &[],
-        );
+        let (st, b) = server.post("/api/quota/sessions", &hub, &body);
         assert_eq!(st, 201, "{b}");
         ids.push(json(&b)["session_id"].as_i64().expect("id"));
     }
     for id in &ids[..1_500] {
-        let (st, b) = http(
-            &agent,
-            "POST",
-            &format!("{}/api/quota/sessions/{id}/end", server.url),
-            Some(&hub),
-            Some("{}"),
-            &[],
-        );
+        let (st, b) = server.post(&format!("/api/quota/sessions/{id}/end"), &hub, "{}");
         assert_eq!(st, 200, "{b}");
     }
-    let before = http(
-        &agent,
-        "GET",
-        &format!("{}/admin/api/quota/", server.url),
-        Some(&admin),
-        None,
-        &[],
-    )
-    .1;
+    let before = server.get("/admin/api/quota/", &admin).1;
     server.stop();
 
     let url = fresh_database("migrated");
@@ -399,23 +370,12 @@ fn migrate_db_copies_a_sqlite_file_with_thousands_of_users_and_sessions() {
     );
     // The copy serves as the original did: the same list, the same tokens, ids continuing.
     let server = Server::start_url(&url, &values, &[], &[]);
-    let after = http(
-        &agent,
-        "GET",
-        &format!("{}/admin/api/quota/", server.url),
-        Some(&admin),
-        None,
-        &[],
-    )
-    .1;
+    let after = server.get("/admin/api/quota/", &admin).1;
     assert_eq!(before, after);
-    let (st, b) = http(
-        &agent,
-        "POST",
-        &format!("{}/api/quota/sessions", server.url),
-        Some(&hub),
-        Some(r#"{"username": "m00001", "runtime_minutes": 5, "server_name": "after"}"#),
-        &[],
+    let (st, b) = server.post(
+        "/api/quota/sessions",
+        &hub,
+        r#"{"username": "m00001", "runtime_minutes": 5, "server_name": "after"}"#,
     );
     assert_eq!(st, 201, "{b}");
     assert_eq!(

@@ -7,7 +7,7 @@ mod common;
 
 use std::sync::mpsc;
 
-use common::{http, json, Server};
+use common::json;
 use rusqlite::Connection;
 
 const clients: usize = 4;
@@ -25,12 +25,10 @@ struct Seen {
 
 #[test]
 fn sigkill_mid_load_loses_no_acknowledged_write_and_half_applies_nothing() {
-    let dir = tempfile::tempdir().expect("dir");
-    let db = dir.path().join("q.db");
-    let values = common::workspace().join("examples/values.yaml");
-    let server = Server::start(&db, &values, &[]);
-    let admin = common::token(&db, "root", true, &[]);
-    let hub = common::token(&db, "hub", false, &["quota:sessions"]);
+    let setup = common::example();
+    let server = setup.start(&[]);
+    let admin = setup.token("root", true, &[]);
+    let hub = setup.token("hub", false, &["quota:sessions"]);
     let (tx, rx) = mpsc::channel::<()>();
     let mut handles = Vec::new();
     for c in 0..clients {
@@ -95,20 +93,12 @@ fn sigkill_mid_load_loses_no_acknowledged_write_and_half_applies_nothing() {
     let seen: Vec<Seen> = handles.into_iter().map(|h| h.join().expect("client")).collect();
 
     // Restart on the same file: it must open, recover the WAL and serve.
-    let server = Server::start(&db, &values, &[]);
-    let agent = common::agent();
-    let (st, _) = http(
-        &agent,
-        "GET",
-        &format!("{}/admin/api/quota/", server.url),
-        Some(&admin),
-        None,
-        &[],
-    );
+    let server = setup.start(&[]);
+    let (st, _) = server.get("/admin/api/quota/", &admin);
     assert_eq!(st, 200);
     server.stop();
 
-    let conn = Connection::open(&db).expect("open");
+    let conn = Connection::open(&setup.db).expect("open");
     let check: String = conn
         .query_row("PRAGMA integrity_check", [], |r| r.get(0))
         .expect("check");

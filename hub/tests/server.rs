@@ -97,10 +97,9 @@ fn routes() -> Vec<(
 
 #[test]
 fn authorisation_matrix_every_route_by_every_principal() {
-    let dir = tempfile::tempdir().expect("dir");
-    let db = dir.path().join("q.db");
-    let server = Server::start(&db, &common::workspace().join("examples/values.yaml"), &[]);
-    let t = |u: &str, admin: bool, scopes: &[&str]| common::token(&db, u, admin, scopes);
+    let setup = common::example();
+    let server = setup.start(&[]);
+    let t = |u: &str, admin: bool, scopes: &[&str]| setup.token(u, admin, scopes);
     let tokens: Vec<(&str, Option<String>)> = vec![
         ("none", None),
         ("bad", Some("qh_not-a-token".to_string())),
@@ -114,22 +113,18 @@ fn authorisation_matrix_every_route_by_every_principal() {
     assert_eq!(tokens.len(), everyone.len());
     let agent = common::agent();
     let admin = tokens[4].1.clone();
-    let (st, b) = http(
-        &agent,
+    let (st, b) = server.call(
         "POST",
-        &format!("{}/admin/api/quota/alice", server.url),
+        "/admin/api/quota/alice",
         admin.as_deref(),
         Some(r#"{"action":"set","amount":100000}"#),
-        &[],
     );
     assert_eq!(st, 200, "{b}");
-    let (st, b) = http(
-        &agent,
+    let (st, b) = server.call(
         "POST",
-        &format!("{}/api/quota/sessions", server.url),
+        "/api/quota/sessions",
         admin.as_deref(),
         Some(r#"{"username":"alice","runtime_minutes":1,"server_name":"s1"}"#),
-        &[],
     );
     assert_eq!(st, 201, "{b}");
 
@@ -177,11 +172,10 @@ fn authorisation_matrix_every_route_by_every_principal() {
 
 #[test]
 fn idempotency_key_replays_the_first_response_and_refuses_another_body() {
-    let dir = tempfile::tempdir().expect("dir");
-    let db = dir.path().join("q.db");
-    let server = Server::start(&db, &common::workspace().join("examples/values.yaml"), &[]);
-    let admin = common::token(&db, "root", true, &[]);
-    let other_admin = common::token(&db, "ops", true, &[]);
+    let setup = common::example();
+    let server = setup.start(&[]);
+    let admin = setup.token("root", true, &[]);
+    let other_admin = setup.token("ops", true, &[]);
     let agent = common::agent();
     let url = format!("{}/admin/api/quota/alice", server.url);
     let add = r#"{"action":"add","amount":7}"#;
@@ -216,28 +210,12 @@ fn idempotency_key_replays_the_first_response_and_refuses_another_body() {
 
 #[test]
 fn routes_live_under_the_base_url_only() {
-    let dir = tempfile::tempdir().expect("dir");
-    let db = dir.path().join("q.db");
-    let server = Server::start(
-        &db,
-        &common::workspace().join("examples/values.yaml"),
-        &["--base-url", "/jhub/"],
-    );
+    let setup = common::example();
+    let server = setup.start(&["--base-url", "/jhub/"]);
     assert!(server.url.ends_with("/jhub"), "{}", server.url);
-    let admin = common::token(&db, "root", true, &[]);
+    let admin = setup.token("root", true, &[]);
     let agent = common::agent();
-    assert_eq!(
-        http(
-            &agent,
-            "GET",
-            &format!("{}/api/quota/rates", server.url),
-            Some(&admin),
-            None,
-            &[]
-        )
-        .0,
-        200
-    );
+    assert_eq!(server.get("/api/quota/rates", &admin).0, 200);
     let root = server.url.trim_end_matches("/jhub");
     let (st, body) = http(
         &agent,
@@ -290,45 +268,29 @@ fn a_bad_values_file_stops_the_server_before_it_listens_and_names_every_key() {
 
 #[test]
 fn stale_sessions_are_cleaned_at_start_and_logged() {
-    let dir = tempfile::tempdir().expect("dir");
-    let db = dir.path().join("q.db");
-    let values = common::workspace().join("examples/values.yaml");
+    let setup = common::example();
     // A session started nine hours before the server's clock.
-    let server = Server::start(&db, &values, &["--clock-start", "2026-11-22T01:00:00Z"]);
-    let hub = common::token(&db, "hub", false, &["quota:sessions"]);
-    let admin = common::token(&db, "root", true, &[]);
-    let agent = common::agent();
-    http(
-        &agent,
-        "POST",
-        &format!("{}/admin/api/quota/alice", server.url),
-        Some(&admin),
-        Some(r#"{"action":"set","amount":1000}"#),
-        &[],
+    let server = setup.start(&["--clock-start", "2026-11-22T01:00:00Z"]);
+    let hub = setup.token("hub", false, &["quota:sessions"]);
+    let admin = setup.token("root", true, &[]);
+    server.post(
+        "/admin/api/quota/alice",
+        &admin,
+        r#"{"action":"set","amount":1000}"#,
     );
-    let (st, b) = http(
-        &agent,
-        "POST",
-        &format!("{}/api/quota/sessions", server.url),
-        Some(&hub),
-        Some(r#"{"username":"alice","runtime_minutes":60}"#),
-        &[],
+    let (st, b) = server.post(
+        "/api/quota/sessions",
+        &hub,
+        r#"{"username":"alice","runtime_minutes":60}"#,
     );
     assert_eq!(st, 201, "{b}");
     server.stop();
-    let server = Server::start(&db, &values, &["--clock-start", "2026-11-22T10:00:00Z"]);
+    let server = setup.start(&["--clock-start", "2026-11-22T10:00:00Z"]);
     let line = server.stderr.wait_for("about the stale session", |l| {
         l.contains("stale session 1 of alice")
     });
     assert!(line.contains("not charged"), "{line}");
-    let (_, b) = http(
-        &agent,
-        "GET",
-        &format!("{}/api/quota/sessions/1", server.url),
-        Some(&admin),
-        None,
-        &[],
-    );
+    let (_, b) = server.get("/api/quota/sessions/1", &admin);
     assert_eq!(json(&b)["status"], "cleaned_up", "{b}");
     server.stop();
 }
@@ -396,10 +358,8 @@ fn the_readme_walkthrough_works_as_written() {
 /// handlers are installed before that line, not when the server first waits for a signal.
 #[test]
 fn a_sigterm_right_after_listening_stops_the_server_cleanly() {
-    let dir = tempfile::tempdir().expect("dir");
-    let db = dir.path().join("q.db");
-    let values = common::workspace().join("examples/values.yaml");
+    let setup = common::example();
     for _ in 0..5 {
-        Server::start(&db, &values, &[]).stop(); // stop() asserts exit status 0
+        setup.start(&[]).stop(); // stop() asserts exit status 0
     }
 }

@@ -18,14 +18,12 @@ struct Setup {
 }
 
 fn setup(extra: &[&str]) -> Setup {
-    let dir = tempfile::tempdir().expect("dir");
-    let db = dir.path().join("q.db");
-    let values = common::workspace().join("examples/values.yaml");
-    let server = Server::start(&db, &values, extra);
-    let admin = common::token(&db, "root", true, &[]);
+    let setup = common::example();
+    let server = setup.start(extra);
+    let admin = setup.token("root", true, &[]);
     let agent = common::agent();
     let s = Setup {
-        _dir: dir,
+        _dir: setup.dir,
         server,
         admin,
         agent,

@@ -156,28 +156,19 @@ fn imported_tokens_follow_the_file_across_restarts_and_issued_ones_stay() {
         dir.path().join("refresh-token").display()
     ));
     let refresh = |server: &Server, token: &str| {
-        http(
-            &common::agent(),
-            "POST",
-            &format!("{}/admin/api/quota/refresh", server.url),
-            Some(token),
-            Some(r#"{"action": "add", "amount": 1, "dry_run": true}"#),
-            &[],
-        )
-        .0
+        server
+            .post(
+                "/admin/api/quota/refresh",
+                token,
+                r#"{"action": "add", "amount": 1, "dry_run": true}"#,
+            )
+            .0
     };
     let tokens_arg = tokens.to_str().expect("path");
 
     let server = Server::start(&path, &values, &["--tokens", tokens_arg]);
     assert_eq!(refresh(&server, &secret_a), 200);
-    let (st, _) = http(
-        &common::agent(),
-        "GET",
-        &format!("{}/admin/api/quota/", server.url),
-        Some(&secret_a),
-        None,
-        &[],
-    );
+    let (st, _) = server.get("/admin/api/quota/", &secret_a);
     assert_eq!(st, 403, "only its scope");
     server.stop();
     let table = list(&db);

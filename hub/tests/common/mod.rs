@@ -121,6 +121,22 @@ impl Server {
         }
     }
 
+    /// One request to a path of this server (`/api/quota/me`), on a connection of its own: (status,
+    /// body). `token` None sends no Authorization header.
+    pub fn call(&self, method: &str, path: &str, token: Option<&str>, body: Option<&str>) -> (u16, String) {
+        http(&agent(), method, &format!("{}{path}", self.url), token, body, &[])
+    }
+
+    /// `GET` with a token.
+    pub fn get(&self, path: &str, token: &str) -> (u16, String) {
+        self.call("GET", path, Some(token), None)
+    }
+
+    /// `POST` of a JSON body with a token.
+    pub fn post(&self, path: &str, token: &str, body: &str) -> (u16, String) {
+        self.call("POST", path, Some(token), Some(body))
+    }
+
     /// SIGTERM, then waits: the server must exit 0.
     pub fn stop(mut self) {
         let pid = self.child.id().to_string();
@@ -347,6 +363,45 @@ pub mod metrics {
     }
 }
 
+/// A test's place: a temporary directory (removed when this is dropped), a database file in it not
+/// yet created, and a values file.
+pub struct Setup {
+    pub dir: tempfile::TempDir,
+    pub db: PathBuf,
+    pub values: PathBuf,
+}
+
+impl Setup {
+    /// A server on this database and values file.
+    pub fn start(&self, extra: &[&str]) -> Server {
+        Server::start(&self.db, &self.values, extra)
+    }
+
+    /// A token issued by the CLI on this database.
+    pub fn token(&self, user: &str, admin: bool, scopes: &[&str]) -> String {
+        token(&self.db, user, admin, scopes)
+    }
+}
+
+/// [`Setup`] with the repository's `examples/values.yaml`.
+pub fn example() -> Setup {
+    let dir = tempfile::tempdir().expect("dir");
+    let db = dir.path().join("q.db");
+    Setup {
+        dir,
+        db,
+        values: workspace().join("examples/values.yaml"),
+    }
+}
+
+/// [`Setup`] with these values, written as `values.json` in the directory.
+pub fn with_values(values: serde_json::Value) -> Setup {
+    let dir = tempfile::tempdir().expect("dir");
+    let db = dir.path().join("q.db");
+    let values = write_values(dir.path(), "values.json", &values);
+    Setup { dir, db, values }
+}
+
 /// A server on a fresh SQLite file with the smallest values (`authMode: github`), and an admin
 /// token (user `root`) issued before it started. The directory lives as long as the fixture.
 pub struct GithubServer {
@@ -357,13 +412,7 @@ pub struct GithubServer {
 }
 
 pub fn github_server(extra: &[&str]) -> GithubServer {
-    let dir = tempfile::tempdir().expect("dir");
-    let db = dir.path().join("q.db");
-    let values = write_values(
-        dir.path(),
-        "values.json",
-        &serde_json::json!({"custom": {"authMode": "github"}}),
-    );
+    let Setup { dir, db, values } = with_values(serde_json::json!({"custom": {"authMode": "github"}}));
     let admin = token(&db, "root", true, &[]);
     let server = Server::start(&db, &values, extra);
     GithubServer {
