@@ -279,7 +279,6 @@ fn a_replica_killed_during_a_refresh_leaves_whole_chunks_and_a_resend_completes_
     assert!(ledger_mismatches(&mut db).is_empty());
     // Re-sent to another replica: completed exactly once.
     let other = Server::start_url(&url, &values, &[], &[]);
-    let agent = common::agent();
     for _ in 0..2 {
         let (st, b) = other.post("/admin/api/quota/refresh", &admin, body);
         assert_eq!(st, 200, "{b}");
@@ -322,7 +321,6 @@ fn migrate_db_copies_a_sqlite_file_with_thousands_of_users_and_sessions() {
     let admin = common::token(&file, "root", true, &[]);
     let hub = common::token(&file, "hub", false, &["quota:sessions"]);
     let server = Server::start(&file, &values, &[]);
-    let agent = common::agent();
     let mut ids = Vec::new();
     for i in 0..2_000 {
         let body = format!(r#"{{"username": "m{:05}", "runtime_minutes": 5}}"#, i % users);
