@@ -11,22 +11,11 @@ fn main() {
     let dir = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").unwrap_or_else(|_| ".".into()));
     let repo = dir.join("..");
     let component = repo.join("target/wasm/quota-engine.wasm");
-    println!("cargo:rerun-if-changed={}", component.display());
-    let Ok(bytes) = std::fs::read(&component) else {
-        panic!(
-            "the engine component {} is missing: run `bash scripts/build-wasm.sh` first",
-            component.display()
-        );
-    };
+    let bytes = read_or_explain(&component, "the engine component", "build-wasm.sh");
     let js = repo.join("js");
     let source = js.join("gen/source.json");
-    println!("cargo:rerun-if-changed={}", source.display());
-    let Ok(recorded) = std::fs::read_to_string(&source) else {
-        panic!(
-            "the admin page's engine ({}) is missing: run `bash scripts/build-js.sh` first",
-            js.join("gen").display()
-        );
-    };
+    let recorded = read_or_explain(&source, "the admin page's engine", "build-js.sh");
+    let recorded = String::from_utf8_lossy(&recorded);
     let hash = hex(&Sha256::digest(&bytes));
     if !recorded.contains(&hash) {
         panic!(
@@ -79,5 +68,16 @@ fn hex(b: &[u8]) -> String {
     b.iter().fold(String::new(), |mut s, x| {
         let _ = write!(s, "{x:02x}");
         s
+    })
+}
+
+/// A file this build needs (and is rebuilt when it changes), or which script makes it.
+fn read_or_explain(path: &Path, what: &str, script: &str) -> Vec<u8> {
+    println!("cargo:rerun-if-changed={}", path.display());
+    std::fs::read(path).unwrap_or_else(|e| {
+        panic!(
+            "{what} ({}) is missing ({e}): run `bash scripts/{script}` first",
+            path.display()
+        )
     })
 }

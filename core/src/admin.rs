@@ -240,26 +240,12 @@ fn batch_one(
     if let Some(a) = e.amount {
         AdminAction::Set(a).validate()?;
     }
+    // The amount first, then the flag: the balance answered is the last action's.
+    let actions = e.amount.map(AdminAction::Set).into_iter();
     let mut last = None;
-    if let Some(a) = e.amount {
-        last = Some(apply_action(
-            store,
-            &username,
-            AdminAction::Set(a),
-            batch_description.into(),
-            caller,
-            now,
-        )?);
-    }
-    if let Some(flag) = e.unlimited {
-        last = Some(apply_action(
-            store,
-            &username,
-            AdminAction::SetUnlimited(flag),
-            batch_description.into(),
-            caller,
-            now,
-        )?);
+    for action in actions.chain(e.unlimited.map(AdminAction::SetUnlimited)) {
+        let description = batch_description.into();
+        last = Some(apply_action(store, &username, action, description, caller, now)?);
     }
     let balance = last.map_or(0, |r| r.balance);
     Ok(BatchDetail {

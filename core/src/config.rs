@@ -224,18 +224,51 @@ fn valid_env_name(name: &str) -> bool {
         && name.chars().all(ok)
 }
 
-fn read_accelerators(v: Option<&Value>, problems: &mut Vec<QuotaError>) -> IndexMap<String, Accelerator> {
-    let mut out = IndexMap::new();
-    let map = match v {
-        None | Some(Value::Null) => return out,
-        Some(Value::Object(m)) => m,
+/// The mapping at `path`, if there is one: absent and `null` are none; anything else is a problem
+/// (`what` says what belongs there).
+fn mapping<'a>(
+    v: Option<&'a Value>,
+    path: &str,
+    what: &str,
+    problems: &mut Vec<QuotaError>,
+) -> Option<&'a serde_json::Map<String, Value>> {
+    match v {
+        None | Some(Value::Null) => None,
+        Some(Value::Object(m)) => Some(m),
         Some(other) => {
             problems.push(QuotaError::invalid(
-                "custom.accelerators",
-                format!("must be a mapping, got {}", kind(other)),
+                path,
+                format!("must be {what}, got {}", kind(other)),
             ));
-            return out;
+            None
         }
+    }
+}
+
+/// The fields of the entry named `key` at `path`, if the key is valid and the entry a mapping;
+/// otherwise what is wrong is added to `problems`.
+fn entry_fields<'a>(
+    path: &'a str,
+    key: &str,
+    entry: &'a Value,
+    problems: &mut Vec<QuotaError>,
+) -> Option<Fields<'a>> {
+    if let Err(e) = valid_key(path, key) {
+        problems.push(e);
+        return None;
+    }
+    let f = Fields::new(path, Some(entry), false);
+    if !f.is_object() {
+        problems.extend(f.finish_lenient());
+        return None;
+    }
+    Some(f)
+}
+
+fn read_accelerators(v: Option<&Value>, problems: &mut Vec<QuotaError>) -> IndexMap<String, Accelerator> {
+    let mut out = IndexMap::new();
+    let Some(map) = mapping(v, "custom.accelerators", "a mapping", problems) else {
+        return out;
     };
     for (key, entry) in map {
         let path = format!("custom.accelerators.{key}");
@@ -246,15 +279,9 @@ fn read_accelerators(v: Option<&Value>, problems: &mut Vec<QuotaError>) -> Index
             ));
             continue;
         }
-        if let Err(e) = valid_key(&path, key) {
-            problems.push(e);
+        let Some(mut f) = entry_fields(&path, key, entry, problems) else {
             continue;
-        }
-        let mut f = Fields::new(&path, Some(entry), false);
-        if !f.is_object() {
-            problems.extend(f.finish_lenient());
-            continue;
-        }
+        };
         let display_name = f.opt_str("displayName").unwrap_or(key).to_string();
         let description = f.opt_str("description").unwrap_or("").to_string();
         let quota_rate_present = f.raw("quotaRate").is_some();
@@ -345,28 +372,15 @@ fn read_accelerators(v: Option<&Value>, problems: &mut Vec<QuotaError>) -> Index
 
 fn read_rules(v: Option<&Value>, problems: &mut Vec<QuotaError>) -> BTreeMap<String, RefreshRule> {
     let mut out = BTreeMap::new();
-    let map = match v {
-        None | Some(Value::Null) => return out,
-        Some(Value::Object(m)) => m,
-        Some(other) => {
-            problems.push(QuotaError::invalid(
-                "custom.quota.refreshRules",
-                format!("must be a mapping of rule name to rule, got {}", kind(other)),
-            ));
-            return out;
-        }
+    let path = "custom.quota.refreshRules";
+    let Some(map) = mapping(v, path, "a mapping of rule name to rule", problems) else {
+        return out;
     };
     for (name, entry) in map {
         let path = format!("custom.quota.refreshRules.{name}");
-        if let Err(e) = valid_key(&path, name) {
-            problems.push(e);
+        let Some(mut f) = entry_fields(&path, name, entry, problems) else {
             continue;
-        }
-        let mut f = Fields::new(&path, Some(entry), false);
-        if !f.is_object() {
-            problems.extend(f.finish_lenient());
-            continue;
-        }
+        };
         let enabled = f.opt_bool("enabled").unwrap_or(false);
         let schedule = f.req_str("schedule").and_then(|s| match Cron::parse(s) {
             Ok(c) => Some(c),

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use quota_core::json::{push_int, push_string};
 
-use crate::contract::HostingContract;
+use crate::contract::{HostingContract, TransactionStatements};
 
 use thiserror::Error;
 
@@ -52,6 +52,15 @@ impl SqlError {
     }
 }
 
+/// Runs one of the contract's transaction statements on `db`.
+fn run<D: Database + ?Sized>(
+    db: &mut D,
+    pick: fn(&TransactionStatements) -> &String,
+) -> Result<(), SqlError> {
+    let c = db.contract().clone();
+    db.query(pick(&c.transactions), &[]).map(drop)
+}
+
 /// A database connection as the engine and its host use it: a bridge that runs statements. One
 /// engine call runs between `begin` (or `begin_read`) and `commit` or `rollback`, whose statements
 /// (like every wait and retry) are the component's hosting contract.
@@ -84,42 +93,35 @@ pub trait Database: Send {
     /// Starts a write transaction.
     fn begin(&mut self) -> Result<(), SqlError> {
         self.before_transaction()?;
-        let c = self.contract().clone();
-        self.query(&c.transactions.begin_write, &[]).map(drop)
+        run(self, |t| &t.begin_write)
     }
     /// Starts a transaction that only reads (a snapshot).
     fn begin_read(&mut self) -> Result<(), SqlError> {
         self.before_transaction()?;
-        let c = self.contract().clone();
-        self.query(&c.transactions.begin_read, &[]).map(drop)
+        run(self, |t| &t.begin_read)
     }
     fn commit(&mut self) -> Result<(), SqlError> {
-        let c = self.contract().clone();
-        self.query(&c.transactions.commit, &[]).map(drop)
+        run(self, |t| &t.commit)
     }
     /// Undoes the open transaction, if any.
     fn rollback(&mut self) -> Result<(), SqlError> {
         if !self.in_transaction() {
             return Ok(());
         }
-        let c = self.contract().clone();
-        self.query(&c.transactions.rollback, &[]).map(drop)
+        run(self, |t| &t.rollback)
     }
     /// Marks a point inside the open transaction that [`Database::rollback_to_savepoint`] returns
     /// to (group commit: each engine call of a group in its own savepoint).
     fn savepoint(&mut self) -> Result<(), SqlError> {
-        let c = self.contract().clone();
-        self.query(&c.transactions.savepoint, &[]).map(drop)
+        run(self, |t| &t.savepoint)
     }
     /// Keeps what was done since [`Database::savepoint`] as part of the transaction.
     fn release_savepoint(&mut self) -> Result<(), SqlError> {
-        let c = self.contract().clone();
-        self.query(&c.transactions.release_savepoint, &[]).map(drop)
+        run(self, |t| &t.release_savepoint)
     }
     /// Undoes what was done since [`Database::savepoint`]; the transaction stays open.
     fn rollback_to_savepoint(&mut self) -> Result<(), SqlError> {
-        let c = self.contract().clone();
-        self.query(&c.transactions.rollback_to_savepoint, &[])?;
+        run(self, |t| &t.rollback_to_savepoint)?;
         self.release_savepoint()
     }
     /// Called outside any transaction before the engine's `migrate`, so that hosts starting at once

@@ -7,7 +7,8 @@
 use quota_core::Timestamp;
 use quota_host::{Database, Dialect, HostError, SqlValue, Tx};
 
-/// quota-hub's tables, created if missing (idempotent): SQLite.
+/// quota-hub's tables, created if missing (idempotent), as SQLite writes them; [`schema`] gives them
+/// in the database's dialect.
 const sqlite_schema: &[&str] = &[
     "CREATE TABLE IF NOT EXISTS api_tokens (
         hash TEXT PRIMARY KEY,
@@ -31,33 +32,6 @@ const sqlite_schema: &[&str] = &[
         created_at INTEGER NOT NULL,
         PRIMARY KEY (caller, method, path, key)
      ) WITHOUT ROWID",
-    "CREATE INDEX IF NOT EXISTS idempotency_by_age ON idempotency (created_at)",
-];
-
-/// The same tables on PostgreSQL (integers `bigint`, as the engine's).
-const postgres_schema: &[&str] = &[
-    "CREATE TABLE IF NOT EXISTS api_tokens (
-        hash TEXT PRIMARY KEY,
-        name TEXT NOT NULL,
-        admin BIGINT NOT NULL,
-        scopes TEXT NOT NULL,
-        created_at BIGINT NOT NULL,
-        prefix TEXT,
-        expires_at BIGINT,
-        last_used BIGINT,
-        imported BIGINT
-     )",
-    "CREATE TABLE IF NOT EXISTS idempotency (
-        caller TEXT NOT NULL,
-        method TEXT NOT NULL,
-        path TEXT NOT NULL,
-        key TEXT NOT NULL,
-        body_hash TEXT NOT NULL,
-        status BIGINT NOT NULL,
-        body TEXT NOT NULL,
-        created_at BIGINT NOT NULL,
-        PRIMARY KEY (caller, method, path, key)
-     )",
     "CREATE INDEX IF NOT EXISTS idempotency_by_age ON idempotency (created_at)",
 ];
 
@@ -139,14 +113,22 @@ impl Sql for dyn Database + '_ {
     }
 }
 
+/// [`sqlite_schema`] in `dialect`: on PostgreSQL integers are `bigint` (as the engine's) and every
+/// table has a row id of its own.
+fn schema(dialect: Dialect) -> Vec<String> {
+    let statements = sqlite_schema.iter().map(|s| s.to_string());
+    match dialect {
+        Dialect::Sqlite => statements.collect(),
+        Dialect::Postgres => statements
+            .map(|s| s.replace(" INTEGER", " BIGINT").replace(") WITHOUT ROWID", ")"))
+            .collect(),
+    }
+}
+
 /// Creates quota-hub's tables if missing, in one transaction.
 pub fn ensure_schema(db: &mut dyn Database) -> Result<(), HostError> {
     db.begin().map_err(HostError::Storage)?;
-    let schema = match Database::dialect(db) {
-        Dialect::Sqlite => sqlite_schema,
-        Dialect::Postgres => postgres_schema,
-    };
-    let added = schema
+    let added = schema(Database::dialect(db))
         .iter()
         .try_for_each(|statement| db.run(statement, &[]).map(|_| ()))
         .and_then(|()| add_token_columns(db));

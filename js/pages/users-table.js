@@ -71,34 +71,21 @@ export class UsersTable {
 
   /** The row every user's row is cloned from (cloning is several times faster than building). */
   prototype() {
-    const tr = document.createElement('tr');
-    tr.setAttribute('role', 'row');
-    const sel = document.createElement('input');
-    sel.type = 'checkbox';
-    sel.className = 'sel';
-    const name = document.createElement('th');
-    name.scope = 'row';
-    name.setAttribute('role', 'rowheader');
-    const server = document.createElement('td');
-    server.className = 'server';
-    server.setAttribute('role', 'cell');
+    const tr = el('tr', {}, { role: 'row' });
+    const sel = el('input', { type: 'checkbox', className: 'sel' });
+    const name = el('th', { scope: 'row' }, { role: 'rowheader' });
+    const server = el('td', { className: 'server' }, { role: 'cell' });
     tr.append(cell(sel), name, server);
     if (this.quota) {
-      const edit = document.createElement('button');
-      edit.type = 'button';
-      edit.className = 'edit';
-      const q = cell(edit);
+      const q = cell(el('button', { type: 'button', className: 'edit' }));
       q.className = 'num quota';
-      const unl = document.createElement('input');
-      unl.type = 'checkbox';
-      unl.className = 'unl';
-      const updated = document.createElement('td');
-      updated.className = 'updated';
-      updated.setAttribute('role', 'cell');
-      const ledger = document.createElement('button');
-      ledger.type = 'button';
-      ledger.className = 'ledger btn btn-sm btn-outline-secondary';
-      ledger.textContent = 'Ledger';
+      const unl = el('input', { type: 'checkbox', className: 'unl' });
+      const updated = el('td', { className: 'updated' }, { role: 'cell' });
+      const ledger = el('button', {
+        type: 'button',
+        className: 'ledger btn btn-sm btn-outline-secondary',
+        textContent: 'Ledger',
+      });
       tr.append(q, cell(unl), updated, cell(ledger));
     }
     return tr;
@@ -228,6 +215,13 @@ export class UsersTable {
       }
     }
   }
+}
+
+/** An element with these properties and attributes. */
+function el(tag, props = {}, attrs = {}) {
+  const e = Object.assign(document.createElement(tag), props);
+  for (const [k, v] of Object.entries(attrs)) e.setAttribute(k, v);
+  return e;
 }
 
 function cell(child) {
