@@ -48,10 +48,12 @@ fn main() {
                 runtime_minutes: 60,
                 server_name: String::new(),
                 started_at: None,
+                groups: None,
             };
             match check_start(&cfg, &mut store, &req, now).expect("start") {
                 StartDecision::Allowed(s) => ids.push(s.session_id),
                 StartDecision::Refused(r) => panic!("refused: {}", r.message),
+                StartDecision::Forbidden(m) => panic!("forbidden: {m}"),
             }
         }
         start_ns.push(t.elapsed().as_nanos() as f64 / USERS as f64);

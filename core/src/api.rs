@@ -9,6 +9,7 @@ use crate::admin::{self, AdminAction, AdminRequest, BatchEntry, BatchItem, Rejec
 use crate::config::Config;
 use crate::error::{QuotaError, StoreError};
 use crate::gate::{self, StartDecision, StartRequest};
+use crate::groups::MemberChange;
 use crate::json::{kind, Fields};
 use crate::limits;
 use crate::names::normalize_username;
@@ -17,8 +18,10 @@ use crate::refresh::{self, RefreshRequest, Step};
 use crate::sessions::{self, EndRequest, EndTarget, Outcome};
 use crate::store::{SessionStatus, Store};
 use crate::time::Timestamp;
+use std::collections::{BTreeMap, BTreeSet};
 
 mod bodies;
+mod group_routes;
 mod handlers;
 mod query;
 mod routes;
@@ -184,7 +187,7 @@ fn dispatch(
         store,
         caller,
         query: parse_query(req.query)?,
-        body: if req.method == "POST" {
+        body: if req.method == "POST" || req.method == "PUT" {
             parse_body(req.body)?
         } else {
             Value::Null

@@ -12,6 +12,7 @@ use serde_json::Value;
 
 use crate::cron::Cron;
 use crate::error::QuotaError;
+use crate::groups::GroupRules;
 use crate::json::{kind, Fields};
 use crate::limits;
 use crate::milli::Milli;
@@ -33,6 +34,8 @@ pub struct Config {
     /// In the values file's order (spawn pages preselect the first one).
     pub accelerators: IndexMap<String, Accelerator>,
     pub refresh_rules: BTreeMap<String, RefreshRule>,
+    /// `custom.quota.groups`: per-group grants and accelerator access.
+    pub groups: GroupRules,
 }
 
 /// One `custom.accelerators.<key>` entry. Unknown keys are kept in `extra` but never exposed.
@@ -107,6 +110,7 @@ impl Config {
             .unwrap_or(Milli(10_000));
         let default_quota = q.opt_int("defaultQuota", 0, limits::amount_abs_max).unwrap_or(0);
         let rules_value = q.raw("refreshRules");
+        let groups_value = q.raw("groups");
         problems.extend(q.finish());
 
         let enabled = match (enabled_setting, auth_mode.as_deref()) {
@@ -133,6 +137,7 @@ impl Config {
 
         let accelerators = read_accelerators(accels, &mut problems);
         let refresh_rules = read_rules(rules_value, &mut problems);
+        let groups = crate::groups::settings::read(groups_value, &accelerators, &mut problems);
 
         if problems.is_empty() {
             Ok(Config {
@@ -143,6 +148,7 @@ impl Config {
                 default_quota,
                 accelerators,
                 refresh_rules,
+                groups,
             })
         } else {
             Err(ConfigError(problems))
@@ -226,7 +232,7 @@ fn valid_env_name(name: &str) -> bool {
 
 /// The mapping at `path`, if there is one: absent and `null` are none; anything else is a problem
 /// (`what` says what belongs there).
-fn mapping<'a>(
+pub(crate) fn mapping<'a>(
     v: Option<&'a Value>,
     path: &str,
     what: &str,

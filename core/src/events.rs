@@ -20,6 +20,8 @@ pub enum GateResult {
     Allowed,
     /// Not enough credits: a decision, not an error.
     Refused,
+    /// The user may not start this accelerator (a group restriction): a decision too.
+    Forbidden,
     /// The request itself was bad (unknown resource, bad runtime, bad body).
     Invalid,
 }
@@ -29,6 +31,7 @@ impl GateResult {
         match self {
             GateResult::Allowed => "allowed",
             GateResult::Refused => "refused",
+            GateResult::Forbidden => "forbidden",
             GateResult::Invalid => "invalid",
         }
     }

@@ -1,10 +1,14 @@
 //! The spawn gate: may this user start this server now?
 
+use std::borrow::Cow;
+use std::collections::BTreeSet;
+
 use serde::Serialize;
 
 use crate::config::{cpu_resource, Config};
 use crate::error::QuotaError;
 use crate::events::{self, Event, GateResult};
+use crate::groups;
 use crate::ledger::{self, Entry};
 use crate::limits;
 use crate::milli::Milli;
@@ -23,6 +27,9 @@ pub struct StartRequest {
     pub server_name: String,
     /// When the server starts; `now` when absent.
     pub started_at: Option<Timestamp>,
+    /// The user's groups as the host knows them now (validated names): stored when they changed,
+    /// and used for this decision. `None`: the stored ones.
+    pub groups: Option<BTreeSet<String>>,
 }
 
 /// A started session, in its wire form.
@@ -53,6 +60,9 @@ pub struct Refusal {
 pub enum StartDecision {
     Allowed(Started),
     Refused(Refusal),
+    /// The accelerator is restricted to groups the user is not in; nothing was recorded. The
+    /// byte-exact 403 message.
+    Forbidden(String),
 }
 
 /// The price of a spawn: the resource's rate and `rate x minutes`.
@@ -102,6 +112,7 @@ pub fn check_start(
     let result = match &decision {
         Ok(StartDecision::Allowed(_)) => GateResult::Allowed,
         Ok(StartDecision::Refused(_)) => GateResult::Refused,
+        Ok(StartDecision::Forbidden(_)) => GateResult::Forbidden,
         Err(QuotaError::Invalid { .. } | QuotaError::OutOfRange(_)) => GateResult::Invalid,
         Err(_) => return decision,
     };
@@ -133,6 +144,19 @@ fn decide(
     let Estimate { rate, estimated_cost } = estimate(config, resource, req.runtime_minutes)?;
     let start = req.started_at.unwrap_or(now);
 
+    // Group access first: a forbidden start records nothing (not even the reported groups).
+    let groups = match &req.groups {
+        Some(g) => Cow::Borrowed(g),
+        None if config.groups.matter_for_start() => Cow::Owned(groups::of(store, &username)?),
+        None => Cow::Owned(BTreeSet::new()),
+    };
+    if !config.groups.may_start(resource, &groups) {
+        return Ok(StartDecision::Forbidden(forbidden_message(config, resource)));
+    }
+    if let Some(g) = &req.groups {
+        groups::report(store, &username, g, now)?;
+    }
+
     // A hub starts only a server that is not running: an active session of this server is an orphan.
     // One read serves the orphan check, the record and the reservations.
     let (stored_user, mut active) = store.gate_state(&username)?;
@@ -158,7 +182,7 @@ fn decide(
         };
         let u = match current {
             Some(u) => u,
-            None => create_record(config, store, &username, now)?,
+            None => create_record(config, store, &username, &groups, now)?,
         };
         if !u.unlimited {
             let held: i64 = active
@@ -220,27 +244,47 @@ fn decide(
     }))
 }
 
+/// The 403 text of a start of a restricted accelerator by a user in none of its groups.
+pub fn forbidden_message(config: &Config, resource: &str) -> String {
+    let display = config
+        .accelerators
+        .get(resource)
+        .map_or(resource, |a| a.display_name.as_str());
+    let groups: Vec<&str> = config
+        .groups
+        .restricted
+        .get(resource)
+        .map(|g| g.iter().map(String::as_str).collect())
+        .unwrap_or_default();
+    format!(
+        "Cannot start container: accelerator `{resource}` ({display}) is only for members of the groups {}. Please contact administrator for access.",
+        groups.join(", ")
+    )
+}
+
 /// The first start attempt ever for a username: its record, with `defaultQuota` granted once.
 fn create_record(
     config: &Config,
     store: &mut dyn Store,
     username: &str,
+    groups: &BTreeSet<String>,
     now: Timestamp,
 ) -> Result<UserRecord, QuotaError> {
+    let grant = config.groups.default_quota(groups, config.default_quota);
     let mut u = UserRecord {
         username: username.to_string(),
         balance: 0,
         unlimited: false,
         updated_at: now,
     };
-    if config.default_quota > 0 {
+    if grant > 0 {
         let entry = Entry {
             kind: TransactionType::InitialGrant,
             resource_type: None,
             description: "Default quota for new user".to_string(),
             created_by: None,
         };
-        ledger::apply(store, &mut u, config.default_quota, entry, now)?;
+        ledger::apply(store, &mut u, grant, entry, now)?;
     } else {
         store.put_user(&u)?;
     }

@@ -19,6 +19,7 @@ pub mod cron;
 pub mod error;
 pub mod events;
 pub mod gate;
+pub mod groups;
 pub mod inputs;
 pub mod json;
 pub mod ledger;

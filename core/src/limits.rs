@@ -21,6 +21,10 @@ pub const billed_minutes_min: i64 = 1;
 pub const username_chars_max: usize = 255;
 /// Server name length in characters (JupyterHub's named servers).
 pub const server_name_chars_max: usize = 255;
+/// Group name length in characters (JupyterHub's groups).
+pub const group_name_chars_max: usize = 255;
+/// Groups one user may be in, as reported (a start's `groups`, a snapshot's entry).
+pub const user_groups_max: usize = 1000;
 /// Length of an accelerator `env` variable name, in bytes.
 pub const env_name_len_max: usize = 255;
 /// Admin description length in characters.
@@ -31,6 +35,10 @@ pub const batch_users_max: usize = 1000;
 pub const pattern_chars_max: usize = 256;
 /// Usernames in one `includeUsers` / `excludeUsers` list.
 pub const target_users_max: usize = 10_000;
+/// Usernames in one group change (`members`, `add`, `remove`).
+pub const group_members_max: usize = 100_000;
+/// Groups in one `includeGroups` / `excludeGroups` list.
+pub const target_groups_max: usize = 1000;
 /// Length of a refresh `rule_name` / `run_id`, in characters.
 pub const rule_name_chars_max: usize = 255;
 /// Newest transactions returned with a user's detail.

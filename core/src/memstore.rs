@@ -3,7 +3,9 @@
 use std::collections::BTreeMap;
 
 use crate::error::StoreError;
-use crate::store::{Change, NewSession, RefreshRun, Session, SessionStatus, Store, Transaction, UserRecord};
+use crate::store::{
+    Change, Membership, NewSession, RefreshRun, Session, SessionStatus, Store, Transaction, UserRecord,
+};
 use crate::time::Timestamp;
 
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -14,6 +16,7 @@ pub struct MemStore {
     /// Active session ids by username, so the gate reads one user's sessions without a scan.
     active_by_user: BTreeMap<String, Vec<i64>>,
     pub refresh_runs: BTreeMap<String, RefreshRun>,
+    pub memberships: BTreeMap<String, Membership>,
     next_session_id: i64,
 }
 
@@ -197,5 +200,44 @@ impl Store for MemStore {
     fn put_refresh_run(&mut self, run: &RefreshRun) -> Result<(), StoreError> {
         self.refresh_runs.insert(run.run_id.clone(), run.clone());
         Ok(())
+    }
+
+    fn get_membership(&mut self, username: &str) -> Result<Option<Membership>, StoreError> {
+        Ok(self.memberships.get(username).cloned())
+    }
+
+    fn put_membership(&mut self, username: &str, membership: &Membership) -> Result<(), StoreError> {
+        self.memberships.insert(username.to_string(), membership.clone());
+        Ok(())
+    }
+
+    fn scan_memberships(
+        &mut self,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<(String, Membership)>, StoreError> {
+        use std::ops::Bound::{Excluded, Unbounded};
+        let lower = after.map_or(Unbounded, Excluded);
+        Ok(self
+            .memberships
+            .range::<str, _>((lower, Unbounded))
+            .take(limit)
+            .map(|(u, m)| (u.clone(), m.clone()))
+            .collect())
+    }
+
+    fn memberships_between(
+        &mut self,
+        first: &str,
+        last: &str,
+    ) -> Result<Vec<(String, Membership)>, StoreError> {
+        if first > last {
+            return Ok(Vec::new());
+        }
+        Ok(self
+            .memberships
+            .range::<str, _>((std::ops::Bound::Included(first), std::ops::Bound::Included(last)))
+            .map(|(u, m)| (u.clone(), m.clone()))
+            .collect())
     }
 }

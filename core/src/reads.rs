@@ -1,5 +1,7 @@
 //! Read-only views: the user list, a user's detail, `me`, rates, accelerators, sessions, the ledger.
 
+use std::collections::BTreeSet;
+
 use serde::Serialize;
 use serde_json::Value;
 
@@ -11,15 +13,50 @@ use crate::names::normalize_username;
 use crate::sessions::SessionView;
 use crate::store::{SessionStatus, Store, Transaction, UserRecord};
 
+/// A user's record as the lists show it, with their groups (left out when none).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct UserRow {
+    #[serde(flatten)]
+    pub user: UserRecord,
+    #[serde(skip_serializing_if = "BTreeSet::is_empty")]
+    pub groups: BTreeSet<String>,
+}
+
+/// A page of records with their groups (one more read per page, only when someone has groups).
+fn with_groups(store: &mut dyn Store, page: Vec<UserRecord>) -> Result<Vec<UserRow>, QuotaError> {
+    let mut memberships = match (page.first(), page.last()) {
+        (Some(first), Some(last)) => store.memberships_between(&first.username, &last.username)?,
+        _ => Vec::new(),
+    }
+    .into_iter()
+    .peekable();
+    Ok(page
+        .into_iter()
+        .map(|user| {
+            while memberships.peek().is_some_and(|(u, _)| *u < user.username) {
+                memberships.next();
+            }
+            let groups = match memberships.peek() {
+                Some((u, _)) if *u == user.username => memberships.next().map(|(_, m)| m.groups),
+                _ => None,
+            };
+            UserRow {
+                user,
+                groups: groups.unwrap_or_default(),
+            }
+        })
+        .collect())
+}
+
 /// Every record, sorted by username (read page by page).
-pub fn list_users(store: &mut dyn Store) -> Result<Vec<UserRecord>, QuotaError> {
+pub fn list_users(store: &mut dyn Store) -> Result<Vec<UserRow>, QuotaError> {
     let mut out = Vec::new();
     let mut after: Option<String> = None;
     loop {
         let page = store.scan_users(after.as_deref(), limits::scan_page_users)?;
         let full = page.len() == limits::scan_page_users;
         after = page.last().map(|u| u.username.clone());
-        out.extend(page);
+        out.extend(with_groups(store, page)?);
         if !full {
             return Ok(out);
         }
@@ -32,7 +69,7 @@ pub fn users_page(
     store: &mut dyn Store,
     after: Option<&str>,
     limit: usize,
-) -> Result<(Vec<UserRecord>, Option<String>), QuotaError> {
+) -> Result<(Vec<UserRow>, Option<String>), QuotaError> {
     let mut page = store.scan_users(after, limit.saturating_add(1))?;
     let next = if page.len() > limit {
         page.truncate(limit);
@@ -40,7 +77,7 @@ pub fn users_page(
     } else {
         None
     };
-    Ok((page, next))
+    Ok((with_groups(store, page)?, next))
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -49,6 +86,9 @@ pub struct UserDetail {
     pub balance: i64,
     pub unlimited: bool,
     pub recent_transactions: Vec<Transaction>,
+    /// The user's groups (left out when none).
+    #[serde(skip_serializing_if = "BTreeSet::is_empty")]
+    pub groups: BTreeSet<String>,
 }
 
 /// A user's balance and newest 20 transactions; an unknown user reads as zeros (nothing created).
@@ -56,7 +96,9 @@ pub fn user_detail(store: &mut dyn Store, username: &str) -> Result<UserDetail, 
     let username = normalize_username("username", username)?;
     let user = store.get_user(&username)?;
     let recent_transactions = store.recent_transactions(&username, limits::recent_transactions_max)?;
+    let groups = crate::groups::of(store, &username)?;
     Ok(UserDetail {
+        groups,
         balance: user.as_ref().map_or(0, |u| u.balance),
         unlimited: user.as_ref().is_some_and(|u| u.unlimited),
         username,
@@ -113,12 +155,27 @@ pub fn rates(config: &Config) -> Rates {
 
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Accelerators<'a> {
-    pub accelerators: &'a indexmap::IndexMap<String, Accelerator>,
+    pub accelerators: indexmap::IndexMap<&'a String, &'a Accelerator>,
 }
 
+/// Every accelerator, in the values file's order.
 pub fn accelerators(config: &Config) -> Accelerators<'_> {
     Accelerators {
-        accelerators: &config.accelerators,
+        accelerators: config.accelerators.iter().collect(),
+    }
+}
+
+/// The accelerators a member of `groups` may start, in the values file's order.
+pub fn accelerators_for<'a>(
+    config: &'a Config,
+    groups: &std::collections::BTreeSet<String>,
+) -> Accelerators<'a> {
+    Accelerators {
+        accelerators: config
+            .accelerators
+            .iter()
+            .filter(|(k, _)| config.groups.may_start(k, groups))
+            .collect(),
     }
 }
 

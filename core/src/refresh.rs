@@ -1,5 +1,7 @@
 //! Refresh: one add-or-set over every user the targets pick, at most once per `run_id`.
 
+use std::collections::BTreeSet;
+
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -368,8 +370,11 @@ fn decide(
         if let Some(last) = page.last() {
             d.after = Some(last.username.clone());
         }
+        let mut groups = page_groups(store, &p.targets, &page)?;
+        let none = BTreeSet::new();
         for user in page {
-            if !p.targets.matches(&user) {
+            let of_user = groups.next_for(&user.username).unwrap_or(&none);
+            if !p.targets.matches(&user, of_user) {
                 d.skipped += 1;
                 continue;
             }
@@ -389,6 +394,39 @@ fn decide(
         }
     };
     Ok(d)
+}
+
+/// The groups of one page of users (sorted by username), read in one call when the targets name
+/// groups; otherwise nothing is read.
+fn page_groups(
+    store: &mut dyn Store,
+    targets: &crate::targets::Targets,
+    page: &[UserRecord],
+) -> Result<PageGroups, QuotaError> {
+    let rows = match (targets.uses_groups(), page.first(), page.last()) {
+        (true, Some(first), Some(last)) => store.memberships_between(&first.username, &last.username)?,
+        _ => Vec::new(),
+    };
+    Ok(PageGroups { rows, at: 0 })
+}
+
+/// Memberships by username, read alongside the users in the same order.
+struct PageGroups {
+    rows: Vec<(String, crate::store::Membership)>,
+    at: usize,
+}
+
+impl PageGroups {
+    /// The groups of `username`, asked in increasing order.
+    fn next_for(&mut self, username: &str) -> Option<&BTreeSet<String>> {
+        while self.rows.get(self.at).is_some_and(|(u, _)| u.as_str() < username) {
+            self.at += 1;
+        }
+        match self.rows.get(self.at) {
+            Some((u, m)) if u == username => Some(&m.groups),
+            _ => None,
+        }
+    }
 }
 
 /// Writes the decided changes, a page of users per storage call, each with its transaction.

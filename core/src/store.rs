@@ -234,6 +234,14 @@ impl Session {
     }
 }
 
+/// A user's groups as the host last reported them, and since when (the row is rewritten only when
+/// the set changes). No row: in no group.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Membership {
+    pub groups: std::collections::BTreeSet<String>,
+    pub since: Timestamp,
+}
+
 /// The recorded outcome of a refresh run with a `run_id` (at-most-once).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RefreshRun {
@@ -295,6 +303,24 @@ pub trait Store {
     ) -> Result<Vec<Session>, StoreError>;
 
     fn get_refresh_run(&mut self, run_id: &str) -> Result<Option<RefreshRun>, StoreError>;
+
+    /// A user's groups (none when never reported).
+    fn get_membership(&mut self, username: &str) -> Result<Option<Membership>, StoreError>;
+    /// Inserts or replaces a user's groups.
+    fn put_membership(&mut self, username: &str, membership: &Membership) -> Result<(), StoreError>;
+    /// Up to `limit` memberships with `username > after` (all when `after` is `None`), by username.
+    fn scan_memberships(
+        &mut self,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<(String, Membership)>, StoreError>;
+    /// The memberships of usernames from `first` to `last` (both included), by username: the groups
+    /// of one page of users, in one read.
+    fn memberships_between(
+        &mut self,
+        first: &str,
+        last: &str,
+    ) -> Result<Vec<(String, Membership)>, StoreError>;
     /// Inserts or replaces the run with this `run_id` (a chunked run records its progress).
     fn put_refresh_run(&mut self, run: &RefreshRun) -> Result<(), StoreError>;
 }

@@ -18,6 +18,10 @@ pub struct Targets {
     pub include_users: Option<BTreeSet<String>>,
     pub exclude_users: BTreeSet<String>,
     pub username_pattern: Option<Pattern>,
+    /// Members of at least one of these groups.
+    pub include_groups: Option<BTreeSet<String>>,
+    /// Members of none of these groups.
+    pub exclude_groups: BTreeSet<String>,
 }
 
 /// A `usernamePattern`: anchored at the start and case-insensitive, as Python's `re.match`.
@@ -35,6 +39,8 @@ impl PartialEq for Targets {
             && self.include_users == o.include_users
             && self.exclude_users == o.exclude_users
             && self.username_pattern.as_ref().map(|p| &p.text) == o.username_pattern.as_ref().map(|p| &p.text)
+            && self.include_groups == o.include_groups
+            && self.exclude_groups == o.exclude_groups
     }
 }
 
@@ -74,6 +80,21 @@ impl Targets {
                 t.exclude_users = names;
             }
         }
+        for (key, is_include) in [("includeGroups", true), ("excludeGroups", false)] {
+            let p = f.path_of(key);
+            let Some(list) = f.opt_str_list(key, limits::target_groups_max) else {
+                continue;
+            };
+            if is_include && list.is_empty() {
+                f.problem(&p, "must not be empty (omit it to target every user)");
+                continue;
+            }
+            match crate::groups::validate_groups(&p, list) {
+                Ok(names) if is_include => t.include_groups = Some(names),
+                Ok(names) => t.exclude_groups = names,
+                Err(e) => f.problems.push(e),
+            }
+        }
         if let Some(text) = f.opt_str("usernamePattern") {
             let p = f.path_of("usernamePattern");
             if text.chars().count() > limits::pattern_chars_max {
@@ -100,7 +121,13 @@ impl Targets {
         t
     }
 
-    pub fn matches(&self, user: &UserRecord) -> bool {
+    /// Whether a target names groups: only then does a refresh read the users' groups.
+    pub fn uses_groups(&self) -> bool {
+        self.include_groups.is_some() || !self.exclude_groups.is_empty()
+    }
+
+    /// Whether `user`, a member of `groups`, is targeted.
+    pub fn matches(&self, user: &UserRecord, groups: &BTreeSet<String>) -> bool {
         (self.include_unlimited || !user.unlimited)
             && self.balance_below.is_none_or(|b| user.balance < b)
             && self.balance_above.is_none_or(|a| user.balance > a)
@@ -113,6 +140,11 @@ impl Targets {
                 .username_pattern
                 .as_ref()
                 .is_none_or(|p| p.regex.is_match(&user.username))
+            && self
+                .include_groups
+                .as_ref()
+                .is_none_or(|s| s.iter().any(|g| groups.contains(g)))
+            && !self.exclude_groups.iter().any(|g| groups.contains(g))
     }
 
     /// Canonical JSON (camelCase keys, sorted lists), used to fingerprint a run's parameters.
@@ -140,6 +172,18 @@ impl Targets {
         if let Some(p) = &self.username_pattern {
             m.insert("usernamePattern".into(), p.text.clone().into());
         }
+        if let Some(s) = &self.include_groups {
+            m.insert(
+                "includeGroups".into(),
+                s.iter().cloned().collect::<Vec<_>>().into(),
+            );
+        }
+        if !self.exclude_groups.is_empty() {
+            m.insert(
+                "excludeGroups".into(),
+                self.exclude_groups.iter().cloned().collect::<Vec<_>>().into(),
+            );
+        }
         Value::Object(m)
     }
 }
@@ -158,6 +202,12 @@ mod tests {
         }
     }
 
+    impl Targets {
+        fn matches_alone(&self, u: &UserRecord) -> bool {
+            self.matches(u, &BTreeSet::new())
+        }
+    }
+
     fn targets(json: &str) -> Result<Targets, Vec<crate::QuotaError>> {
         let v: Value = serde_json::from_str(json).unwrap();
         let mut problems = Vec::new();
@@ -172,31 +222,56 @@ mod tests {
     #[test]
     fn pattern_is_anchored_at_start_and_case_insensitive() {
         let t = targets(r#"{"usernamePattern": "STU"}"#).unwrap();
-        assert!(t.matches(&user("student1", 0, false)));
-        assert!(!t.matches(&user("xstudent", 0, false)));
+        assert!(t.matches_alone(&user("student1", 0, false)));
+        assert!(!t.matches_alone(&user("xstudent", 0, false)));
         // Anchored at the start only, like re.match: a prefix match is enough.
         let t = targets(r#"{"usernamePattern": "a|b"}"#).unwrap();
-        assert!(t.matches(&user("bob", 0, false)));
-        assert!(!t.matches(&user("cab", 0, false)));
+        assert!(t.matches_alone(&user("bob", 0, false)));
+        assert!(!t.matches_alone(&user("cab", 0, false)));
     }
 
     #[test]
     fn filters_and_together() {
         let t = targets(r#"{"balanceBelow": 10, "balanceAbove": 2, "excludeUsers": ["Eve"]}"#).unwrap();
-        assert!(t.matches(&user("bob", 5, false)));
-        assert!(!t.matches(&user("bob", 10, false)), "balanceBelow is strict");
-        assert!(!t.matches(&user("bob", 2, false)), "balanceAbove is strict");
+        assert!(t.matches_alone(&user("bob", 5, false)));
         assert!(
-            !t.matches(&user("eve", 5, false)),
+            !t.matches_alone(&user("bob", 10, false)),
+            "balanceBelow is strict"
+        );
+        assert!(!t.matches_alone(&user("bob", 2, false)), "balanceAbove is strict");
+        assert!(
+            !t.matches_alone(&user("eve", 5, false)),
             "exclude compares case-insensitively"
         );
         assert!(
-            !t.matches(&user("bob", 5, true)),
+            !t.matches_alone(&user("bob", 5, true)),
             "unlimited users excluded by default"
         );
         let t = targets(r#"{"includeUnlimited": true, "includeUsers": ["BOB"]}"#).unwrap();
-        assert!(t.matches(&user("bob", 5, true)));
-        assert!(!t.matches(&user("alice", 5, false)));
+        assert!(t.matches_alone(&user("bob", 5, true)));
+        assert!(!t.matches_alone(&user("alice", 5, false)));
+    }
+
+    #[test]
+    fn group_targets_and_with_the_others() {
+        let groups = |names: &[&str]| names.iter().map(|s| s.to_string()).collect::<BTreeSet<_>>();
+        let t = targets(r#"{"includeGroups": ["lab", "course"], "excludeGroups": ["staff"]}"#).unwrap();
+        assert!(t.uses_groups());
+        assert!(t.matches(&user("a", 0, false), &groups(&["course"])));
+        assert!(!t.matches(&user("a", 0, false), &groups(&[])), "in no group");
+        assert!(
+            !t.matches(&user("a", 0, false), &groups(&["lab", "staff"])),
+            "excluded wins"
+        );
+        assert!(
+            !t.matches(&user("a", 0, false), &groups(&["Lab"])),
+            "names are exact"
+        );
+        let t = targets(r#"{"includeGroups": ["lab"], "balanceBelow": 5}"#).unwrap();
+        assert!(!t.matches(&user("a", 9, false), &groups(&["lab"])));
+        let t = targets(r#"{"excludeGroups": ["staff"]}"#).unwrap();
+        assert!(t.matches(&user("a", 0, false), &groups(&[])));
+        assert!(!targets("{}").unwrap().uses_groups());
     }
 
     #[test]
@@ -208,6 +283,9 @@ mod tests {
             (r#"{"balanceBelow": "5"}"#, "targets.balanceBelow"),
             (r#"{"excludeUsers": [1]}"#, "targets.excludeUsers[0]"),
             (r#"[]"#, "targets"),
+            (r#"{"includeGroups": []}"#, "targets.includeGroups"),
+            (r#"{"excludeGroups": ["a/b"]}"#, "targets.excludeGroups[0]"),
+            (r#"{"includeGroups": "lab"}"#, "targets.includeGroups"),
         ] {
             let errs = targets(json).unwrap_err();
             assert!(

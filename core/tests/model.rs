@@ -137,6 +137,7 @@ fn run(seed: u64, ops: usize) -> Result<(), String> {
                 runtime_minutes: runtime,
                 server_name: server.clone(),
                 started_at: None,
+                groups: None,
             };
             let got = check_start(&cfg, &mut store, &req, t);
             let rate = model_rate(resource);

@@ -98,6 +98,7 @@ fn usage_charge_past_the_exact_range_is_refused_and_the_session_stays_active() {
         runtime_minutes: 5,
         server_name: String::new(),
         started_at: None,
+        groups: None,
     };
     let StartDecision::Allowed(s) = check_start(&cfg, &mut store, &req, t0).unwrap() else {
         panic!("allowed")
@@ -142,6 +143,7 @@ fn refusal_message_is_byte_exact() {
         runtime_minutes: 5,
         server_name: String::new(),
         started_at: None,
+        groups: None,
     };
     let StartDecision::Refused(r) = check_start(&config(), &mut store, &req, t0).unwrap() else {
         panic!("refused")

@@ -85,6 +85,7 @@ fn native(names: &[String]) -> (f64, f64) {
                 runtime_minutes: 60,
                 server_name: String::new(),
                 started_at: None,
+                groups: None,
             };
             let StartDecision::Allowed(s) = check_start(&cfg, &mut b, &req, now).unwrap() else {
                 panic!("refused")
@@ -118,6 +119,7 @@ fn start_req(name: &str, server: &str) -> StartRequest {
         runtime_minutes: 60,
         server_name: server.to_string(),
         started_at: None,
+        groups: None,
     }
 }
 
@@ -125,6 +127,7 @@ fn start(w: &mut Worker, req: &StartRequest, now: Timestamp) -> i64 {
     match w.check_start(req, now).unwrap() {
         StartDecision::Allowed(s) => s.session_id,
         StartDecision::Refused(r) => panic!("refused: {}", r.message),
+        StartDecision::Forbidden(m) => panic!("forbidden: {m}"),
     }
 }
 

@@ -36,6 +36,7 @@ pub fn start_request(r: &StartRequest) -> api::StartRequest {
         runtime_minutes: r.runtime_minutes,
         server_name: r.server_name.clone(),
         started_at: r.started_at.map(Timestamp::seconds),
+        groups: r.groups.as_ref().map(|g| g.iter().cloned().collect()),
     }
 }
 
@@ -64,6 +65,7 @@ pub fn start_decision(d: api::StartDecision, req: &StartRequest) -> StartDecisio
             held: r.held,
             estimated_cost: Milli(r.estimated_cost),
         }),
+        api::StartDecision::Forbidden(m) => StartDecision::Forbidden(m),
     }
 }
 
@@ -205,6 +207,7 @@ pub fn user_detail(d: api::UserView) -> UserDetail {
         balance: d.balance,
         unlimited: d.unlimited,
         recent_transactions: d.recent_transactions.into_iter().map(transaction).collect(),
+        groups: d.groups.into_iter().collect(),
     }
 }
 
@@ -257,6 +260,7 @@ pub fn event(e: api::Event) -> quota_core::events::Event {
             result: match g.decision {
                 api::GateResult::Allowed => GateResult::Allowed,
                 api::GateResult::Refused => GateResult::Refused,
+                api::GateResult::Forbidden => GateResult::Forbidden,
                 api::GateResult::Invalid => GateResult::Invalid,
             },
             resource_type: g.resource_type,

@@ -66,8 +66,27 @@ fn a_fresh_database_is_migrated_once_and_a_second_host_finds_it_current() {
         .expect("version");
     assert_eq!(
         version,
-        vec![vec![SqlValue::Text("quota-engine schema 3".into())]]
+        vec![vec![SqlValue::Text("quota-engine schema 4".into())]]
     );
+    // A database of the previous release (schema 3: no memberships) gains the table.
+    db.query("DROP TABLE memberships", &[]).expect("drop");
+    db.query("COMMENT ON TABLE users IS 'quota-engine schema 3'", &[])
+        .expect("version 3");
+    let mut w =
+        quota_host::Worker::new(common::runtime(), Box::new(db), &common::fixture_json()).expect("migrate");
+    let version = w
+        .db()
+        .query("SELECT obj_description(to_regclass('users'), 'pg_class')", &[])
+        .expect("version");
+    assert_eq!(
+        version,
+        vec![vec![SqlValue::Text("quota-engine schema 4".into())]]
+    );
+    let members = w
+        .db()
+        .query("SELECT COUNT(*) FROM memberships", &[])
+        .expect("table");
+    assert_eq!(members, vec![vec![SqlValue::Int(0)]]);
 }
 
 #[test]

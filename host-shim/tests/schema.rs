@@ -65,11 +65,45 @@ fn a_fresh_database_gets_the_current_schema_once() {
             .unwrap()
             .schema_version()
             .unwrap(),
-        3
+        4
     );
     // Idempotent: a second migrate finds the current version and does nothing.
     let m = w.migrate().expect("again");
-    assert_eq!((m.from_version, m.to_version), (3, 3));
+    assert_eq!((m.from_version, m.to_version), (4, 4));
+}
+
+#[test]
+fn a_schema_3_database_gains_the_memberships_table_and_keeps_its_rows() {
+    let dir = tempfile::tempdir().expect("dir");
+    let path = dir.path().join("q.db");
+    let mut w = worker(&path);
+    let (st, _) = common::request(
+        &mut w,
+        &common::admin(),
+        "POST",
+        "/admin/api/quota/users/alice",
+        r#"{"action":"set","amount":7}"#,
+        Timestamp(1_795_230_000),
+    );
+    assert_eq!(st, 200);
+    // Schema 3 as the previous release wrote it: no memberships table.
+    w.db().query("DROP TABLE memberships", &[]).expect("drop");
+    w.db().query("PRAGMA user_version = 3", &[]).expect("version");
+    let before = tables(w.db());
+    let m = w.migrate().expect("migrate");
+    assert_eq!((m.from_version, m.to_version), (3, 4));
+    let mut after = tables(w.db());
+    assert_eq!(after.remove("memberships"), Some(Vec::new()));
+    assert_eq!(before, after);
+    let (st, body) = common::request(
+        &mut w,
+        &common::admin(),
+        "PUT",
+        "/admin/api/quota/groups/lab",
+        r#"{"members":["alice"]}"#,
+        Timestamp(1_795_230_060),
+    );
+    assert_eq!(st, 200, "{body}");
 }
 
 #[test]
@@ -139,9 +173,14 @@ fn a_quota_hub_0_1_0_file_migrates_without_losing_a_row() {
             .unwrap()
             .schema_version()
             .unwrap(),
-        3
+        4
     );
-    let after = tables(w.db());
+    let mut after = tables(w.db());
+    assert_eq!(
+        after.remove("memberships"),
+        Some(Vec::new()),
+        "schema 4 adds memberships"
+    );
     assert_eq!(before, after, "every row of every table, ids included, is kept");
     for table in [
         "users",
@@ -232,7 +271,7 @@ fn hosts_starting_at_once_on_one_new_file_both_come_up() {
         h.join().expect("thread").expect("worker came up");
     }
     let mut db = SqliteDb::open(&common::runtime(), &path, SqliteOptions::default()).expect("open");
-    assert_eq!(db.schema_version().unwrap(), 3);
+    assert_eq!(db.schema_version().unwrap(), 4);
     assert_eq!(
         rows(&mut db, "SELECT COUNT(*) FROM users"),
         vec![vec![SqlValue::Int(0)]]

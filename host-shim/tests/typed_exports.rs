@@ -83,6 +83,7 @@ fn typed_exports_agree_with_the_rest_answers() {
         runtime_minutes: 4,
         server_name: "gpu".into(),
         started_at: None,
+        groups: None,
     };
     let StartDecision::Allowed(s) = w.check_start(&start, T0).expect("ok") else {
         panic!("refused")
@@ -115,7 +116,7 @@ fn typed_exports_agree_with_the_rest_answers() {
             assert_eq!(r.message, "Cannot start container: Insufficient quota. Current balance: 25 (10 reserved by running servers), estimated cost: 150 (2.5 quota/min x 60 min). Please contact administrator to add quota.");
             assert_eq!((r.balance, r.held, r.estimated_cost), (25, 10, Milli(150_000)));
         }
-        StartDecision::Allowed(_) => panic!("should be refused"),
+        other => panic!("should be refused: {other:?}"),
     }
     let bad = StartRequest {
         runtime_minutes: 0,
@@ -276,6 +277,7 @@ fn typed_exports_agree_with_the_rest_answers() {
         runtime_minutes: 10,
         server_name: String::new(),
         started_at: None,
+        groups: None,
     };
     assert!(matches!(
         w.check_start(&s2, T0).expect("ok"),

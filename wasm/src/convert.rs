@@ -78,6 +78,7 @@ pub fn event_out(e: quota_core::events::Event) -> crate::bindings::api::Event {
             decision: match result {
                 GateResult::Allowed => w::GateResult::Allowed,
                 GateResult::Refused => w::GateResult::Refused,
+                GateResult::Forbidden => w::GateResult::Forbidden,
                 GateResult::Invalid => w::GateResult::Invalid,
             },
             resource_type,

@@ -129,6 +129,11 @@ impl Guest for Component {
             runtime_minutes: req.runtime_minutes,
             server_name: req.server_name,
             started_at: req.started_at.map(Timestamp),
+            groups: req
+                .groups
+                .map(|g| quota_core::groups::validate_groups("groups", g.iter().map(String::as_str)))
+                .transpose()
+                .map_err(error_out)?,
         };
         with_config(|cfg| {
             Ok(
@@ -146,6 +151,7 @@ impl Guest for Component {
                         held: r.held,
                         estimated_cost: r.estimated_cost.raw(),
                     }),
+                    StartDecision::Forbidden(m) => wit::StartDecision::Forbidden(m),
                 },
             )
         })
@@ -301,7 +307,7 @@ impl Guest for Component {
 
     fn list_users() -> Result<Vec<crate::bindings::types::UserRecord>, wit::QuotaError> {
         let users = quota_core::reads::list_users(&mut SqlStore::host()).map_err(error_out)?;
-        Ok(users.iter().map(cv::user_out).collect())
+        Ok(users.iter().map(|r| cv::user_out(&r.user)).collect())
     }
 
     fn user_detail(username: String) -> Result<wit::UserView, wit::QuotaError> {
@@ -311,6 +317,7 @@ impl Guest for Component {
             balance: d.balance,
             unlimited: d.unlimited,
             recent_transactions: d.recent_transactions.iter().map(cv::tx_out).collect(),
+            groups: d.groups.into_iter().collect(),
         })
     }
 

@@ -2,7 +2,8 @@
 
 use quota_core::milli::Milli;
 use quota_core::store::{
-    Change, NewSession, RefreshRun, Session, SessionStatus, Store, Transaction, TransactionType, UserRecord,
+    Change, Membership, NewSession, RefreshRun, Session, SessionStatus, Store, Transaction, TransactionType,
+    UserRecord,
 };
 use quota_core::{StoreError, Timestamp};
 
@@ -154,6 +155,24 @@ fn session(row: &mut [Cell]) -> Result<Session, StoreError> {
     })
 }
 
+fn membership(row: &mut [Cell]) -> Result<(String, Membership), StoreError> {
+    let mut c = Columns::new(row, "memberships", dialect::membership_column_count)?;
+    let username = c.text(0)?;
+    let names = c.text(1)?;
+    let groups: std::collections::BTreeSet<String> = serde_json::from_str(&names).map_err(|e| {
+        StoreError(format!(
+            "memberships: groups of `{username}` are not a JSON list: {e}"
+        ))
+    })?;
+    Ok((
+        username,
+        Membership {
+            groups,
+            since: Timestamp(c.int(2)?),
+        },
+    ))
+}
+
 fn all<T>(
     mut rows: Vec<Vec<Cell>>,
     f: fn(&mut [Cell]) -> Result<T, StoreError>,
@@ -195,24 +214,40 @@ fn transaction_params(p: &mut Params, t: &quota_core::store::NewTransaction) -> 
 }
 
 impl SqlStore {
-    /// Brings the database to the current schema; returns (version before, version now).
-    pub fn migrate(&mut self) -> Result<(u32, u32), StoreError> {
+    fn schema_version(&self) -> Result<u32, StoreError> {
         let found = query(self.d.read_version, Params::new())?;
-        let version = found
+        found
             .first()
             .and_then(|r| r.first())
             .and_then(Cell::as_int)
             .and_then(|v| u32::try_from(v).ok())
-            .ok_or_else(|| StoreError("the database did not report its schema version".into()))?;
-        let steps = (self.d.migration)(version).ok_or_else(|| {
-            StoreError(format!(
-                "the database has schema version {version}, which this engine (schema {}) does not \
-                 know: it was written by a newer release",
-                self.d.current_version
-            ))
-        })?;
-        for step in steps {
-            query(step, Params::new())?;
+            .ok_or_else(|| StoreError("the database did not report its schema version".into()))
+    }
+
+    /// Brings the database to the current schema; returns (version before, version now).
+    pub fn migrate(&mut self) -> Result<(u32, u32), StoreError> {
+        let version = self.schema_version()?;
+        // Step by step: each migration brings the database to a later version, recorded by its
+        // last statement, until the current one.
+        let mut at = version;
+        while at != self.d.current_version {
+            let steps = (self.d.migration)(at).ok_or_else(|| {
+                StoreError(format!(
+                    "the database has schema version {at}, which this engine (schema {}) does not \
+                     know: it was written by a newer release",
+                    self.d.current_version
+                ))
+            })?;
+            for step in steps {
+                query(step, Params::new())?;
+            }
+            let now = self.schema_version()?;
+            if now == at {
+                return Err(StoreError(format!(
+                    "the migration from schema version {at} did not change the version"
+                )));
+            }
+            at = now;
         }
         Ok((version, self.d.current_version))
     }
@@ -360,6 +395,44 @@ impl Store for SqlStore {
             .opt_text(status.map(SessionStatus::as_str))
             .int(limit(n))?;
         all(query(self.d.scan_sessions, p)?, session)
+    }
+
+    fn get_membership(&mut self, username: &str) -> Result<Option<Membership>, StoreError> {
+        let rows = query(self.d.get_membership, Params::new().text(username))?;
+        Ok(first(rows, membership)?.map(|(_, m)| m))
+    }
+
+    fn put_membership(&mut self, username: &str, m: &Membership) -> Result<(), StoreError> {
+        let names: Vec<&String> = m.groups.iter().collect();
+        let text = serde_json::to_string(&names).map_err(|e| StoreError(e.to_string()))?;
+        let p = Params::new().text(username).text(&text).int(m.since.seconds())?;
+        query(self.d.put_membership, p).map(drop)
+    }
+
+    fn scan_memberships(
+        &mut self,
+        after: Option<&str>,
+        n: usize,
+    ) -> Result<Vec<(String, Membership)>, StoreError> {
+        let rows = match after {
+            Some(a) => query(
+                self.d.scan_memberships_after,
+                Params::new().text(a).int(limit(n))?,
+            )?,
+            None => query(self.d.scan_memberships_first, Params::new().int(limit(n))?)?,
+        };
+        all(rows, membership)
+    }
+
+    fn memberships_between(
+        &mut self,
+        first: &str,
+        last: &str,
+    ) -> Result<Vec<(String, Membership)>, StoreError> {
+        all(
+            query(self.d.memberships_between, Params::new().text(first).text(last))?,
+            membership,
+        )
     }
 
     fn get_refresh_run(&mut self, run_id: &str) -> Result<Option<RefreshRun>, StoreError> {

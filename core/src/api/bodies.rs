@@ -60,13 +60,18 @@ pub(super) fn start_body(body: &Value) -> Result<StartRequest, QuotaError> {
     let runtime = f.req_int("runtime_minutes", i64::MIN, i64::MAX);
     let server_name = f.opt_str("server_name").unwrap_or("").to_string();
     let started_at = timestamp(&mut f, "started_at");
+    let groups = f.opt_str_list("groups", limits::user_groups_max);
     first_problem(f.finish())?;
+    let groups = groups
+        .map(|g| crate::groups::validate_groups("groups", g))
+        .transpose()?;
     Ok(StartRequest {
         username: username.unwrap_or_default().to_string(),
         resource,
         runtime_minutes: runtime.unwrap_or_default(),
         server_name,
         started_at,
+        groups,
     })
 }
 
@@ -218,4 +223,92 @@ pub(super) fn refresh_body(body: &Value) -> Result<RefreshRequest, QuotaError> {
         run_id,
         dry_run,
     })
+}
+
+/// `PUT .../groups/<name>` (`{"members": [...]}`) and `POST .../groups/<name>`
+/// (`{"add": [...], "remove": [...]}`, either or both).
+pub(super) fn members_body(body: &Value, replace: bool) -> Result<Vec<MemberChange>, QuotaError> {
+    let mut f = Fields::new("", Some(body), false);
+    let lists: &[&'static str] = if replace { &["members"] } else { &["add", "remove"] };
+    let mut out = Vec::new();
+    for key in lists {
+        let list = if replace {
+            f.raw(key)
+                .is_some()
+                .then(|| f.opt_str_list(key, limits::group_members_max))
+                .flatten()
+        } else {
+            f.opt_str_list(key, limits::group_members_max)
+        };
+        if replace && list.is_none() && f.problems.is_empty() {
+            f.problem(key, "is required (the group's members; [] to empty it)");
+        }
+        let Some(list) = list else { continue };
+        let users = crate::groups::usernames(key, list);
+        match users {
+            Ok(u) if *key == "members" => out.push(MemberChange::Set(u)),
+            Ok(u) if *key == "add" => out.push(MemberChange::Add(u)),
+            Ok(u) => out.push(MemberChange::Remove(u)),
+            Err(e) => f.problems.push(e),
+        }
+    }
+    if !replace && out.is_empty() && f.problems.is_empty() {
+        f.problem("add", "give `add`, `remove` or both (lists of usernames)");
+    }
+    first_problem(f.finish())?;
+    Ok(out)
+}
+
+/// `PUT .../memberships`: `{"users": {"<username>": ["<group>", ...]}, "complete": bool}`.
+pub(super) fn memberships_body(
+    body: &Value,
+) -> Result<(BTreeMap<String, BTreeSet<String>>, bool), QuotaError> {
+    let mut f = Fields::new("", Some(body), false);
+    let complete = f.opt_bool("complete").unwrap_or(false);
+    let users = f.raw("users");
+    first_problem(f.finish())?;
+    let map = match users {
+        Some(Value::Object(m)) => m,
+        Some(other) => {
+            return Err(QuotaError::invalid(
+                "users",
+                format!(
+                    "must be a mapping of username to a list of groups, got {}",
+                    kind(other)
+                ),
+            ))
+        }
+        None => return Err(QuotaError::invalid("users", "is required (username to groups)")),
+    };
+    let mut out = BTreeMap::new();
+    for (raw, groups) in map {
+        let field = crate::json::join("users", raw);
+        let name = normalize_username(&field, raw)?;
+        let Value::Array(items) = groups else {
+            return Err(QuotaError::invalid(
+                &field,
+                format!("must be a list of group names, got {}", kind(groups)),
+            ));
+        };
+        let mut names = Vec::with_capacity(items.len());
+        for (i, g) in items.iter().enumerate() {
+            match g {
+                Value::String(s) => names.push(s.as_str()),
+                other => {
+                    return Err(QuotaError::invalid(
+                        format!("{field}[{i}]"),
+                        format!("must be a string, got {}", kind(other)),
+                    ))
+                }
+            }
+        }
+        let set = crate::groups::validate_groups(&field, names)?;
+        if out.insert(name.clone(), set).is_some() {
+            return Err(QuotaError::invalid(
+                &field,
+                format!("names user `{name}` again (usernames are compared in lower case)"),
+            ));
+        }
+    }
+    Ok((out, complete))
 }

@@ -38,16 +38,16 @@ pub(super) fn answer(route: Route<'_>, method: &str, c: &mut Call<'_>) -> Result
             no_query(&c.query)?;
             Ok(Response::json(200, &reads::rates(c.config)))
         }
-        Route::Accelerators => {
-            no_query(&c.query)?;
-            Ok(Response::json(200, &reads::accelerators(c.config)))
-        }
+        Route::Accelerators => group_routes::accelerators(c),
         Route::Sessions if method == "GET" => list_sessions(c),
         Route::Sessions => start_session(c),
         Route::Session(id) => get_session(c, id),
         Route::EndById(id) => end_by_id(c, id),
         Route::EndByServer => end_by_server(c),
         Route::OpenApi => Ok(openapi_response()),
+        Route::Groups => group_routes::list(c),
+        Route::Group(name) => group_routes::group(c, method, name),
+        Route::Memberships => group_routes::memberships(c),
     }
 }
 
@@ -207,6 +207,7 @@ fn start_session(c: &mut Call<'_>) -> Result<Response, QuotaError> {
     match gate::check_start(c.config, c.store, &start, c.now)? {
         StartDecision::Allowed(s) => Ok(Response::json(201, &s)),
         StartDecision::Refused(r) => Ok(Response::error(403, &r.message)),
+        StartDecision::Forbidden(message) => Ok(Response::error(403, &message)),
     }
 }
 

@@ -32,6 +32,9 @@ pub(super) enum Route<'p> {
     EndById(&'p str),
     EndByServer,
     OpenApi,
+    Groups,
+    Group(&'p str),
+    Memberships,
 }
 
 /// The route the decoded path segments name.
@@ -42,6 +45,9 @@ pub(super) fn route<'p>(segs: &[&'p str]) -> Option<Route<'p>> {
         ["admin", "api", "quota", "refresh"] => Route::Refresh,
         ["admin", "api", "quota", "cleanup"] => Route::Cleanup,
         ["admin", "api", "quota", "transactions"] => Route::Ledger,
+        ["admin", "api", "quota", "groups"] => Route::Groups,
+        ["admin", "api", "quota", "groups", name] => Route::Group(name),
+        ["admin", "api", "quota", "memberships"] => Route::Memberships,
         ["admin", "api", "quota", "users", name] | ["admin", "api", "quota", name] => Route::User(name),
         ["api", "quota", "me"] => Route::Me,
         ["api", "quota", "rates"] => Route::Rates,
@@ -74,6 +80,9 @@ pub fn route_template(path: &str) -> Option<&'static str> {
         Route::EndById(_) => "/api/quota/sessions/{id}/end",
         Route::EndByServer => "/api/quota/sessions/end",
         Route::OpenApi => "/api/quota/openapi.json",
+        Route::Groups => "/admin/api/quota/groups",
+        Route::Group(_) => "/admin/api/quota/groups/{name}",
+        Route::Memberships => "/admin/api/quota/memberships",
     })
 }
 
@@ -103,6 +112,9 @@ pub(super) fn access<'p>(route: &Route<'p>, method: &str) -> (&'static [&'static
         Route::Session(_) => (&["GET"], Access::Admin),
         Route::EndById(_) | Route::EndByServer => (&["POST"], Access::Sessions),
         Route::OpenApi => (&["GET"], Access::Public),
+        Route::Groups => (&["GET"], Access::Admin),
+        Route::Group(_) => (&["GET", "PUT", "POST", "DELETE"], Access::Admin),
+        Route::Memberships => (&["PUT"], Access::Admin),
     }
 }
 

@@ -9,8 +9,9 @@ pub struct Dialect {
     pub current_version: u32,
     /// One row, one integer: the database's schema version (0 for an empty database).
     pub read_version: &'static str,
-    /// How to bring a database at a given version to `current_version`, one statement each (the
-    /// last one records the new version). `None`: a version this engine does not know.
+    /// How to bring a database at a given version to a later one (`current_version`, or a step on
+    /// the way there), one statement each (the last one records the new version). `None`: a
+    /// version this engine does not know.
     pub migration: fn(from: u32) -> Option<&'static [&'static str]>,
 
     pub get_user: &'static str,
@@ -34,6 +35,13 @@ pub struct Dialect {
     pub get_refresh_run: &'static str,
     /// Inserts a refresh run, or replaces its result (a chunked run records its progress).
     pub put_refresh_run: &'static str,
+    pub get_membership: &'static str,
+    /// Inserts a user's groups, or replaces them.
+    pub put_membership: &'static str,
+    pub scan_memberships_first: &'static str,
+    pub scan_memberships_after: &'static str,
+    /// The memberships of usernames from `?1` to `?2`, both included.
+    pub memberships_between: &'static str,
     /// Set-based forms of the bulk writes, each taking all rows at once as one JSON text parameter
     /// (`[[...], ...]`, the rows `update_user` and `insert_transaction` take): one statement per
     /// page of a refresh instead of one per row. None: the row-by-row statements above.
@@ -66,6 +74,12 @@ macro_rules! session_columns {
     };
 }
 
+macro_rules! membership_columns {
+    () => {
+        "username, group_names, since"
+    };
+}
+
 /// `$t` sixteen times, comma-separated ([`transaction_block_rows`]).
 macro_rules! sixteen_times {
     ($t:literal) => {
@@ -87,12 +101,14 @@ pub const tables: &[(&str, &str, &str)] = &[
     ("transactions", transaction_columns!(), "id"),
     ("sessions", session_columns!(), "id"),
     ("refresh_runs", "run_id, params, result, created_at", "run_id"),
+    ("memberships", membership_columns!(), "username"),
 ];
 
 /// Column counts, checked on every row read.
 pub const user_column_count: usize = 4;
 pub const transaction_column_count: usize = 10;
 pub const session_column_count: usize = 13;
+pub const membership_column_count: usize = 3;
 
 // The dialects (after the column macros above, which they use).
 mod postgres;

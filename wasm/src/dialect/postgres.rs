@@ -1,4 +1,4 @@
-//! The PostgreSQL dialect: schema 3 and every statement.
+//! The PostgreSQL dialect: schema 4, its migration from 3, and every statement.
 
 use super::{Bulk, Dialect};
 
@@ -90,19 +90,40 @@ const postgres_create: &[&str] = &[
         created_at BIGINT NOT NULL
      )"
     ),
-    "COMMENT ON TABLE users IS 'quota-engine schema 3'",
+    postgres_memberships_table,
+    "COMMENT ON TABLE users IS 'quota-engine schema 4'",
+];
+
+/// Schema 4's addition: each user's groups as the host reported them (a JSON list of names).
+const postgres_memberships_table: &str = concat!(
+    "CREATE TABLE IF NOT EXISTS memberships (
+        username ",
+    pg_text!(),
+    " PRIMARY KEY,
+        group_names ",
+    pg_text!(),
+    " NOT NULL,
+        since BIGINT NOT NULL
+     )"
+);
+
+/// Schema 3 to 4: the memberships table.
+const postgres_from_3: &[&str] = &[
+    postgres_memberships_table,
+    "COMMENT ON TABLE users IS 'quota-engine schema 4'",
 ];
 
 fn postgres_migration(from: u32) -> Option<&'static [&'static str]> {
     match from {
         0 => Some(postgres_create),
-        3 => Some(&[]),
+        3 => Some(postgres_from_3),
+        4 => Some(&[]),
         _ => None,
     }
 }
 
 pub const postgres: Dialect = Dialect {
-    current_version: 3,
+    current_version: 4,
     read_version: "SELECT COALESCE(substring(obj_description(to_regclass('users'), 'pg_class')
          FROM 'quota-engine schema ([0-9]+)')::bigint, 0)",
     migration: postgres_migration,
@@ -165,6 +186,28 @@ pub const postgres: Dialect = Dialect {
     put_refresh_run:
         "INSERT INTO refresh_runs (run_id, params, result, created_at) VALUES ($1, $2, $3, $4)
          ON CONFLICT (run_id) DO UPDATE SET result = excluded.result",
+    get_membership: concat!(
+        "SELECT ",
+        membership_columns!(),
+        " FROM memberships WHERE username = $1"
+    ),
+    put_membership: "INSERT INTO memberships (username, group_names, since) VALUES ($1, $2, $3)
+         ON CONFLICT (username) DO UPDATE SET group_names = excluded.group_names, since = excluded.since",
+    scan_memberships_first: concat!(
+        "SELECT ",
+        membership_columns!(),
+        " FROM memberships ORDER BY username LIMIT $1"
+    ),
+    scan_memberships_after: concat!(
+        "SELECT ",
+        membership_columns!(),
+        " FROM memberships WHERE username > $1 ORDER BY username LIMIT $2"
+    ),
+    memberships_between: concat!(
+        "SELECT ",
+        membership_columns!(),
+        " FROM memberships WHERE username >= $1 AND username <= $2 ORDER BY username"
+    ),
     // One statement per page: PostgreSQL parses and runs each statement on its own, so 1,000
     // single-row UPDATEs cost far more than one UPDATE of 1,000 rows (measured: refresh of 100,000
     // users, host-shim/benches/postgres.rs).

@@ -1,4 +1,4 @@
-//! The SQLite dialect: schema 3, its migration from 1 and 2, and every statement.
+//! The SQLite dialect: schema 4, its migrations from 1, 2 and 3, and every statement.
 
 use super::Dialect;
 
@@ -57,7 +57,14 @@ const sqlite_session_indexes: [&str; 3] = [
     "CREATE INDEX sessions_by_user ON sessions (username, id)",
 ];
 
-/// Schema 3 in an empty database.
+/// Schema 4's addition: each user's groups as the host reported them (a JSON list of names).
+const sqlite_memberships_table: &str = "CREATE TABLE IF NOT EXISTS memberships (
+        username TEXT PRIMARY KEY,
+        group_names TEXT NOT NULL,
+        since INTEGER NOT NULL
+     ) WITHOUT ROWID";
+
+/// Schema 4 in an empty database.
 const sqlite_create: &[&str] = &[
     "CREATE TABLE users (
         username TEXT PRIMARY KEY,
@@ -77,8 +84,12 @@ const sqlite_create: &[&str] = &[
         result TEXT NOT NULL,
         created_at INTEGER NOT NULL
      ) WITHOUT ROWID",
-    "PRAGMA user_version = 3",
+    sqlite_memberships_table,
+    "PRAGMA user_version = 4",
 ];
+
+/// Schema 3 to 4: the memberships table.
+const sqlite_from_3: &[&str] = &[sqlite_memberships_table, "PRAGMA user_version = 4"];
 
 /// Schemas 1 and 2 (quota-hub 0.1.0; 2 only added quota-hub's own tables, which stay as they are)
 /// to 3: the id columns become AUTOINCREMENT, so an id is never reused even after the newest rows
@@ -116,13 +127,14 @@ fn sqlite_migration(from: u32) -> Option<&'static [&'static str]> {
     match from {
         0 => Some(sqlite_create),
         1 | 2 => Some(sqlite_from_1_or_2),
-        3 => Some(&[]),
+        3 => Some(sqlite_from_3),
+        4 => Some(&[]),
         _ => None,
     }
 }
 
 pub const sqlite: Dialect = Dialect {
-    current_version: 3,
+    current_version: 4,
     read_version: "PRAGMA user_version",
     migration: sqlite_migration,
 
@@ -191,6 +203,28 @@ pub const sqlite: Dialect = Dialect {
     get_refresh_run: "SELECT run_id, params, result, created_at FROM refresh_runs WHERE run_id = ?1",
     put_refresh_run: "INSERT INTO refresh_runs (run_id, params, result, created_at) VALUES (?1, ?2, ?3, ?4)
          ON CONFLICT (run_id) DO UPDATE SET result = excluded.result",
+    get_membership: concat!(
+        "SELECT ",
+        membership_columns!(),
+        " FROM memberships WHERE username = ?1"
+    ),
+    put_membership: "INSERT INTO memberships (username, group_names, since) VALUES (?1, ?2, ?3)
+         ON CONFLICT (username) DO UPDATE SET group_names = excluded.group_names, since = excluded.since",
+    scan_memberships_first: concat!(
+        "SELECT ",
+        membership_columns!(),
+        " FROM memberships ORDER BY username LIMIT ?1"
+    ),
+    scan_memberships_after: concat!(
+        "SELECT ",
+        membership_columns!(),
+        " FROM memberships WHERE username > ?1 ORDER BY username LIMIT ?2"
+    ),
+    memberships_between: concat!(
+        "SELECT ",
+        membership_columns!(),
+        " FROM memberships WHERE username >= ?1 AND username <= ?2 ORDER BY username"
+    ),
     // SQLite runs the row-by-row statements in-process, without a round trip each.
     bulk: None,
 };

@@ -1,0 +1,374 @@
+//! Groups: each user's groups as the host last reported them (membership is the host's input; the
+//! engine never invents it), and what the admin routes do with them.
+//!
+//! A user's groups are one stored row ([`Membership`]); a user with no row is in no group. Group
+//! views (members of a group, every group) scan the rows page by page: admin calls, not hot paths.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::Serialize;
+
+use crate::config::Config;
+use crate::error::QuotaError;
+
+pub mod settings;
+use crate::limits;
+use crate::names::normalize_username;
+pub use crate::store::Membership;
+use crate::store::Store;
+use crate::time::Timestamp;
+pub use settings::{GroupRules, GroupSettings};
+
+/// A group name as JupyterHub keeps it (compared exactly, case and all): 1 to 255 characters, no
+/// control characters, no `/` (it is a path segment of the group routes), no leading or trailing
+/// white space.
+pub fn validate_group(field: &str, raw: &str) -> Result<String, QuotaError> {
+    if raw.is_empty() {
+        return Err(QuotaError::invalid(field, "must not be empty"));
+    }
+    if raw.chars().count() > limits::group_name_chars_max {
+        return Err(QuotaError::invalid(
+            field,
+            format!("must be at most {} characters", limits::group_name_chars_max),
+        ));
+    }
+    if let Some(c) = raw.chars().find(|c| c.is_control() || *c == '/') {
+        return Err(QuotaError::invalid(field, format!("must not contain {c:?}")));
+    }
+    if raw.trim() != raw {
+        return Err(QuotaError::invalid(
+            field,
+            format!("must not begin or end with white space, got {raw:?}"),
+        ));
+    }
+    Ok(raw.to_string())
+}
+
+/// Validates a list of group names (`field[i]` names a bad one); duplicates collapse.
+pub fn validate_groups<'a>(
+    field: &str,
+    names: impl IntoIterator<Item = &'a str>,
+) -> Result<BTreeSet<String>, QuotaError> {
+    let mut out = BTreeSet::new();
+    for (i, n) in names.into_iter().enumerate() {
+        if i >= limits::user_groups_max {
+            return Err(QuotaError::invalid(
+                field,
+                format!("must list at most {} groups", limits::user_groups_max),
+            ));
+        }
+        out.insert(validate_group(&format!("{field}[{i}]"), n)?);
+    }
+    Ok(out)
+}
+
+/// A user's stored groups (none when never reported).
+pub fn of(store: &mut dyn Store, username: &str) -> Result<BTreeSet<String>, QuotaError> {
+    Ok(store
+        .get_membership(username)?
+        .map(|m| m.groups)
+        .unwrap_or_default())
+}
+
+/// Stores `groups` as `username`'s when they differ from what is stored; returns whether they did.
+pub fn report(
+    store: &mut dyn Store,
+    username: &str,
+    groups: &BTreeSet<String>,
+    now: Timestamp,
+) -> Result<bool, QuotaError> {
+    let stored = store.get_membership(username)?;
+    if stored.as_ref().map(|m| &m.groups) == Some(groups) || (stored.is_none() && groups.is_empty()) {
+        return Ok(false);
+    }
+    let m = Membership {
+        groups: groups.clone(),
+        since: now,
+    };
+    store.put_membership(username, &m)?;
+    Ok(true)
+}
+
+/// Visits every stored membership, by username, a page at a time.
+fn each_membership(
+    store: &mut dyn Store,
+    mut f: impl FnMut(&mut dyn Store, String, Membership) -> Result<(), QuotaError>,
+) -> Result<(), QuotaError> {
+    let mut after: Option<String> = None;
+    loop {
+        let page = store.scan_memberships(after.as_deref(), limits::scan_page_users)?;
+        let full = page.len() == limits::scan_page_users;
+        after = page.last().map(|(u, _)| u.clone());
+        for (u, m) in page {
+            f(store, u, m)?;
+        }
+        if !full {
+            return Ok(());
+        }
+    }
+}
+
+/// One group as the admin routes show it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct GroupView {
+    pub name: String,
+    /// Members, by username.
+    pub members: Vec<String>,
+    /// `custom.quota.groups.<name>.defaultQuota`, if set.
+    #[serde(rename = "defaultQuota")]
+    pub default_quota: Option<i64>,
+    /// `custom.quota.groups.<name>.accelerators` (empty when the group restricts none).
+    pub accelerators: Vec<String>,
+}
+
+/// A group's members and settings. A group with no member and no settings does not exist (404).
+pub fn show(config: &Config, store: &mut dyn Store, name: &str) -> Result<GroupView, QuotaError> {
+    let name = validate_group("name", name)?;
+    let mut members = Vec::new();
+    each_membership(store, |_, u, m| {
+        if m.groups.contains(&name) {
+            members.push(u);
+        }
+        Ok(())
+    })?;
+    let settings = config.groups.settings.get(&name);
+    if members.is_empty() && settings.is_none() {
+        return Err(QuotaError::NotFound(format!("No group named `{name}`")));
+    }
+    Ok(GroupView {
+        default_quota: settings.and_then(|s| s.default_quota),
+        accelerators: settings.map(|s| s.accelerators.clone()).unwrap_or_default(),
+        name,
+        members,
+    })
+}
+
+/// A line of the group list.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct GroupSummary {
+    pub name: String,
+    pub members: u64,
+    /// The values file has settings for it.
+    pub configured: bool,
+}
+
+/// Every group with at least one member or settings, by name.
+pub fn list(config: &Config, store: &mut dyn Store) -> Result<Vec<GroupSummary>, QuotaError> {
+    let mut counts: BTreeMap<String, u64> = config.groups.settings.keys().map(|g| (g.clone(), 0)).collect();
+    each_membership(store, |_, _, m| {
+        for g in m.groups {
+            *counts.entry(g).or_default() += 1;
+        }
+        Ok(())
+    })?;
+    Ok(counts
+        .into_iter()
+        .map(|(name, members)| GroupSummary {
+            configured: config.groups.settings.contains_key(&name),
+            name,
+            members,
+        })
+        .collect())
+}
+
+/// How a group's members change.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum MemberChange {
+    /// Exactly these members (everyone else leaves the group).
+    Set(BTreeSet<String>),
+    Add(BTreeSet<String>),
+    Remove(BTreeSet<String>),
+}
+
+/// Usernames from a list (`field[i]` names a bad one), normalised; duplicates collapse.
+pub fn usernames<'a>(
+    field: &str,
+    names: impl IntoIterator<Item = &'a str>,
+) -> Result<BTreeSet<String>, QuotaError> {
+    names
+        .into_iter()
+        .enumerate()
+        .map(|(i, n)| normalize_username(&format!("{field}[{i}]"), n))
+        .collect()
+}
+
+/// What a change did.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Changed {
+    pub name: String,
+    pub added: u64,
+    pub removed: u64,
+    pub members: u64,
+}
+
+/// Changes group `name`'s members; each user whose groups change gets them with time `now`.
+pub fn change_members(
+    store: &mut dyn Store,
+    name: &str,
+    change: &MemberChange,
+    now: Timestamp,
+) -> Result<Changed, QuotaError> {
+    let name = validate_group("name", name)?;
+    let mut out = Changed {
+        name: name.clone(),
+        added: 0,
+        removed: 0,
+        members: 0,
+    };
+    let (joining, leaving_all) = match change {
+        MemberChange::Set(m) => (m, true),
+        MemberChange::Add(m) => (m, false),
+        MemberChange::Remove(_) => (&BTreeSet::new(), false),
+    };
+    // Leaving: every member not in the new set (Set), or the named ones (Remove).
+    let mut leaving: Vec<(String, Membership)> = Vec::new();
+    if leaving_all {
+        each_membership(store, |_, u, m| {
+            if m.groups.contains(&name) && !joining.contains(&u) {
+                leaving.push((u, m));
+            }
+            Ok(())
+        })?;
+    } else if let MemberChange::Remove(users) = change {
+        for u in users {
+            if let Some(m) = store.get_membership(u)?.filter(|m| m.groups.contains(&name)) {
+                leaving.push((u.clone(), m));
+            }
+        }
+    }
+    for (u, mut m) in leaving {
+        m.groups.remove(&name);
+        m.since = now;
+        store.put_membership(&u, &m)?;
+        out.removed += 1;
+    }
+    for u in joining {
+        let mut m = store.get_membership(u)?.unwrap_or_default();
+        if m.groups.insert(name.clone()) {
+            m.since = now;
+            store.put_membership(u, &m)?;
+            out.added += 1;
+        }
+    }
+    each_membership(store, |_, _, m| {
+        out.members += u64::from(m.groups.contains(&name));
+        Ok(())
+    })?;
+    Ok(out)
+}
+
+/// What a snapshot changed.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Replaced {
+    /// Users whose groups changed.
+    pub changed: u64,
+    /// Users in at least one group after it.
+    pub users: u64,
+}
+
+/// Sets every listed user's groups to exactly the listed ones. `complete`: the list is the whole
+/// truth, so a user it leaves out is in no group afterwards.
+pub fn replace(
+    store: &mut dyn Store,
+    users: &BTreeMap<String, BTreeSet<String>>,
+    complete: bool,
+    now: Timestamp,
+) -> Result<Replaced, QuotaError> {
+    let mut out = Replaced::default();
+    if complete {
+        let mut emptied = Vec::new();
+        each_membership(store, |_, u, m| {
+            if !m.groups.is_empty() && !users.contains_key(&u) {
+                emptied.push(u);
+            }
+            Ok(())
+        })?;
+        for u in emptied {
+            report(store, &u, &BTreeSet::new(), now)?;
+            out.changed += 1;
+        }
+    }
+    for (u, groups) in users {
+        out.changed += u64::from(report(store, u, groups, now)?);
+        out.users += u64::from(!groups.is_empty());
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::memstore::MemStore;
+
+    fn set(names: &[&str]) -> BTreeSet<String> {
+        names.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn group_names_are_checked_and_kept_as_given() {
+        assert_eq!(validate_group("g", "Course-101").unwrap(), "Course-101");
+        assert_eq!(validate_group("g", "org:team a").unwrap(), "org:team a");
+        for bad in ["", "a/b", " lead", "trail ", "nul\u{0}", &"x".repeat(256)] {
+            let e = validate_group("groups[0]", bad).unwrap_err();
+            assert!(e.to_string().starts_with("groups[0]: "), "{bad:?}: {e}");
+        }
+    }
+
+    #[test]
+    fn a_report_is_written_only_when_it_changes() {
+        let mut s = MemStore::new();
+        assert!(
+            !report(&mut s, "a", &set(&[]), Timestamp(1)).unwrap(),
+            "none stays none"
+        );
+        assert!(report(&mut s, "a", &set(&["x"]), Timestamp(2)).unwrap());
+        assert!(!report(&mut s, "a", &set(&["x"]), Timestamp(3)).unwrap());
+        assert_eq!(s.get_membership("a").unwrap().unwrap().since, Timestamp(2));
+        assert!(
+            report(&mut s, "a", &set(&[]), Timestamp(4)).unwrap(),
+            "leaving every group"
+        );
+        assert_eq!(of(&mut s, "a").unwrap(), set(&[]));
+    }
+
+    #[test]
+    fn set_add_and_remove_members() {
+        let mut s = MemStore::new();
+        let t = Timestamp(5);
+        let r = change_members(&mut s, "lab", &MemberChange::Set(set(&["a", "b"])), t).unwrap();
+        assert_eq!((r.added, r.removed, r.members), (2, 0, 2));
+        report(&mut s, "c", &set(&["other"]), t).unwrap();
+        let r = change_members(&mut s, "lab", &MemberChange::Set(set(&["b", "c"])), t).unwrap();
+        assert_eq!((r.added, r.removed, r.members), (1, 1, 2));
+        assert_eq!(of(&mut s, "c").unwrap(), set(&["lab", "other"]));
+        let r = change_members(&mut s, "lab", &MemberChange::Remove(set(&["c", "zed"])), t).unwrap();
+        assert_eq!((r.added, r.removed, r.members), (0, 1, 1));
+        let r = change_members(&mut s, "lab", &MemberChange::Add(set(&["b", "d"])), t).unwrap();
+        assert_eq!((r.added, r.removed, r.members), (1, 0, 2));
+        let config =
+            Config::from_values(&serde_json::json!({"custom": {"quota": {"enabled": true}}})).unwrap();
+        let l = list(&config, &mut s).unwrap();
+        let names: Vec<(&str, u64)> = l.iter().map(|g| (g.name.as_str(), g.members)).collect();
+        assert_eq!(names, [("lab", 2), ("other", 1)]);
+    }
+
+    #[test]
+    fn a_complete_snapshot_empties_everyone_it_leaves_out() {
+        let mut s = MemStore::new();
+        let t = Timestamp(1);
+        report(&mut s, "a", &set(&["x"]), t).unwrap();
+        report(&mut s, "b", &set(&["y"]), t).unwrap();
+        let snap: BTreeMap<String, BTreeSet<String>> =
+            [("b".to_string(), set(&["y"])), ("c".to_string(), set(&["x"]))].into();
+        let r = replace(&mut s, &snap, false, t).unwrap();
+        assert_eq!((r.changed, r.users), (1, 2));
+        assert_eq!(
+            of(&mut s, "a").unwrap(),
+            set(&["x"]),
+            "not complete: a keeps its groups"
+        );
+        let r = replace(&mut s, &snap, true, t).unwrap();
+        assert_eq!((r.changed, r.users), (1, 2));
+        assert_eq!(of(&mut s, "a").unwrap(), set(&[]));
+    }
+}
