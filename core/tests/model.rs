@@ -9,6 +9,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use quota_core::admin::{self, AdminAction, AdminRequest, BatchEntry};
 use quota_core::gate::{check_start, StartDecision, StartRequest};
+use quota_core::groups::{self as qgroups, MemberChange};
 use quota_core::refresh::{refresh, RefreshAction, RefreshParams, RefreshRequest};
 use quota_core::sessions::{cleanup_stale, end_session, EndRequest, EndTarget, Outcome};
 use quota_core::store::{SessionStatus, TransactionType};
@@ -19,6 +20,7 @@ const ops_per_run: usize = 1000;
 const default_runs: u64 = 110;
 const users: [&str; 4] = ["alice", "bob", "carol", "dave"];
 const servers: [&str; 2] = ["", "gpu"];
+const group_names: [&str; 3] = ["g1", "g2", "g3"];
 
 /// splitmix64: small, seedable, good enough to explore.
 struct Rng(u64);
@@ -44,7 +46,8 @@ impl Rng {
 
 fn config() -> Config {
     Config::from_values(&serde_json::json!({"custom": {"authMode": "github",
-        "quota": {"cpuRate": 1, "minimumToStart": 10, "defaultQuota": 20},
+        "quota": {"cpuRate": 1, "minimumToStart": 10, "defaultQuota": 20,
+            "groups": {"g1": {"defaultQuota": 35, "accelerators": ["dgpu"]}, "g2": {"defaultQuota": 60}, "g3": {}}},
         "accelerators": {"phx": {"quotaRate": 2.5}, "dgpu": {"quotaRate": 4}}}}))
     .expect("model config loads")
 }
@@ -80,6 +83,28 @@ struct Model {
     sessions: BTreeMap<i64, MSession>,
     next_id: i64,
     runs: BTreeMap<String, (String, (u64, i64, u64))>,
+    /// Each user's groups (absent: none).
+    groups: BTreeMap<String, BTreeSet<String>>,
+}
+
+/// A random set of the model's groups.
+fn some_groups(rng: &mut Rng) -> BTreeSet<String> {
+    group_names
+        .iter()
+        .filter(|_| rng.chance(40))
+        .map(|g| g.to_string())
+        .collect()
+}
+
+/// The model's rule for a new member's grant: the highest group grant, else the default (20).
+fn model_grant(groups: &BTreeSet<String>) -> i64 {
+    let mut grant = None;
+    for (g, q) in [("g1", 35), ("g2", 60)] {
+        if groups.contains(g) {
+            grant = Some(grant.map_or(q, |x: i64| x.max(q)));
+        }
+    }
+    grant.unwrap_or(20)
 }
 
 impl Model {
@@ -130,15 +155,20 @@ fn run(seed: u64, ops: usize) -> Result<(), String> {
             let resource = *rng.pick(&[None, Some("cpu"), Some("phx"), Some("dgpu"), Some("tpu")]);
             let runtime = *rng.pick(&[-1i64, 0, 1, 5, 30, 120, 480, 481]);
             let server = rng.pick(&servers).to_string();
-            what = format!("check_start({user}, {resource:?}, {runtime}, {server:?})");
+            let reported = rng.chance(50).then(|| some_groups(&mut rng));
+            what = format!("check_start({user}, {resource:?}, {runtime}, {server:?}, groups {reported:?})");
             let req = StartRequest {
                 username: user.clone(),
                 resource: resource.map(String::from),
                 runtime_minutes: runtime,
                 server_name: server.clone(),
                 started_at: None,
-                groups: None,
+                groups: reported.clone(),
             };
+            let effective = reported
+                .clone()
+                .unwrap_or_else(|| m.groups.get(&user).cloned().unwrap_or_default());
+            let forbidden = resource == Some("dgpu") && !effective.contains("g1");
             let got = check_start(&cfg, &mut store, &req, t);
             let rate = model_rate(resource);
             if rate.is_none() || !(1..=480).contains(&runtime) {
@@ -150,9 +180,21 @@ fn run(seed: u64, ops: usize) -> Result<(), String> {
                         ))
                     }
                 }
+            } else if forbidden {
+                match got {
+                    Ok(StartDecision::Forbidden(msg)) => {
+                        refused = Some(QuotaError::invalid("forbidden", msg));
+                    }
+                    other => return Err(format!("step {step} {what}: expected forbidden, got {other:?}")),
+                }
             } else {
                 refused = None;
                 let rate = rate.unwrap_or_default();
+                if let Some(g) = &reported {
+                    if !(g.is_empty() && !m.groups.contains_key(&user)) {
+                        m.groups.insert(user.clone(), g.clone());
+                    }
+                }
                 // Orphan of the same server closes first.
                 let orphan = m
                     .active(&user)
@@ -168,7 +210,7 @@ fn run(seed: u64, ops: usize) -> Result<(), String> {
                     );
                 }
                 if !m.balance.contains_key(&user) {
-                    m.balance.insert(user.clone(), 20);
+                    m.balance.insert(user.clone(), model_grant(&effective));
                 }
                 let est = rate * runtime;
                 let unlimited = m.unlimited.contains(&user);
@@ -372,6 +414,13 @@ fn run(seed: u64, ops: usize) -> Result<(), String> {
             if rng.chance(20) {
                 targets.exclude_users = [rng.pick(&users).to_string()].into_iter().collect();
             }
+            if rng.chance(35) {
+                let g = some_groups(&mut rng);
+                targets.include_groups = (!g.is_empty()).then_some(g);
+            }
+            if rng.chance(20) {
+                targets.exclude_groups = some_groups(&mut rng);
+            }
             let run_id = rng.chance(40).then(|| format!("run{}", rng.below(3)));
             let dry_run = rng.chance(15);
             let params = RefreshParams {
@@ -419,7 +468,16 @@ fn run(seed: u64, ops: usize) -> Result<(), String> {
                     let matched = (targets.include_unlimited || !unl)
                         && targets.balance_below.is_none_or(|b| cur < b)
                         && targets.include_users.as_ref().is_none_or(|s| s.contains(name))
-                        && !targets.exclude_users.contains(name);
+                        && !targets.exclude_users.contains(name)
+                        && {
+                            let none = BTreeSet::new();
+                            let of = m.groups.get(name).unwrap_or(&none);
+                            targets
+                                .include_groups
+                                .as_ref()
+                                .is_none_or(|g| g.iter().any(|x| of.contains(x)))
+                                && !targets.exclude_groups.iter().any(|x| of.contains(x))
+                        };
                     let new = if !matched {
                         cur
                     } else if action == RefreshAction::Set {
@@ -454,6 +512,80 @@ fn run(seed: u64, ops: usize) -> Result<(), String> {
                         return Err(format!(
                             "step {step} {what}: got {g:?}, model ({updated}, {total}, {skipped})"
                         ))
+                    }
+                }
+            }
+        } else if kind < 98 {
+            // group membership: a report, a group change, or a snapshot
+            let g = group_names[rng.below(3) as usize];
+            let members: BTreeSet<String> = users
+                .iter()
+                .filter(|_| rng.chance(40))
+                .map(|u| u.to_string())
+                .collect();
+            refused = None;
+            match rng.below(4) {
+                0 => {
+                    let set = some_groups(&mut rng);
+                    what = format!("report({user}, {set:?})");
+                    qgroups::report(&mut store, &user, &set, t)
+                        .map_err(|e| format!("step {step} {what}: {e}"))?;
+                    if !(set.is_empty() && !m.groups.contains_key(&user)) {
+                        m.groups.insert(user.clone(), set);
+                    }
+                }
+                1 => {
+                    what = format!("set_members({g}, {members:?})");
+                    qgroups::change_members(&mut store, g, &MemberChange::Set(members.clone()), t)
+                        .map_err(|e| format!("step {step} {what}: {e}"))?;
+                    for u in users {
+                        let has = m.groups.get(u).is_some_and(|s| s.contains(g));
+                        if members.contains(u) && !has {
+                            m.groups.entry(u.to_string()).or_default().insert(g.to_string());
+                        } else if !members.contains(u) && has {
+                            m.groups.entry(u.to_string()).or_default().remove(g);
+                        }
+                    }
+                }
+                2 => {
+                    let add = rng.chance(50);
+                    what = format!("{}({g}, {members:?})", if add { "add" } else { "remove" });
+                    let change = if add {
+                        MemberChange::Add(members.clone())
+                    } else {
+                        MemberChange::Remove(members.clone())
+                    };
+                    qgroups::change_members(&mut store, g, &change, t)
+                        .map_err(|e| format!("step {step} {what}: {e}"))?;
+                    for u in &members {
+                        let has = m.groups.get(u).is_some_and(|s| s.contains(g));
+                        if add && !has {
+                            m.groups.entry(u.clone()).or_default().insert(g.to_string());
+                        } else if !add && has {
+                            m.groups.entry(u.clone()).or_default().remove(g);
+                        }
+                    }
+                }
+                _ => {
+                    let complete = rng.chance(50);
+                    let snapshot: BTreeMap<String, BTreeSet<String>> = members
+                        .iter()
+                        .map(|u| (u.clone(), some_groups(&mut rng)))
+                        .collect();
+                    what = format!("replace({snapshot:?}, complete={complete})");
+                    qgroups::replace(&mut store, &snapshot, complete, t)
+                        .map_err(|e| format!("step {step} {what}: {e}"))?;
+                    if complete {
+                        for (u, set) in m.groups.iter_mut() {
+                            if !snapshot.contains_key(u) {
+                                set.clear();
+                            }
+                        }
+                    }
+                    for (u, set) in snapshot {
+                        if !(set.is_empty() && !m.groups.contains_key(&u)) {
+                            m.groups.insert(u, set);
+                        }
                     }
                 }
             }
@@ -522,6 +654,15 @@ fn run(seed: u64, ops: usize) -> Result<(), String> {
                 store.users.len(),
                 m.balance.len()
             ));
+        }
+        for u in users {
+            let stored = store.memberships.get(u).map(|x| &x.groups);
+            let model = m.groups.get(u);
+            if stored.filter(|g| !g.is_empty()) != model.filter(|g| !g.is_empty()) {
+                return Err(format!(
+                    "step {step} {what}: {u} is in {stored:?}, model {model:?}"
+                ));
+            }
         }
         for (id, s) in &store.sessions {
             let ms = &m.sessions[id];
