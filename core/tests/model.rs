@@ -191,7 +191,7 @@ fn run(seed: u64, ops: usize) -> Result<(), String> {
                 refused = None;
                 let rate = rate.unwrap_or_default();
                 if let Some(g) = &reported {
-                    if !(g.is_empty() && !m.groups.contains_key(&user)) {
+                    if !g.is_empty() || m.groups.contains_key(&user) {
                         m.groups.insert(user.clone(), g.clone());
                     }
                 }
@@ -530,7 +530,7 @@ fn run(seed: u64, ops: usize) -> Result<(), String> {
                     what = format!("report({user}, {set:?})");
                     qgroups::report(&mut store, &user, &set, t)
                         .map_err(|e| format!("step {step} {what}: {e}"))?;
-                    if !(set.is_empty() && !m.groups.contains_key(&user)) {
+                    if !set.is_empty() || m.groups.contains_key(&user) {
                         m.groups.insert(user.clone(), set);
                     }
                 }
@@ -583,7 +583,7 @@ fn run(seed: u64, ops: usize) -> Result<(), String> {
                         }
                     }
                     for (u, set) in snapshot {
-                        if !(set.is_empty() && !m.groups.contains_key(&u)) {
+                        if !set.is_empty() || m.groups.contains_key(&u) {
                             m.groups.insert(u, set);
                         }
                     }

@@ -97,6 +97,32 @@ impl Worker {
         decided(r)
     }
 
+    /// Sets every listed user's groups (username, groups) to exactly those, in one transaction of
+    /// any size; `complete`: a user left out is in no group afterwards.
+    pub fn replace_memberships(
+        &mut self,
+        users: &[(String, Vec<String>)],
+        complete: bool,
+        now: Timestamp,
+    ) -> Result<quota_core::groups::Replaced, HostError> {
+        let w: Vec<api::GroupMembership> = users
+            .iter()
+            .map(|(u, g)| api::GroupMembership {
+                username: u.clone(),
+                groups: g.clone(),
+            })
+            .collect();
+        let r = self.call(|b, s| {
+            b.quota_engine_api()
+                .call_replace_memberships(s, &w, complete, now.0)
+        })?;
+        let r = decided(r)?;
+        Ok(quota_core::groups::Replaced {
+            changed: r.changed,
+            users: r.users,
+        })
+    }
+
     /// Every user record, by username.
     pub fn list_users(&mut self) -> Result<Vec<UserRecord>, HostError> {
         let r = self.call_read(|b, s| b.quota_engine_api().call_list_users(s))?;

@@ -37,6 +37,14 @@ pub enum Command {
     AddQuota(QuotaArgs),
     /// Print every user's balance.
     ListQuota(Target),
+    /// Groups: list, show, set members, add or remove members.
+    Group {
+        #[command(subcommand)]
+        command: GroupCommand,
+    },
+    /// Copy every group of a JupyterHub (its REST API; a token with `read:groups`) as the users'
+    /// groups: a user in no hub group is in none afterwards.
+    SyncGroups(SyncGroupsArgs),
     /// Run one configured refresh rule now.
     Refresh {
         /// The rule's name (a key of `custom.quota.refreshRules`).
@@ -225,6 +233,54 @@ pub struct Target {
     /// Admin token for `--url`.
     #[arg(long, env = "QUOTA_HUB_TOKEN", hide_env_values = true)]
     pub token: Option<String>,
+}
+
+#[derive(Subcommand)]
+pub enum GroupCommand {
+    /// Every group with members or settings, and its member count.
+    List(Target),
+    /// One group's members and settings.
+    Show {
+        name: String,
+        #[command(flatten)]
+        target: Target,
+    },
+    /// Set a group's members to exactly these users (arguments, or a CSV file with a `username`
+    /// column); everyone else leaves it.
+    Set(GroupMembersArgs),
+    /// Add these users to a group.
+    AddMembers(GroupMembersArgs),
+    /// Remove these users from a group.
+    RemoveMembers(GroupMembersArgs),
+}
+
+#[derive(Args)]
+pub struct GroupMembersArgs {
+    /// The group's name (as the hub spells it: case matters).
+    pub name: String,
+    /// Usernames (trimmed and lowercased).
+    pub users: Vec<String>,
+    /// A CSV file with a header `username` (a `quota` column is ignored); `-` reads standard input.
+    #[arg(short = 'f', long = "file", conflicts_with = "users")]
+    pub file: Option<PathBuf>,
+    #[command(flatten)]
+    pub target: Target,
+}
+
+#[derive(Args)]
+pub struct SyncGroupsArgs {
+    /// The JupyterHub: its public URL with any base URL (`http://hub:8000/jhub`), or its API URL
+    /// (ending in `/hub/api`, as `JUPYTERHUB_API_URL`).
+    #[arg(long)]
+    pub hub_url: String,
+    /// A JupyterHub API token with the `read:groups` scope.
+    #[arg(long, env = "JUPYTERHUB_API_TOKEN", hide_env_values = true)]
+    pub hub_token: String,
+    /// Print what would change; write nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    #[command(flatten)]
+    pub target: Target,
 }
 
 #[derive(Args)]

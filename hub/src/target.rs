@@ -70,14 +70,19 @@ impl Target {
             Target::Remote { agent, base, token } => {
                 let url = format!("{base}{path}");
                 let auth = format!("token {token}");
-                let sent = if method == "GET" {
-                    agent.get(&url).header("Authorization", &auth).call()
+                let req = ureq::http::Request::builder()
+                    .method(method)
+                    .uri(&url)
+                    .header("Authorization", &auth);
+                let sent = if method == "GET" || method == "DELETE" {
+                    req.body(())
+                        .map_err(|e| format!("{url}: {e}"))
+                        .map(|r| agent.run(r))?
                 } else {
-                    agent
-                        .post(&url)
-                        .header("Authorization", &auth)
-                        .content_type("application/json")
-                        .send(body)
+                    req.header("Content-Type", "application/json")
+                        .body(body.as_bytes().to_vec())
+                        .map_err(|e| format!("{url}: {e}"))
+                        .map(|r| agent.run(r))?
                 };
                 let mut resp = sent.map_err(|e| format!("{url}: {e}"))?;
                 let status = resp.status().as_u16();

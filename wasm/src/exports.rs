@@ -305,6 +305,23 @@ impl Guest for Component {
             .map_err(|e| error_out(QuotaError::Store(e)))
     }
 
+    fn replace_memberships(
+        users: Vec<wit::GroupMembership>,
+        complete: bool,
+        now: i64,
+    ) -> Result<wit::MembershipsReplaced, wit::QuotaError> {
+        let entries = users
+            .iter()
+            .map(|u| (u.username.as_str(), u.groups.iter().map(String::as_str).collect()));
+        let snapshot = quota_core::groups::snapshot(entries).map_err(error_out)?;
+        let r = quota_core::groups::replace(&mut SqlStore::host(), &snapshot, complete, Timestamp(now))
+            .map_err(error_out)?;
+        Ok(wit::MembershipsReplaced {
+            changed: r.changed,
+            users: r.users,
+        })
+    }
+
     fn list_users() -> Result<Vec<crate::bindings::types::UserRecord>, wit::QuotaError> {
         let users = quota_core::reads::list_users(&mut SqlStore::host()).map_err(error_out)?;
         Ok(users.iter().map(|r| cv::user_out(&r.user)).collect())

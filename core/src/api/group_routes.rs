@@ -50,6 +50,32 @@ pub(super) fn memberships(c: &mut Call<'_>) -> Result<Response, QuotaError> {
     ))
 }
 
+/// `GET .../memberships?after=&limit=`: users' groups by username, a page at a time (a user whose
+/// groups were all removed is listed with none).
+pub(super) fn list_memberships(c: &mut Call<'_>) -> Result<Response, QuotaError> {
+    let mut q = QueryFields::new(&c.query);
+    let after = q.take("after");
+    let limit = q
+        .int("limit", 1, limits::users_page_max as i64)?
+        .map_or(limits::users_page_max, |n| n as usize);
+    q.finish()?;
+    let mut page = c.store.scan_memberships(after.as_deref(), limit + 1)?;
+    let next = if page.len() > limit {
+        page.truncate(limit);
+        page.last().map(|(u, _)| u.clone())
+    } else {
+        None
+    };
+    let rows: Vec<Value> = page
+        .into_iter()
+        .map(|(u, m)| json!({"username": u, "groups": m.groups, "since": m.since}))
+        .collect();
+    Ok(Response::json(
+        200,
+        &json!({ "memberships": rows, "next_after": next }),
+    ))
+}
+
 /// `GET /api/accelerators`: the accelerators the caller (or, for an admin or the hub, `?username=`)
 /// may start: restricted ones only for members of their groups.
 pub(super) fn accelerators(c: &mut Call<'_>) -> Result<Response, QuotaError> {

@@ -47,6 +47,7 @@ pub(super) fn answer(route: Route<'_>, method: &str, c: &mut Call<'_>) -> Result
         Route::OpenApi => Ok(openapi_response()),
         Route::Groups => group_routes::list(c),
         Route::Group(name) => group_routes::group(c, method, name),
+        Route::Memberships if method == "GET" => group_routes::list_memberships(c),
         Route::Memberships => group_routes::memberships(c),
     }
 }

@@ -114,7 +114,7 @@ pub(super) fn access<'p>(route: &Route<'p>, method: &str) -> (&'static [&'static
         Route::OpenApi => (&["GET"], Access::Public),
         Route::Groups => (&["GET"], Access::Admin),
         Route::Group(_) => (&["GET", "PUT", "POST", "DELETE"], Access::Admin),
-        Route::Memberships => (&["PUT"], Access::Admin),
+        Route::Memberships => (&["GET", "PUT"], Access::Admin),
     }
 }
 

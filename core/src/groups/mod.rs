@@ -266,6 +266,26 @@ pub struct Replaced {
     pub users: u64,
 }
 
+/// Validates a snapshot given as (username, groups) pairs: names normalised and checked, each user
+/// once; a problem names `users[i]`.
+pub fn snapshot<'a>(
+    entries: impl IntoIterator<Item = (&'a str, Vec<&'a str>)>,
+) -> Result<BTreeMap<String, BTreeSet<String>>, QuotaError> {
+    let mut out = BTreeMap::new();
+    for (i, (user, groups)) in entries.into_iter().enumerate() {
+        let field = format!("users[{i}]");
+        let name = normalize_username(&format!("{field}.username"), user)?;
+        let set = validate_groups(&format!("{field}.groups"), groups)?;
+        if out.insert(name.clone(), set).is_some() {
+            return Err(QuotaError::invalid(
+                &field,
+                format!("names user `{name}` again (usernames are compared in lower case)"),
+            ));
+        }
+    }
+    Ok(out)
+}
+
 /// Sets every listed user's groups to exactly the listed ones. `complete`: the list is the whole
 /// truth, so a user it leaves out is in no group afterwards.
 pub fn replace(

@@ -297,7 +297,7 @@ class QuotaEngine:
         for name in (
             "migrate", "configure", "next-fire", "check-start", "end-session", "cleanup-stale",
             "refresh", "run-rule", "run-rule-step", "run-applied", "get-rates", "handle-request",
-            "handle-request-step", "take-events", "active-sessions",
+            "handle-request-step", "take-events", "active-sessions", "replace-memberships",
         ):
             idx = inst.get_export_index(self._store, name, api)
             if idx is None:
@@ -465,6 +465,16 @@ class QuotaEngine:
         out = json.loads(r.json)
         out["replayed"] = r.replayed
         return out
+
+    def replace_memberships(self, users: "list[tuple[str, list[str]]]", complete: bool, now: Optional[int] = None) -> dict:
+        """Sets every listed user's groups to exactly these, in one transaction of any size;
+        ``complete``: a user left out is in no group afterwards. Returns ``{changed, users}``."""
+        t = _timestamp(now)
+        entries = [_record(username=u, groups=list(g)) for u, g in users]
+        r = self._call(lambda f, s: f["replace-memberships"](s, entries, complete, t))
+        if isinstance(r, Variant):
+            raise _quota_error(r)
+        return {"changed": _get(r, "changed"), "users": _get(r, "users")}
 
     def run_applied(self, run_id: str) -> bool:
         r = self._call(lambda f, s: f["run-applied"](s, run_id), write=False)

@@ -31,6 +31,9 @@ def caller_for(user: Any, expanded_scopes: set) -> Caller:
     return Caller(user.name, admin=admin, scopes=scopes)
 
 
+#: The refresh route and its alias: a refresh reads the hub's groups first.
+REFRESH_PATHS = ("/admin/api/quota/refresh",)
+
 #: The API's OpenAPI document: public, as the engine serves it (no token needed to read it).
 OPENAPI_PATH = "/api/quota/openapi.json"
 
@@ -51,6 +54,14 @@ class QuotaAPIHandler(APIHandler):
             raise web.HTTPError(403, "Missing or invalid credentials.")
         caller = None if user is None else caller_for(user, self.expanded_scopes)
         body = self.request.body.decode("utf-8", "replace") if self.request.body else ""
+        may_refresh = caller is not None and (caller.admin or "quota:refresh" in caller.scopes)
+        if method == "POST" and path.rstrip("/") in REFRESH_PATHS and may_refresh:
+            # A rule targeting a group changes exactly the hub's members of this moment.
+            try:
+                await self.quota.snapshot_groups()
+            except Exception:
+                log.exception("quota: reading the hub's groups before a refresh failed")
+                raise web.HTTPError(503, "The hub's groups could not be read; nothing was changed") from None
         try:
             r = await self.quota.service.request(method, path, body, caller, query=self.request.query)
         except Exception as e:
@@ -67,6 +78,12 @@ class QuotaAPIHandler(APIHandler):
 
     async def post(self, *_args: Any) -> None:
         await self._answer("POST")
+
+    async def put(self, *_args: Any) -> None:
+        await self._answer("PUT")
+
+    async def delete(self, *_args: Any) -> None:
+        await self._answer("DELETE")
 
 
 def handlers(quota: "QuotaHub") -> tuple[str, list]:

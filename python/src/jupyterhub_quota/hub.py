@@ -59,15 +59,18 @@ class QuotaHub:
         #: The hooks configure() set, by trait name (checked at start).
         self.installed: dict[str, Any] = {}
         self.timers = Timers(service) if auto_stop else None
-        self.scheduler = Scheduler(service) if scheduler else None
+        self.scheduler = Scheduler(service, before_run=self.snapshot_groups) if scheduler else None
         #: (username, server name) of servers that became ready (JupyterHub's server-action event).
         self.ready: set[tuple[str, str]] = set()
         self.listening = False
+        #: The JupyterHub application (its database holds the groups), set at start.
+        self.app: Any = None
 
     # Start-up
 
     async def start(self, app: Any) -> None:
         """Stale cleanup at once; the rest when the hub has started."""
+        self.app = app
         self.check_config(app)
         try:
             for s in await self.service.run(lambda e: e.cleanup_stale()):
@@ -90,6 +93,12 @@ class QuotaHub:
         if self.scheduler is not None:
             await self.scheduler.start()
         self.service.poke()  # the first read of the active sessions, for the metrics
+
+    async def snapshot_groups(self) -> None:
+        """The hub's groups into the engine (before each refresh run)."""
+        from .groups import snapshot
+
+        await snapshot(self)
 
     def check_config(self, app: Any) -> None:
         """Says at start what the final configuration undid or cannot price: a hook set after

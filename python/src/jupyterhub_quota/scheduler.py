@@ -28,8 +28,11 @@ class Scheduler:
         service: QuotaService,
         clock: Callable[[], float] = time.time,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        before_run: Optional[Callable[[], Awaitable[None]]] = None,
     ):
         self.service = service
+        #: Runs before each rule run (inside a hub: the hub's groups into the engine).
+        self.before_run = before_run
         self.clock = clock
         self.sleep = sleep
         self.tasks: list[asyncio.Task] = []
@@ -71,6 +74,8 @@ class Scheduler:
             since = max(at, now)
             rid = run_id(rule, at)
             try:
+                if self.before_run is not None:
+                    await self.before_run()
                 r = await self.service.run(lambda e: e.run_rule(rule, rid, now=now))
             except Exception as e:  # noqa: BLE001 - logged; the rule goes on at its next time
                 log.error("quota: refresh rule %s: run %s failed and changed nothing: %s", rule, rid, e)

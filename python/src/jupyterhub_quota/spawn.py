@@ -11,6 +11,7 @@ from tornado import web
 from . import hooks
 from .failures import keep_failure_count
 from .forms import options_from_form, spawn_form
+from .groups import user_groups
 from .options import OptionError, choose
 from .service import HUB, log, maybe_await
 
@@ -85,7 +86,13 @@ async def gate(quota: "QuotaHub", spawner: Any) -> None:
         log.info("quota: %s server %r refused (400): %s", user, server, e)
         quota.metrics.option_refused()
         raise _refuse(spawner, 400, str(e)) from None
-    body: dict = {"username": user, "runtime_minutes": choice.runtime, "server_name": server}
+    body: dict = {
+        "username": user,
+        "runtime_minutes": choice.runtime,
+        "server_name": server,
+        # The hub's groups now: they decide a restricted accelerator and a first grant.
+        "groups": user_groups(spawner.user),
+    }
     if choice.accelerator is not None:
         body["resource_type"] = choice.accelerator
     tic = time.perf_counter()
