@@ -82,11 +82,30 @@ async function load(first) {
   const users = mergeHubUsers(list.users);
   const t1 = performance.now();
   page.table.render(users, states);
+  groupFilter();
   const tBuilt = performance.now();
   void document.body.offsetHeight; // layout included in the render figure
   const t2 = performance.now();
   $('summary').textContent = `${users.length} user(s)${page.enabled ? '' : ' · quota disabled'}`;
   Object.assign(window.quotaPage, { state: 'ready', users: users.length, loadMs: t1 - t0, renderMs: t2 - t1, buildMs: tBuilt - t1, layoutMs: t2 - tBuilt });
+}
+
+/** The group filter's choices: every group a loaded user is in (kept when still there). */
+function groupFilter() {
+  const select = $('group-filter');
+  const groups = page.table.groups();
+  const keep = groups.includes(select.value) ? select.value : '';
+  const options = [new Option('All users', '')].concat(groups.map((g) => new Option(g, g)));
+  select.replaceChildren(...options);
+  select.value = keep;
+  $('group-tools').hidden = groups.length === 0;
+  showGroup();
+}
+
+function showGroup() {
+  const group = $('group-filter').value;
+  const shown = page.table.filter(group);
+  $('group-count').textContent = group ? `${shown} member(s) of ${group} shown` : '';
 }
 
 /** Inside JupyterHub the page also lists hub users who have no quota record yet (balance 0). */
@@ -265,11 +284,21 @@ function signIn() {
 }
 
 let wired = false;
+let groupsWired = false;
 async function start() {
   page.clearError();
   window.quotaPage.state = 'loading';
   try {
     await load(!page.table);
+    if (!groupsWired) {
+      groupsWired = true;
+      $('group-filter').addEventListener('change', showGroup);
+      $('select-shown').addEventListener('click', () => {
+        const n = page.table.selectShown();
+        page.say(`${n} user(s) selected`);
+        $('users').dispatchEvent(new Event('change'));
+      });
+    }
     if (!wired && page.enabled) {
       wired = true;
       setQuotaPanel();

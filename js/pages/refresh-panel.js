@@ -20,6 +20,12 @@ function names(id) {
   return list.length ? list : undefined;
 }
 
+/** Group names separated by commas (a group's name may hold spaces), or undefined when none. */
+function groupNames(id) {
+  const list = $(id).value.split(',').map((g) => g.trim()).filter(Boolean);
+  return list.length ? list : undefined;
+}
+
 export class FieldError extends Error {
   constructor(id, message) {
     super(message);
@@ -48,6 +54,10 @@ export function refreshBody() {
   if (exclude) targets.excludeUsers = exclude;
   const pattern = $('r-pattern').value.trim();
   if (pattern) targets.usernamePattern = pattern;
+  const includeGroups = groupNames('r-include-groups');
+  const excludeGroups = groupNames('r-exclude-groups');
+  if (includeGroups) targets.includeGroups = includeGroups;
+  if (excludeGroups) targets.excludeGroups = excludeGroups;
   if (Object.keys(targets).length) body.targets = targets;
   return body;
 }

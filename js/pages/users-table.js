@@ -31,7 +31,7 @@ export class UsersTable {
   }
 
   header() {
-    const cols = [['Select', 'visually-hidden'], ['User'], ['Server']];
+    const cols = [['Select', 'visually-hidden'], ['User'], ['Server'], ['Groups']];
     if (this.quota) cols.push(['Quota', 'num'], ['Unlimited'], ['Last updated (UTC)'], ['Ledger', 'visually-hidden']);
     const tr = this.table.tHead.rows[0];
     tr.replaceChildren(...cols.map(([text, cls]) => {
@@ -67,6 +67,7 @@ export class UsersTable {
     }
     this.body.replaceChildren(frag);
     this.table.hidden = false;
+    if (this.group) this.filter(this.group);
   }
 
   /** The row every user's row is cloned from (cloning is several times faster than building). */
@@ -75,7 +76,8 @@ export class UsersTable {
     const sel = el('input', { type: 'checkbox', className: 'sel' });
     const name = el('th', { scope: 'row' }, { role: 'rowheader' });
     const server = el('td', { className: 'server' }, { role: 'cell' });
-    tr.append(cell(sel), name, server);
+    const groups = el('td', { className: 'groups' }, { role: 'cell' });
+    tr.append(cell(sel), name, server, groups);
     if (this.quota) {
       const q = cell(el('button', { type: 'button', className: 'edit' }));
       q.className = 'num quota';
@@ -99,26 +101,60 @@ export class UsersTable {
     c[0].firstChild.setAttribute('aria-label', `Select ${u.username}`);
     c[1].textContent = u.username;
     if (this.quota) {
-      c[3].firstChild.setAttribute('aria-label', `Edit quota for ${u.username}`);
-      c[4].firstChild.setAttribute('aria-label', `Unlimited for ${u.username}`);
-      c[6].firstChild.setAttribute('aria-label', `Ledger for ${u.username}`);
+      c[4].firstChild.setAttribute('aria-label', `Edit quota for ${u.username}`);
+      c[5].firstChild.setAttribute('aria-label', `Unlimited for ${u.username}`);
+      c[7].firstChild.setAttribute('aria-label', `Ledger for ${u.username}`);
     }
     this.fill(tr, u);
     return tr;
   }
 
-  /** Writes a user's values into their row (cells: select, user, server, quota, unlimited, updated, ledger). */
+  /**
+   * Writes a user's values into their row (cells: select, user, server, groups, quota, unlimited,
+   * updated, ledger).
+   */
   fill(tr, u) {
     const c = tr.cells;
     c[2].textContent = u.server;
     c[2].classList.toggle('running', u.server.startsWith('running'));
     c[2].classList.toggle('pending', u.server === 'pending');
+    c[3].textContent = (u.groups ?? []).join(', ');
     if (!this.quota) return;
     // While the value is edited its button is off the page (kept in `editing`).
-    const edit = c[3].querySelector('button.edit') ?? (this.editing?.name === u.username ? this.editing.button : null);
+    const edit = c[4].querySelector('button.edit') ?? (this.editing?.name === u.username ? this.editing.button : null);
     if (edit) edit.textContent = u.unlimited ? '∞' : fmt(u.balance);
-    c[4].firstChild.checked = !!u.unlimited;
-    c[5].textContent = u.updated_at ?? '';
+    c[5].firstChild.checked = !!u.unlimited;
+    c[6].textContent = u.updated_at ?? '';
+  }
+
+  /** Every group a loaded user is in, by name. */
+  groups() {
+    const all = new Set();
+    for (const u of this.users.values()) for (const g of u.groups ?? []) all.add(g);
+    return [...all].sort();
+  }
+
+  /** Shows only the members of `group` (every user when empty); returns how many are shown. */
+  filter(group) {
+    this.group = group || '';
+    let shown = 0;
+    for (const [name, tr] of this.rows) {
+      const show = !this.group || (this.users.get(name).groups ?? []).includes(this.group);
+      tr.hidden = !show;
+      shown += show;
+    }
+    return shown;
+  }
+
+  /** Selects every row shown (the members of the filtered group); returns how many. */
+  selectShown() {
+    let n = 0;
+    for (const tr of this.rows.values()) {
+      if (tr.hidden) continue;
+      tr.cells[0].firstChild.checked = true;
+      n += 1;
+    }
+    return n;
   }
 
   /** Merges fields into a user (after a write) and redraws the row. */
@@ -129,8 +165,12 @@ export class UsersTable {
     this.fill(this.rows.get(username), u);
   }
 
+  /** The users whose rows are selected and shown (a filter hides the others from a batch). */
   selected() {
-    return [...this.body.querySelectorAll('input.sel:checked')].map((c) => this.users.get(c.closest('tr').dataset.user));
+    return [...this.body.querySelectorAll('input.sel:checked')]
+      .map((c) => c.closest('tr'))
+      .filter((tr) => !tr.hidden)
+      .map((tr) => this.users.get(tr.dataset.user));
   }
 
   list() {

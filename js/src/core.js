@@ -210,14 +210,16 @@ export class Engine {
 
   /**
    * What a refresh (`body`: the refresh request's fields) would do to `users` ({username, balance,
-   * unlimited}), computed as the server's dry run: `{users_updated, total_change, skipped, changes}`.
+   * unlimited, groups?}), computed as the server's dry run: `{users_updated, total_change, skipped, changes}`.
    */
   refreshPreview(body, users) {
     const text = JSON.stringify(body);
     const list = users.map((u) => ({ username: u.username, balance: BigInt(u.balance), unlimited: !!u.unlimited, updatedAt: 0n }));
+    // The groups of users in any (the list route's `groups`), for group targets.
+    const groups = users.filter((u) => u.groups?.length).map((u) => ({ username: u.username, groups: [...u.groups] }));
     let r;
     try {
-      r = this.raw((api) => api.refreshPreview(text, list));
+      r = this.raw((api) => api.refreshPreview(text, list, groups));
     } catch (e) {
       if (isComponentError(e)) throw quotaError(e.payload);
       throw e;

@@ -327,3 +327,57 @@ test('with quota disabled the page says so and shows no Quota column', async () 
     await off.stop();
   }
 });
+
+test('groups: a Groups column, a filter, a batch set for a group, and a refresh previewed by group', async () => {
+  assert.equal((await hub.call('PUT', '/admin/api/quota/groups/course 101', { members: ['ann', 'carol'] })).status, 200);
+  assert.equal((await hub.call('PUT', '/admin/api/quota/groups/lab', { members: ['bob', 'carol'] })).status, 200);
+  const { page, sent, errors } = await signedIn();
+  const rows = () => page.evaluate(() => [...document.querySelectorAll('#users tbody tr')]
+    .filter((tr) => !tr.hidden).map((tr) => [tr.dataset.user, tr.cells[3].textContent]));
+  assert.equal(await page.getByRole('columnheader', { name: 'Groups' }).count(), 1);
+  const all = new Map(await rows());
+  assert.equal(all.get('carol'), 'course 101, lab');
+  assert.equal(all.get('bob'), 'lab');
+  assert.equal(all.get('dave'), '');
+
+  // The filter shows the members of one group; Select shown picks them for a batch.
+  const filter = page.getByRole('combobox', { name: 'Group' });
+  assert.deepEqual(await filter.locator('option').allTextContents(), ['All users', 'course 101', 'lab']);
+  await filter.selectOption('course 101');
+  assert.deepEqual(await rows(), [['ann', 'course 101'], ['carol', 'course 101, lab']]);
+  await page.getByText('2 member(s) of course 101 shown').waitFor();
+  await page.getByRole('button', { name: 'Select shown' }).click();
+  await page.getByRole('button', { name: 'Set Quota' }).click();
+  await page.getByRole('textbox', { name: 'Quota for selected users' }).fill('33');
+  await page.getByRole('button', { name: 'Apply', exact: true }).first().click();
+  await page.getByText(/^Set quota: 2 user\(s\) updated/).waitFor();
+  const batch = sent.filter((s) => s.path.endsWith('/admin/api/quota/batch'));
+  assert.equal(batch.length, 1, JSON.stringify(sent));
+  assert.deepEqual(JSON.parse(batch[0].body).users.map((u) => [u.username, u.amount]), [['ann', 33], ['carol', 33]]);
+  assert.equal((await hub.user('ann')).balance, 33);
+  assert.equal((await hub.user('carol')).balance, 33);
+  assert.notEqual((await hub.user('bob')).balance, 33, 'bob is not in course 101');
+
+  // The refresh form targets groups; its preview equals the server's own dry run.
+  await filter.selectOption('');
+  await page.getByRole('button', { name: 'Refresh Quota' }).click();
+  const region = page.getByRole('region', { name: 'Refresh quota' });
+  await region.getByLabel('Action').selectOption('add');
+  await region.getByRole('textbox', { name: 'Amount' }).fill('4');
+  await region.getByRole('textbox', { name: 'Include groups' }).fill('lab, course 101');
+  await region.getByRole('textbox', { name: 'Exclude groups' }).fill('course 101');
+  await region.getByRole('button', { name: 'Preview' }).click();
+  const table = region.getByRole('table', { name: 'Refresh preview' });
+  await table.waitFor();
+  const preview = await table.locator('tbody tr').evaluateAll((trs) => trs.map((tr) => [...tr.cells].map((c) => c.textContent)));
+  const server = (await hub.call('POST', '/admin/api/quota/refresh', {
+    action: 'add', amount: 4, targets: { includeGroups: ['lab', 'course 101'], excludeGroups: ['course 101'] }, dry_run: true,
+  })).json;
+  assert.deepEqual(preview, server.changes.map((c) => [c.username, String(c.balance_before), String(c.balance_after), '+4']));
+  assert.deepEqual(preview.map((r) => r[0]), ['bob'], 'carol is in lab but excluded by course 101');
+  await region.getByRole('button', { name: 'Apply' }).click();
+  await region.getByText(/^Applied/).waitFor();
+  assert.equal((await hub.user('bob')).balance, Number(preview[0][2]));
+  assert.deepEqual(errors, []);
+  await page.close();
+});

@@ -401,9 +401,14 @@ impl Guest for Component {
     fn refresh_preview(
         body_json: String,
         users: Vec<crate::bindings::types::UserRecord>,
+        memberships: Vec<wit::GroupMembership>,
     ) -> Result<String, wit::QuotaError> {
         let users = users.into_iter().map(cv::user_in).collect();
-        crate::pure::refresh_preview(&body_json, users).map_err(error_out)
+        let entries = memberships
+            .iter()
+            .map(|m| (m.username.as_str(), m.groups.iter().map(String::as_str).collect()));
+        let groups = quota_core::groups::snapshot(entries).map_err(error_out)?;
+        crate::pure::refresh_preview(&body_json, users, groups).map_err(error_out)
     }
 
     fn take_events() -> Vec<wit::Event> {

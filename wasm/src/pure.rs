@@ -36,14 +36,25 @@ pub fn quota_input(field: &str, text: &str) -> Result<wit::QuotaInput, wit::Prob
     }
 }
 
-/// A dry-run refresh over an in-memory store holding only `users`.
-pub fn refresh_preview(body_json: &str, users: Vec<UserRecord>) -> Result<String, QuotaError> {
+/// A dry-run refresh over an in-memory store holding only `users` (and their `groups`).
+pub fn refresh_preview(
+    body_json: &str,
+    users: Vec<UserRecord>,
+    groups: std::collections::BTreeMap<String, std::collections::BTreeSet<String>>,
+) -> Result<String, QuotaError> {
     let mut req = refresh_request_from_json(body_json)?;
     req.dry_run = true;
     req.run_id = None;
     let mut store = MemStore::new();
     for u in &users {
         store.put_user(u)?;
+    }
+    for (u, g) in groups {
+        let m = quota_core::store::Membership {
+            groups: g,
+            since: Timestamp(0),
+        };
+        store.put_membership(&u, &m)?;
     }
     // A dry run reads only; the time stamps nothing.
     let r = refresh::refresh(&mut store, &req, Timestamp(0))?;
