@@ -206,9 +206,24 @@ impl Store for MemStore {
         Ok(self.memberships.get(username).cloned())
     }
 
-    fn put_membership(&mut self, username: &str, membership: &Membership) -> Result<(), StoreError> {
-        self.memberships.insert(username.to_string(), membership.clone());
-        Ok(())
+    fn put_membership(
+        &mut self,
+        username: &str,
+        groups: &std::collections::BTreeSet<String>,
+        since: Timestamp,
+    ) -> Result<bool, StoreError> {
+        let same = match self.memberships.get(username) {
+            Some(m) => m.groups == *groups,
+            None => groups.is_empty(),
+        };
+        if !same {
+            let m = Membership {
+                groups: groups.clone(),
+                since,
+            };
+            self.memberships.insert(username.to_string(), m);
+        }
+        Ok(!same)
     }
 
     fn scan_memberships(
@@ -231,13 +246,57 @@ impl Store for MemStore {
         first: &str,
         last: &str,
     ) -> Result<Vec<(String, Membership)>, StoreError> {
+        use std::ops::Bound::Included;
         if first > last {
             return Ok(Vec::new());
         }
         Ok(self
             .memberships
-            .range::<str, _>((std::ops::Bound::Included(first), std::ops::Bound::Included(last)))
+            .range::<str, _>((Included(first), Included(last)))
             .map(|(u, m)| (u.clone(), m.clone()))
             .collect())
+    }
+
+    fn group_members_between(
+        &mut self,
+        groups: &std::collections::BTreeSet<String>,
+        first: &str,
+        last: &str,
+    ) -> Result<Vec<(String, String)>, StoreError> {
+        use std::ops::Bound::Included;
+        if first > last {
+            return Ok(Vec::new());
+        }
+        let mut out = Vec::new();
+        for (u, m) in self
+            .memberships
+            .range::<str, _>((Included(first), Included(last)))
+        {
+            for g in m.groups.intersection(groups) {
+                out.push((u.clone(), g.clone()));
+            }
+        }
+        Ok(out)
+    }
+
+    fn scan_group(&mut self, group: &str, after: &str, limit: usize) -> Result<Vec<String>, StoreError> {
+        use std::ops::Bound::{Excluded, Unbounded};
+        Ok(self
+            .memberships
+            .range::<str, _>((Excluded(after), Unbounded))
+            .filter(|(_, m)| m.groups.contains(group))
+            .take(limit)
+            .map(|(u, _)| u.clone())
+            .collect())
+    }
+
+    fn group_counts(&mut self) -> Result<Vec<(String, u64)>, StoreError> {
+        let mut counts: BTreeMap<String, u64> = BTreeMap::new();
+        for m in self.memberships.values() {
+            for g in &m.groups {
+                *counts.entry(g.clone()).or_default() += 1;
+            }
+        }
+        Ok(counts.into_iter().collect())
     }
 }

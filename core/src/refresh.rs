@@ -1,6 +1,6 @@
 //! Refresh: one add-or-set over every user the targets pick, at most once per `run_id`.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -396,36 +396,40 @@ fn decide(
     Ok(d)
 }
 
-/// The groups of one page of users (sorted by username), read in one call when the targets name
-/// groups; otherwise nothing is read.
+/// The groups a page of users (sorted by username) is in among those the targets name, read in one
+/// call when the targets name groups; otherwise nothing is read.
 fn page_groups(
     store: &mut dyn Store,
     targets: &crate::targets::Targets,
     page: &[UserRecord],
 ) -> Result<PageGroups, QuotaError> {
-    let rows = match (targets.uses_groups(), page.first(), page.last()) {
-        (true, Some(first), Some(last)) => store.memberships_between(&first.username, &last.username)?,
-        _ => Vec::new(),
+    let named: BTreeSet<String> = match (targets.uses_groups(), page.first(), page.last()) {
+        (true, Some(_), Some(_)) => targets
+            .include_groups
+            .iter()
+            .flatten()
+            .chain(&targets.exclude_groups)
+            .cloned()
+            .collect(),
+        _ => return Ok(PageGroups::default()),
     };
-    Ok(PageGroups { rows, at: 0 })
+    let (first, last) = (&page[0].username, &page[page.len() - 1].username);
+    let mut of: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for (u, g) in store.group_members_between(&named, first, last)? {
+        of.entry(u).or_default().insert(g);
+    }
+    Ok(PageGroups { of })
 }
 
-/// Memberships by username, read alongside the users in the same order.
+/// The named groups of the users of a page who are in any (the others are in none of them).
+#[derive(Default)]
 struct PageGroups {
-    rows: Vec<(String, crate::store::Membership)>,
-    at: usize,
+    of: BTreeMap<String, BTreeSet<String>>,
 }
 
 impl PageGroups {
-    /// The groups of `username`, asked in increasing order.
     fn next_for(&mut self, username: &str) -> Option<&BTreeSet<String>> {
-        while self.rows.get(self.at).is_some_and(|(u, _)| u.as_str() < username) {
-            self.at += 1;
-        }
-        match self.rows.get(self.at) {
-            Some((u, m)) if u == username => Some(&m.groups),
-            _ => None,
-        }
+        self.of.get(username)
     }
 }
 

@@ -306,8 +306,15 @@ pub trait Store {
 
     /// A user's groups (none when never reported).
     fn get_membership(&mut self, username: &str) -> Result<Option<Membership>, StoreError>;
-    /// Inserts or replaces a user's groups.
-    fn put_membership(&mut self, username: &str, membership: &Membership) -> Result<(), StoreError>;
+    /// Writes a user's groups when they differ from the stored ones (no groups and no row: nothing
+    /// to write); returns whether they did. The gate calls this with the groups a host reports at
+    /// every start, so an unchanged set must cost no more than a look-up.
+    fn put_membership(
+        &mut self,
+        username: &str,
+        groups: &std::collections::BTreeSet<String>,
+        since: Timestamp,
+    ) -> Result<bool, StoreError>;
     /// Up to `limit` memberships with `username > after` (all when `after` is `None`), by username.
     fn scan_memberships(
         &mut self,
@@ -315,12 +322,24 @@ pub trait Store {
         limit: usize,
     ) -> Result<Vec<(String, Membership)>, StoreError>;
     /// The memberships of usernames from `first` to `last` (both included), by username: the groups
-    /// of one page of users, in one read.
+    /// of one page of the user list, in one read.
     fn memberships_between(
         &mut self,
         first: &str,
         last: &str,
     ) -> Result<Vec<(String, Membership)>, StoreError>;
+    /// (username, group) for every user from `first` to `last` (both included) who is in one of
+    /// `groups`, by username: what a refresh page needs of the groups its targets name, in one read.
+    fn group_members_between(
+        &mut self,
+        groups: &std::collections::BTreeSet<String>,
+        first: &str,
+        last: &str,
+    ) -> Result<Vec<(String, String)>, StoreError>;
+    /// Up to `limit` members of `group` with `username > after`, by username.
+    fn scan_group(&mut self, group: &str, after: &str, limit: usize) -> Result<Vec<String>, StoreError>;
+    /// Every group with at least one member, and how many, by name.
+    fn group_counts(&mut self) -> Result<Vec<(String, u64)>, StoreError>;
     /// Inserts or replaces the run with this `run_id` (a chunked run records its progress).
     fn put_refresh_run(&mut self, run: &RefreshRun) -> Result<(), StoreError>;
 }

@@ -70,6 +70,7 @@ fn a_fresh_database_is_migrated_once_and_a_second_host_finds_it_current() {
     );
     // A database of the previous release (schema 3: no memberships) gains the table.
     db.query("DROP TABLE memberships", &[]).expect("drop");
+    db.query("DROP TABLE group_members", &[]).expect("drop");
     db.query("COMMENT ON TABLE users IS 'quota-engine schema 3'", &[])
         .expect("version 3");
     let mut w =

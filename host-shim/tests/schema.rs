@@ -86,14 +86,16 @@ fn a_schema_3_database_gains_the_memberships_table_and_keeps_its_rows() {
         Timestamp(1_795_230_000),
     );
     assert_eq!(st, 200);
-    // Schema 3 as the previous release wrote it: no memberships table.
+    // Schema 3 as the previous release wrote it: no membership tables.
     w.db().query("DROP TABLE memberships", &[]).expect("drop");
+    w.db().query("DROP TABLE group_members", &[]).expect("drop");
     w.db().query("PRAGMA user_version = 3", &[]).expect("version");
     let before = tables(w.db());
     let m = w.migrate().expect("migrate");
     assert_eq!((m.from_version, m.to_version), (3, 4));
     let mut after = tables(w.db());
     assert_eq!(after.remove("memberships"), Some(Vec::new()));
+    assert_eq!(after.remove("group_members"), Some(Vec::new()));
     assert_eq!(before, after);
     let (st, body) = common::request(
         &mut w,
@@ -180,6 +182,11 @@ fn a_quota_hub_0_1_0_file_migrates_without_losing_a_row() {
         after.remove("memberships"),
         Some(Vec::new()),
         "schema 4 adds memberships"
+    );
+    assert_eq!(
+        after.remove("group_members"),
+        Some(Vec::new()),
+        "and group_members"
     );
     assert_eq!(before, after, "every row of every table, ids included, is kept");
     for table in [

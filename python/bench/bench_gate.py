@@ -41,16 +41,30 @@ def seed(e: QuotaEngine) -> None:
     )
 
 
-def bodies() -> list[str]:
+#: Groups (issue 25): 20 restricted accelerators, and a user who reports 50 groups at every start.
+GROUP_VALUES = {"custom": {
+    "authMode": "github",
+    "quota": {"groups": {f"g{k:02}": {"accelerators": [f"a{k % 20:02}"]} for k in range(100)}},
+    "accelerators": {f"a{a:02}": {"quotaRate": 2.5} for a in range(20)},
+}}
+FIFTY = [f"g{k:02}" for k in range(50)]
+
+
+def bodies(groups: bool = False) -> list[str]:
+    if groups:
+        return [
+            json.dumps({"username": f"user{i:05}", "runtime_minutes": 60, "resource_type": f"a{i % 20:02}", "groups": FIFTY})
+            for i in range(USERS)
+        ]
     return [json.dumps({"username": f"user{i:05}", "runtime_minutes": 60, "resource_type": "phx"}) for i in range(USERS)]
 
 
-def gate_us(e: QuotaEngine) -> float:
+def gate_us(e: QuotaEngine, groups: bool = False) -> float:
     seed(e)
     times = []
     for r in range(ROUNDS):
         now = T0 + r * 7200
-        for b in bodies():
+        for b in bodies(groups):
             t = time.perf_counter()
             resp = e.handle_request("POST", "/api/quota/sessions", "", b, HUB, now)
             times.append(time.perf_counter() - t)
@@ -86,6 +100,7 @@ def rust() -> dict:
 def main() -> None:
     with tempfile.TemporaryDirectory() as d:
         mem = gate_us(QuotaEngine(":memory:", VALUES))
+        grouped = gate_us(QuotaEngine(":memory:", GROUP_VALUES), groups=True)
         counted = QuotaEngine(":memory:", VALUES)
         counted.observer = Metrics(registry=CollectorRegistry())
         mem_metrics = gate_us(counted)
@@ -94,6 +109,7 @@ def main() -> None:
     print(f"check-start through the Python bridge (wasmtime-py, {USERS} users x {ROUNDS} rounds, median per call):")
     print(f"  SQLite :memory:                          {mem:8.0f} us")
     print(f"  SQLite :memory:, the hub's metrics on    {mem_metrics:8.0f} us   ({mem_metrics / mem:.2f}x)")
+    print(f"  SQLite :memory:, 50 groups reported, 20 restricted accelerators {grouped:8.0f} us   ({grouped / mem:.2f}x)")
     print(f"  SQLite file, WAL, synchronous=FULL       {disk:8.0f} us")
     print(f"  file, from the event loop via the worker {hop:8.0f} us")
     r = rust()

@@ -131,7 +131,7 @@ impl Guest for Component {
             started_at: req.started_at.map(Timestamp),
             groups: req
                 .groups
-                .map(|g| quota_core::groups::validate_groups("groups", g.iter().map(String::as_str)))
+                .map(|g| quota_core::groups::validate_owned_groups("groups", g))
                 .transpose()
                 .map_err(error_out)?,
         };

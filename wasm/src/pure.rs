@@ -50,11 +50,7 @@ pub fn refresh_preview(
         store.put_user(u)?;
     }
     for (u, g) in groups {
-        let m = quota_core::store::Membership {
-            groups: g,
-            since: Timestamp(0),
-        };
-        store.put_membership(&u, &m)?;
+        store.put_membership(&u, &g, Timestamp(0))?;
     }
     // A dry run reads only; the time stamps nothing.
     let r = refresh::refresh(&mut store, &req, Timestamp(0))?;

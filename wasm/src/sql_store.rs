@@ -155,15 +155,32 @@ fn session(row: &mut [Cell]) -> Result<Session, StoreError> {
     })
 }
 
+/// A set of group names as stored: sorted, joined by newlines (a name holds no control character).
+fn group_text(groups: &std::collections::BTreeSet<String>) -> String {
+    let mut out = String::new();
+    for (i, g) in groups.iter().enumerate() {
+        if i > 0 {
+            out.push('\n');
+        }
+        out.push_str(g);
+    }
+    out
+}
+
+fn two_texts(row: &mut [Cell]) -> Result<(String, String), StoreError> {
+    let mut c = Columns::new(row, "group_members", 2)?;
+    Ok((c.text(0)?, c.text(1)?))
+}
+
 fn membership(row: &mut [Cell]) -> Result<(String, Membership), StoreError> {
     let mut c = Columns::new(row, "memberships", dialect::membership_column_count)?;
     let username = c.text(0)?;
     let names = c.text(1)?;
-    let groups: std::collections::BTreeSet<String> = serde_json::from_str(&names).map_err(|e| {
-        StoreError(format!(
-            "memberships: groups of `{username}` are not a JSON list: {e}"
-        ))
-    })?;
+    let groups: std::collections::BTreeSet<String> = names
+        .split('\n')
+        .filter(|g| !g.is_empty())
+        .map(str::to_string)
+        .collect();
     Ok((
         username,
         Membership {
@@ -402,11 +419,41 @@ impl Store for SqlStore {
         Ok(first(rows, membership)?.map(|(_, m)| m))
     }
 
-    fn put_membership(&mut self, username: &str, m: &Membership) -> Result<(), StoreError> {
-        let names: Vec<&String> = m.groups.iter().collect();
-        let text = serde_json::to_string(&names).map_err(|e| StoreError(e.to_string()))?;
-        let p = Params::new().text(username).text(&text).int(m.since.seconds())?;
-        query(self.d.put_membership, p).map(drop)
+    fn put_membership(
+        &mut self,
+        username: &str,
+        groups: &std::collections::BTreeSet<String>,
+        since: Timestamp,
+    ) -> Result<bool, StoreError> {
+        // One statement that writes only a change: the gate's report of unchanged groups reads one
+        // row and writes none.
+        let row = if groups.is_empty() {
+            let p = Params::new().text(username).int(since.seconds())?;
+            host::execute_many(self.d.clear_membership, &format!("[{}]", p.finish()))
+        } else {
+            let p = Params::new()
+                .text(username)
+                .text(&group_text(groups))
+                .int(since.seconds())?;
+            host::execute_many(self.d.put_membership, &format!("[{}]", p.finish()))
+        };
+        if row.map_err(err)? == 0 {
+            return Ok(false);
+        }
+        // Changed: the index of members by group follows.
+        let p = Params::new().text(username);
+        host::execute_many(self.d.delete_group_members, &format!("[{}]", p.finish())).map_err(err)?;
+        if !groups.is_empty() {
+            let mut rows = Params::new();
+            for g in groups {
+                rows.begin_row();
+                rows.push_text(g);
+                rows.push_text(username);
+                rows.end_row();
+            }
+            execute_many(self.d.insert_group_member, rows)?;
+        }
+        Ok(true)
     }
 
     fn scan_memberships(
@@ -433,6 +480,36 @@ impl Store for SqlStore {
             query(self.d.memberships_between, Params::new().text(first).text(last))?,
             membership,
         )
+    }
+
+    fn group_members_between(
+        &mut self,
+        groups: &std::collections::BTreeSet<String>,
+        first: &str,
+        last: &str,
+    ) -> Result<Vec<(String, String)>, StoreError> {
+        let names = serde_json::to_string(groups).map_err(|e| StoreError(e.to_string()))?;
+        let rows = query(
+            self.d.group_members_between,
+            Params::new().text(&names).text(first).text(last),
+        )?;
+        all(rows, two_texts)
+    }
+
+    fn scan_group(&mut self, group: &str, after: &str, n: usize) -> Result<Vec<String>, StoreError> {
+        let rows = query(
+            self.d.scan_group,
+            Params::new().text(group).text(after).int(limit(n))?,
+        )?;
+        all(rows, |r| Columns::new(r, "group_members", 1)?.text(0))
+    }
+
+    fn group_counts(&mut self) -> Result<Vec<(String, u64)>, StoreError> {
+        all(query(self.d.group_counts, Params::new())?, |r| {
+            let mut c = Columns::new(r, "group_members", 2)?;
+            let n = c.int(1)?;
+            Ok((c.text(0)?, u64::try_from(n).unwrap_or(0)))
+        })
     }
 
     fn get_refresh_run(&mut self, run_id: &str) -> Result<Option<RefreshRun>, StoreError> {

@@ -23,25 +23,28 @@ pub use settings::{GroupRules, GroupSettings};
 /// control characters, no `/` (it is a path segment of the group routes), no leading or trailing
 /// white space.
 pub fn validate_group(field: &str, raw: &str) -> Result<String, QuotaError> {
+    check_group(raw).map_err(|m| QuotaError::invalid(field, m))?;
+    Ok(raw.to_string())
+}
+
+/// What is wrong with a group name, if anything (no allocation when nothing is).
+fn check_group(raw: &str) -> Result<(), String> {
     if raw.is_empty() {
-        return Err(QuotaError::invalid(field, "must not be empty"));
+        return Err("must not be empty".into());
     }
-    if raw.chars().count() > limits::group_name_chars_max {
-        return Err(QuotaError::invalid(
-            field,
-            format!("must be at most {} characters", limits::group_name_chars_max),
+    if raw.len() > limits::group_name_chars_max && raw.chars().count() > limits::group_name_chars_max {
+        return Err(format!(
+            "must be at most {} characters",
+            limits::group_name_chars_max
         ));
     }
     if let Some(c) = raw.chars().find(|c| c.is_control() || *c == '/') {
-        return Err(QuotaError::invalid(field, format!("must not contain {c:?}")));
+        return Err(format!("must not contain {c:?}"));
     }
     if raw.trim() != raw {
-        return Err(QuotaError::invalid(
-            field,
-            format!("must not begin or end with white space, got {raw:?}"),
-        ));
+        return Err(format!("must not begin or end with white space, got {raw:?}"));
     }
-    Ok(raw.to_string())
+    Ok(())
 }
 
 /// Validates a list of group names (`field[i]` names a bad one); duplicates collapse.
@@ -57,9 +60,24 @@ pub fn validate_groups<'a>(
                 format!("must list at most {} groups", limits::user_groups_max),
             ));
         }
-        out.insert(validate_group(&format!("{field}[{i}]"), n)?);
+        check_group(n).map_err(|m| QuotaError::invalid(format!("{field}[{i}]"), m))?;
+        out.insert(n.to_string());
     }
     Ok(out)
+}
+
+/// [`validate_groups`] of names the caller owns (a host's list): moved into the set, not copied.
+pub fn validate_owned_groups(field: &str, names: Vec<String>) -> Result<BTreeSet<String>, QuotaError> {
+    if names.len() > limits::user_groups_max {
+        return Err(QuotaError::invalid(
+            field,
+            format!("must list at most {} groups", limits::user_groups_max),
+        ));
+    }
+    for (i, n) in names.iter().enumerate() {
+        check_group(n).map_err(|m| QuotaError::invalid(format!("{field}[{i}]"), m))?;
+    }
+    Ok(names.into_iter().collect())
 }
 
 /// A user's stored groups (none when never reported).
@@ -77,16 +95,21 @@ pub fn report(
     groups: &BTreeSet<String>,
     now: Timestamp,
 ) -> Result<bool, QuotaError> {
-    let stored = store.get_membership(username)?;
-    if stored.as_ref().map(|m| &m.groups) == Some(groups) || (stored.is_none() && groups.is_empty()) {
-        return Ok(false);
+    Ok(store.put_membership(username, groups, now)?)
+}
+
+/// Every member of `group`, by username, read a page at a time.
+pub fn members(store: &mut dyn Store, group: &str) -> Result<Vec<String>, QuotaError> {
+    let mut out: Vec<String> = Vec::new();
+    loop {
+        let after = out.last().map_or("", String::as_str).to_string();
+        let page = store.scan_group(group, &after, limits::scan_page_users)?;
+        let full = page.len() == limits::scan_page_users;
+        out.extend(page);
+        if !full {
+            return Ok(out);
+        }
     }
-    let m = Membership {
-        groups: groups.clone(),
-        since: now,
-    };
-    store.put_membership(username, &m)?;
-    Ok(true)
 }
 
 /// Visits every stored membership, by username, a page at a time.
@@ -124,13 +147,7 @@ pub struct GroupView {
 /// A group's members and settings. A group with no member and no settings does not exist (404).
 pub fn show(config: &Config, store: &mut dyn Store, name: &str) -> Result<GroupView, QuotaError> {
     let name = validate_group("name", name)?;
-    let mut members = Vec::new();
-    each_membership(store, |_, u, m| {
-        if m.groups.contains(&name) {
-            members.push(u);
-        }
-        Ok(())
-    })?;
+    let members = members(store, &name)?;
     let settings = config.groups.settings.get(&name);
     if members.is_empty() && settings.is_none() {
         return Err(QuotaError::NotFound(format!("No group named `{name}`")));
@@ -155,12 +172,7 @@ pub struct GroupSummary {
 /// Every group with at least one member or settings, by name.
 pub fn list(config: &Config, store: &mut dyn Store) -> Result<Vec<GroupSummary>, QuotaError> {
     let mut counts: BTreeMap<String, u64> = config.groups.settings.keys().map(|g| (g.clone(), 0)).collect();
-    each_membership(store, |_, _, m| {
-        for g in m.groups {
-            *counts.entry(g).or_default() += 1;
-        }
-        Ok(())
-    })?;
+    counts.extend(store.group_counts()?);
     Ok(counts
         .into_iter()
         .map(|(name, members)| GroupSummary {
@@ -215,45 +227,26 @@ pub fn change_members(
         removed: 0,
         members: 0,
     };
-    let (joining, leaving_all) = match change {
-        MemberChange::Set(m) => (m, true),
-        MemberChange::Add(m) => (m, false),
-        MemberChange::Remove(_) => (&BTreeSet::new(), false),
+    let current: BTreeSet<String> = members(store, &name)?.into_iter().collect();
+    let (joining, leaving): (Vec<&String>, Vec<&String>) = match change {
+        MemberChange::Set(m) => (m.difference(&current).collect(), current.difference(m).collect()),
+        MemberChange::Add(m) => (m.difference(&current).collect(), Vec::new()),
+        MemberChange::Remove(m) => (Vec::new(), m.intersection(&current).collect()),
     };
-    // Leaving: every member not in the new set (Set), or the named ones (Remove).
-    let mut leaving: Vec<(String, Membership)> = Vec::new();
-    if leaving_all {
-        each_membership(store, |_, u, m| {
-            if m.groups.contains(&name) && !joining.contains(&u) {
-                leaving.push((u, m));
+    for (users, join) in [(&joining, true), (&leaving, false)] {
+        for u in users.iter() {
+            let mut m = store.get_membership(u)?.unwrap_or_default();
+            if join {
+                m.groups.insert(name.clone());
+            } else {
+                m.groups.remove(&name);
             }
-            Ok(())
-        })?;
-    } else if let MemberChange::Remove(users) = change {
-        for u in users {
-            if let Some(m) = store.get_membership(u)?.filter(|m| m.groups.contains(&name)) {
-                leaving.push((u.clone(), m));
-            }
+            store.put_membership(u, &m.groups, now)?;
         }
     }
-    for (u, mut m) in leaving {
-        m.groups.remove(&name);
-        m.since = now;
-        store.put_membership(&u, &m)?;
-        out.removed += 1;
-    }
-    for u in joining {
-        let mut m = store.get_membership(u)?.unwrap_or_default();
-        if m.groups.insert(name.clone()) {
-            m.since = now;
-            store.put_membership(u, &m)?;
-            out.added += 1;
-        }
-    }
-    each_membership(store, |_, _, m| {
-        out.members += u64::from(m.groups.contains(&name));
-        Ok(())
-    })?;
+    out.added = joining.len() as u64;
+    out.removed = leaving.len() as u64;
+    out.members = current.len() as u64 + out.added - out.removed;
     Ok(out)
 }
 

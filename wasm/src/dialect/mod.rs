@@ -36,12 +36,23 @@ pub struct Dialect {
     /// Inserts a refresh run, or replaces its result (a chunked run records its progress).
     pub put_refresh_run: &'static str,
     pub get_membership: &'static str,
-    /// Inserts a user's groups, or replaces them.
+    /// Inserts a user's groups (`?2`, the names joined by newlines), or replaces them when they
+    /// differ: changes no row when they are the same.
     pub put_membership: &'static str,
+    /// Empties a user's groups when they have any: changes no row otherwise.
+    pub clear_membership: &'static str,
+    /// The index of members by group, kept with `memberships` in the same transaction.
+    pub delete_group_members: &'static str,
+    pub insert_group_member: &'static str,
     pub scan_memberships_first: &'static str,
     pub scan_memberships_after: &'static str,
     /// The memberships of usernames from `?1` to `?2`, both included.
     pub memberships_between: &'static str,
+    /// (username, group) of the users from `?2` to `?3` in one of the groups `?1` (a JSON list).
+    pub group_members_between: &'static str,
+    /// Members of group `?1` after username `?2`, at most `?3`.
+    pub scan_group: &'static str,
+    pub group_counts: &'static str,
     /// Set-based forms of the bulk writes, each taking all rows at once as one JSON text parameter
     /// (`[[...], ...]`, the rows `update_user` and `insert_transaction` take): one statement per
     /// page of a refresh instead of one per row. None: the row-by-row statements above.
@@ -102,6 +113,7 @@ pub const tables: &[(&str, &str, &str)] = &[
     ("sessions", session_columns!(), "id"),
     ("refresh_runs", "run_id, params, result, created_at", "run_id"),
     ("memberships", membership_columns!(), "username"),
+    ("group_members", "group_name, username", "group_name, username"),
 ];
 
 /// Column counts, checked on every row read.

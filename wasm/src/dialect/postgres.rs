@@ -91,10 +91,12 @@ const postgres_create: &[&str] = &[
      )"
     ),
     postgres_memberships_table,
+    postgres_group_members_table,
     "COMMENT ON TABLE users IS 'quota-engine schema 4'",
 ];
 
-/// Schema 4's addition: each user's groups as the host reported them (a JSON list of names).
+/// Schema 4's additions: each user's groups as the host reported them (the names joined by
+/// newlines, sorted), and the same as an index of members by group.
 const postgres_memberships_table: &str = concat!(
     "CREATE TABLE IF NOT EXISTS memberships (
         username ",
@@ -107,9 +109,22 @@ const postgres_memberships_table: &str = concat!(
      )"
 );
 
-/// Schema 3 to 4: the memberships table.
+const postgres_group_members_table: &str = concat!(
+    "CREATE TABLE IF NOT EXISTS group_members (
+        group_name ",
+    pg_text!(),
+    " NOT NULL,
+        username ",
+    pg_text!(),
+    " NOT NULL,
+        PRIMARY KEY (group_name, username)
+     )"
+);
+
+/// Schema 3 to 4: the membership tables.
 const postgres_from_3: &[&str] = &[
     postgres_memberships_table,
+    postgres_group_members_table,
     "COMMENT ON TABLE users IS 'quota-engine schema 4'",
 ];
 
@@ -192,7 +207,12 @@ pub const postgres: Dialect = Dialect {
         " FROM memberships WHERE username = $1"
     ),
     put_membership: "INSERT INTO memberships (username, group_names, since) VALUES ($1, $2, $3)
-         ON CONFLICT (username) DO UPDATE SET group_names = excluded.group_names, since = excluded.since",
+         ON CONFLICT (username) DO UPDATE SET group_names = excluded.group_names, since = excluded.since
+         WHERE memberships.group_names <> excluded.group_names",
+    clear_membership: "UPDATE memberships SET group_names = '', since = $2
+         WHERE username = $1 AND group_names <> ''",
+    delete_group_members: "DELETE FROM group_members WHERE username = $1",
+    insert_group_member: "INSERT INTO group_members (group_name, username) VALUES ($1, $2)",
     scan_memberships_first: concat!(
         "SELECT ",
         membership_columns!(),
@@ -208,6 +228,12 @@ pub const postgres: Dialect = Dialect {
         membership_columns!(),
         " FROM memberships WHERE username >= $1 AND username <= $2 ORDER BY username"
     ),
+    group_members_between: "SELECT username, group_name FROM group_members
+         WHERE group_name = ANY (ARRAY(SELECT jsonb_array_elements_text($1::text::jsonb)))
+         AND username >= $2 AND username <= $3 ORDER BY username",
+    scan_group: "SELECT username FROM group_members WHERE group_name = $1 AND username > $2
+         ORDER BY username LIMIT $3",
+    group_counts: "SELECT group_name, COUNT(*) FROM group_members GROUP BY group_name ORDER BY group_name",
     // One statement per page: PostgreSQL parses and runs each statement on its own, so 1,000
     // single-row UPDATEs cost far more than one UPDATE of 1,000 rows (measured: refresh of 100,000
     // users, host-shim/benches/postgres.rs).

@@ -57,12 +57,21 @@ const sqlite_session_indexes: [&str; 3] = [
     "CREATE INDEX sessions_by_user ON sessions (username, id)",
 ];
 
-/// Schema 4's addition: each user's groups as the host reported them (a JSON list of names).
-const sqlite_memberships_table: &str = "CREATE TABLE IF NOT EXISTS memberships (
+/// Schema 4's additions: each user's groups as the host reported them (the names joined by
+/// newlines, sorted), and the same as an index of members by group. (IF NOT EXISTS: a file whose
+/// version was set back by hand migrates again.)
+const sqlite_memberships_tables: [&str; 2] = [
+    "CREATE TABLE IF NOT EXISTS memberships (
         username TEXT PRIMARY KEY,
         group_names TEXT NOT NULL,
         since INTEGER NOT NULL
-     ) WITHOUT ROWID";
+     ) WITHOUT ROWID",
+    "CREATE TABLE IF NOT EXISTS group_members (
+        group_name TEXT NOT NULL,
+        username TEXT NOT NULL,
+        PRIMARY KEY (group_name, username)
+     ) WITHOUT ROWID",
+];
 
 /// Schema 4 in an empty database.
 const sqlite_create: &[&str] = &[
@@ -84,12 +93,17 @@ const sqlite_create: &[&str] = &[
         result TEXT NOT NULL,
         created_at INTEGER NOT NULL
      ) WITHOUT ROWID",
-    sqlite_memberships_table,
+    sqlite_memberships_tables[0],
+    sqlite_memberships_tables[1],
     "PRAGMA user_version = 4",
 ];
 
-/// Schema 3 to 4: the memberships table.
-const sqlite_from_3: &[&str] = &[sqlite_memberships_table, "PRAGMA user_version = 4"];
+/// Schema 3 to 4: the membership tables.
+const sqlite_from_3: &[&str] = &[
+    sqlite_memberships_tables[0],
+    sqlite_memberships_tables[1],
+    "PRAGMA user_version = 4",
+];
 
 /// Schemas 1 and 2 (quota-hub 0.1.0; 2 only added quota-hub's own tables, which stay as they are)
 /// to 3: the id columns become AUTOINCREMENT, so an id is never reused even after the newest rows
@@ -209,7 +223,12 @@ pub const sqlite: Dialect = Dialect {
         " FROM memberships WHERE username = ?1"
     ),
     put_membership: "INSERT INTO memberships (username, group_names, since) VALUES (?1, ?2, ?3)
-         ON CONFLICT (username) DO UPDATE SET group_names = excluded.group_names, since = excluded.since",
+         ON CONFLICT (username) DO UPDATE SET group_names = excluded.group_names, since = excluded.since
+         WHERE memberships.group_names <> excluded.group_names",
+    clear_membership: "UPDATE memberships SET group_names = '', since = ?2
+         WHERE username = ?1 AND group_names <> ''",
+    delete_group_members: "DELETE FROM group_members WHERE username = ?1",
+    insert_group_member: "INSERT INTO group_members (group_name, username) VALUES (?1, ?2)",
     scan_memberships_first: concat!(
         "SELECT ",
         membership_columns!(),
@@ -225,6 +244,12 @@ pub const sqlite: Dialect = Dialect {
         membership_columns!(),
         " FROM memberships WHERE username >= ?1 AND username <= ?2 ORDER BY username"
     ),
+    group_members_between: "SELECT username, group_name FROM group_members
+         WHERE group_name IN (SELECT value FROM json_each(?1)) AND username >= ?2 AND username <= ?3
+         ORDER BY username",
+    scan_group: "SELECT username FROM group_members WHERE group_name = ?1 AND username > ?2
+         ORDER BY username LIMIT ?3",
+    group_counts: "SELECT group_name, COUNT(*) FROM group_members GROUP BY group_name ORDER BY group_name",
     // SQLite runs the row-by-row statements in-process, without a round trip each.
     bulk: None,
 };
