@@ -50,7 +50,14 @@ impl ScenarioHost for HttpHost {
     }
 
     fn reconfigure(&mut self, values: &Value, now: Timestamp) -> Result<(), String> {
-        self.start(values, now) // same database, new values file: a restart, as an operator does it
+        // As an operator does it: check the new values file, then restart on the same database.
+        // A refused file leaves the running server as it was.
+        let v = common::write_values(&self.dir, &format!("check{}.yaml", self.n), values);
+        let (code, _, err) = common::cli(&["check-config", "--values", &v.display().to_string()]);
+        if code != 0 {
+            return Err(err);
+        }
+        self.start(values, now)
     }
 
     fn handle(&mut self, req: &Request<'_>, now: Timestamp) -> Result<Response, String> {

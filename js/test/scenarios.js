@@ -64,7 +64,20 @@ export function replay(scenario, openEngine, sentBodies = new Map()) {
       if ('at' in step) { now = parseTime(step.at); return; }
       if ('configure' in step) {
         const doc = step.configure === null ? step : { values: step.configure, ...('quota' in step ? { quota: step.quota } : {}) };
-        engine.configure(mergedValues(doc));
+        if (!('refused' in step)) {
+          engine.configure(mergedValues(doc));
+          return;
+        }
+        // Refused with (at least) these problems; the previous configuration stays.
+        let said = null;
+        try {
+          engine.configure(mergedValues(doc));
+        } catch (e) {
+          said = (e.problems ?? []).map((p) => `${p.field}: ${p.message}`);
+        }
+        if (said === null) throw new Error(`step ${n}: configure should have been refused`);
+        const missing = step.refused.filter((p) => !said.includes(p));
+        if (missing.length) throw new Error(`step ${n}: the refusal does not say ${JSON.stringify(missing)}: ${JSON.stringify(said)}`);
         return;
       }
       const target = step.path;

@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 from typing import Any, Callable, Optional
 
-from jupyterhub_quota import Caller, QuotaEngine
+from jupyterhub_quota import Caller, ConfigError, QuotaEngine
 
 from contract import assert_conforms
 
@@ -77,8 +77,18 @@ def replay(scenario: dict, open_engine: Callable[[dict], QuotaEngine]) -> list[d
             if "configure" in step:
                 values = step["configure"]
                 doc = step if values is None else {"values": values, **({"quota": step["quota"]} if "quota" in step else {})}
-                engine.configure(merged_values(doc))
-                continue
+                if "refused" not in step:
+                    engine.configure(merged_values(doc))
+                    continue
+                # Refused with (at least) these problems; the previous configuration stays.
+                try:
+                    engine.configure(merged_values(doc))
+                except ConfigError as e:
+                    said = [f"{f}: {m}" for f, m in e.problems]
+                    missing = [p for p in step["refused"] if p not in said]
+                    assert not missing, f"step {n}: the refusal does not say {missing}: {said}"
+                    continue
+                raise AssertionError(f"step {n}: configure should have been refused")
             target = step["path"]
             path, _, query = target.partition("?")
             if isinstance(step.get("raw_body"), str):

@@ -176,7 +176,23 @@ pub fn replay(host: &mut dyn ScenarioHost, scenario: &Value) -> Result<Replay, S
             if let Some(q) = step.get("quota") {
                 doc["quota"] = q.clone();
             }
-            host.reconfigure(&merged_values(if values.is_null() { step } else { &doc }), now)?;
+            let merged = merged_values(if values.is_null() { step } else { &doc });
+            match (host.reconfigure(&merged, now), step.get("refused")) {
+                (Ok(()), None) => {}
+                (Err(e), None) => return Err(format!("step {n}: configure failed: {e}")),
+                (Ok(()), Some(_)) => return Err(format!("step {n}: configure should have been refused")),
+                // Refused: each expected problem is a line (`field: message`) of the host's
+                // refusal, and the previous configuration stays in force.
+                (Err(e), Some(want)) => {
+                    let lines: Vec<&str> = e.lines().map(|l| l.trim()).collect();
+                    for p in want.as_array().ok_or(format!("step {n}: `refused` is a list"))? {
+                        let p = p.as_str().ok_or(format!("step {n}: `refused` lists strings"))?;
+                        if !lines.iter().any(|l| l.ends_with(p)) {
+                            return Err(format!("step {n}: the refusal does not say {p:?}:\n{e}"));
+                        }
+                    }
+                }
+            }
             continue;
         }
         let method = step
