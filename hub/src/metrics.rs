@@ -110,7 +110,7 @@ impl Metrics {
         let r = &mut m.registry;
         r.register(
             "quota_gate_decisions",
-            "Spawn gate decisions by result (allowed, refused: not enough credits, invalid: a bad request) and resource type",
+            "Spawn gate decisions by result (allowed, refused: not enough credits, forbidden: an accelerator of other groups, invalid: a bad request) and resource type",
             m.gate.clone(),
         );
         r.register(

@@ -339,7 +339,7 @@ fn the_readme_walkthrough_works_as_written() {
         .into_iter()
         .collect::<Result<_, _>>()
         .expect("JSON answers");
-    assert_eq!(answers.len(), 4, "{stdout}");
+    assert_eq!(answers.len(), 6, "{stdout}");
     assert_eq!(answers[1]["status"], "active", "{stdout}");
     let last = &answers[3];
     // 300, then one billed minute at 2/min.
@@ -351,6 +351,17 @@ fn the_readme_walkthrough_works_as_written() {
         .filter_map(|t| t["transaction_type"].as_str())
         .collect();
     assert_eq!(kinds, ["usage", "set"], "{stdout}");
+    // Groups: two members; the preview tops up alice (bob has no record yet) and writes nothing.
+    assert_eq!(
+        (&answers[4]["added"], &answers[4]["members"]),
+        (&2.into(), &2.into()),
+        "{stdout}"
+    );
+    assert_eq!(
+        (&answers[5]["users_updated"], &answers[5]["dry_run"]),
+        (&1.into(), &true.into()),
+        "{stdout}"
+    );
     server.stop();
 }
 

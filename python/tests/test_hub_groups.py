@@ -111,6 +111,12 @@ def test_group_rules_and_restricted_accelerators_follow_the_hubs_groups(hub, quo
     status, detail = hub.admin("GET", "/hub/admin/api/quota/users/alice")
     assert detail["groups"] == ["course"], detail
 
+    # The spawn form lists what each user may start, by their hub groups now.
+    status, page = hub.login("carol").get("/hub/spawn")
+    assert status == 200 and 'value="tpu"' in page and 'value="phx"' not in page, page
+    status, page = hub.login("bob").get("/hub/spawn")
+    assert status == 200 and 'value="phx"' in page, page
+
     # phx is only for lab: bob (a member) starts it, carol (not one) is refused with its own message.
     status, body = hub.spawn("bob", {"runtime_minutes": 5, "gpu_selection": "phx"})
     assert status in (201, 202), (status, body)

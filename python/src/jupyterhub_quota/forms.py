@@ -17,6 +17,7 @@ from tornado import web
 
 from .engine import Caller
 from .options import OPTION_KEYS, page_profiles, profile_list, slug_of
+from .groups import user_groups
 from .service import log, maybe_await
 
 if TYPE_CHECKING:
@@ -103,6 +104,9 @@ def spawn_form(quota: "QuotaHub", values: dict, configured: Any = None):
     async def options_form(spawner: Any) -> str:
         user = spawner.user.name
         try:
+            # The user's hub groups now: the accelerators listed are the ones the gate will allow.
+            groups = user_groups(spawner.user)
+            await quota.service.run(lambda e: e.replace_memberships([(user, groups)], complete=False))
             me = (await quota.service.request("GET", "/api/quota/me", "", Caller(user))).json()
             rates = (await quota.service.request("GET", "/api/quota/rates", "", Caller(user))).json()
             accels = (await quota.service.request("GET", "/api/accelerators", "", Caller(user))).json()["accelerators"]

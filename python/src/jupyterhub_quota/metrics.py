@@ -56,7 +56,7 @@ class Metrics(Observer):
     def __init__(self, registry: Any = REGISTRY):
         self.gate = Counter(
             "quota_gate_decisions",
-            "Spawn gate decisions by result (allowed, refused: not enough credits, invalid: a bad request) and resource type",
+            "Spawn gate decisions by result (allowed, refused: not enough credits, forbidden: an accelerator of other groups, invalid: a bad request) and resource type",
             ["result", "resource_type"], registry=registry,
         )
         self.session_ends = Counter(
