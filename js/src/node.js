@@ -62,13 +62,32 @@ export class LocalEngine extends Engine {
     this.configure(values);
   }
 
-  /** The spawn gate: `{allowed: {...}}` or `{refused: {...}}`. */
-  checkStart({ username, accelerator = null, runtimeMinutes, serverName = '', startedAt = null }, now) {
-    const req = { username, accelerator: accelerator ?? undefined, runtimeMinutes: seconds(runtimeMinutes), serverName, startedAt: startedAt === null ? undefined : seconds(startedAt) };
+  /**
+   * The spawn gate: `{allowed: {...}}`, `{refused: {...}}` (not enough credits) or
+   * `{forbidden: {message}}` (an accelerator of groups the user is not in). `groups`: the user's
+   * groups as the host knows them now (null: the stored ones).
+   */
+  checkStart({ username, accelerator = null, runtimeMinutes, serverName = '', startedAt = null, groups = null }, now) {
+    const req = {
+      username, accelerator: accelerator ?? undefined, runtimeMinutes: seconds(runtimeMinutes), serverName,
+      startedAt: startedAt === null ? undefined : seconds(startedAt), groups: groups === null ? undefined : [...groups],
+    };
     const t = seconds(now);
     const d = this.call((api) => api.checkStart(req, t));
+    if (d.tag === 'forbidden') return { forbidden: { message: d.val } };
     const v = Object.fromEntries(Object.entries(d.val).map(([k, x]) => [k, num(x)]));
     return d.tag === 'allowed' ? { allowed: v } : { refused: v };
+  }
+
+  /**
+   * Sets each listed user's groups (`[[username, [group, ...]], ...]`) to exactly these, in one
+   * transaction of any size; `complete`: a user left out is in no group afterwards.
+   */
+  replaceMemberships(users, complete, now) {
+    const list = users.map(([username, groups]) => ({ username, groups: [...groups] }));
+    const t = seconds(now);
+    const r = this.call((api) => api.replaceMemberships(list, !!complete, t));
+    return { changed: num(r.changed), users: num(r.users) };
   }
 
   /** Ends a session by id or by `{username, serverName}`; outcome `completed` or `failed`. */

@@ -104,6 +104,7 @@ export class QuotaEngine {
   migrate() { return this.call('migrate'); }
   handleRequest(req, now) { return this.call('handleRequest', req, now); }
   checkStart(req, now) { return this.call('checkStart', req, now); }
+  replaceMemberships(users, complete, now) { return this.call('replaceMemberships', users, complete, now); }
   endSession(req, now) { return this.call('endSession', req, now); }
   cleanupStale(now) { return this.call('cleanupStale', now); }
   adminUpdate(username, action, value, opts, now) { return this.call('adminUpdate', username, action, value, opts, now); }

@@ -181,6 +181,19 @@ test('typed calls: gate, end by server, admin refusal', () => {
   assert.throws(() => e.checkStart({ username: 'cy', runtimeMinutes: 5 }, 2 ** 60), RangeError);
 });
 
+test('typed calls with groups: a snapshot, a restricted accelerator, the reported groups', () => {
+  const values = { custom: { authMode: 'github', quota: { defaultQuota: 50, groups: { lab: { accelerators: ['phx'] } } },
+    accelerators: { phx: { quotaRate: 2 } } } };
+  const e = new QuotaEngine(':memory:', values);
+  assert.deepEqual(e.replaceMemberships([['Ann', ['lab']], ['bo', []]], true, T0), { changed: 1, users: 1 });
+  assert.ok(e.checkStart({ username: 'ann', accelerator: 'phx', runtimeMinutes: 5 }, T0).allowed, 'stored: ann is in lab');
+  const f = e.checkStart({ username: 'bo', accelerator: 'phx', runtimeMinutes: 5 }, T0);
+  assert.match(f.forbidden.message, /^Cannot start container: accelerator `phx` \(phx\) is only for members of the groups lab\./);
+  assert.ok(e.checkStart({ username: 'bo', accelerator: 'phx', runtimeMinutes: 5, groups: ['lab'] }, T0).allowed, 'reported');
+  assert.throws(() => e.replaceMemberships([['ann', ['a/b']]], false, T0), (err) => err instanceof QuotaError && /users\[0\]\.groups\[0\]/.test(err.message));
+  e.close();
+});
+
 test('jco’s debug log still works when asked for (JCO_DEBUG), though read once at load', async () => {
   const { execFileSync } = await import('node:child_process');
   const script = `import { QuotaEngine } from ${JSON.stringify(new URL('../src/node.js', import.meta.url).href)};
