@@ -186,6 +186,16 @@ class Hub:
     def quota_db(self) -> Path:
         return self.state / "quota.sqlite"
 
+    def rows(self, sql: str, *params) -> list:
+        """Rows of the quota database the hub wrote, read with sqlite3 as an operator would."""
+        import sqlite3
+
+        conn = sqlite3.connect(self.quota_db())
+        try:
+            return conn.execute(sql, params).fetchall()
+        finally:
+            conn.close()
+
 
 class Browser:
     """Cookies and the `_xsrf` token, as a browser page has them."""

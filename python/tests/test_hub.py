@@ -24,11 +24,7 @@ REFUSAL = "Cannot start container: Insufficient quota."
 
 
 def rows(hub: Hub, sql: str, *params):
-    conn = sqlite3.connect(hub.quota_db())
-    try:
-        return conn.execute(sql, params).fetchall()
-    finally:
-        conn.close()
+    return hub.rows(sql, *params)
 
 
 def sessions(hub: Hub, user: str):

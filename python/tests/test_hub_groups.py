@@ -5,7 +5,6 @@ sync-groups` copying the hub's groups through its REST API."""
 
 from __future__ import annotations
 
-import sqlite3
 import subprocess
 
 import pytest
@@ -53,11 +52,7 @@ def hub(tmp_path_factory):
 
 
 def rows(hub: Hub, sql: str, *params):
-    conn = sqlite3.connect(hub.quota_db())
-    try:
-        return conn.execute(sql, params).fetchall()
-    finally:
-        conn.close()
+    return hub.rows(sql, *params)
 
 
 def balances(hub: Hub) -> dict:
