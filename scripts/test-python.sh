@@ -25,4 +25,4 @@ echo "python (JupyterHub 5) set-up took $(( $(date +%s) - started ))s"
 cd python/tests
 ../../target/pyenv-jh5/bin/python -c 'import jupyterhub; print("JupyterHub", jupyterhub.__version__)'
 exec ../../target/pyenv-jh5/bin/python -m pytest -q -p no:cacheprovider \
-    test_failure_limit.py test_kubespawner.py test_hub.py test_hub_pages.py test_hub_metrics.py
+    test_failure_limit.py test_kubespawner.py test_hub.py test_hub_pages.py test_hub_metrics.py test_hub_groups.py

@@ -1,4 +1,4 @@
-"""Groups in a real JupyterHub 6: users in hub groups made through the hub's REST API, a refresh
+"""Groups in a real JupyterHub (6, and 5 as z2jh ships it): users in hub groups made through the hub's REST API, a refresh
 rule targeting a group run by the hub's scheduler and then through REST after a user moved to
 another group, a member and a non-member starting a restricted accelerator, and `quota-hub
 sync-groups` copying the hub's groups through its REST API."""
