@@ -23,6 +23,7 @@ use std::collections::{BTreeMap, BTreeSet};
 mod bodies;
 mod group_routes;
 mod handlers;
+mod me_routes;
 mod query;
 mod routes;
 

@@ -26,6 +26,7 @@ pub mod ledger;
 pub mod limits;
 pub mod memstore;
 pub mod milli;
+pub mod mine;
 pub mod names;
 pub mod reads;
 pub mod refresh;

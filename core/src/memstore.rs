@@ -202,6 +202,40 @@ impl Store for MemStore {
         Ok(())
     }
 
+    fn user_transactions(
+        &mut self,
+        username: &str,
+        before: Option<i64>,
+        limit: usize,
+    ) -> Result<Vec<Transaction>, StoreError> {
+        Ok(self
+            .transactions
+            .iter()
+            .rev()
+            .filter(|t| t.username == username && before.is_none_or(|b| t.id < b))
+            .take(limit)
+            .cloned()
+            .collect())
+    }
+
+    fn user_sessions(
+        &mut self,
+        username: &str,
+        before: Option<i64>,
+        limit: usize,
+    ) -> Result<Vec<Session>, StoreError> {
+        let upper = before.map_or(i64::MAX, |b| b.saturating_sub(1));
+        Ok(self
+            .sessions
+            .range(..=upper)
+            .rev()
+            .map(|(_, s)| s)
+            .filter(|s| s.username == username)
+            .take(limit)
+            .cloned()
+            .collect())
+    }
+
     fn get_membership(&mut self, username: &str) -> Result<Option<Membership>, StoreError> {
         Ok(self.memberships.get(username).cloned())
     }

@@ -304,6 +304,22 @@ pub trait Store {
 
     fn get_refresh_run(&mut self, run_id: &str) -> Result<Option<RefreshRun>, StoreError>;
 
+    /// Up to `limit` of `username`'s transactions with `id < before` (every id when `None`), newest
+    /// (largest id) first: a user's own ledger, a page at a time.
+    fn user_transactions(
+        &mut self,
+        username: &str,
+        before: Option<i64>,
+        limit: usize,
+    ) -> Result<Vec<Transaction>, StoreError>;
+    /// The same for `username`'s sessions.
+    fn user_sessions(
+        &mut self,
+        username: &str,
+        before: Option<i64>,
+        limit: usize,
+    ) -> Result<Vec<Session>, StoreError>;
+
     /// A user's groups (none when never reported).
     fn get_membership(&mut self, username: &str) -> Result<Option<Membership>, StoreError>;
     /// Writes a user's groups when they differ from the stored ones (no groups and no row: nothing

@@ -414,6 +414,32 @@ impl Store for SqlStore {
         all(query(self.d.scan_sessions, p)?, session)
     }
 
+    fn user_transactions(
+        &mut self,
+        username: &str,
+        before: Option<i64>,
+        n: usize,
+    ) -> Result<Vec<Transaction>, StoreError> {
+        let p = Params::new()
+            .text(username)
+            .int(before.unwrap_or(quota_core::limits::json_int_abs_max))?
+            .int(limit(n))?;
+        all(query(self.d.user_transactions, p)?, transaction)
+    }
+
+    fn user_sessions(
+        &mut self,
+        username: &str,
+        before: Option<i64>,
+        n: usize,
+    ) -> Result<Vec<Session>, StoreError> {
+        let p = Params::new()
+            .text(username)
+            .int(before.unwrap_or(quota_core::limits::json_int_abs_max))?
+            .int(limit(n))?;
+        all(query(self.d.user_sessions, p)?, session)
+    }
+
     fn get_membership(&mut self, username: &str) -> Result<Option<Membership>, StoreError> {
         let rows = query(self.d.get_membership, Params::new().text(username))?;
         Ok(first(rows, membership)?.map(|(_, m)| m))

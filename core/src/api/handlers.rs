@@ -47,6 +47,8 @@ pub(super) fn answer(route: Route<'_>, method: &str, c: &mut Call<'_>) -> Result
         Route::OpenApi => Ok(openapi_response()),
         Route::Groups => group_routes::list(c),
         Route::Group(name) => group_routes::group(c, method, name),
+        Route::MyTransactions => me_routes::transactions(c),
+        Route::MySessions => me_routes::sessions(c),
         Route::Memberships if method == "GET" => group_routes::list_memberships(c),
         Route::Memberships => group_routes::memberships(c),
     }

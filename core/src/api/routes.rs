@@ -35,6 +35,8 @@ pub(super) enum Route<'p> {
     Groups,
     Group(&'p str),
     Memberships,
+    MyTransactions,
+    MySessions,
 }
 
 /// The route the decoded path segments name.
@@ -50,6 +52,8 @@ pub(super) fn route<'p>(segs: &[&'p str]) -> Option<Route<'p>> {
         ["admin", "api", "quota", "memberships"] => Route::Memberships,
         ["admin", "api", "quota", "users", name] | ["admin", "api", "quota", name] => Route::User(name),
         ["api", "quota", "me"] => Route::Me,
+        ["api", "quota", "me", "transactions"] => Route::MyTransactions,
+        ["api", "quota", "me", "sessions"] => Route::MySessions,
         ["api", "quota", "rates"] => Route::Rates,
         ["api", "accelerators"] => Route::Accelerators,
         ["api", "quota", "sessions"] => Route::Sessions,
@@ -83,6 +87,8 @@ pub fn route_template(path: &str) -> Option<&'static str> {
         Route::Groups => "/admin/api/quota/groups",
         Route::Group(_) => "/admin/api/quota/groups/{name}",
         Route::Memberships => "/admin/api/quota/memberships",
+        Route::MyTransactions => "/api/quota/me/transactions",
+        Route::MySessions => "/api/quota/me/sessions",
     })
 }
 
@@ -100,7 +106,9 @@ pub(super) fn access<'p>(route: &Route<'p>, method: &str) -> (&'static [&'static
         ),
         Route::Batch | Route::Cleanup => (&["POST"], Access::Admin),
         Route::Refresh => (&["POST"], Access::Refresh),
-        Route::Me | Route::Rates | Route::Accelerators => (&["GET"], Access::Authenticated),
+        Route::Me | Route::Rates | Route::Accelerators | Route::MyTransactions | Route::MySessions => {
+            (&["GET"], Access::Authenticated)
+        }
         Route::Sessions => (
             &["GET", "POST"],
             if method == "GET" {

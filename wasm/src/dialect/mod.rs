@@ -35,6 +35,10 @@ pub struct Dialect {
     pub get_refresh_run: &'static str,
     /// Inserts a refresh run, or replaces its result (a chunked run records its progress).
     pub put_refresh_run: &'static str,
+    /// A user's transactions with `id < ?2`, newest first, at most `?3`.
+    pub user_transactions: &'static str,
+    /// A user's sessions with `id < ?2`, newest first, at most `?3`.
+    pub user_sessions: &'static str,
     pub get_membership: &'static str,
     /// Inserts a user's groups (`?2`, the names joined by newlines), or replaces them when they
     /// differ: changes no row when they are the same.

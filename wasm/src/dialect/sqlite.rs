@@ -217,6 +217,16 @@ pub const sqlite: Dialect = Dialect {
     get_refresh_run: "SELECT run_id, params, result, created_at FROM refresh_runs WHERE run_id = ?1",
     put_refresh_run: "INSERT INTO refresh_runs (run_id, params, result, created_at) VALUES (?1, ?2, ?3, ?4)
          ON CONFLICT (run_id) DO UPDATE SET result = excluded.result",
+    user_transactions: concat!(
+        "SELECT ",
+        transaction_columns!(),
+        " FROM transactions WHERE username = ?1 AND id < ?2 ORDER BY id DESC LIMIT ?3"
+    ),
+    user_sessions: concat!(
+        "SELECT ",
+        session_columns!(),
+        " FROM sessions WHERE username = ?1 AND id < ?2 ORDER BY id DESC LIMIT ?3"
+    ),
     get_membership: concat!(
         "SELECT ",
         membership_columns!(),

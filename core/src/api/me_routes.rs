@@ -1,0 +1,33 @@
+//! A user's own history (`{base}/api/quota/me/transactions`, `.../me/sessions`): the caller's rows
+//! only, newest first, paged by id (`?limit=&after=`).
+
+use super::handlers::Call;
+use super::*;
+use crate::mine;
+
+/// `?limit=` (1 to `max`, default `max`) and `?after=` (an id: only older rows).
+fn page_query(c: &Call<'_>, max: usize) -> Result<(Option<i64>, usize), QuotaError> {
+    let mut q = QueryFields::new(&c.query);
+    let after = q.int("after", 1, limits::json_int_abs_max)?;
+    let limit = q.int("limit", 1, max as i64)?.map_or(max, |n| n as usize);
+    q.finish()?;
+    Ok((after, limit))
+}
+
+pub(super) fn transactions(c: &mut Call<'_>) -> Result<Response, QuotaError> {
+    let (after, limit) = page_query(c, limits::ledger_page_max)?;
+    let (rows, next) = mine::transactions(c.store, &c.caller.name, after, limit)?;
+    Ok(Response::json(
+        200,
+        &json!({ "transactions": rows, "next_after": next }),
+    ))
+}
+
+pub(super) fn sessions(c: &mut Call<'_>) -> Result<Response, QuotaError> {
+    let (after, limit) = page_query(c, limits::sessions_list_max)?;
+    let (rows, next) = mine::sessions(c.store, &c.caller.name, after, limit, c.now)?;
+    Ok(Response::json(
+        200,
+        &json!({ "sessions": rows, "next_after": next }),
+    ))
+}
