@@ -18,6 +18,7 @@ pub mod config;
 pub mod cron;
 pub mod error;
 pub mod events;
+pub mod forecast;
 pub mod gate;
 pub mod groups;
 pub mod inputs;

@@ -113,29 +113,42 @@ pub struct Me {
     pub unlimited: bool,
     pub rates: Value,
     pub enabled: bool,
+    /// The next run of a refresh rule that would change this balance (null: none would).
+    pub next_refresh: Option<crate::forecast::NextRefresh>,
+    /// Minutes the free balance buys, per resource the user may start (null: unlimited).
+    pub lasts_minutes: Option<indexmap::IndexMap<String, Option<i64>>>,
 }
 
-pub fn me(config: &Config, store: &mut dyn Store, username: &str) -> Result<Me, QuotaError> {
-    let d = user_detail_head(store, username)?;
+/// What a user sees of their own quota; with `now`, the forecast of the next refresh too.
+pub fn me(
+    config: &Config,
+    store: &mut dyn Store,
+    username: &str,
+    now: Option<crate::Timestamp>,
+) -> Result<Me, QuotaError> {
+    let username = normalize_username("username", username)?;
+    let (user, active) = store.gate_state(&username)?;
+    let uses_groups = config
+        .refresh_rules
+        .values()
+        .any(|r| r.enabled && r.params.targets.uses_groups())
+        || !config.groups.restricted.is_empty();
+    let groups = if uses_groups {
+        crate::groups::of(store, &username)?
+    } else {
+        BTreeSet::new()
+    };
     Ok(Me {
-        username: d.0,
-        balance: d.1,
+        next_refresh: now.and_then(|t| crate::forecast::next_refresh(config, user.as_ref(), &groups, t)),
+        lasts_minutes: crate::forecast::lasts_minutes(config, user.as_ref(), &active, &groups),
+        balance: user.as_ref().map_or(0, |u| u.balance),
         // With quota disabled nothing limits the user: `unlimited` says so, whatever is stored (the
         // original answered this way, and its spawn page refuses to launch on a negative balance).
-        unlimited: d.2 || !config.enabled,
+        unlimited: user.as_ref().is_some_and(|u| u.unlimited) || !config.enabled,
+        username,
         rates: config.rates_json(),
         enabled: config.enabled,
     })
-}
-
-fn user_detail_head(store: &mut dyn Store, username: &str) -> Result<(String, i64, bool), QuotaError> {
-    let username = normalize_username("username", username)?;
-    let user = store.get_user(&username)?;
-    Ok((
-        username,
-        user.as_ref().map_or(0, |u| u.balance),
-        user.is_some_and(|u| u.unlimited),
-    ))
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize)]

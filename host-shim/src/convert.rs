@@ -228,6 +228,9 @@ pub fn me(m: api::MeView) -> Me {
         balance: m.balance,
         unlimited: m.unlimited,
         enabled: m.enabled,
+        // The typed view carries no forecast: `GET {base}/api/quota/me` does.
+        next_refresh: None,
+        lasts_minutes: None,
     }
 }
 

@@ -355,7 +355,7 @@ impl Guest for Component {
 
     fn me(username: String) -> Result<wit::MeView, wit::QuotaError> {
         with_config(|cfg| {
-            let m = quota_core::reads::me(cfg, &mut SqlStore::host(), &username)?;
+            let m = quota_core::reads::me(cfg, &mut SqlStore::host(), &username, None)?;
             Ok(wit::MeView {
                 username: m.username,
                 balance: m.balance,

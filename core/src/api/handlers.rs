@@ -31,7 +31,7 @@ pub(super) fn answer(route: Route<'_>, method: &str, c: &mut Call<'_>) -> Result
             no_query(&c.query)?;
             Ok(Response::json(
                 200,
-                &reads::me(c.config, c.store, &c.caller.name)?,
+                &reads::me(c.config, c.store, &c.caller.name, Some(c.now))?,
             ))
         }
         Route::Rates => {
