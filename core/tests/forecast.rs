@@ -5,6 +5,9 @@
 //! times in order, up to the forecast's time: no run before it changes the user, and the forecast
 //! rule's run gives exactly the forecast balance. `QUOTA_FORECAST_SEED=<seed>` replays one seed.
 
+mod rng;
+use rng::Rng;
+
 use std::collections::BTreeSet;
 
 use quota_core::forecast::next_refresh;
@@ -23,27 +26,6 @@ const schedules: [&str; 5] = [
     "0 0 1 * *",
     "15 9 * * 2,4",
 ];
-
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-    fn chance(&mut self, p: u64) -> bool {
-        self.below(100) < p
-    }
-    fn pick<'a, T>(&mut self, v: &'a [T]) -> &'a T {
-        &v[self.below(v.len() as u64) as usize]
-    }
-}
 
 fn random_rule(rng: &mut Rng) -> serde_json::Value {
     let set = rng.chance(30);

@@ -5,6 +5,9 @@
 //! replays exactly that run. `QUOTA_MODEL_RUNS` sets how many runs (default 110 x 1,000 ops),
 //! `QUOTA_MODEL_BASE` the first seed; `scripts/model-at-scale.sh` runs 10,000,000 operations.
 
+mod rng;
+use rng::Rng;
+
 use std::collections::{BTreeMap, BTreeSet};
 
 use quota_core::admin::{self, AdminAction, AdminRequest, BatchEntry};
@@ -21,28 +24,6 @@ const default_runs: u64 = 110;
 const users: [&str; 4] = ["alice", "bob", "carol", "dave"];
 const servers: [&str; 2] = ["", "gpu"];
 const group_names: [&str; 3] = ["g1", "g2", "g3"];
-
-/// splitmix64: small, seedable, good enough to explore.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-    fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
-        &items[self.below(items.len() as u64) as usize]
-    }
-    fn chance(&mut self, percent: u64) -> bool {
-        self.below(100) < percent
-    }
-}
 
 fn config() -> Config {
     Config::from_values(&serde_json::json!({"custom": {"authMode": "github",
