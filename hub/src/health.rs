@@ -105,6 +105,7 @@ async fn ready(pool: &Pool) -> Result<u32, String> {
     // lock, with none committed since). An idle writer lets the lock be tried without waiting.
     let locked = "another process holds the database's write lock: writes wait for it, then fail with 503";
     let load = &pool.write_load;
+    let moves = load.moves();
     if load.now() != (0, 0) {
         return if load.locked_out() {
             Err(locked.into())
@@ -118,7 +119,11 @@ async fn ready(pool: &Pool) -> Result<u32, String> {
             load.lock_seen_free();
             Ok(version)
         }
-        Ok(Ok(Ok(false))) if load.now() == (0, 0) || load.locked_out() => Err(locked.into()),
+        // Locked by another process only if this server's writer stayed idle throughout the try
+        // (a job it took and finished meanwhile may have been the holder).
+        Ok(Ok(Ok(false))) if (load.now() == (0, 0) && load.moves() == moves) || load.locked_out() => {
+            Err(locked.into())
+        }
         Ok(Ok(Err(e))) => Err(e.to_string()),
         _ => Ok(version),
     }

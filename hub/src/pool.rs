@@ -9,7 +9,7 @@
 //! requests share one fsync instead of queueing behind one each. A job's answer is sent only after
 //! the shared commit; a failed commit fails every job of the group.
 
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc::{channel, Receiver, Sender};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
@@ -83,6 +83,10 @@ pub struct WriteLoad {
     /// The last write transaction failed because the database stayed locked (another process
     /// held SQLite's write lock past the busy timeout), and none has committed since.
     locked_out: AtomicBool,
+    /// Moves whenever a writer takes or finishes a job: a readiness check that saw the writer
+    /// idle before and after its lock try, with this unchanged, knows the lock it met was not
+    /// this server's own.
+    moves: AtomicU64,
 }
 
 impl WriteLoad {
@@ -97,6 +101,11 @@ impl WriteLoad {
     /// Whether writes are failing for a lock right now (see `locked_out`).
     pub fn locked_out(&self) -> bool {
         self.locked_out.load(Ordering::Relaxed)
+    }
+
+    /// See `moves`.
+    pub fn moves(&self) -> u64 {
+        self.moves.load(Ordering::SeqCst)
     }
 
     /// The write lock was found free (the readiness check): writes can go through again.
@@ -127,10 +136,12 @@ fn serve(
         if writer {
             load.queued.fetch_sub(n, Ordering::Relaxed);
             load.running.fetch_add(n, Ordering::Relaxed);
+            load.moves.fetch_add(1, Ordering::SeqCst);
         }
     };
     let done = |n: usize| {
         if writer {
+            load.moves.fetch_add(1, Ordering::SeqCst);
             load.running.fetch_sub(n, Ordering::Relaxed);
         }
     };

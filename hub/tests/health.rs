@@ -66,7 +66,8 @@ fn the_probes_answer_without_a_token_and_stay_out_of_the_access_log() {
 #[test]
 fn readyz_is_503_while_another_process_holds_the_files_write_lock() {
     let (_dir, server) = setup(&["--busy-timeout-ms", "300"]);
-    assert_eq!(probe(&server, "/readyz").0, 200);
+    let (st, body) = probe(&server, "/readyz");
+    assert_eq!(st, 200, "{body}");
     // Another process (a stuck `sqlite3` shell, a backup tool) holding the write lock: this
     // server's writes wait for it, then fail. Whether the server's writer is idle at the probe
     // (the lock is tried) or stuck behind the lock (its failure is remembered), the probe says so
