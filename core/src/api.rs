@@ -26,6 +26,7 @@ mod handlers;
 mod me_routes;
 mod query;
 mod routes;
+mod usage_routes;
 
 pub use bodies::refresh_request_from_json;
 use bodies::*;

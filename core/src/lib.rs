@@ -36,6 +36,7 @@ pub mod store;
 pub mod strict_json;
 pub mod targets;
 pub mod time;
+pub mod usage;
 
 pub use api::{handle_request, Caller, Request, Response};
 pub use config::{Config, ConfigError};

@@ -53,6 +53,12 @@ pub const scan_page_users: usize = 1000;
 pub const ledger_page_max: usize = 1000;
 /// Largest page of `GET /admin/api/quota/?limit=` (without `limit` or `after`: every user).
 pub const users_page_max: usize = 10_000;
+/// Longest range of a usage report, in days.
+pub const usage_range_days_max: i64 = 366;
+/// Rows in one page of a usage report.
+pub const usage_page_max: usize = 1000;
+/// Days of a user's own usage chart when the request names none.
+pub const my_usage_days_default: i64 = 30;
 /// Sessions returned by one session listing.
 pub const sessions_list_max: usize = 1000;
 /// Largest request body the HTTP front door reads, in bytes; a larger one is answered 413.

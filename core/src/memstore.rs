@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 
 use crate::error::StoreError;
 use crate::store::{
-    Change, Membership, NewSession, RefreshRun, Session, SessionStatus, Store, Transaction, UserRecord,
+    Change, Membership, NewSession, RefreshRun, Session, SessionStatus, Store, Transaction, Usage, UserRecord,
 };
 use crate::time::Timestamp;
 
@@ -17,6 +17,9 @@ pub struct MemStore {
     active_by_user: BTreeMap<String, Vec<i64>>,
     pub refresh_runs: BTreeMap<String, RefreshRun>,
     pub memberships: BTreeMap<String, Membership>,
+    /// The running usage sums (see `usage`): by (day, resource type) and (user, day, resource type).
+    pub usage_days: BTreeMap<(i64, String), Usage>,
+    pub user_usage_days: BTreeMap<(String, i64, String), Usage>,
     next_session_id: i64,
 }
 
@@ -120,6 +123,7 @@ impl Store for MemStore {
     fn scan_transactions(
         &mut self,
         username: Option<&str>,
+        (since, until): (Timestamp, Timestamp),
         after_id: i64,
         limit: usize,
     ) -> Result<Vec<Transaction>, StoreError> {
@@ -129,6 +133,7 @@ impl Store for MemStore {
             .iter()
             .skip(start)
             .filter(|t| username.is_none_or(|u| t.username == u))
+            .filter(|t| since <= t.created_at && t.created_at < until)
             .take(limit)
             .cloned()
             .collect())
@@ -332,5 +337,82 @@ impl Store for MemStore {
             }
         }
         Ok(counts.into_iter().collect())
+    }
+
+    fn record_usage(
+        &mut self,
+        username: &str,
+        day: i64,
+        resource_type: &str,
+        usage: &Usage,
+    ) -> Result<(), StoreError> {
+        self.usage_days
+            .entry((day, resource_type.to_string()))
+            .or_default()
+            .add(usage);
+        self.user_usage_days
+            .entry((username.to_string(), day, resource_type.to_string()))
+            .or_default()
+            .add(usage);
+        Ok(())
+    }
+
+    fn usage_by_day(&mut self, first: i64, last: i64) -> Result<Vec<(i64, String, Usage)>, StoreError> {
+        Ok(self
+            .usage_days
+            .range((first, String::new())..)
+            .take_while(|((d, _), _)| *d <= last)
+            .map(|((d, r), u)| (*d, r.clone(), *u))
+            .collect())
+    }
+
+    fn usage_by_user(
+        &mut self,
+        first: i64,
+        last: i64,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<(String, Usage)>, StoreError> {
+        let mut by: BTreeMap<&str, Usage> = BTreeMap::new();
+        for ((user, day, _), u) in &self.user_usage_days {
+            if (first..=last).contains(day) && after.is_none_or(|a| user.as_str() > a) {
+                by.entry(user).or_default().add(u);
+            }
+        }
+        Ok(by
+            .into_iter()
+            .take(limit)
+            .map(|(u, s)| (u.to_string(), s))
+            .collect())
+    }
+
+    fn usage_top_users(
+        &mut self,
+        first: i64,
+        last: i64,
+        limit: usize,
+    ) -> Result<Vec<(String, Usage)>, StoreError> {
+        let mut all = self.usage_by_user(first, last, None, usize::MAX)?;
+        all.sort_by(|a, b| {
+            (b.1.credits, b.1.minutes)
+                .cmp(&(a.1.credits, a.1.minutes))
+                .then_with(|| a.0.cmp(&b.0))
+        });
+        all.truncate(limit);
+        Ok(all)
+    }
+
+    fn user_usage(
+        &mut self,
+        username: &str,
+        first: i64,
+        last: i64,
+    ) -> Result<Vec<(i64, String, Usage)>, StoreError> {
+        Ok(self
+            .user_usage_days
+            .range((username.to_string(), first, String::new())..)
+            .take_while(|((u, d, _), _)| u == username && *d <= last)
+            .map(|((_, d, r), u)| (*d, r.clone(), *u))
+            .collect())
     }
 }

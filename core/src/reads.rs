@@ -216,11 +216,17 @@ pub fn list_sessions(
 pub fn ledger(
     store: &mut dyn Store,
     username: Option<&str>,
+    range: (crate::Timestamp, crate::Timestamp),
     after_id: i64,
     limit: usize,
 ) -> Result<Vec<Transaction>, QuotaError> {
     let username = username.map(|u| normalize_username("username", u)).transpose()?;
-    Ok(store.scan_transactions(username.as_deref(), after_id, limit.min(limits::ledger_page_max))?)
+    Ok(store.scan_transactions(
+        username.as_deref(),
+        range,
+        after_id,
+        limit.min(limits::ledger_page_max),
+    )?)
 }
 
 /// Active sessions counted by resource type, for a host's gauge (read a page at a time).

@@ -148,6 +148,19 @@ pub fn close(
     session.duration_minutes = Some(minutes);
     session.cost = cost;
     store.update_session(&session)?;
+    if status == SessionStatus::Completed {
+        let usage = crate::usage::Usage {
+            credits: cost,
+            minutes,
+            sessions: 1,
+        };
+        store.record_usage(
+            &session.username,
+            crate::usage::day_of(now),
+            &session.resource_type,
+            &usage,
+        )?;
+    }
     events::record(Event::SessionsEnded {
         status,
         resource_type: session.resource_type,

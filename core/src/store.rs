@@ -9,6 +9,7 @@ use serde::Serialize;
 use crate::error::StoreError;
 use crate::milli::Milli;
 use crate::time::Timestamp;
+pub use crate::usage::Usage;
 
 /// A user's quota record.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -271,10 +272,12 @@ pub trait Store {
     fn record_changes(&mut self, changes: &[Change]) -> Result<(), StoreError>;
     /// A user's newest transactions, newest first (ties by id desc).
     fn recent_transactions(&mut self, username: &str, limit: usize) -> Result<Vec<Transaction>, StoreError>;
-    /// Up to `limit` transactions with `id > after_id`, by id; only `username`'s when given.
+    /// Up to `limit` transactions with `id > after_id` and `since <= created_at < until`, by id;
+    /// only `username`'s when given.
     fn scan_transactions(
         &mut self,
         username: Option<&str>,
+        range: (Timestamp, Timestamp),
         after_id: i64,
         limit: usize,
     ) -> Result<Vec<Transaction>, StoreError>;
@@ -358,4 +361,41 @@ pub trait Store {
     fn group_counts(&mut self) -> Result<Vec<(String, u64)>, StoreError>;
     /// Inserts or replaces the run with this `run_id` (a chunked run records its progress).
     fn put_refresh_run(&mut self, run: &RefreshRun) -> Result<(), StoreError>;
+
+    /// Adds a completed session's usage to the running sums of its UTC day `day` (see `usage`):
+    /// per (day, resource type) and per (user, day, resource type).
+    fn record_usage(
+        &mut self,
+        username: &str,
+        day: i64,
+        resource_type: &str,
+        usage: &Usage,
+    ) -> Result<(), StoreError>;
+    /// (day, resource type, sums) of the days `first` to `last` (both included), by day, then
+    /// resource type.
+    fn usage_by_day(&mut self, first: i64, last: i64) -> Result<Vec<(i64, String, Usage)>, StoreError>;
+    /// Up to `limit` users with usage in the days `first` to `last`, with `username > after`
+    /// (all when `None`), and their sums, by username.
+    fn usage_by_user(
+        &mut self,
+        first: i64,
+        last: i64,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<(String, Usage)>, StoreError>;
+    /// The `limit` users with the most credits (then minutes) in the days; ties by username.
+    fn usage_top_users(
+        &mut self,
+        first: i64,
+        last: i64,
+        limit: usize,
+    ) -> Result<Vec<(String, Usage)>, StoreError>;
+    /// `username`'s (day, resource type, sums) in the days `first` to `last`, by day, then
+    /// resource type.
+    fn user_usage(
+        &mut self,
+        username: &str,
+        first: i64,
+        last: i64,
+    ) -> Result<Vec<(i64, String, Usage)>, StoreError>;
 }

@@ -17,6 +17,7 @@ use quota_core::refresh::{refresh, RefreshAction, RefreshParams, RefreshRequest}
 use quota_core::sessions::{cleanup_stale, end_session, EndRequest, EndTarget, Outcome};
 use quota_core::store::{SessionStatus, TransactionType};
 use quota_core::targets::Targets;
+use quota_core::usage::{self, Days, GroupBy, Order};
 use quota_core::{Config, MemStore, QuotaError, Timestamp};
 
 const ops_per_run: usize = 1000;
@@ -123,6 +124,7 @@ fn run(seed: u64, ops: usize) -> Result<(), String> {
     let mut store = MemStore::new();
     let mut m = Model::default();
     let mut now: i64 = 1_795_000_000;
+    let first_day = usage::day_of(Timestamp(now));
     for step in 0..ops {
         now += rng.below(4) as i64 * rng.below(3600) as i64;
         let t = Timestamp(now);
@@ -653,6 +655,80 @@ fn run(seed: u64, ops: usize) -> Result<(), String> {
                     s.status, ms.status
                 ));
             }
+        }
+        if step % 100 == 99 {
+            // A random range of the days so far, and all of them.
+            let today = usage::day_of(t);
+            let a = first_day + rng.below((today - first_day + 1) as u64) as i64;
+            let b = a + rng.below((today - a + 1) as u64) as i64;
+            check_usage(&mut store, a, b, false).map_err(|e| format!("step {step} {what}: {e}"))?;
+            check_usage(&mut store, first_day, today, true)
+                .map_err(|e| format!("step {step} {what}: {e}"))?;
+        }
+    }
+    Ok(())
+}
+
+/// The usage reports over the days `first` to `last` against the ledger: each user's, resource
+/// type's and day's credits equal the sum of their `usage` transactions of those days; over the
+/// whole run (`whole`) the minutes and sessions equal the completed sessions'.
+fn check_usage(store: &mut MemStore, first: i64, last: i64, whole: bool) -> Result<(), String> {
+    let days = Days::checked(first, last).map_err(|e| e.to_string())?;
+    let mut by_user: BTreeMap<String, i64> = BTreeMap::new();
+    let mut by_resource: BTreeMap<String, i64> = BTreeMap::new();
+    let mut by_day: BTreeMap<String, i64> = BTreeMap::new();
+    for tx in &store.transactions {
+        let day = usage::day_of(tx.created_at);
+        if tx.transaction_type != TransactionType::Usage || day < first || day > last {
+            continue;
+        }
+        *by_user.entry(tx.username.clone()).or_default() -= tx.amount;
+        *by_resource
+            .entry(tx.resource_type.clone().unwrap_or_default())
+            .or_default() -= tx.amount;
+        *by_day.entry(usage::day_text(day)).or_default() -= tx.amount;
+    }
+    let report = |store: &mut MemStore, g: GroupBy| -> Result<BTreeMap<String, i64>, String> {
+        let r = usage::report(store, days, g, Order::Key, None, 1000).map_err(|e| e.to_string())?;
+        Ok(r.rows
+            .into_iter()
+            .filter(|row| row.usage.credits != 0)
+            .map(|row| (row.key, row.usage.credits))
+            .collect())
+    };
+    for (g, want) in [
+        (GroupBy::User, &by_user),
+        (GroupBy::Resource, &by_resource),
+        (GroupBy::Day, &by_day),
+    ] {
+        let got = report(store, g)?;
+        let want: BTreeMap<String, i64> = want
+            .iter()
+            .filter(|(_, c)| **c != 0)
+            .map(|(k, c)| (k.clone(), *c))
+            .collect();
+        if got != want {
+            return Err(format!(
+                "usage by {g:?} of days {first}..={last}: {got:?}, ledger {want:?}"
+            ));
+        }
+    }
+    if whole {
+        let totals = usage::report(store, days, GroupBy::Day, Order::Key, None, 1)
+            .map_err(|e| e.to_string())?
+            .totals;
+        let done: Vec<_> = store
+            .sessions
+            .values()
+            .filter(|s| s.status == SessionStatus::Completed)
+            .collect();
+        let minutes: i64 = done.iter().map(|s| s.duration_minutes.unwrap_or(0)).sum();
+        let charged: i64 = done.iter().map(|s| s.cost).sum();
+        let want = (charged, minutes, done.len() as i64);
+        if (totals.credits, totals.minutes, totals.sessions) != want {
+            return Err(format!(
+                "usage totals {totals:?}, completed sessions (credits, minutes, sessions) {want:?}"
+            ));
         }
     }
     Ok(())

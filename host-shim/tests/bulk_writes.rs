@@ -35,7 +35,7 @@ fn native(n: usize) -> (Vec<Row>, Vec<UserRecord>) {
     let req = quota_core::api::refresh_request_from_json(BODY).expect("body");
     quota_core::refresh::refresh(&mut s, &req, T0).expect("refresh");
     let rows = s
-        .scan_transactions(None, 0, usize::MAX)
+        .scan_transactions(None, (Timestamp(0), Timestamp(i64::MAX)), 0, usize::MAX)
         .expect("scan")
         .into_iter()
         .map(|t| {

@@ -66,11 +66,28 @@ fn a_fresh_database_is_migrated_once_and_a_second_host_finds_it_current() {
         .expect("version");
     assert_eq!(
         version,
-        vec![vec![SqlValue::Text("quota-engine schema 4".into())]]
+        vec![vec![SqlValue::Text("quota-engine schema 5".into())]]
     );
     // A database of the previous release (schema 3: no memberships) gains the table.
     db.query("DROP TABLE memberships", &[]).expect("drop");
     db.query("DROP TABLE group_members", &[]).expect("drop");
+    db.query("DROP TABLE usage_days", &[]).expect("drop");
+    db.query("DROP TABLE user_usage_days", &[]).expect("drop");
+    // With a charge in its ledger: schema 5's sums are built from it.
+    db.query(
+        "INSERT INTO transactions (username, amount, transaction_type, resource_type, description,
+         balance_before, balance_after, created_at, created_by)
+         VALUES ('ann', -30, 'usage', 'gpu', 'Session 1', 100, 70, 86400 * 3 + 5, NULL)",
+        &[],
+    )
+    .expect("charge");
+    db.query(
+        "INSERT INTO sessions (username, server_name, resource_type, rate_milli, runtime_minutes,
+         estimated_cost_milli, start_time, billable, status, end_time, duration_minutes, cost)
+         VALUES ('ann', '', 'gpu', 3000, 60, 180000, 86400 * 3 - 600, 1, 'completed', 86400 * 3, 10, 30)",
+        &[],
+    )
+    .expect("session");
     db.query("COMMENT ON TABLE users IS 'quota-engine schema 3'", &[])
         .expect("version 3");
     let mut w =
@@ -81,13 +98,39 @@ fn a_fresh_database_is_migrated_once_and_a_second_host_finds_it_current() {
         .expect("version");
     assert_eq!(
         version,
-        vec![vec![SqlValue::Text("quota-engine schema 4".into())]]
+        vec![vec![SqlValue::Text("quota-engine schema 5".into())]]
     );
     let members = w
         .db()
         .query("SELECT COUNT(*) FROM memberships", &[])
         .expect("table");
     assert_eq!(members, vec![vec![SqlValue::Int(0)]]);
+    let sums = w
+        .db()
+        .query(
+            "SELECT username, day, resource_type, credits, minutes, sessions FROM user_usage_days",
+            &[],
+        )
+        .expect("sums");
+    let want = |s: &str| SqlValue::Text(s.into());
+    let row = vec![
+        want("ann"),
+        SqlValue::Int(3),
+        want("gpu"),
+        SqlValue::Int(30),
+        SqlValue::Int(10),
+        SqlValue::Int(1),
+    ];
+    assert_eq!(sums, vec![row]);
+    let days = w
+        .db()
+        .query(
+            "SELECT day, resource_type, credits, minutes, sessions FROM usage_days",
+            &[],
+        )
+        .expect("sums");
+    assert_eq!(days.len(), 1);
+    assert_eq!(days[0][3], SqlValue::Int(10));
 }
 
 #[test]

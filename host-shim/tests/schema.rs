@@ -65,11 +65,11 @@ fn a_fresh_database_gets_the_current_schema_once() {
             .unwrap()
             .schema_version()
             .unwrap(),
-        4
+        5
     );
     // Idempotent: a second migrate finds the current version and does nothing.
     let m = w.migrate().expect("again");
-    assert_eq!((m.from_version, m.to_version), (4, 4));
+    assert_eq!((m.from_version, m.to_version), (5, 5));
 }
 
 #[test]
@@ -89,13 +89,17 @@ fn a_schema_3_database_gains_the_memberships_table_and_keeps_its_rows() {
     // Schema 3 as the previous release wrote it: no membership tables.
     w.db().query("DROP TABLE memberships", &[]).expect("drop");
     w.db().query("DROP TABLE group_members", &[]).expect("drop");
+    w.db().query("DROP TABLE usage_days", &[]).expect("drop");
+    w.db().query("DROP TABLE user_usage_days", &[]).expect("drop");
     w.db().query("PRAGMA user_version = 3", &[]).expect("version");
     let before = tables(w.db());
     let m = w.migrate().expect("migrate");
-    assert_eq!((m.from_version, m.to_version), (3, 4));
+    assert_eq!((m.from_version, m.to_version), (3, 5));
     let mut after = tables(w.db());
     assert_eq!(after.remove("memberships"), Some(Vec::new()));
     assert_eq!(after.remove("group_members"), Some(Vec::new()));
+    assert_eq!(after.remove("usage_days"), Some(Vec::new()));
+    assert_eq!(after.remove("user_usage_days"), Some(Vec::new()));
     assert_eq!(before, after);
     let (st, body) = common::request(
         &mut w,
@@ -106,6 +110,65 @@ fn a_schema_3_database_gains_the_memberships_table_and_keeps_its_rows() {
         Timestamp(1_795_230_060),
     );
     assert_eq!(st, 200, "{body}");
+}
+
+#[test]
+fn a_schema_4_database_gets_the_usage_sums_the_engine_would_have_kept() {
+    let dir = tempfile::tempdir().expect("dir");
+    let mut w = worker(&dir.path().join("q.db"));
+    let (admin, hub) = (common::admin(), common::hub());
+    let t0 = 1_795_230_000;
+    common::request(
+        &mut w,
+        &admin,
+        "POST",
+        "/admin/api/quota/users/alice",
+        r#"{"action":"set","amount":1000}"#,
+        Timestamp(t0),
+    );
+    // Sessions ending on three days, one of them not billed (an unlimited user's minutes count).
+    for (i, user) in ["alice", "alice", "bob"].iter().enumerate() {
+        if *user == "bob" {
+            common::request(
+                &mut w,
+                &admin,
+                "POST",
+                "/admin/api/quota/users/bob",
+                r#"{"action":"set_unlimited","unlimited":true}"#,
+                Timestamp(t0),
+            );
+        }
+        let start = t0 + i as i64 * 86_400;
+        let body = format!(r#"{{"username":"{user}","runtime_minutes":60}}"#);
+        let (st, s) = common::request(
+            &mut w,
+            &hub,
+            "POST",
+            "/api/quota/sessions",
+            &body,
+            Timestamp(start),
+        );
+        assert_eq!(st, 201, "{s}");
+        let path = format!("/api/quota/sessions/{}/end", s["session_id"]);
+        let (st, e) = common::request(&mut w, &hub, "POST", &path, "{}", Timestamp(start + 600));
+        assert_eq!(st, 200, "{e}");
+    }
+    let kept = tables(w.db());
+    assert_eq!(kept["user_usage_days"].len(), 3, "{:?}", kept["user_usage_days"]);
+    w.db().query("DROP TABLE usage_days", &[]).expect("drop");
+    w.db().query("DROP TABLE user_usage_days", &[]).expect("drop");
+    w.db().query("PRAGMA user_version = 4", &[]).expect("version");
+    let m = w.migrate().expect("migrate");
+    assert_eq!((m.from_version, m.to_version), (4, 5));
+    assert_eq!(
+        tables(w.db()),
+        kept,
+        "the same sums, rebuilt from the ledger and the sessions"
+    );
+    // A file set back by hand migrates again to the same sums (no row is counted twice).
+    w.db().query("PRAGMA user_version = 4", &[]).expect("version");
+    w.migrate().expect("again");
+    assert_eq!(tables(w.db()), kept);
 }
 
 #[test]
@@ -175,9 +238,26 @@ fn a_quota_hub_0_1_0_file_migrates_without_losing_a_row() {
             .unwrap()
             .schema_version()
             .unwrap(),
-        4
+        5
     );
     let mut after = tables(w.db());
+    // Schema 5's usage sums are built from the ledger: the credits of every `usage` row, by user.
+    let sums = rows(
+        w.db(),
+        "SELECT username, SUM(credits) FROM user_usage_days GROUP BY username ORDER BY username",
+    );
+    let ledger = rows(
+        w.db(),
+        "SELECT username, -SUM(amount) FROM transactions WHERE transaction_type = 'usage'
+         GROUP BY username ORDER BY username",
+    );
+    assert!(!ledger.is_empty(), "the fixture has charges");
+    assert_eq!(sums, ledger);
+    assert!(!after.remove("usage_days").expect("usage_days").is_empty());
+    assert!(!after
+        .remove("user_usage_days")
+        .expect("user_usage_days")
+        .is_empty());
     assert_eq!(
         after.remove("memberships"),
         Some(Vec::new()),
@@ -278,7 +358,7 @@ fn hosts_starting_at_once_on_one_new_file_both_come_up() {
         h.join().expect("thread").expect("worker came up");
     }
     let mut db = SqliteDb::open(&common::runtime(), &path, SqliteOptions::default()).expect("open");
-    assert_eq!(db.schema_version().unwrap(), 4);
+    assert_eq!(db.schema_version().unwrap(), 5);
     assert_eq!(
         rows(&mut db, "SELECT COUNT(*) FROM users"),
         vec![vec![SqlValue::Int(0)]]

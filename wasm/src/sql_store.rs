@@ -3,7 +3,7 @@
 use quota_core::milli::Milli;
 use quota_core::store::{
     Change, Membership, NewSession, RefreshRun, Session, SessionStatus, Store, Transaction, TransactionType,
-    UserRecord,
+    Usage, UserRecord,
 };
 use quota_core::{StoreError, Timestamp};
 
@@ -190,6 +190,32 @@ fn membership(row: &mut [Cell]) -> Result<(String, Membership), StoreError> {
     ))
 }
 
+/// (key, day, resource type) sums: a report row read by `usage_by_day` and `user_usage`.
+fn day_usage(row: &mut [Cell]) -> Result<(i64, String, Usage), StoreError> {
+    let mut c = Columns::new(row, "usage_days", 5)?;
+    Ok((
+        c.int(0)?,
+        c.text(1)?,
+        Usage {
+            credits: c.int(2)?,
+            minutes: c.int(3)?,
+            sessions: c.int(4)?,
+        },
+    ))
+}
+
+fn user_usage_row(row: &mut [Cell]) -> Result<(String, Usage), StoreError> {
+    let mut c = Columns::new(row, "user_usage_days", 4)?;
+    Ok((
+        c.text(0)?,
+        Usage {
+            credits: c.int(1)?,
+            minutes: c.int(2)?,
+            sessions: c.int(3)?,
+        },
+    ))
+}
+
 fn all<T>(
     mut rows: Vec<Vec<Cell>>,
     f: fn(&mut [Cell]) -> Result<T, StoreError>,
@@ -342,10 +368,20 @@ impl Store for SqlStore {
     fn scan_transactions(
         &mut self,
         username: Option<&str>,
+        (since, until): (Timestamp, Timestamp),
         after_id: i64,
         n: usize,
     ) -> Result<Vec<Transaction>, StoreError> {
-        let p = Params::new().int(after_id)?.opt_text(username).int(limit(n))?;
+        let bound = |t: Timestamp| {
+            t.seconds()
+                .clamp(-crate::sql_json::json_int_max, crate::sql_json::json_int_max)
+        };
+        let p = Params::new()
+            .int(after_id)?
+            .opt_text(username)
+            .int(limit(n))?
+            .int(bound(since))?
+            .int(bound(until))?;
         all(query(self.d.scan_transactions, p)?, transaction)
     }
 
@@ -558,5 +594,64 @@ impl Store for SqlStore {
             .text(&run.result)
             .int(run.created_at.seconds())?;
         query(self.d.put_refresh_run, p).map(|_| ())
+    }
+    fn record_usage(
+        &mut self,
+        username: &str,
+        day: i64,
+        resource_type: &str,
+        u: &Usage,
+    ) -> Result<(), StoreError> {
+        let sums =
+            |p: Params| -> Result<Params, StoreError> { p.int(u.credits)?.int(u.minutes)?.int(u.sessions) };
+        query(
+            self.d.record_usage_day,
+            sums(Params::new().int(day)?.text(resource_type))?,
+        )?;
+        query(
+            self.d.record_user_usage_day,
+            sums(Params::new().text(username).int(day)?.text(resource_type))?,
+        )?;
+        Ok(())
+    }
+
+    fn usage_by_day(&mut self, first: i64, last: i64) -> Result<Vec<(i64, String, Usage)>, StoreError> {
+        let p = Params::new().int(first)?.int(last)?;
+        all(query(self.d.usage_by_day, p)?, day_usage)
+    }
+
+    fn usage_by_user(
+        &mut self,
+        first: i64,
+        last: i64,
+        after: Option<&str>,
+        n: usize,
+    ) -> Result<Vec<(String, Usage)>, StoreError> {
+        let p = Params::new().int(first)?.int(last)?;
+        let rows = match after {
+            Some(a) => query(self.d.usage_by_user_after, p.text(a).int(limit(n))?)?,
+            None => query(self.d.usage_by_user_first, p.int(limit(n))?)?,
+        };
+        all(rows, user_usage_row)
+    }
+
+    fn usage_top_users(
+        &mut self,
+        first: i64,
+        last: i64,
+        n: usize,
+    ) -> Result<Vec<(String, Usage)>, StoreError> {
+        let p = Params::new().int(first)?.int(last)?.int(limit(n))?;
+        all(query(self.d.usage_top_users, p)?, user_usage_row)
+    }
+
+    fn user_usage(
+        &mut self,
+        username: &str,
+        first: i64,
+        last: i64,
+    ) -> Result<Vec<(i64, String, Usage)>, StoreError> {
+        let p = Params::new().text(username).int(first)?.int(last)?;
+        all(query(self.d.user_usage, p)?, day_usage)
     }
 }

@@ -49,6 +49,8 @@ pub(super) fn answer(route: Route<'_>, method: &str, c: &mut Call<'_>) -> Result
         Route::Group(name) => group_routes::group(c, method, name),
         Route::MyTransactions => me_routes::transactions(c),
         Route::MySessions => me_routes::sessions(c),
+        Route::MyUsage => usage_routes::mine(c),
+        Route::Usage => usage_routes::report(c),
         Route::Memberships if method == "GET" => group_routes::list_memberships(c),
         Route::Memberships => group_routes::memberships(c),
     }
@@ -162,8 +164,9 @@ fn ledger(c: &mut Call<'_>) -> Result<Response, QuotaError> {
     let limit = q
         .int("limit", 1, limits::ledger_page_max as i64)?
         .unwrap_or(limits::ledger_page_max as i64);
+    let range = usage_routes::ledger_range(&mut q)?;
     q.finish()?;
-    let txs = reads::ledger(c.store, username.as_deref(), after_id, limit as usize)?;
+    let txs = reads::ledger(c.store, username.as_deref(), range, after_id, limit as usize)?;
     let next = if txs.len() == limit as usize {
         txs.last().map(|t| t.id)
     } else {

@@ -37,6 +37,8 @@ pub(super) enum Route<'p> {
     Memberships,
     MyTransactions,
     MySessions,
+    MyUsage,
+    Usage,
 }
 
 /// The route the decoded path segments name.
@@ -50,10 +52,12 @@ pub(super) fn route<'p>(segs: &[&'p str]) -> Option<Route<'p>> {
         ["admin", "api", "quota", "groups"] => Route::Groups,
         ["admin", "api", "quota", "groups", name] => Route::Group(name),
         ["admin", "api", "quota", "memberships"] => Route::Memberships,
+        ["admin", "api", "quota", "usage"] => Route::Usage,
         ["admin", "api", "quota", "users", name] | ["admin", "api", "quota", name] => Route::User(name),
         ["api", "quota", "me"] => Route::Me,
         ["api", "quota", "me", "transactions"] => Route::MyTransactions,
         ["api", "quota", "me", "sessions"] => Route::MySessions,
+        ["api", "quota", "me", "usage"] => Route::MyUsage,
         ["api", "quota", "rates"] => Route::Rates,
         ["api", "accelerators"] => Route::Accelerators,
         ["api", "quota", "sessions"] => Route::Sessions,
@@ -89,13 +93,15 @@ pub fn route_template(path: &str) -> Option<&'static str> {
         Route::Memberships => "/admin/api/quota/memberships",
         Route::MyTransactions => "/api/quota/me/transactions",
         Route::MySessions => "/api/quota/me/sessions",
+        Route::MyUsage => "/api/quota/me/usage",
+        Route::Usage => "/admin/api/quota/usage",
     })
 }
 
 /// The methods a route answers, and who may call it with `method`.
 pub(super) fn access<'p>(route: &Route<'p>, method: &str) -> (&'static [&'static str], Access<'p>) {
     match route {
-        Route::ListUsers | Route::Ledger => (&["GET"], Access::Admin),
+        Route::ListUsers | Route::Ledger | Route::Usage => (&["GET"], Access::Admin),
         Route::User(name) => (
             &["GET", "POST"],
             if method == "GET" {
@@ -106,9 +112,12 @@ pub(super) fn access<'p>(route: &Route<'p>, method: &str) -> (&'static [&'static
         ),
         Route::Batch | Route::Cleanup => (&["POST"], Access::Admin),
         Route::Refresh => (&["POST"], Access::Refresh),
-        Route::Me | Route::Rates | Route::Accelerators | Route::MyTransactions | Route::MySessions => {
-            (&["GET"], Access::Authenticated)
-        }
+        Route::Me
+        | Route::Rates
+        | Route::Accelerators
+        | Route::MyTransactions
+        | Route::MySessions
+        | Route::MyUsage => (&["GET"], Access::Authenticated),
         Route::Sessions => (
             &["GET", "POST"],
             if method == "GET" {

@@ -57,6 +57,21 @@ pub struct Dialect {
     /// Members of group `?1` after username `?2`, at most `?3`.
     pub scan_group: &'static str,
     pub group_counts: &'static str,
+    /// Adds to a day's sum of one resource type: (day, resource type, credits, minutes, sessions).
+    pub record_usage_day: &'static str,
+    /// Adds to a user's day's sum of one resource type: (username, day, resource type, credits,
+    /// minutes, sessions).
+    pub record_user_usage_day: &'static str,
+    /// (day, resource type, credits, minutes, sessions) of the days `?1` to `?2`.
+    pub usage_by_day: &'static str,
+    /// (username, credits, minutes, sessions) of the users with usage in the days `?1` to `?2`, by
+    /// username: at most `?3` (first page) or, after username `?3`, at most `?4`.
+    pub usage_by_user_first: &'static str,
+    pub usage_by_user_after: &'static str,
+    /// The same, most credits (then minutes) first, at most `?3`.
+    pub usage_top_users: &'static str,
+    /// (day, resource type, credits, minutes, sessions) of user `?1` in the days `?2` to `?3`.
+    pub user_usage: &'static str,
     /// Set-based forms of the bulk writes, each taking all rows at once as one JSON text parameter
     /// (`[[...], ...]`, the rows `update_user` and `insert_transaction` take): one statement per
     /// page of a refresh instead of one per row. None: the row-by-row statements above.
@@ -118,6 +133,16 @@ pub const tables: &[(&str, &str, &str)] = &[
     ("refresh_runs", "run_id, params, result, created_at", "run_id"),
     ("memberships", membership_columns!(), "username"),
     ("group_members", "group_name, username", "group_name, username"),
+    (
+        "usage_days",
+        "day, resource_type, credits, minutes, sessions",
+        "day, resource_type",
+    ),
+    (
+        "user_usage_days",
+        "username, day, resource_type, credits, minutes, sessions",
+        "username, day, resource_type",
+    ),
 ];
 
 /// Column counts, checked on every row read.
@@ -125,6 +150,48 @@ pub const user_column_count: usize = 4;
 pub const transaction_column_count: usize = 10;
 pub const session_column_count: usize = 13;
 pub const membership_column_count: usize = 3;
+
+/// Schema 5's running usage sums rebuilt from the ledger (the migration from 4, and again if a
+/// file's version was set back by hand): the credits of the `usage` transactions on their day, the
+/// minutes and count of completed sessions on the day they ended. `$sum` is a dialect's sum of
+/// integers, `$end` the statement that records version 5.
+macro_rules! usage_backfill {
+    ($sum:literal, $end:literal) => {
+        [
+            "DELETE FROM user_usage_days",
+            "DELETE FROM usage_days",
+            concat!(
+                "INSERT INTO user_usage_days (username, day, resource_type, credits, minutes, sessions)
+                 SELECT username, created_at / 86400, COALESCE(resource_type, ''), -",
+                $sum,
+                "(amount), 0, 0 FROM transactions WHERE transaction_type = 'usage'
+                 GROUP BY username, created_at / 86400, COALESCE(resource_type, '')"
+            ),
+            concat!(
+                "INSERT INTO user_usage_days (username, day, resource_type, credits, minutes, sessions)
+                 SELECT username, end_time / 86400, resource_type, 0, ",
+                $sum,
+                "(duration_minutes), COUNT(*) FROM sessions
+                 WHERE status = 'completed' AND end_time IS NOT NULL
+                 GROUP BY username, end_time / 86400, resource_type
+                 ON CONFLICT (username, day, resource_type) DO UPDATE SET
+                 minutes = user_usage_days.minutes + excluded.minutes,
+                 sessions = user_usage_days.sessions + excluded.sessions"
+            ),
+            concat!(
+                "INSERT INTO usage_days (day, resource_type, credits, minutes, sessions)
+                 SELECT day, resource_type, ",
+                $sum,
+                "(credits), ",
+                $sum,
+                "(minutes), ",
+                $sum,
+                "(sessions) FROM user_usage_days GROUP BY day, resource_type"
+            ),
+            $end,
+        ]
+    };
+}
 
 // The dialects (after the column macros above, which they use).
 mod postgres;

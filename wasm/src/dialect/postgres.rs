@@ -1,4 +1,4 @@
-//! The PostgreSQL dialect: schema 4, its migration from 3, and every statement.
+//! The PostgreSQL dialect: schema 5, its migrations from 3 and 4, and every statement.
 
 use super::{Bulk, Dialect};
 
@@ -92,8 +92,59 @@ const postgres_create: &[&str] = &[
     ),
     postgres_memberships_table,
     postgres_group_members_table,
-    "COMMENT ON TABLE users IS 'quota-engine schema 4'",
+    postgres_usage_tables[0],
+    postgres_usage_tables[1],
+    postgres_usage_tables[2],
+    "COMMENT ON TABLE users IS 'quota-engine schema 5'",
 ];
+
+/// Schema 5's additions: the running usage sums (see the SQLite dialect).
+const postgres_usage_tables: [&str; 3] = [
+    concat!(
+        "CREATE TABLE IF NOT EXISTS usage_days (
+        day BIGINT NOT NULL,
+        resource_type ",
+        pg_text!(),
+        " NOT NULL,
+        credits BIGINT NOT NULL,
+        minutes BIGINT NOT NULL,
+        sessions BIGINT NOT NULL,
+        PRIMARY KEY (day, resource_type)
+     )"
+    ),
+    concat!(
+        "CREATE TABLE IF NOT EXISTS user_usage_days (
+        username ",
+        pg_text!(),
+        " NOT NULL,
+        day BIGINT NOT NULL,
+        resource_type ",
+        pg_text!(),
+        " NOT NULL,
+        credits BIGINT NOT NULL,
+        minutes BIGINT NOT NULL,
+        sessions BIGINT NOT NULL,
+        PRIMARY KEY (username, day, resource_type)
+     )"
+    ),
+    "CREATE INDEX IF NOT EXISTS user_usage_days_by_day ON user_usage_days (day)",
+];
+
+/// Schema 4 to 5: the usage sums, rebuilt from the ledger.
+const postgres_from_4: &[&str] = &{
+    let b = usage_backfill!("SUM", "COMMENT ON TABLE users IS 'quota-engine schema 5'");
+    [
+        postgres_usage_tables[0],
+        postgres_usage_tables[1],
+        postgres_usage_tables[2],
+        b[0],
+        b[1],
+        b[2],
+        b[3],
+        b[4],
+        b[5],
+    ]
+};
 
 /// Schema 4's additions: each user's groups as the host reported them (the names joined by
 /// newlines, sorted), and the same as an index of members by group.
@@ -132,13 +183,14 @@ fn postgres_migration(from: u32) -> Option<&'static [&'static str]> {
     match from {
         0 => Some(postgres_create),
         3 => Some(postgres_from_3),
-        4 => Some(&[]),
+        4 => Some(postgres_from_4),
+        5 => Some(&[]),
         _ => None,
     }
 }
 
 pub const postgres: Dialect = Dialect {
-    current_version: 4,
+    current_version: 5,
     read_version: "SELECT COALESCE(substring(obj_description(to_regclass('users'), 'pg_class')
          FROM 'quota-engine schema ([0-9]+)')::bigint, 0)",
     migration: postgres_migration,
@@ -173,7 +225,8 @@ pub const postgres: Dialect = Dialect {
     scan_transactions: concat!(
         "SELECT ",
         transaction_columns!(),
-        " FROM transactions WHERE id > $1 AND ($2::text IS NULL OR username = $2) ORDER BY id LIMIT $3"
+        " FROM transactions WHERE id > $1 AND ($2::text IS NULL OR username = $2)
+         AND created_at >= $4 AND created_at < $5 ORDER BY id LIMIT $3"
     ),
     insert_session: "INSERT INTO sessions (username, server_name, resource_type, rate_milli,
          runtime_minutes, estimated_cost_milli, start_time, billable, status, cost)
@@ -244,6 +297,27 @@ pub const postgres: Dialect = Dialect {
     scan_group: "SELECT username FROM group_members WHERE group_name = $1 AND username > $2
          ORDER BY username LIMIT $3",
     group_counts: "SELECT group_name, COUNT(*) FROM group_members GROUP BY group_name ORDER BY group_name",
+    record_usage_day: "INSERT INTO usage_days AS t (day, resource_type, credits, minutes, sessions)
+         VALUES ($1, $2, $3, $4, $5) ON CONFLICT (day, resource_type) DO UPDATE SET
+         credits = t.credits + excluded.credits, minutes = t.minutes + excluded.minutes,
+         sessions = t.sessions + excluded.sessions",
+    record_user_usage_day: "INSERT INTO user_usage_days AS t (username, day, resource_type, credits,
+         minutes, sessions) VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (username, day, resource_type)
+         DO UPDATE SET credits = t.credits + excluded.credits, minutes = t.minutes + excluded.minutes,
+         sessions = t.sessions + excluded.sessions",
+    usage_by_day: "SELECT day, resource_type, credits, minutes, sessions FROM usage_days
+         WHERE day >= $1 AND day <= $2 ORDER BY day, resource_type",
+    usage_by_user_first: "SELECT username, SUM(credits)::bigint, SUM(minutes)::bigint,
+         SUM(sessions)::bigint FROM user_usage_days WHERE day >= $1 AND day <= $2
+         GROUP BY username ORDER BY username LIMIT $3",
+    usage_by_user_after: "SELECT username, SUM(credits)::bigint, SUM(minutes)::bigint,
+         SUM(sessions)::bigint FROM user_usage_days WHERE username > $3 AND day >= $1 AND day <= $2
+         GROUP BY username ORDER BY username LIMIT $4",
+    usage_top_users: "SELECT username, SUM(credits)::bigint AS c, SUM(minutes)::bigint AS m,
+         SUM(sessions)::bigint FROM user_usage_days WHERE day >= $1 AND day <= $2
+         GROUP BY username ORDER BY c DESC, m DESC, username LIMIT $3",
+    user_usage: "SELECT day, resource_type, credits, minutes, sessions FROM user_usage_days
+         WHERE username = $1 AND day >= $2 AND day <= $3 ORDER BY day, resource_type",
     // One statement per page: PostgreSQL parses and runs each statement on its own, so 1,000
     // single-row UPDATEs cost far more than one UPDATE of 1,000 rows (measured: refresh of 100,000
     // users, host-shim/benches/postgres.rs).

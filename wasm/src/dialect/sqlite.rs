@@ -1,4 +1,4 @@
-//! The SQLite dialect: schema 4, its migrations from 1, 2 and 3, and every statement.
+//! The SQLite dialect: schema 5, its migrations from 1, 2, 3 and 4, and every statement.
 
 use super::Dialect;
 
@@ -73,7 +73,31 @@ const sqlite_memberships_tables: [&str; 2] = [
      ) WITHOUT ROWID",
 ];
 
-/// Schema 4 in an empty database.
+/// Schema 5's additions: the running usage sums (see `quota_core::usage`), by (day, resource
+/// type) for the reports by day and resource, and by (user, day, resource type) for the report by
+/// user and a user's own chart.
+const sqlite_usage_tables: [&str; 3] = [
+    "CREATE TABLE IF NOT EXISTS usage_days (
+        day INTEGER NOT NULL,
+        resource_type TEXT NOT NULL,
+        credits INTEGER NOT NULL,
+        minutes INTEGER NOT NULL,
+        sessions INTEGER NOT NULL,
+        PRIMARY KEY (day, resource_type)
+     ) WITHOUT ROWID",
+    "CREATE TABLE IF NOT EXISTS user_usage_days (
+        username TEXT NOT NULL,
+        day INTEGER NOT NULL,
+        resource_type TEXT NOT NULL,
+        credits INTEGER NOT NULL,
+        minutes INTEGER NOT NULL,
+        sessions INTEGER NOT NULL,
+        PRIMARY KEY (username, day, resource_type)
+     ) WITHOUT ROWID",
+    "CREATE INDEX IF NOT EXISTS user_usage_days_by_day ON user_usage_days (day)",
+];
+
+/// Schema 5 in an empty database.
 const sqlite_create: &[&str] = &[
     "CREATE TABLE users (
         username TEXT PRIMARY KEY,
@@ -95,8 +119,27 @@ const sqlite_create: &[&str] = &[
      ) WITHOUT ROWID",
     sqlite_memberships_tables[0],
     sqlite_memberships_tables[1],
-    "PRAGMA user_version = 4",
+    sqlite_usage_tables[0],
+    sqlite_usage_tables[1],
+    sqlite_usage_tables[2],
+    "PRAGMA user_version = 5",
 ];
+
+/// Schema 4 to 5: the usage sums, rebuilt from the ledger.
+const sqlite_from_4: &[&str] = &{
+    let b = usage_backfill!("SUM", "PRAGMA user_version = 5");
+    [
+        sqlite_usage_tables[0],
+        sqlite_usage_tables[1],
+        sqlite_usage_tables[2],
+        b[0],
+        b[1],
+        b[2],
+        b[3],
+        b[4],
+        b[5],
+    ]
+};
 
 /// Schema 3 to 4: the membership tables.
 const sqlite_from_3: &[&str] = &[
@@ -142,13 +185,14 @@ fn sqlite_migration(from: u32) -> Option<&'static [&'static str]> {
         0 => Some(sqlite_create),
         1 | 2 => Some(sqlite_from_1_or_2),
         3 => Some(sqlite_from_3),
-        4 => Some(&[]),
+        4 => Some(sqlite_from_4),
+        5 => Some(&[]),
         _ => None,
     }
 }
 
 pub const sqlite: Dialect = Dialect {
-    current_version: 4,
+    current_version: 5,
     read_version: "PRAGMA user_version",
     migration: sqlite_migration,
 
@@ -187,7 +231,8 @@ pub const sqlite: Dialect = Dialect {
     scan_transactions: concat!(
         "SELECT ",
         transaction_columns!(),
-        " FROM transactions WHERE id > ?1 AND (?2 IS NULL OR username = ?2) ORDER BY id LIMIT ?3"
+        " FROM transactions WHERE id > ?1 AND (?2 IS NULL OR username = ?2)
+         AND created_at >= ?4 AND created_at < ?5 ORDER BY id LIMIT ?3"
     ),
     insert_session: "INSERT INTO sessions (username, server_name, resource_type, rate_milli,
          runtime_minutes, estimated_cost_milli, start_time, billable, status, cost)
@@ -260,6 +305,25 @@ pub const sqlite: Dialect = Dialect {
     scan_group: "SELECT username FROM group_members WHERE group_name = ?1 AND username > ?2
          ORDER BY username LIMIT ?3",
     group_counts: "SELECT group_name, COUNT(*) FROM group_members GROUP BY group_name ORDER BY group_name",
+    record_usage_day: "INSERT INTO usage_days (day, resource_type, credits, minutes, sessions)
+         VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT (day, resource_type) DO UPDATE SET
+         credits = credits + excluded.credits, minutes = minutes + excluded.minutes,
+         sessions = sessions + excluded.sessions",
+    record_user_usage_day: "INSERT INTO user_usage_days (username, day, resource_type, credits, minutes,
+         sessions) VALUES (?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT (username, day, resource_type) DO UPDATE SET
+         credits = credits + excluded.credits, minutes = minutes + excluded.minutes,
+         sessions = sessions + excluded.sessions",
+    usage_by_day: "SELECT day, resource_type, credits, minutes, sessions FROM usage_days
+         WHERE day >= ?1 AND day <= ?2 ORDER BY day, resource_type",
+    usage_by_user_first: "SELECT username, SUM(credits), SUM(minutes), SUM(sessions) FROM user_usage_days
+         WHERE day >= ?1 AND day <= ?2 GROUP BY username ORDER BY username LIMIT ?3",
+    usage_by_user_after: "SELECT username, SUM(credits), SUM(minutes), SUM(sessions) FROM user_usage_days
+         WHERE username > ?3 AND day >= ?1 AND day <= ?2 GROUP BY username ORDER BY username LIMIT ?4",
+    usage_top_users:
+        "SELECT username, SUM(credits) AS c, SUM(minutes) AS m, SUM(sessions) FROM user_usage_days
+         WHERE day >= ?1 AND day <= ?2 GROUP BY username ORDER BY c DESC, m DESC, username LIMIT ?3",
+    user_usage: "SELECT day, resource_type, credits, minutes, sessions FROM user_usage_days
+         WHERE username = ?1 AND day >= ?2 AND day <= ?3 ORDER BY day, resource_type",
     // SQLite runs the row-by-row statements in-process, without a round trip each.
     bulk: None,
 };

@@ -1,0 +1,76 @@
+//! Usage reports (`{base}/admin/api/quota/usage`), a user's own usage (`{base}/api/quota/me/usage`)
+//! and the ledger's date range (`?from=&to=` on `{base}/admin/api/quota/transactions`).
+
+use super::handlers::Call;
+use super::*;
+use crate::usage::{self, Days, GroupBy, Order};
+
+/// `?from=&to=` of the ledger: UTC days, both included, each optional (the ledger is paged, so
+/// its range is not bounded). Everything when neither is given.
+pub(super) fn ledger_range(q: &mut QueryFields<'_>) -> Result<(Timestamp, Timestamp), QuotaError> {
+    let from = q.take("from").map(|t| usage::parse_day("from", &t)).transpose()?;
+    let to = q.take("to").map(|t| usage::parse_day("to", &t)).transpose()?;
+    if let (Some(f), Some(t)) = (from, to) {
+        if t < f {
+            return Err(QuotaError::invalid("to", "must not be before `from`"));
+        }
+    }
+    let since = from.map_or(Timestamp(limits::timestamp_seconds_min), |d| {
+        Timestamp(d * usage::day_seconds)
+    });
+    let until = to.map_or(Timestamp(limits::timestamp_seconds_max + 1), |d| {
+        Timestamp((d + 1) * usage::day_seconds)
+    });
+    Ok((since, until))
+}
+
+/// `GET /admin/api/quota/usage?from=&to=&group_by=user|resource|day&order=key|credits&limit=&after=`.
+pub(super) fn report(c: &mut Call<'_>) -> Result<Response, QuotaError> {
+    let mut q = QueryFields::new(&c.query);
+    let from = q.take("from");
+    let to = q.take("to");
+    let group_by = q.take("group_by");
+    let order = q.take("order");
+    let after = q.take("after");
+    let limit = q
+        .int("limit", 1, limits::usage_page_max as i64)?
+        .map_or(limits::usage_page_max, |n| n as usize);
+    q.finish()?;
+    let days = Days::parse(from.as_deref(), to.as_deref())?;
+    let group_by = GroupBy::parse(group_by.as_deref().unwrap_or("day"))?;
+    let order = match order.as_deref() {
+        None | Some("key") => Order::Key,
+        Some("credits") => Order::Credits,
+        Some(o) => {
+            return Err(QuotaError::invalid(
+                "order",
+                format!("must be `key` or `credits`, got `{o}`"),
+            ))
+        }
+    };
+    if order == Order::Credits && after.is_some() {
+        return Err(QuotaError::invalid(
+            "after",
+            "pages only rows ordered by key (`order=credits` answers the top `limit` rows)",
+        ));
+    }
+    if let (GroupBy::Day, Some(a)) = (group_by, after.as_deref()) {
+        usage::parse_day("after", a)?;
+    }
+    let report = usage::report(c.store, days, group_by, order, after.as_deref(), limit)?;
+    Ok(Response::json(200, &report))
+}
+
+/// `GET /api/quota/me/usage?from=&to=`: the caller's own usage by day (the last 30 days, today
+/// included, when neither is given).
+pub(super) fn mine(c: &mut Call<'_>) -> Result<Response, QuotaError> {
+    let mut q = QueryFields::new(&c.query);
+    let from = q.take("from");
+    let to = q.take("to");
+    q.finish()?;
+    let days = match (&from, &to) {
+        (None, None) => Days::ending(c.now, limits::my_usage_days_default),
+        _ => Days::parse(from.as_deref(), to.as_deref())?,
+    };
+    Ok(Response::json(200, &usage::mine(c.store, &c.caller.name, days)?))
+}
