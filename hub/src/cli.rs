@@ -104,6 +104,9 @@ pub enum Command {
         #[arg(long, default_value = concat!("quota-hub:", env!("CARGO_PKG_VERSION")))]
         image: String,
     },
+    /// Write every ledger transaction of a range of UTC days as CSV or JSON lines, oldest first,
+    /// a page at a time (constant memory, however long the ledger).
+    ExportLedger(ExportLedgerArgs),
     /// Close sessions active for more than 8 hours (the server also does this when it starts).
     Cleanup(Target),
     /// Validate a values file and print every problem with its key path.
@@ -111,6 +114,29 @@ pub enum Command {
         #[arg(long, env = "QUOTA_HUB_VALUES", default_value = default_values)]
         values: PathBuf,
     },
+}
+
+#[derive(Args)]
+pub struct ExportLedgerArgs {
+    /// The first UTC day (YYYY-MM-DD); from the first transaction when absent.
+    #[arg(long)]
+    pub from: Option<String>,
+    /// The last UTC day (YYYY-MM-DD), included; to the newest transaction when absent.
+    #[arg(long)]
+    pub to: Option<String>,
+    /// Only this user's transactions.
+    #[arg(long)]
+    pub user: Option<String>,
+    /// `csv` (a header row, then one row per transaction) or `jsonl` (one JSON object per line,
+    /// as the REST API answers it).
+    #[arg(long, default_value = "csv", value_parser = ["csv", "jsonl"])]
+    pub format: String,
+    /// Write here instead of standard output (written to a temporary file beside it and renamed
+    /// when complete, so a failed export never leaves a partial file under the name).
+    #[arg(long, short)]
+    pub output: Option<PathBuf>,
+    #[command(flatten)]
+    pub target: Target,
 }
 
 #[derive(Args)]

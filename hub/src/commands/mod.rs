@@ -1,6 +1,7 @@
 //! What each command does, one module per command (or family of commands); `run` dispatches.
 
 mod config;
+mod export;
 mod groups;
 mod quota;
 mod refresh;
@@ -22,6 +23,7 @@ pub fn run(cli: Cli) -> Result<ExitCode, String> {
         Command::Token { command } => token_commands::run(command),
         Command::SetQuota(a) => quota::change_quota(a, true),
         Command::AddQuota(a) => quota::change_quota(a, false),
+        Command::ExportLedger(a) => export::export_ledger(a),
         Command::ListQuota(t) => quota::list_quota(&mut Target::open(&t, false)?),
         Command::Group { command } => groups::run(command),
         Command::SyncGroups(a) => groups::sync(a),
