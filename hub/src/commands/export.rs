@@ -68,7 +68,7 @@ fn finish(mut out: Out, file: Option<(PathBuf, PathBuf)>) -> Result<(), String> 
 
 /// Either writer, so one loop serves both formats.
 enum Rows {
-    Csv(csv::Writer<Out>),
+    Csv(Box<csv::Writer<Out>>),
     Jsonl(Out),
 }
 
@@ -112,7 +112,7 @@ pub(super) fn export_ledger(a: ExportLedgerArgs) -> Result<ExitCode, String> {
     let mut rows = if a.format == "csv" {
         let mut w = csv::Writer::from_writer(out);
         w.write_record(csv_columns).map_err(|e| e.to_string())?;
-        Rows::Csv(w)
+        Rows::Csv(Box::new(w))
     } else {
         Rows::Jsonl(out)
     };
