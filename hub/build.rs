@@ -27,7 +27,7 @@ fn main() {
     let mut files = Vec::new();
     for (sub, exts) in [
         ("pages", &["html", "js", "css"][..]),
-        ("gen", &["js", "wasm", "json"][..]),
+        ("gen", &["js", "wasm", "json", "css"][..]),
     ] {
         collect(&js.join(sub), sub, exts, &mut files);
     }

@@ -57,7 +57,7 @@ class BuildWithComponent(build_py):
             _script("build-js.sh")
         shutil.copyfile(BUILT, package / "quota-engine.wasm")
         shutil.rmtree(static, ignore_errors=True)
-        for sub, exts in (("pages", (".html", ".js", ".css")), ("gen", (".js", ".wasm", ".json"))):
+        for sub, exts in (("pages", (".html", ".js", ".css")), ("gen", (".js", ".wasm", ".json", ".css"))):
             (static / sub).mkdir(parents=True)
             for f in sorted((JS / sub).iterdir()):
                 if f.is_file() and f.suffix in exts:

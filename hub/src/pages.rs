@@ -1,7 +1,8 @@
-//! The admin page (`{base}/admin/users`) and its assets (`{base}/quota-static/...`), built into
-//! the binary (hub/build.rs): the page's scripts, and the engine component transpiled by jco,
-//! which the page runs for quota inputs and refresh previews. The page signs in with a token that
-//! it keeps in session storage; these routes need none (they hold no data).
+//! The admin page (`{base}/admin/users`), the user page (`{base}/quota`) and their assets
+//! (`{base}/quota-static/...`), built into the binary (hub/build.rs): the pages' scripts, the
+//! charting library, and the engine component transpiled by jco, which the admin page runs for
+//! quota inputs and refresh previews. The pages sign in with a token that they keep in session
+//! storage; these routes need none (they hold no data).
 
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -12,6 +13,8 @@ include!(concat!(env!("OUT_DIR"), "/assets.rs"));
 pub const static_prefix: &str = "/quota-static/";
 /// The admin page, below the base URL.
 pub const admin_path: &str = "/admin/users";
+/// The user page, below the base URL.
+pub const user_path: &str = "/quota";
 
 /// Nothing from elsewhere: scripts, styles, the engine's modules and the API are all this server's.
 const page_policy: &str = "default-src 'none'; script-src 'self' 'wasm-unsafe-eval'; \
@@ -22,6 +25,8 @@ const page_policy: &str = "default-src 'none'; script-src 'self' 'wasm-unsafe-ev
 pub fn route_label(path: &str) -> Option<&'static str> {
     if path == admin_path {
         Some(admin_path)
+    } else if path == user_path {
+        Some(user_path)
     } else if path.starts_with(static_prefix) {
         Some("/quota-static/{asset}")
     } else {
@@ -32,7 +37,7 @@ pub fn route_label(path: &str) -> Option<&'static str> {
 /// The answer for `path` (below the base) when it is a page or an asset; None for the API.
 pub fn answer(method: &str, path: &str, base: &str) -> Option<Response> {
     let asset = path.strip_prefix(static_prefix);
-    if path != admin_path && asset.is_none() {
+    if path != admin_path && path != user_path && asset.is_none() {
         return None;
     }
     if method != "GET" && method != "HEAD" {
@@ -42,7 +47,8 @@ pub fn answer(method: &str, path: &str, base: &str) -> Option<Response> {
         return Some(r);
     }
     Some(match asset {
-        None => admin_page(base),
+        None if path == user_path => page(base, "pages/user.html", "pages/user-main.html"),
+        None => page(base, "pages/admin.html", "pages/admin-main.html"),
         Some(name) => match assets.iter().find(|(n, _)| *n == name) {
             Some((n, bytes)) => (
                 [
@@ -58,9 +64,9 @@ pub fn answer(method: &str, path: &str, base: &str) -> Option<Response> {
     })
 }
 
-fn admin_page(base: &str) -> Response {
+fn page(base: &str, shell: &str, main: &str) -> Response {
     // The page's content is shared with JupyterHub, which puts it inside its own page template.
-    let template = asset_text("pages/admin.html").replace("{{main}}", asset_text("pages/admin-main.html"));
+    let template = asset_text(shell).replace("{{main}}", asset_text(main));
     let statics = format!("{base}{static_prefix}");
     let config = serde_json::json!({ "base": base, "auth": "token", "static": statics });
     let html = fill(&template, &statics, &config);
@@ -145,6 +151,12 @@ mod tests {
             "pages/admin-main.html",
             "pages/admin.js",
             "pages/quota.css",
+            "pages/user.html",
+            "pages/user-main.html",
+            "pages/user.js",
+            "pages/usage-chart.js",
+            "gen/chartist.js",
+            "gen/chartist.css",
             "src/browser.js",
             "src/core.js",
             "src/contract.js",

@@ -6,6 +6,7 @@
 import { loadEngine } from '../src/browser.js';
 import { Api, ApiError, TOKEN_KEY, userPath } from './api.js';
 import { RefreshPanel } from './refresh-panel.js';
+import { UsagePanel } from './usage-panel.js';
 import { UsersTable } from './users-table.js';
 
 const $ = (id) => document.getElementById(id);
@@ -303,6 +304,7 @@ async function start() {
       wired = true;
       setQuotaPanel();
       new RefreshPanel(page);
+      new UsagePanel(page);
       $('ledger-close').addEventListener('click', () => {
         $('ledger').hidden = true;
       });

@@ -75,7 +75,10 @@ function show(engine) {
     if (!cfg.enabled) note.textContent = 'Quota is disabled on this hub: nothing is charged.';
     else if (cfg.unlimited) note.textContent = 'Your quota is unlimited: nothing is charged.';
     else if (estimatedCost > cfg.balance) note.textContent = `This is more than your balance (${cfg.balance}): the hub will refuse this start.`;
-    else note.textContent = '';
+    else if (cfg.balance - estimatedCost < (cfg.minimumToStart ?? 0)) {
+      const next = cfg.nextRefresh ? ` until the next top-up (${cfg.nextRefresh.at.replace('T', ' ')} UTC)` : '';
+      note.textContent = `Warning: a full run leaves ${cfg.balance - estimatedCost} credits, less than the ${cfg.minimumToStart} needed to start a server again${next}.`;
+    } else note.textContent = '';
   } catch (e) {
     cost.textContent = '-';
     note.textContent = e.message;

@@ -47,6 +47,15 @@ function transpile(component, out) {
   console.error(`${out}/quota-engine.js: transpiled from ${component}`);
 }
 transpile(wasm, 'gen');
+// The pages' charting library (chartist: inline SVG, no requests elsewhere), served from gen/ beside
+// the engine so the pages load nothing from another host.
+const chartist = join(root, 'node_modules', 'chartist');
+const { version: chartistVersion, license: chartistLicense } = JSON.parse(readFileSync(join(chartist, 'package.json'), 'utf8'));
+const notice = `/*! chartist ${chartistVersion} | ${chartistLicense} | https://github.com/chartist-js/chartist */\n`;
+for (const [from, to] of [['index.js', 'chartist.js'], ['index.css', 'chartist.css']]) {
+  const text = readFileSync(join(chartist, 'dist', from), 'utf8').replace(/^\/[/*]# sourceMappingURL=.*$/m, '');
+  writeFileSync(join(root, 'gen', to), notice + text);
+}
 if (pack) {
   copyFileSync(join(root, '..', 'LICENSE'), join(root, 'LICENSE'));
 } else {

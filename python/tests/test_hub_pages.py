@@ -81,6 +81,13 @@ def test_the_spawn_form_shows_the_balance_and_the_cost_and_starts_with_them(hub,
         page.get_by_label("Runtime (minutes, 1-480)").fill("30")
         page.wait_for_function("document.getElementById('quota-cost').textContent.startsWith('60 ')")
         assert page.locator("#quota-cost").text_content() == "60 credits (2/min x 30 min)"
+        assert page.locator("#quota-next-refresh").text_content() == "No refresh rule will change your balance."
+        # A run that leaves less than the minimum to start (10) is warned about.
+        page.get_by_label("Runtime (minutes, 1-480)").fill("46")
+        page.wait_for_function("document.getElementById('quota-cost').textContent.startsWith('92 ')")
+        assert page.locator("#quota-cost-note").text_content() == (
+            "Warning: a full run leaves 8 credits, less than the 10 needed to start a server again."
+        )
         page.get_by_label("Runtime (minutes, 1-480)").fill("55")
         page.wait_for_function("document.getElementById('quota-cost').textContent.startsWith('110 ')")
         assert "more than your balance" in page.locator("#quota-cost-note").text_content()
@@ -149,3 +156,49 @@ def test_the_admin_page_belongs_to_the_hub(hub, browser):
         ctx.close()
     hub.stop_server("slowpoke")
     hub.stop_server("runner")
+
+
+def test_a_user_reaches_their_own_quota_page_from_the_hub_home(hub, browser):
+    """/hub/quota with the hub's login: the balance, a charged session in the chart (its bars equal
+    its table and the API), the ledger; no other user's rows; linked from the hub's home page."""
+    hub.token_for("lena")
+    status, body = hub.admin("POST", "/hub/admin/api/quota/users/lena", {"action": "set", "amount": 100})
+    assert status == 200, body
+    status, body = hub.spawn("lena", {"runtime_minutes": 30, "gpu_selection": "phx"})
+    assert status in (201, 202), (status, body)
+    hub.wait_ready("lena")
+    hub.stop_server("lena")
+    ctx, page = login(browser, hub, "lena", "/hub/home")
+    try:
+        link = page.locator("nav.navbar #quota-user-link")
+        assert link.text_content().strip() == "My quota"
+        link.click()
+        page.wait_for_url("**/hub/quota")
+        page.wait_for_function("window.quotaUser && window.quotaUser.state !== 'loading'")
+        assert page.evaluate("window.quotaUser.state") == "ready", page.locator("#alert").text_content()
+        assert page.title() == "My quota · JupyterHub"
+        me = page.evaluate("window.quotaUser.api.get('/api/quota/me')")
+        usage = page.evaluate("window.quotaUser.api.get('/api/quota/me/usage')")
+        assert page.locator("#balance").text_content() == f"{me['balance']} credits"
+        assert me["balance"] < 100, "the PHX session was charged"
+        api = {d["key"]: {r["resource_type"]: r["credits"] for r in d["by_resource"] if r["credits"]}
+               for d in usage["days"] if d["credits"]}
+        assert api and sum(c for d in api.values() for c in d.values()) == 100 - me["balance"]
+        bars = page.evaluate("""() => { const out = {};
+            for (const e of document.querySelectorAll('#usage-chart [data-credits]'))
+              (out[e.dataset.day] ??= {})[e.dataset.resource] = Number(e.dataset.credits);
+            return out; }""")
+        cells = page.evaluate("""() => { const out = {};
+            for (const r of document.querySelectorAll('#usage-table tbody tr'))
+              for (const td of r.querySelectorAll('td[data-resource]'))
+                if (Number(td.textContent)) (out[r.dataset.day] ??= {})[td.dataset.resource] = Number(td.textContent);
+            return out; }""")
+        assert bars == api == cells
+        history = page.locator("#history").text_content()
+        assert "usage" in history and "set" in history
+        assert "kim" not in history and "admin" not in history
+        # Another user's page is theirs: the admin API stays closed to lena.
+        r = page.evaluate("window.quotaUser.api.get('/admin/api/quota/usage?from=2026-01-01&to=2026-01-02').then(() => 200, (e) => e.status)")
+        assert r == 403
+    finally:
+        ctx.close()

@@ -133,7 +133,13 @@ def spawn_form(quota: "QuotaHub", values: dict, configured: Any = None):
             "static": f"{spawner.hub.base_url}{STATIC_PREFIX}", "values": page_values, "balance": me.get("balance", 0),
             "unlimited": bool(me.get("unlimited")), "enabled": bool(rates.get("enabled")),
             "names": {"": "CPU", **{k: a.get("displayName") or k for k, a in accels.items()}},
+            "minimumToStart": rates.get("minimum_to_start", 0), "nextRefresh": me.get("next_refresh"),
         }
+        nxt = me.get("next_refresh")
+        next_line = (
+            f'Next top-up: <strong>{e(nxt["at"].replace("T", " "))} UTC</strong>, to {e(nxt["balance"])} credits ({e(nxt["rule"])}).'
+            if nxt else "No refresh rule will change your balance."
+        )
         if profiles:
             config["profiles"] = page_profiles(profiles)
             config["defaultProfile"] = slug_of(next((p for p in profiles if p.get("default")), profiles[0]))
@@ -147,7 +153,8 @@ def spawn_form(quota: "QuotaHub", values: dict, configured: Any = None):
 <p id="quota-profile-accelerator" role="status" hidden></p>
 <p><label class="form-label" for="quota-runtime">Runtime (minutes, 1-480)</label>
   <input id="quota-runtime" class="form-control" style="max-width: 10rem" name="runtime_minutes" type="number" min="1" max="480" step="1" value="{quota.default_runtime}" required></p>
-<p>Your balance: <strong id="quota-balance">{e(balance)}</strong></p>
+<p>Your balance: <strong id="quota-balance">{e(balance)}</strong> <a href="{e(spawner.hub.base_url)}quota">(history)</a></p>
+<p id="quota-next-refresh">{next_line}</p>
 <p>Estimated cost: <output id="quota-cost" for="quota-runtime" aria-live="polite">computing...</output></p>
 <p id="quota-cost-note" role="status"></p>
 <script type="module" src="{e(config["static"])}pages/spawn.js"></script>

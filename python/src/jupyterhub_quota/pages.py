@@ -1,4 +1,5 @@
-"""The quota admin page inside the hub (`/hub/admin/users`, in the hub's own page template, with
+"""The quota admin page (`/hub/admin/users`) and every user's own quota page (`/hub/quota`)
+inside the hub (in the hub's own page template, with
 the hub's login and XSRF rules) and the pages' assets (`/hub/quota-static/...`: the scripts, and
 the engine component the admin page and the spawn form compute with, js/gen, carried in this
 package's `static/`), so the cost a user sees and the refresh an admin previews are what the hub
@@ -23,12 +24,13 @@ if TYPE_CHECKING:
 STATIC = Path(__file__).resolve().parent / "static"
 
 
-#: The hub-side templates (page.html: the navigation link; quota-admin.html: the admin page).
+#: The hub-side templates (page.html: the navigation links; quota-admin.html: the admin page;
+#: quota-user.html: a user's own page).
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 
 
-def _main() -> str:
-    path = STATIC / "pages" / "admin-main.html"
+def _main(name: str = "admin-main.html") -> str:
+    path = STATIC / "pages" / name
     if not path.is_file():
         raise web.HTTPError(500, f"the admin page's assets are missing from this package ({path}); rebuild the wheel")
     return path.read_text(encoding="utf-8")
@@ -88,6 +90,24 @@ class AdminPageHandler(BaseHandler):
         self.finish(page)
 
 
+class UserPageHandler(AdminPageHandler):
+    """`/hub/quota`: any signed-in user's own quota page (their balance, running servers, next
+    top-up, usage chart and ledger), inside the hub's page template; the data comes from the quota
+    routes with the hub's login, so a user sees only their own."""
+
+    @web.authenticated
+    async def get(self) -> None:
+        base = self.hub.base_url.rstrip("/")
+        statics = f"{self.hub.base_url}{STATIC_PREFIX}"
+        xsrf = self.xsrf_token.decode() if isinstance(self.xsrf_token, bytes) else self.xsrf_token
+        config = {"base": base, "auth": "hub", "xsrf": xsrf, "static": statics}
+        page = await self.render_template(
+            "quota-user.html", quota_static=statics, quota_config=json_for_script(config), quota_main=_main("user-main.html"),
+        )
+        self.set_header("Cache-Control", "no-store")
+        self.finish(page)
+
+
 class StaticHandler(web.StaticFileHandler):
     """The pages' scripts, styles and the engine's modules (no data: no login needed)."""
 
@@ -106,5 +126,6 @@ class StaticHandler(web.StaticFileHandler):
 def page_handlers(quota: "QuotaHub", key: str) -> list:
     return [
         (r"/admin/users", AdminPageHandler, {"key": key}),
+        (r"/quota", UserPageHandler, {"key": key}),
         (rf"/{STATIC_PREFIX}(.*)", StaticHandler, {"path": str(STATIC)}),
     ]

@@ -1,0 +1,150 @@
+// The user page (`{base}/quota`) in quota-hub and inside JupyterHub: the caller's balance, when the
+// next top-up comes, how long the balance lasts per resource, their running servers with the cost
+// so far and the auto-stop time, the credits spent per day over the last 30 days (chart and table)
+// and their ledger, a page at a time. Every server error is shown in the alert.
+import { Api, ApiError, TOKEN_KEY } from './api.js';
+import { drawUsage } from './usage-chart.js';
+
+const $ = (id) => document.getElementById(id);
+const cfg = JSON.parse($('quota-page').textContent);
+const api = new Api(cfg);
+/** For tests and the benchmark: state, request count, milliseconds to usable. */
+window.quotaUser = { state: 'loading', api };
+
+/** Ledger rows per page. */
+const PAGE = 50;
+
+const td = (text, cls) => {
+  const c = document.createElement('td');
+  if (cls) c.className = cls;
+  c.textContent = text;
+  return c;
+};
+const row = (cells) => {
+  const tr = document.createElement('tr');
+  tr.append(...cells);
+  return tr;
+};
+const when = (t) => (t ? t.replace('T', ' ') : '');
+
+function error(message) {
+  $('alert').textContent = message;
+  $('alert').hidden = false;
+}
+
+/** Display names of the resources this user may start (CPU always). */
+async function names() {
+  const out = { cpu: 'CPU' };
+  const { accelerators } = await api.get('/api/accelerators');
+  for (const [key, a] of Object.entries(accelerators ?? {})) out[key] = a.displayName || key;
+  return out;
+}
+
+function showMe(me, label) {
+  $('who').textContent = me.username;
+  $('balance').textContent = `${me.balance} credits`;
+  $('balance-note').textContent = !me.enabled ? 'Quota is disabled on this hub: nothing is charged.' : me.unlimited ? 'Your quota is unlimited.' : '';
+  const next = me.next_refresh;
+  $('next-refresh').textContent = next
+    ? `Next top-up: ${when(next.at)} UTC (rule ${next.rule}), to ${next.balance} credits.`
+    : 'No refresh rule will change your balance.';
+  const body = $('lasts').tBodies[0];
+  body.replaceChildren(
+    ...Object.entries(me.lasts_minutes ?? {}).map(([r, m]) =>
+      row([td(label(r)), td(String(me.rates[r] ?? ''), 'num'), td(m === null ? 'unlimited' : String(m), 'num')]),
+    ),
+  );
+}
+
+function showRunning(sessions, label) {
+  const running = sessions.filter((s) => s.status === 'active');
+  $('running').hidden = running.length === 0;
+  $('no-running').hidden = running.length > 0;
+  $('running').tBodies[0].replaceChildren(
+    ...running.map((s) =>
+      row([td(s.server_name || '(default)'), td(label(s.resource_type)), td(when(s.start_time)), td(String(s.cost_so_far), 'num'), td(when(s.ends_at))]),
+    ),
+  );
+}
+
+let after = null;
+async function older(label) {
+  const q = after === null ? '' : `&after=${after}`;
+  const page = await api.get(`/api/quota/me/transactions?limit=${PAGE}${q}`);
+  $('history').tBodies[0].append(
+    ...page.transactions.map((t) =>
+      row([td(when(t.created_at)), td(t.transaction_type), td(t.resource_type ? label(t.resource_type) : ''), td(String(t.amount), 'num'), td(String(t.balance_after), 'num'), td(t.description)]),
+    ),
+  );
+  after = page.next_after;
+  $('older').hidden = after === null;
+  return page.transactions.length;
+}
+
+async function start() {
+  const t0 = performance.now();
+  try {
+    const [me, mine, usage, known] = await Promise.all([
+      api.get('/api/quota/me'),
+      api.get('/api/quota/me/sessions?limit=100'),
+      api.get('/api/quota/me/usage'),
+      names(),
+    ]);
+    const label = (r) => known[r] ?? r;
+    showMe(me, label);
+    showRunning(mine.sessions, label);
+    await older(label);
+    $('content').hidden = false;
+    await drawUsage($('usage-chart'), $('usage-table'), usage.days, known, 'Credits per day');
+    if (cfg.auth === 'token') $('sign-out').hidden = false;
+    $('older').onclick = async () => {
+      try {
+        const n = await older(label);
+        $('status').textContent = `${n} older row(s) shown`;
+      } catch (e) {
+        error(e.message);
+      }
+    };
+    Object.assign(window.quotaUser, { state: 'ready', usableMs: performance.now() - t0, usage });
+  } catch (e) {
+    window.quotaUser.state = 'error';
+    error(e.message);
+    if (cfg.auth === 'token' && e instanceof ApiError && e.status === 401) {
+      sessionStorage.removeItem(TOKEN_KEY);
+      error(`The token was refused: ${e.message}`);
+      signIn();
+    }
+  }
+}
+
+function signIn() {
+  $('signin').hidden = false;
+  $('token').focus();
+  const go = () => {
+    const t = $('token').value.trim();
+    if (!t) {
+      error('API token: paste your token first');
+      return;
+    }
+    sessionStorage.setItem(TOKEN_KEY, t);
+    $('token').value = '';
+    $('signin').hidden = true;
+    $('alert').hidden = true;
+    start();
+  };
+  $('sign-in').onclick = go;
+  $('token').onkeydown = (ev) => {
+    if (ev.key === 'Enter') {
+      ev.preventDefault();
+      go();
+    }
+  };
+}
+
+$('sign-out').addEventListener('click', () => {
+  sessionStorage.removeItem(TOKEN_KEY);
+  location.reload();
+});
+
+if (cfg.auth === 'token' && !api.token) signIn();
+else start();

@@ -1,0 +1,204 @@
+// The user page (`{base}/quota`) and the admin page's usage view end to end: a real `quota-hub
+// serve` over a temporary SQLite file, Debian's Chromium driven by playwright-core. The chart's
+// bars, the table beside it and the API answer the same numbers; the ledger pages; the page keeps
+// the strict CSP (no violation); the usage view's CSV download equals the ledger.
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { after, before, test } from 'node:test';
+
+import { QuotaHub, launchBrowser, screenshotPath } from './quota-hub.js';
+import { LEDGER_COLUMNS, csvField } from '../pages/usage-panel.js';
+
+const VALUES = {
+  custom: {
+    authMode: 'github',
+    quota: {
+      enabled: true,
+      cpuRate: 1,
+      minimumToStart: 5,
+      defaultQuota: 0,
+      refreshRules: { weekly: { enabled: true, schedule: '0 6 * * 1', action: 'add', amount: 100, maxBalance: 2000 } },
+    },
+    accelerators: { gpu: { displayName: 'GPU A', description: 'a GPU', nodeSelector: { accel: 'gpu' }, quotaRate: 3 } },
+  },
+};
+let hub;
+let browser;
+let annToken;
+
+/** Starts and ends a session of `minutes` (ended at once: the engine bills at least a minute). */
+async function session(username, resource, runtime) {
+  const body = { username, runtime_minutes: runtime, ...(resource ? { resource_type: resource } : {}) };
+  const s = await hub.call('POST', '/api/quota/sessions', body, hub.hubToken);
+  assert.equal(s.status, 201, JSON.stringify(s));
+  return s.json.session_id;
+}
+
+before(async () => {
+  hub = await QuotaHub.start(VALUES, ['--no-scheduler']);
+  annToken = execFileSync(hub.bin, ['token', 'issue', '--db', `sqlite://${hub.db}`, '--user', 'ann'], { encoding: 'utf8' }).trim();
+  await hub.set('ann', 1000);
+  await hub.set('bob', 1000);
+  // 60 admin changes: more ledger rows than the page's first page (50).
+  for (let i = 0; i < 60; i++) {
+    const r = await hub.call('POST', '/admin/api/quota/users/ann', { action: 'add', amount: 1, description: `top-up ${i}, "weekly"` });
+    assert.equal(r.status, 200);
+  }
+  // Charged sessions today: CPU and GPU for ann, GPU for bob; one left running for ann.
+  for (const [user, resource] of [['ann', ''], ['ann', 'gpu'], ['bob', 'gpu']]) {
+    const id = await session(user, resource, 30);
+    const end = await hub.call('POST', `/api/quota/sessions/${id}/end`, {}, hub.hubToken);
+    assert.equal(end.status, 200, JSON.stringify(end));
+  }
+  await session('ann', 'gpu', 60);
+  browser = await launchBrowser();
+});
+
+after(async () => {
+  await browser?.close();
+  await hub?.stop();
+});
+
+/** A page that records CSP violations and script errors. */
+async function newPage() {
+  const page = await browser.newPage();
+  page.setDefaultTimeout(15_000);
+  await page.addInitScript(() => {
+    window.cspViolations = [];
+    document.addEventListener('securitypolicyviolation', (e) => window.cspViolations.push(`${e.violatedDirective} ${e.blockedURI}`));
+  });
+  const errors = [];
+  page.on('pageerror', (e) => errors.push(e.message));
+  return { page, errors };
+}
+
+/** The chart's bars as {day: {resource: credits}}. */
+async function bars(page, chart) {
+  return page.$$eval(`${chart} [data-credits]`, (els) => {
+    const out = {};
+    for (const e of els) (out[e.dataset.day] ??= {})[e.dataset.resource] = Number(e.dataset.credits);
+    return out;
+  });
+}
+
+/** The table's cells as {day: {resource: credits}} (zero cells left out, as the chart has no bar). */
+async function cells(page, table) {
+  return page.$$eval(`${table} tbody tr`, (rows) => {
+    const out = {};
+    for (const r of rows) {
+      for (const td of r.querySelectorAll('td[data-resource]')) {
+        if (Number(td.textContent) !== 0) (out[r.dataset.day] ??= {})[td.dataset.resource] = Number(td.textContent);
+      }
+    }
+    return out;
+  });
+}
+
+/** The API's day rows as {day: {resource: credits}}. */
+function fromApi(days) {
+  const out = {};
+  for (const d of days) for (const r of d.by_resource) if (r.credits) (out[d.key] ??= {})[r.resource_type] = r.credits;
+  return out;
+}
+
+test('the user page: balance, next top-up, lasts, running server, chart = table = API, paged ledger', async () => {
+  const { page, errors } = await newPage();
+  await page.goto(`${hub.url}/quota`);
+  await page.getByRole('textbox', { name: 'API token' }).fill(annToken);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.waitForFunction(() => window.quotaUser.state !== 'loading');
+  if ((await page.evaluate(() => window.quotaUser.state)) !== 'ready') assert.fail(await page.locator('#alert').textContent());
+
+  const me = (await hub.call('GET', '/api/quota/me', undefined, annToken)).json;
+  assert.equal(await page.locator('#balance').textContent(), `${me.balance} credits`);
+  assert.match(await page.locator('#next-refresh').textContent(), new RegExp(`rule weekly\\), to ${me.next_refresh.balance} credits`));
+  const lasts = await page.$$eval('#lasts tbody tr', (rows) => rows.map((r) => [...r.cells].map((c) => c.textContent)));
+  assert.deepEqual(lasts, [['CPU', '1', String(me.lasts_minutes.cpu)], ['GPU A', '3', String(me.lasts_minutes.gpu)]]);
+
+  const running = await page.$$eval('#running tbody tr', (rows) => rows.map((r) => [...r.cells].map((c) => c.textContent)));
+  assert.equal(running.length, 1);
+  assert.equal(running[0][1], 'GPU A');
+  const mine = (await hub.call('GET', '/api/quota/me/sessions', undefined, annToken)).json.sessions.find((s) => s.status === 'active');
+  assert.equal(running[0][4], mine.ends_at.replace('T', ' '), 'the auto-stop time');
+
+  // The chart, the table and the API agree, bar by bar; only ann's usage is there.
+  const usage = (await hub.call('GET', '/api/quota/me/usage', undefined, annToken)).json;
+  assert.equal(usage.days.length, 30);
+  const api = fromApi(usage.days);
+  assert.deepEqual(await bars(page, '#usage-chart'), api);
+  assert.deepEqual(await cells(page, '#usage-table'), api);
+  assert.equal(Object.values(api).reduce((n, d) => n + (d.cpu ?? 0) + (d.gpu ?? 0), 0), usage.totals.credits);
+  assert.equal(usage.totals.credits, 1 + 3, 'a CPU minute and a GPU minute');
+  const legend = await page.locator('.quota-legend').textContent();
+  assert.ok(legend.includes('CPU') && legend.includes('GPU A'), legend);
+
+  // Keyboard: Tab reaches a bar, which names its day, resource and credits.
+  let focused = null;
+  for (let i = 0; i < 60 && !focused; i++) {
+    await page.keyboard.press('Tab');
+    focused = await page.evaluate(() => document.activeElement?.getAttribute('aria-label'));
+    if (focused && !/credits$/.test(focused)) focused = null;
+  }
+  assert.match(focused ?? '', /^\d{4}-\d{2}-\d{2}, (CPU|GPU A): \d+ credits$/);
+
+  // The ledger: 50 rows, then the older ones; never another user's row.
+  assert.equal(await page.locator('#history tbody tr').count(), 50);
+  await page.getByRole('button', { name: 'Older' }).click();
+  const all = (await hub.call('GET', '/admin/api/quota/transactions?username=ann')).json.transactions;
+  await page.waitForFunction((n) => document.querySelectorAll('#history tbody tr').length === n, all.length);
+  assert.equal(await page.getByRole('button', { name: 'Older' }).isHidden(), true);
+  const amounts = await page.$$eval('#history tbody tr', (rows) => rows.map((r) => Number(r.cells[3].textContent)));
+  assert.deepEqual(amounts, all.map((t) => t.amount).reverse());
+  assert.ok(!(await page.locator('#history').textContent()).includes('bob'));
+
+  await page.screenshot({ path: screenshotPath('user-page.png'), fullPage: true });
+  assert.deepEqual(await page.evaluate(() => window.cspViolations), [], 'the page keeps its CSP');
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
+test('the admin usage view: chart = table = API, top users and resources, the CSV export equals the ledger', async () => {
+  const { page, errors } = await newPage();
+  await page.goto(`${hub.url}/admin/users`);
+  await page.getByRole('textbox', { name: 'API token' }).fill(hub.admin);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.waitForFunction(() => window.quotaPage.state === 'ready');
+  await page.getByRole('button', { name: 'Usage' }).click();
+  await page.waitForFunction(() => window.quotaPage.usage?.state && window.quotaPage.usage.state !== 'loading');
+  const shown = await page.evaluate(() => window.quotaPage.usage);
+  if (shown.state !== 'ready') assert.fail(shown.error);
+  const from = await page.locator('#u-from').inputValue();
+  const to = await page.locator('#u-to').inputValue();
+  const byDay = (await hub.call('GET', `/admin/api/quota/usage?from=${from}&to=${to}&group_by=day`)).json;
+  assert.equal(byDay.rows.length, 30);
+  const api = fromApi(byDay.rows);
+  assert.deepEqual(await bars(page, '#u-chart'), api);
+  assert.deepEqual(await cells(page, '#u-days'), api);
+  assert.equal(byDay.totals.credits, 1 + 3 + 3);
+  const top = await page.$$eval('#u-users tbody tr', (rows) => rows.map((r) => [r.dataset.key, Number(r.cells[1].textContent)]));
+  assert.deepEqual(top, [['ann', 4], ['bob', 3]]);
+  const res = await page.$$eval('#u-resources tbody tr', (rows) => rows.map((r) => [r.cells[0].textContent, Number(r.cells[1].textContent)]));
+  assert.deepEqual(res, [['GPU A', 6], ['CPU', 1]]);
+
+  // A bad range is refused by the server, naming the field.
+  await page.locator('#u-to').fill('2000-01-01');
+  await page.getByRole('button', { name: 'Show', exact: true }).click();
+  await page.getByRole('alert').filter({ hasText: 'to: must not be before `from`' }).waitFor();
+  await page.locator('#u-to').fill(to);
+
+  const [download] = await Promise.all([page.waitForEvent('download'), page.getByRole('button', { name: 'Export ledger (CSV)' }).click()]);
+  const text = readFileSync(await download.path(), 'utf8');
+  const ledger = (await hub.call('GET', `/admin/api/quota/transactions?from=${from}&to=${to}`)).json.transactions;
+  const want = [LEDGER_COLUMNS.join(','), ...ledger.map((t) => LEDGER_COLUMNS.map((c) => csvField(t[c])).join(','))].join('\n') + '\n';
+  assert.equal(text, want);
+  assert.ok(text.includes('"top-up 0, ""weekly"""'), 'quoted as CSV');
+  // The same bytes as `quota-hub export-ledger` writes.
+  const cli = execFileSync(hub.bin, ['export-ledger', '--db', `sqlite://${hub.db}`, '--from', from, '--to', to], { encoding: 'utf8' });
+  assert.equal(text, cli);
+
+  await page.screenshot({ path: screenshotPath('admin-usage.png'), fullPage: true });
+  assert.deepEqual(await page.evaluate(() => window.cspViolations), []);
+  assert.deepEqual(errors, []);
+  await page.close();
+});
