@@ -339,7 +339,7 @@ fn the_readme_walkthrough_works_as_written() {
         .into_iter()
         .collect::<Result<_, _>>()
         .expect("JSON answers");
-    assert_eq!(answers.len(), 6, "{stdout}");
+    assert_eq!(answers.len(), 8, "{stdout}");
     assert_eq!(answers[1]["status"], "active", "{stdout}");
     let last = &answers[3];
     // 300, then one billed minute at 2/min.
@@ -360,6 +360,19 @@ fn the_readme_walkthrough_works_as_written() {
     assert_eq!(
         (&answers[5]["users_updated"], &answers[5]["dry_run"]),
         (&1.into(), &true.into()),
+        "{stdout}"
+    );
+    // alice's own view, and today's usage by user: her one billed minute at 2/min.
+    assert_eq!(
+        (&answers[6]["username"], &answers[6]["balance"]),
+        (&"alice".into(), &298.into()),
+        "{stdout}"
+    );
+    assert!(answers[6]["lasts_minutes"]["phx"].is_number(), "{stdout}");
+    let rows = &answers[7]["rows"];
+    assert_eq!(
+        (&rows[0]["key"], &rows[0]["credits"], &rows[0]["minutes"]),
+        (&"alice".into(), &2.into(), &1.into()),
         "{stdout}"
     );
     server.stop();
