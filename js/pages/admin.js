@@ -4,7 +4,7 @@
 // the pure functions (quota inputs, refresh previews), and renders one table. Every server error
 // is shown in the alert; nothing fails silently.
 import { loadEngine } from '../src/browser.js';
-import { Api, ApiError, TOKEN_KEY, userPath } from './api.js';
+import { Api, ApiError, tokenSignIn, userPath } from './api.js';
 import { RefreshPanel } from './refresh-panel.js';
 import { UsagePanel } from './usage-panel.js';
 import { UsersTable } from './users-table.js';
@@ -261,29 +261,6 @@ function setQuotaPanel() {
   });
 }
 
-function signIn() {
-  $('signin').hidden = false;
-  $('token').focus();
-  const go = () => {
-    const t = $('token').value.trim();
-    if (!t) {
-      page.error('API token: paste an admin token first');
-      return;
-    }
-    sessionStorage.setItem(TOKEN_KEY, t);
-    $('token').value = '';
-    $('signin').hidden = true;
-    start();
-  };
-  $('sign-in').onclick = go;
-  $('token').onkeydown = (ev) => {
-    if (ev.key === 'Enter') {
-      ev.preventDefault();
-      go();
-    }
-  };
-}
-
 let wired = false;
 let groupsWired = false;
 async function start() {
@@ -313,18 +290,9 @@ async function start() {
   } catch (e) {
     window.quotaPage.state = 'error';
     page.error(e.message);
-    if (cfg.auth === 'token' && e instanceof ApiError && (e.status === 401 || e.status === 403)) {
-      sessionStorage.removeItem(TOKEN_KEY);
-      page.error(`The token was refused: ${e.message}`);
-      signIn();
-    }
+    session.refused(e);
   }
 }
 
-$('sign-out').addEventListener('click', () => {
-  sessionStorage.removeItem(TOKEN_KEY);
-  location.reload();
-});
-
-if (cfg.auth === 'token' && !api.token) signIn();
-else start();
+const session = tokenSignIn(cfg, api, start, (m) => page.error(m), 'an admin token');
+session.begin();

@@ -72,3 +72,52 @@ export class Api {
 
 /** `.../quota/users/<name>`: the form that reaches every name, `batch` and `refresh` included. */
 export const userPath = (name) => `/admin/api/quota/users/${encodeURIComponent(name)}`;
+
+/**
+ * quota-hub's token sign-in, shared by the pages (their `signin` section, `token` field, `sign-in`
+ * and `sign-out` buttons): `signIn()` shows the form and calls `start` with the token stored;
+ * `begin()` starts at once when a token is stored (or the hub signs in), else shows the form.
+ * `error(message)` shows a problem in the page.
+ */
+export function tokenSignIn(cfg, api, start, error, what = 'your token') {
+  const $ = (id) => document.getElementById(id);
+  const signIn = () => {
+    $('signin').hidden = false;
+    $('token').focus();
+    const go = () => {
+      const t = $('token').value.trim();
+      if (!t) {
+        error(`API token: paste ${what} first`);
+        return;
+      }
+      sessionStorage.setItem(TOKEN_KEY, t);
+      $('token').value = '';
+      $('signin').hidden = true;
+      start();
+    };
+    $('sign-in').onclick = go;
+    $('token').onkeydown = (ev) => {
+      if (ev.key === 'Enter') {
+        ev.preventDefault();
+        go();
+      }
+    };
+  };
+  $('sign-out').addEventListener('click', () => {
+    sessionStorage.removeItem(TOKEN_KEY);
+    location.reload();
+  });
+  /** A refused token is forgotten and the form shown again; true when that happened. */
+  const refused = (e) => {
+    if (cfg.auth !== 'token' || !(e instanceof ApiError) || (e.status !== 401 && e.status !== 403)) return false;
+    sessionStorage.removeItem(TOKEN_KEY);
+    error(`The token was refused: ${e.message}`);
+    signIn();
+    return true;
+  };
+  const begin = () => {
+    if (cfg.auth === 'token' && !api.token) signIn();
+    else start();
+  };
+  return { signIn, refused, begin };
+}

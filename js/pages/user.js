@@ -2,7 +2,7 @@
 // next top-up comes, how long the balance lasts per resource, their running servers with the cost
 // so far and the auto-stop time, the credits spent per day over the last 30 days (chart and table)
 // and their ledger, a page at a time. Every server error is shown in the alert.
-import { Api, ApiError, TOKEN_KEY } from './api.js';
+import { Api, tokenSignIn } from './api.js';
 import { drawUsage } from './usage-chart.js';
 
 const $ = (id) => document.getElementById(id);
@@ -109,42 +109,12 @@ async function start() {
   } catch (e) {
     window.quotaUser.state = 'error';
     error(e.message);
-    if (cfg.auth === 'token' && e instanceof ApiError && e.status === 401) {
-      sessionStorage.removeItem(TOKEN_KEY);
-      error(`The token was refused: ${e.message}`);
-      signIn();
-    }
+    session.refused(e);
   }
 }
 
-function signIn() {
-  $('signin').hidden = false;
-  $('token').focus();
-  const go = () => {
-    const t = $('token').value.trim();
-    if (!t) {
-      error('API token: paste your token first');
-      return;
-    }
-    sessionStorage.setItem(TOKEN_KEY, t);
-    $('token').value = '';
-    $('signin').hidden = true;
-    $('alert').hidden = true;
-    start();
-  };
-  $('sign-in').onclick = go;
-  $('token').onkeydown = (ev) => {
-    if (ev.key === 'Enter') {
-      ev.preventDefault();
-      go();
-    }
-  };
-}
-
-$('sign-out').addEventListener('click', () => {
-  sessionStorage.removeItem(TOKEN_KEY);
-  location.reload();
-});
-
-if (cfg.auth === 'token' && !api.token) signIn();
-else start();
+const session = tokenSignIn(cfg, api, () => {
+  $('alert').hidden = true;
+  start();
+}, error);
+session.begin();
