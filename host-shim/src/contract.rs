@@ -68,6 +68,7 @@ pub struct HostingContract {
     pub jitter_percent: u32,
     pub refresh_chunk_users: u32,
     pub call_deadline: Duration,
+    pub migration_deadline: Duration,
     pub memory_limit_bytes: u64,
     pub error_codes: Vec<(String, ErrorKind)>,
     pub error_handling: Vec<Handling>,

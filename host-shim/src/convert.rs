@@ -326,6 +326,7 @@ impl From<wit::HostingContract> for HostingContract {
             jitter_percent: c.retry.jitter_percent.min(100),
             refresh_chunk_users: c.refresh_chunk_users,
             call_deadline: Duration::from_millis(c.call_deadline_ms.into()),
+            migration_deadline: Duration::from_millis(c.migration_deadline_ms.into()),
             memory_limit_bytes: c.memory_limit_bytes,
             error_codes: c
                 .error_codes

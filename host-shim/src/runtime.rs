@@ -57,14 +57,24 @@ pub struct Limits {
 pub struct Bounds {
     pub memory_bytes: usize,
     pub call_deadline: Duration,
+    /// `migrate`'s deadline (the contract's: longer than a call's, and never shorter).
+    pub migration_deadline: Duration,
     pub tick: Duration,
     pub refresh_chunk_users: u32,
 }
 
 impl Bounds {
     pub fn deadline_ticks(&self) -> u64 {
+        self.ticks(self.call_deadline)
+    }
+
+    pub fn migration_ticks(&self) -> u64 {
+        self.ticks(self.migration_deadline.max(self.call_deadline))
+    }
+
+    fn ticks(&self, d: Duration) -> u64 {
         let tick = self.tick.as_nanos().max(1);
-        u64::try_from(self.call_deadline.as_nanos().div_ceil(tick))
+        u64::try_from(d.as_nanos().div_ceil(tick))
             .unwrap_or(u64::MAX)
             .max(1)
     }
@@ -136,6 +146,7 @@ impl Runtime {
                 .memory_bytes
                 .unwrap_or(usize::try_from(sqlite.memory_limit_bytes).unwrap_or(usize::MAX)),
             call_deadline: limits.call_deadline.unwrap_or(sqlite.call_deadline),
+            migration_deadline: sqlite.migration_deadline,
             tick: limits.tick.unwrap_or(Duration::from_millis(10)),
             refresh_chunk_users: limits.refresh_chunk_users.unwrap_or(sqlite.refresh_chunk_users),
         };

@@ -34,6 +34,8 @@ pub struct Worker {
     pub(crate) observer: Option<Arc<dyn Observer>>,
     /// The events of the open transaction's calls, until it commits (or is rolled back).
     pub(crate) events: Vec<Event>,
+    /// In `migrate`: calls get the contract's migration deadline, not a call's.
+    migrating: bool,
 }
 
 impl Worker {
@@ -61,6 +63,7 @@ impl Worker {
             conflicts_retried: 0,
             observer: None,
             events: Vec::new(),
+            migrating: false,
         };
         w.configure(values_json)?;
         Ok(w)
@@ -71,7 +74,10 @@ impl Worker {
         // Hosts starting at once on a new database take turns (SQLite's write lock does this
         // already; PostgreSQL takes an advisory lock, held outside the transaction's snapshot).
         self.db().lock_for_migration().map_err(HostError::Storage)?;
+        // The migration's own deadline: it may rebuild derived tables from the whole ledger.
+        self.migrating = true;
         let m = self.transaction(false, |tx| tx.migrate());
+        self.migrating = false;
         let unlocked = self.db().unlock_after_migration();
         let m = m?;
         unlocked.map_err(HostError::Storage)?;
@@ -258,7 +264,11 @@ impl Worker {
         &mut self,
         f: &mut impl FnMut(&mut Tx<'_>) -> Result<T, HostError>,
     ) -> (Result<T, HostError>, bool) {
-        let ticks = self.runtime.limits.deadline_ticks();
+        let ticks = if self.migrating {
+            self.runtime.limits.migration_ticks()
+        } else {
+            self.runtime.limits.deadline_ticks()
+        };
         let chunk_users = self.runtime.limits.refresh_chunk_users;
         let store = self
             .store

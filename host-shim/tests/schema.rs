@@ -364,3 +364,43 @@ fn hosts_starting_at_once_on_one_new_file_both_come_up() {
         vec![vec![SqlValue::Int(0)]]
     );
 }
+
+/// The migration from 4 rebuilds the usage sums from the whole ledger: it runs under the
+/// contract's migration deadline, not a call's (here a call may run 1 ms; the rebuild takes longer).
+#[test]
+fn a_long_migration_is_not_stopped_at_the_call_deadline() {
+    let dir = tempfile::tempdir().expect("dir");
+    let path = dir.path().join("q.db");
+    let mut w = worker(&path);
+    let ledger: Vec<Vec<SqlValue>> = (0..300_000i64)
+        .map(|i| {
+            vec![
+                SqlValue::Text(format!("user{}", i % 1000)),
+                SqlValue::Int(NOW.0 - i * 60),
+            ]
+        })
+        .collect();
+    w.db().begin().unwrap();
+    w.db()
+        .execute_many(
+            "INSERT INTO transactions (username, amount, transaction_type, resource_type, description,
+             balance_before, balance_after, created_at, created_by)
+             VALUES (?1, -1, 'usage', 'cpu', 'Session', 0, -1, ?2, NULL)",
+            &ledger,
+        )
+        .unwrap();
+    w.db().query("PRAGMA user_version = 4", &[]).unwrap();
+    w.db().commit().unwrap();
+    drop(w);
+    let limits = quota_host::Limits {
+        call_deadline: Some(std::time::Duration::from_millis(1)),
+        tick: Some(std::time::Duration::from_millis(1)),
+        ..Default::default()
+    };
+    let rt = common::load(quota_host::component_path, limits);
+    let db = SqliteDb::open(&rt, &path, SqliteOptions::default()).expect("open");
+    let mut w = Worker::new(rt, Box::new(db), &common::fixture_json()).expect("migrated within its deadline");
+    let sums = rows(w.db(), "SELECT SUM(credits) FROM user_usage_days");
+    assert_eq!(sums, vec![vec![SqlValue::Int(300_000)]]);
+    assert_eq!(rows(w.db(), "PRAGMA user_version"), vec![vec![SqlValue::Int(5)]]);
+}

@@ -36,6 +36,7 @@ export class Contract {
     this.retry = c.retry;
     this.refreshChunkUsers = c.refreshChunkUsers;
     this.callDeadlineMs = c.callDeadlineMs;
+    this.migrationDeadlineMs = c.migrationDeadlineMs;
     this.memoryLimitBytes = Number(c.memoryLimitBytes);
     this.errorCodes = c.errorCodes;
     this.handlingByKind = new Map(c.errorHandling.map((h) => [h.kind, h]));

@@ -39,7 +39,14 @@ function plain(e) {
 let engine = null;
 try {
   const other = component ? { component: { dir: component.dir, instantiate: (await import(component.module)).instantiate } } : {};
-  engine = new LocalEngine(path, values, { ...options, ...other });
+  // The caller learns the migration's deadline (the contract's) before the migration starts, and
+  // says it has read that before this thread goes on.
+  const beforeMigrate = (contract) => {
+    reply({ value: { migrating: true, migrationDeadlineMs: contract.migrationDeadlineMs } });
+    Atomics.wait(ctl, 0, 0);
+    Atomics.store(ctl, 0, 0);
+  };
+  engine = new LocalEngine(path, values, { ...options, ...other, beforeMigrate });
   reply({ value: { migration: engine.migration, summary: engine.summary, callDeadlineMs: engine.contract.callDeadlineMs } });
 } catch (e) {
   reply({ error: plain(e) });

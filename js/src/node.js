@@ -49,7 +49,8 @@ export class LocalEngine extends Engine {
    * @param {object} [options] `durability` (`full` | `normal`), `busyTimeoutMs`; `component`:
    *   another transpiled component, as `{dir, instantiate}` (tests use the fault-injection build);
    *   `bridge`: a `SqliteBridge` made beforehand (tests wrap one to inject failures);
-   *   `refreshChunkUsers`: users per transaction of a refresh with a run id (the contract's unless given)
+   *   `refreshChunkUsers`: users per transaction of a refresh with a run id (the contract's unless given);
+   *   `beforeMigrate(contract)`: called once the component is loaded, before the schema migrates
    */
   constructor(path, values, options = {}) {
     const db = options.bridge ?? new SqliteBridge(path);
@@ -58,6 +59,7 @@ export class LocalEngine extends Engine {
     db.setUp(this.contract, options);
     /** Users per transaction of a refresh with a run id (the contract's unless given). */
     this.refreshChunkUsers = options.refreshChunkUsers;
+    options.beforeMigrate?.(this.contract);
     this.migration = this.migrate();
     this.configure(values);
   }

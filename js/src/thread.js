@@ -10,7 +10,8 @@ import { MessageChannel, Worker, receiveMessageOnPort } from 'node:worker_thread
 import { ConfigError, EngineError, QuotaError, StorageError } from './core.js';
 
 const entry = new URL('./engine-thread.js', import.meta.url);
-/** How long a thread may take to open its database and start the engine. */
+/** How long a thread may take to open its database and load the engine (and, beyond the
+ * contract's migration deadline, to migrate and configure it). */
 const START_MS = 120_000;
 /** Calls and answers up to this size go through shared memory; larger ones through the port. */
 const SHARED_BYTES = 1 << 20;
@@ -56,7 +57,13 @@ export class QuotaEngine {
     const execArgv = process.execArgv.filter((a) => !a.startsWith('--input-type'));
     this.worker = new Worker(entry, { workerData, transferList: [port2], execArgv });
     this.worker.unref();
-    const r = this.receive(START_MS);
+    let r = this.receive(START_MS);
+    if (r?.value?.migrating) {
+      // Loaded: the schema migrates now, within the contract's migration deadline.
+      Atomics.store(this.ctl, 0, 1);
+      Atomics.notify(this.ctl, 0);
+      r = this.receive(r.value.migrationDeadlineMs + START_MS);
+    }
     if (r === null || r.error) {
       this.worker.terminate();
       throw r ? revive(r.error) : new EngineError(`the engine thread did not start within ${START_MS} ms`);

@@ -10,7 +10,7 @@ pub fn workspace() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
 }
 
-fn load(rel: &str, limits: Limits) -> Arc<Runtime> {
+pub fn load(rel: &str, limits: Limits) -> Arc<Runtime> {
     let path = workspace().join(rel);
     Runtime::load(&path, limits)
         .unwrap_or_else(|e| panic!("{e}\n(run `bash scripts/build-wasm.sh --fault` first)"))

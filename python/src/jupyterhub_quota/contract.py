@@ -54,6 +54,7 @@ class HostingContract:
     jitter_percent: int
     refresh_chunk_users: int
     call_deadline_ms: int
+    migration_deadline_ms: int
     memory_limit_bytes: int
     error_codes: tuple[tuple[str, str], ...]
     handling: dict[str, Handling]
@@ -121,6 +122,7 @@ def from_wit(r: Any) -> HostingContract:
         jitter_percent=min(100, _get(retry, "jitter_percent")),
         refresh_chunk_users=_get(r, "refresh_chunk_users"),
         call_deadline_ms=_get(r, "call_deadline_ms"),
+        migration_deadline_ms=_get(r, "migration_deadline_ms"),
         memory_limit_bytes=_get(r, "memory_limit_bytes"),
         error_codes=tuple((_get(e, "code_prefix"), str(e.kind)) for e in _get(r, "error_codes")),
         handling={str(h.kind): Handling(h.retry, _get(h, "http_status"), h.transient) for h in _get(r, "error_handling")},

@@ -371,9 +371,13 @@ class QuotaEngine:
     def migrate(self) -> tuple[int, int]:
         # Hosts starting at once on a new database take turns (the contract's migration lock).
         self.bridge.lock_for_migration()
+        # The contract's migration deadline, not a call's: a migration may rebuild derived tables
+        # from the whole ledger.
+        call_deadline, self.call_deadline = self.call_deadline, max(self.call_deadline, self.contract.migration_deadline_ms / 1000)
         try:
             r = self._call(lambda f, s: f["migrate"](s))
         finally:
+            self.call_deadline = call_deadline
             self.bridge.unlock_after_migration()
         if isinstance(r, Variant):
             raise self.contract.failed("other", str(_quota_error(r)))

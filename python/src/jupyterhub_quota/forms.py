@@ -133,11 +133,14 @@ def spawn_form(quota: "QuotaHub", values: dict, configured: Any = None):
             "static": f"{spawner.hub.base_url}{STATIC_PREFIX}", "values": page_values, "balance": me.get("balance", 0),
             "unlimited": bool(me.get("unlimited")), "enabled": bool(rates.get("enabled")),
             "names": {"": "CPU", **{k: a.get("displayName") or k for k, a in accels.items()}},
-            "minimumToStart": rates.get("minimum_to_start", 0), "nextRefresh": me.get("next_refresh"),
+            "minimumToStart": rates.get("minimum_to_start", 0),
         }
+        # When and to what, not the rule's name: the form's source shows no key of the values file.
         nxt = me.get("next_refresh")
+        if nxt:
+            config["nextRefresh"] = {"at": nxt["at"], "balance": nxt["balance"]}
         next_line = (
-            f'Next top-up: <strong>{e(nxt["at"].replace("T", " "))} UTC</strong>, to {e(nxt["balance"])} credits ({e(nxt["rule"])}).'
+            f'Next top-up: <strong>{e(nxt["at"].replace("T", " "))} UTC</strong>, to {e(nxt["balance"])} credits.'
             if nxt else "No refresh rule will change your balance."
         )
         if profiles:
