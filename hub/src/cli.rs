@@ -103,6 +103,24 @@ pub enum Command {
         /// The image with the quota-hub binary.
         #[arg(long, default_value = concat!("quota-hub:", env!("CARGO_PKG_VERSION")))]
         image: String,
+        /// The label that lets a Job pod through the hub's NetworkPolicy (z2jh's admits only pods
+        /// labelled `hub.jupyter.org/network-access-hub: "true"`).
+        #[arg(
+            long,
+            value_name = "KEY=VALUE",
+            default_value = "hub.jupyter.org/network-access-hub=true"
+        )]
+        hub_access_label: String,
+        /// Give the Job pods no hub access label (a hub without a NetworkPolicy).
+        #[arg(long, conflicts_with = "hub_access_label")]
+        no_hub_access_label: bool,
+        /// More labels of the Job pods (repeat the option for each).
+        #[arg(long = "pod-label", value_name = "KEY=VALUE")]
+        pod_labels: Vec<String>,
+        /// Annotations of the Job pods, e.g. `sidecar.istio.io/inject=false` so that a mesh sidecar
+        /// does not keep a finished Job running (repeat the option for each).
+        #[arg(long = "pod-annotation", value_name = "KEY=VALUE")]
+        pod_annotations: Vec<String>,
     },
     /// Write every ledger transaction of a range of UTC days as CSV or JSON lines, oldest first,
     /// a page at a time (constant memory, however long the ledger).
@@ -198,6 +216,10 @@ pub struct ServeArgs {
     /// seconds would bury the users' requests).
     #[arg(long, env = "QUOTA_HUB_LOG_PROBES")]
     pub log_probes: bool,
+    /// Serve a SQLite file on the container's own file system (not a mounted volume), which is lost
+    /// when the container restarts; without it such a start is refused.
+    #[arg(long, env = "QUOTA_HUB_ALLOW_EPHEMERAL_DB")]
+    pub allow_ephemeral_db: bool,
     /// Testing only: honour an `X-Quota-Test-Now: <RFC 3339>` header as the request's clock.
     #[arg(long, hide = true)]
     pub test_clock: bool,

@@ -96,15 +96,56 @@ pub struct Options<'a> {
     pub token_secret: &'a str,
     pub token_key: &'a str,
     pub image: &'a str,
+    /// Labels of the Job pods beside the CronJob's own (the hub access label among them).
+    pub pod_labels: &'a [(String, String)],
+    /// Annotations of the Job pods (e.g. `sidecar.istio.io/inject: "false"`).
+    pub pod_annotations: &'a [(String, String)],
 }
 
-/// One `batch/v1` CronJob per enabled rule (none for a disabled one); every rule name is checked
-/// first, and all bad names are reported together.
+/// `KEY=VALUE` (a label or an annotation on the command line), or why not.
+pub fn parse_pair(arg: &str) -> Result<(String, String), String> {
+    let (k, v) = arg
+        .split_once('=')
+        .ok_or_else(|| format!("`{arg}`: expected KEY=VALUE"))?;
+    if k.is_empty() {
+        return Err(format!("`{arg}`: the key is empty"));
+    }
+    Ok((k.to_string(), v.to_string()))
+}
+
+/// Why `(key, value)` cannot be a pod label (Kubernetes: an optional DNS prefix and `/`, a name of
+/// at most 63 characters; a value of at most 63 characters), or None.
+pub fn bad_label(key: &str, value: &str) -> Option<String> {
+    let name = key.rsplit_once('/').map_or(key, |(_, n)| n);
+    let part_ok = |s: &str| {
+        !s.is_empty()
+            && s.len() <= 63
+            && s.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b))
+            && s.bytes().next().is_some_and(|b| b.is_ascii_alphanumeric())
+            && s.bytes().last().is_some_and(|b| b.is_ascii_alphanumeric())
+    };
+    if !part_ok(name) {
+        return Some(format!(
+            "label `{key}`: the name must be 1-63 letters, digits, `-`, `_` or `.`, starting and ending with a letter or digit"
+        ));
+    }
+    if !value.is_empty() && !part_ok(value) {
+        return Some(format!(
+            "label `{key}`: the value `{value}` must be at most 63 letters, digits, `-`, `_` or `.`, starting and ending with a letter or digit"
+        ));
+    }
+    None
+}
+
+/// One `batch/v1` CronJob per enabled rule (none for a disabled one); every rule name and pod label
+/// is checked first, and all problems are reported together.
 pub fn render(values: &Value, o: &Options<'_>) -> Result<Vec<Value>, Vec<String>> {
     let rules = rules(values);
     let bad: Vec<String> = rules
         .iter()
         .filter_map(|(name, _)| bad_name(o.name_prefix, name))
+        .chain(o.pod_labels.iter().filter_map(|(k, v)| bad_label(k, v)))
         .collect();
     if !bad.is_empty() {
         return Err(bad);
@@ -122,6 +163,15 @@ fn cronjob(rule: &str, fragment: &Value, o: &Options<'_>) -> Value {
         "app.kubernetes.io/component": "quota-refresh",
         "quota.engine/rule": rule,
     });
+    let mut pod_labels = labels.clone();
+    for (k, v) in o.pod_labels {
+        pod_labels[k.as_str()] = v.as_str().into();
+    }
+    let annotations: Map<String, Value> = o
+        .pod_annotations
+        .iter()
+        .map(|(k, v)| (k.clone(), v.as_str().into()))
+        .collect();
     let schedule = fragment
         .get("schedule")
         .and_then(Value::as_str)
@@ -142,7 +192,7 @@ fn cronjob(rule: &str, fragment: &Value, o: &Options<'_>) -> Value {
                 "spec": {
                     "backoffLimit": 3,
                     "template": {
-                        "metadata": {"labels": labels},
+                        "metadata": {"labels": pod_labels, "annotations": annotations},
                         "spec": {
                             "restartPolicy": "OnFailure",
                             "automountServiceAccountToken": false,

@@ -132,7 +132,80 @@ fn rule_names_that_cannot_name_a_cronjob_are_refused_all_at_once() {
         err.contains("far-too-long-a-name-for-kubernetes-to-take") && err.contains("52"),
         "{err}"
     );
-    assert!(err.contains("2 rule name(s)"), "{err}");
+    assert!(err.contains("2 problem(s)"), "{err}");
+}
+
+fn job_pod(out: &str) -> Value {
+    let doc = out
+        .split("\n---\n")
+        .map(|d| d.trim_start_matches("---\n"))
+        .find(|d| !d.trim().is_empty())
+        .expect("a CronJob");
+    let d: Value = serde_norway::from_str(doc).expect("YAML");
+    d["spec"]["jobTemplate"]["spec"]["template"]["metadata"].clone()
+}
+
+#[test]
+fn job_pods_carry_the_hub_access_label_and_the_operators_labels_and_annotations() {
+    let dir = tempfile::tempdir().expect("dir");
+    let v = values(
+        dir.path(),
+        json!({"nightly": {"enabled": true, "schedule": "0 3 * * *", "action": "add", "amount": 1}}),
+    );
+    let (code, out, err) = render(&v);
+    assert_eq!(code, 0, "{err}");
+    let meta = job_pod(&out);
+    assert_eq!(
+        meta["labels"]["hub.jupyter.org/network-access-hub"], "true",
+        "z2jh's hub NetworkPolicy admits only pods with this label: {meta}"
+    );
+    let v_arg = v.to_string_lossy().to_string();
+    let (code, out, err) = cli(&[
+        "render-cronjobs",
+        "--values",
+        &v_arg,
+        "--no-hub-access-label",
+        "--pod-label",
+        "team=research",
+        "--pod-annotation",
+        "sidecar.istio.io/inject=false",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let meta = job_pod(&out);
+    assert!(
+        meta["labels"].get("hub.jupyter.org/network-access-hub").is_none(),
+        "{meta}"
+    );
+    assert_eq!(meta["labels"]["team"], "research");
+    assert_eq!(meta["labels"]["quota.engine/rule"], "nightly");
+    assert_eq!(meta["annotations"]["sidecar.istio.io/inject"], "false");
+    let (code, out, err) = cli(&[
+        "render-cronjobs",
+        "--values",
+        &v_arg,
+        "--hub-access-label",
+        "example.org/hub=yes",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let meta = job_pod(&out);
+    assert_eq!(meta["labels"]["example.org/hub"], "yes");
+    assert!(
+        meta["labels"].get("hub.jupyter.org/network-access-hub").is_none(),
+        "{meta}"
+    );
+    for (bad, named) in [
+        ("no-equals", "KEY=VALUE"),
+        ("team=two words", "team"),
+        ("=x", "key is empty"),
+    ] {
+        let (code, out, err) = cli(&["render-cronjobs", "--values", &v_arg, "--pod-label", bad]);
+        assert_ne!(code, 0, "{bad}");
+        assert_eq!(out, "", "nothing rendered for {bad}");
+        assert!(
+            err.contains(named) && err.contains("no CronJobs rendered"),
+            "{bad}: {err}"
+        );
+    }
 }
 
 #[test]

@@ -19,7 +19,7 @@ pub(super) fn render_cronjobs(
             eprintln!("{}: {b}", values_path.display());
         }
         format!(
-            "{}: {} rule name(s) cannot name a CronJob; no CronJobs rendered",
+            "{}: {} problem(s) (rule names that cannot name a CronJob, bad pod labels); no CronJobs rendered",
             values_path.display(),
             bad.len()
         )

@@ -49,7 +49,22 @@ pub fn run(cli: Cli) -> Result<ExitCode, String> {
             token_secret,
             token_key,
             image,
+            hub_access_label,
+            no_hub_access_label,
+            pod_labels,
+            pod_annotations,
         } => {
+            let access = (!no_hub_access_label).then_some(hub_access_label);
+            let pairs = |args: &[String], what: &str| -> Result<Vec<(String, String)>, String> {
+                args.iter()
+                    .map(|a| cronjobs::parse_pair(a).map_err(|e| format!("{what} {e}; no CronJobs rendered")))
+                    .collect()
+            };
+            let labels = pairs(
+                &access.into_iter().chain(pod_labels).collect::<Vec<_>>(),
+                "--pod-label",
+            )?;
+            let annotations = pairs(&pod_annotations, "--pod-annotation")?;
             let o = cronjobs::Options {
                 name_prefix: &name_prefix,
                 namespace: &namespace,
@@ -57,6 +72,8 @@ pub fn run(cli: Cli) -> Result<ExitCode, String> {
                 token_secret: &token_secret,
                 token_key: &token_key,
                 image: &image,
+                pod_labels: &labels,
+                pod_annotations: &annotations,
             };
             config::render_cronjobs(&values, &o)
         }
