@@ -7,6 +7,7 @@ mod clock;
 mod commands;
 mod cronjobs;
 mod db;
+mod durable;
 mod engine;
 mod health;
 mod host_tables;

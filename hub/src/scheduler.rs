@@ -12,7 +12,7 @@ use quota_host::{HostError, Worker};
 use crate::log::info;
 use crate::pool::Kind;
 use crate::server::App;
-use crate::{host_tables, token_rows};
+use crate::{host_tables, token_import, token_rows};
 
 /// How far back a server looks for a run it missed.
 const missed_lookback_seconds: i64 = 7 * 24 * 60 * 60;
@@ -207,6 +207,69 @@ pub async fn purge_replays_forever(app: Arc<App>) {
 
 /// How often the tokens' `last_used` is written (the "at most once a minute").
 const token_use_interval_seconds: u64 = 60;
+
+/// How often `serve --tokens FILE` reads FILE and the secrets it names again (a Kubernetes Secret
+/// mounted as files changes in place, within about a minute of its update).
+const tokens_poll_interval_seconds: u64 = 5;
+
+/// Re-imports `--tokens FILE` whenever it or a secret it names says something else than what was
+/// imported last (`imported`, as read at start): a rotated Secret takes effect without a restart.
+/// A file that no longer reads cleanly is reported once per distinct problem and changes nothing.
+pub async fn follow_tokens_forever(
+    app: Arc<App>,
+    path: std::path::PathBuf,
+    mut imported: Vec<token_import::Imported>,
+) {
+    let mut tick = tokio::time::interval(Duration::from_secs(tokens_poll_interval_seconds));
+    let mut last_problem = String::new();
+    sort(&mut imported);
+    loop {
+        tick.tick().await;
+        let mut now_read = match token_import::read(&path, &|k| std::env::var(k).ok()) {
+            Ok(t) => t,
+            Err(problems) => {
+                let p = problems.join("; ");
+                if p != last_problem {
+                    info!(
+                        "--tokens: {} changed and is refused, the imported tokens stay as they were: {p}",
+                        path.display()
+                    );
+                    last_problem = p;
+                }
+                continue;
+            }
+        };
+        last_problem.clear();
+        sort(&mut now_read);
+        if now_read == imported {
+            continue;
+        }
+        let (tokens, now) = (now_read.clone(), app.clock.now());
+        match app
+            .pool
+            .run_in_tx(Kind::Write, move |tx| token_import::apply(tx, &tokens, now))
+            .await
+        {
+            Ok(Ok(s)) => {
+                info!(
+                    "--tokens: {} changed: {} token(s) imported, {} kept, {} removed",
+                    path.display(),
+                    s.added,
+                    s.kept,
+                    s.removed
+                );
+                imported = now_read;
+            }
+            // Tried again at the next tick.
+            Ok(Err(e)) => info!("--tokens: {} changed; importing failed: {e}", path.display()),
+            Err(e) => info!("--tokens: {} changed; importing failed: {e}", path.display()),
+        }
+    }
+
+    fn sort(t: &mut [token_import::Imported]) {
+        t.sort_by(|a, b| a.name.cmp(&b.name));
+    }
+}
 
 /// Writes the tokens' `last_used` once a minute.
 pub async fn record_token_use_forever(app: Arc<App>) {

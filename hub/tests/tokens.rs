@@ -196,6 +196,63 @@ fn imported_tokens_follow_the_file_across_restarts_and_issued_ones_stay() {
 }
 
 #[test]
+fn a_secret_rotated_while_serving_is_imported_again_without_a_restart() {
+    let dir = tempfile::tempdir().expect("dir");
+    let path = dir.path().join("q.db");
+    let values = values(dir.path());
+    // A Secret mounted as kubelet lays it out: `refresh -> ..data/refresh`, `..data -> v1`; an update
+    // writes a new folder and swaps the `..data` link in one rename.
+    let mount = dir.path().join("secret");
+    let version = |n: &str, secret: &str| {
+        std::fs::create_dir_all(mount.join(n)).expect("dir");
+        std::fs::write(mount.join(n).join("refresh"), format!("{secret}\n")).expect("secret");
+        std::os::unix::fs::symlink(n, mount.join("..data_tmp")).expect("link");
+        std::fs::rename(mount.join("..data_tmp"), mount.join("..data")).expect("swap");
+    };
+    let (old, new) = (
+        "an-old-secret-from-a-kubernetes-secret-012345",
+        "a-new-secret-from-a-kubernetes-secret-6789ab",
+    );
+    version("v1", old);
+    std::os::unix::fs::symlink("..data/refresh", mount.join("refresh")).expect("link");
+    let tokens = dir.path().join("tokens.yaml");
+    std::fs::write(
+        &tokens,
+        format!(
+            "- name: cron\n  scopes: [quota:refresh]\n  secretFile: {}\n",
+            mount.join("refresh").display()
+        ),
+    )
+    .expect("tokens.yaml");
+    let server = Server::start(&path, &values, &["--tokens", tokens.to_str().expect("path")]);
+    let refresh = |token: &str| {
+        server
+            .post(
+                "/admin/api/quota/refresh",
+                token,
+                r#"{"action": "add", "amount": 1, "dry_run": true}"#,
+            )
+            .0
+    };
+    assert_eq!(refresh(old), 200);
+
+    // A secret the file cannot take (too short) is refused, said once, and changes nothing.
+    version("v2", "short");
+    server.stderr.wait_for("the refused change", |l| {
+        l.contains("changed and is refused") && l.contains("must be 32 to")
+    });
+    assert_eq!(refresh(old), 200, "the imported token stays");
+
+    version("v3", new);
+    server.stderr.wait_for("the re-import", |l| {
+        l.contains("changed: 1 token(s) imported, 0 kept, 1 removed")
+    });
+    assert_eq!(refresh(new), 200);
+    assert_eq!(refresh(old), 401, "the rotated secret stops working");
+    server.stop();
+}
+
+#[test]
 fn a_bad_tokens_file_stops_the_start_naming_every_problem() {
     let dir = tempfile::tempdir().expect("dir");
     let path = dir.path().join("q.db");

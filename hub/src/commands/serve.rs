@@ -27,6 +27,9 @@ pub(super) fn serve(a: ServeArgs) -> Result<ExitCode, String> {
     let rt = engine::runtime()?;
     let (doc, _) = checked_values(&a.values, &rt, "; not serving")?;
     let db = db::parse(&a.db)?;
+    if let (Db::Sqlite(path), false) = (&db, a.allow_ephemeral_db) {
+        crate::durable::check(&a.db, path)?;
+    }
     let clock = match &a.clock_start {
         Some(s) => Clock::starting_at(Timestamp::parse(s).map_err(|e| format!("--clock-start: {e}"))?),
         None => Clock::system()?,
@@ -91,17 +94,20 @@ pub(super) fn serve(a: ServeArgs) -> Result<ExitCode, String> {
         .build()
         .map_err(|e| format!("async runtime: {e}"))?;
     let served = tokio_rt.block_on(async {
-        if let Some(tokens) = imported {
+        if let (Some(tokens), Some(path)) = (imported, a.tokens.clone()) {
             let now = app.clock.now();
+            let (to_apply, read) = (tokens.clone(), tokens);
             let summary = app
                 .pool
-                .run_in_tx(Kind::Write, move |tx| token_import::apply(tx, &tokens, now))
+                .run_in_tx(Kind::Write, move |tx| token_import::apply(tx, &to_apply, now))
                 .await?
                 .map_err(|e| format!("--tokens: importing: {e}"))?;
             info!(
                 "--tokens: {} token(s) imported, {} already there, {} removed",
                 summary.added, summary.kept, summary.removed
             );
+            // A rotated Secret is imported again while serving.
+            tokio::spawn(scheduler::follow_tokens_forever(app.clone(), path, read));
         }
         let served = run_server(app.clone(), &a.listen).await;
         scheduler::record_token_use(&app).await;

@@ -24,7 +24,7 @@ pub fn workspace() -> PathBuf {
 pub struct Lines(Arc<(Mutex<Vec<String>>, Condvar)>);
 
 impl Lines {
-    fn follow(&self, r: impl std::io::Read + Send + 'static) {
+    pub fn follow(&self, r: impl std::io::Read + Send + 'static) {
         let me = self.clone();
         std::thread::spawn(move || {
             for line in BufReader::new(r).lines() {
