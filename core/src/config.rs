@@ -61,6 +61,10 @@ pub struct RefreshRule {
     pub params: RefreshParams,
 }
 
+/// `custom.quota.onStorageError`'s values: a gate whose database fails refuses the spawn (the
+/// default), or lets it start unbilled.
+pub const on_storage_error_choices: [&str; 2] = ["refuse", "allow"];
+
 /// Every problem found while loading, each with its key path.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ConfigError(pub Vec<QuotaError>);
@@ -111,6 +115,16 @@ impl Config {
         let default_quota = q.opt_int("defaultQuota", 0, limits::amount_abs_max).unwrap_or(0);
         let rules_value = q.raw("refreshRules");
         let groups_value = q.raw("groups");
+        // What a gating host does when its database fails at the gate (the JupyterHub package:
+        // refuse the spawn, or let it start unbilled); read by the hosts, checked here.
+        if let Some(p) = q.opt_str("onStorageError") {
+            if !on_storage_error_choices.contains(&p) {
+                problems.push(QuotaError::invalid(
+                    "custom.quota.onStorageError",
+                    format!("`{p}` is not one of refuse, allow"),
+                ));
+            }
+        }
         problems.extend(q.finish());
 
         let enabled = match (enabled_setting, auth_mode.as_deref()) {
@@ -481,6 +495,30 @@ mod tests {
         let e = load(r#"{"custom": {"authMode": "ldap", "quota": {"enabled": null}}}"#).unwrap_err();
         assert!(e.to_string().starts_with("custom.authMode: `ldap`"), "{e}");
         assert!(load(r#"{"custom": {"authMode": "ldap", "quota": {"enabled": true}}}"#).is_ok());
+    }
+
+    #[test]
+    fn on_storage_error_is_refuse_or_allow() {
+        for ok in ["refuse", "allow"] {
+            load(&format!(
+                r#"{{"custom": {{"authMode": "github", "quota": {{"onStorageError": "{ok}"}}}}}}"#
+            ))
+            .unwrap();
+        }
+        for (bad, says) in [
+            (r#""ignore""#, "`ignore` is not one of refuse, allow"),
+            ("true", "must be a string"),
+        ] {
+            let e = load(&format!(
+                r#"{{"custom": {{"authMode": "github", "quota": {{"onStorageError": {bad}}}}}}}"#
+            ))
+            .unwrap_err()
+            .to_string();
+            assert!(
+                e.contains("custom.quota.onStorageError") && e.contains(says),
+                "{e}"
+            );
+        }
     }
 
     #[test]

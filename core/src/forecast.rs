@@ -56,6 +56,56 @@ pub fn next_refresh(
     best
 }
 
+/// The first scheduled rule run after `now` whose balance would let a start that needs `needed`
+/// thousandths through, with `held` thousandths reserved by running servers: the rules' runs
+/// are followed in time order (ties by rule name), each applied to the balance the ones before it
+/// left, as the refresh would (targets, caps, floors), up to [`limits::forecast_runs_max`] runs
+/// within [`limits::forecast_days_max`] days. None when no run within them gets there (no rule
+/// targets the user, or none adds enough soon enough).
+pub fn next_start_refresh(
+    config: &Config,
+    user: &UserRecord,
+    groups: &BTreeSet<String>,
+    held: i64,
+    needed: i64,
+    now: Timestamp,
+) -> Option<NextRefresh> {
+    let rules: Vec<_> = config.refresh_rules.values().filter(|r| r.enabled).collect();
+    let mut next: Vec<Option<Timestamp>> = rules.iter().map(|r| r.schedule.next_after(now)).collect();
+    let mut sim = user.clone();
+    for _ in 0..limits::forecast_runs_max {
+        // The earliest pending run (the rules are in name order, so a tie goes to the first name).
+        let (i, at) = next
+            .iter()
+            .enumerate()
+            .filter_map(|(i, t)| t.map(|t| (i, t)))
+            .min_by_key(|&(i, t)| (t, i))?;
+        if at.seconds() - now.seconds() > limits::forecast_days_max * 86_400 {
+            return None;
+        }
+        let rule = rules[i];
+        next[i] = rule.schedule.next_after(at);
+        if !rule.params.targets.matches(&sim, groups) {
+            continue;
+        }
+        let Ok(new) = i64::try_from(rule.params.new_balance(sim.balance)) else {
+            continue;
+        };
+        if new == sim.balance || new.abs() > limits::balance_abs_max {
+            continue;
+        }
+        sim.balance = new;
+        if i128::from(new) * 1000 - i128::from(held) >= i128::from(needed) {
+            return Some(NextRefresh {
+                rule: rule.name.clone(),
+                at,
+                balance: new,
+            });
+        }
+    }
+    None
+}
+
 /// Minutes the free balance (the balance less what running servers hold) buys of each resource the
 /// user may start, CPU first then the accelerators in the values file's order; a free rate buys
 /// without end (null). None when nothing limits the user (unlimited, or quota disabled).
@@ -87,4 +137,59 @@ pub fn lasts_minutes(
             })
             .collect(),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(rules: &str) -> Config {
+        let doc = format!(r#"{{"custom": {{"authMode": "github", "quota": {{"refreshRules": {rules}}}}}}}"#);
+        Config::from_values(&serde_json::from_str(&doc).expect("json")).expect("config")
+    }
+
+    fn user(balance: i64) -> UserRecord {
+        UserRecord {
+            username: "ann".into(),
+            balance,
+            unlimited: false,
+            updated_at: Timestamp(0),
+        }
+    }
+
+    fn at(s: &str) -> Timestamp {
+        Timestamp::parse(s).expect("time")
+    }
+
+    #[test]
+    fn a_start_looks_for_the_first_run_that_is_enough_within_a_year() {
+        let c = config(
+            r#"{"leap": {"enabled": true, "schedule": "0 0 29 2 *", "action": "add", "amount": 100},
+                "daily": {"enabled": true, "schedule": "0 3 * * *", "action": "add", "amount": 5, "maxBalance": 20}}"#,
+        );
+        let none = BTreeSet::new();
+        // 29 February 2028 is 464 days after this: too far for the forecast.
+        assert_eq!(
+            next_start_refresh(&c, &user(0), &none, 0, 50_000, at("2026-11-22T10:00:00Z")),
+            None
+        );
+        // 273 days before it: found, after the daily runs stopped at their cap.
+        let n =
+            next_start_refresh(&c, &user(0), &none, 0, 50_000, at("2027-06-01T10:00:00Z")).expect("found");
+        assert_eq!(
+            (n.rule.as_str(), n.at, n.balance),
+            ("leap", at("2028-02-29T00:00:00Z"), 120)
+        );
+        // The second daily run is the first that leaves 10 free...
+        let n =
+            next_start_refresh(&c, &user(0), &none, 0, 10_000, at("2027-06-01T10:00:00Z")).expect("found");
+        assert_eq!(
+            (n.rule.as_str(), n.at, n.balance),
+            ("daily", at("2027-06-03T03:00:00Z"), 10)
+        );
+        // ... but running servers holding 15 keep it below that until the leap day.
+        let n = next_start_refresh(&c, &user(0), &none, 15_000, 10_000, at("2027-06-01T10:00:00Z"))
+            .expect("found");
+        assert_eq!((n.rule.as_str(), n.balance), ("leap", 120));
+    }
 }

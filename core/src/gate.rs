@@ -8,6 +8,7 @@ use serde::Serialize;
 use crate::config::{cpu_resource, Config};
 use crate::error::QuotaError;
 use crate::events::{self, Event, GateResult};
+use crate::forecast::{next_start_refresh, NextRefresh};
 use crate::groups;
 use crate::ledger::{self, Entry};
 use crate::limits;
@@ -53,6 +54,9 @@ pub struct Refusal {
     pub balance: i64,
     pub held: i64,
     pub estimated_cost: Milli,
+    /// The first scheduled top-up after which this start would pass, if one within the forecast's
+    /// reach does (`forecast::next_start_refresh`).
+    pub next_refresh: Option<NextRefresh>,
 }
 
 /// The gate's decision. A refusal is a normal outcome, not an error.
@@ -203,11 +207,20 @@ fn decide(
                     "Cannot start container: Insufficient quota. Current balance: {balance_text}, estimated cost: {estimated_cost} ({rate} quota/min x {} min). Please contact administrator to add quota.",
                     req.runtime_minutes
                 );
+                // Refresh targets may name groups the gate did not need to read.
+                let member_of = match (&req.groups, config.groups.matter_for_start()) {
+                    (None, false) => Cow::Owned(groups::of(store, &username)?),
+                    _ => groups.clone(),
+                };
+                let next_refresh = i64::try_from(needed)
+                    .ok()
+                    .and_then(|n| next_start_refresh(config, &u, &member_of, held.raw(), n, now));
                 return Ok(StartDecision::Refused(Refusal {
                     message,
                     balance: u.balance,
                     held: held.ceil(),
                     estimated_cost,
+                    next_refresh,
                 }));
             }
             billable = true;

@@ -63,6 +63,12 @@ pub const my_usage_days_default: i64 = 30;
 pub const sessions_list_max: usize = 1000;
 /// Largest request body the HTTP front door reads, in bytes; a larger one is answered 413.
 pub const body_bytes_max: usize = 1024 * 1024;
+/// How many scheduled rule runs a refused start's forecast looks through for the first that would
+/// let the start through (`next_refresh` in the 403): a rule every minute is 16 hours of runs.
+pub const forecast_runs_max: usize = 1_000;
+/// ... and how far ahead, in days: a top-up further out than a year tells a user nothing.
+pub const forecast_days_max: i64 = 366;
+
 /// How far ahead a cron expression is searched for its next firing minute, in days (8 years: a
 /// `29 2` rule fires at most every 4 years, a day-of-week combination later still).
 pub const cron_search_horizon_days: i64 = 366 * 8;

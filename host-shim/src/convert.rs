@@ -3,6 +3,7 @@
 //! exports: each side converts in one direction only, requests out and results in).
 
 use quota_core::admin::{AdminAction, AdminRequest, AdminResult, BatchDetail, BatchEntry, BatchResult};
+use quota_core::forecast::NextRefresh;
 use quota_core::gate::{Refusal, StartDecision, StartRequest, Started};
 use quota_core::reads::{Me, Rates, UserDetail};
 use quota_core::sessions::{CleanedSession, EndRequest, EndResult, EndTarget, Outcome};
@@ -64,6 +65,11 @@ pub fn start_decision(d: api::StartDecision, req: &StartRequest) -> StartDecisio
             balance: r.balance,
             held: r.held,
             estimated_cost: Milli(r.estimated_cost),
+            next_refresh: r.next_refresh.map(|n| NextRefresh {
+                rule: n.rule,
+                at: Timestamp(n.at),
+                balance: n.balance,
+            }),
         }),
         api::StartDecision::Forbidden(m) => StartDecision::Forbidden(m),
     }

@@ -76,7 +76,14 @@ export class QuotaEngine {
     now?: number,
   ):
     | { allowed: { sessionId: number; rate: number; runtimeMinutes: number; estimatedCost: number; balance: number } }
-    | { refused: { message: string; balance: number; held: number; estimatedCost: number } };
+    | {
+        refused: {
+          message: string; balance: number; held: number; estimatedCost: number;
+          /** The first scheduled top-up after which this start would pass (`at`: seconds since the epoch); null when none within a year. */
+          nextRefresh: { rule: string; at: number; balance: number } | null;
+        };
+      }
+    | { forbidden: { message: string } };
   endSession(
     req: { id?: number | null; username?: string; serverName?: string; outcome?: 'completed' | 'failed'; endedAt?: number | null },
     now?: number,

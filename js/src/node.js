@@ -78,7 +78,11 @@ export class LocalEngine extends Engine {
     const d = this.call((api) => api.checkStart(req, t));
     if (d.tag === 'forbidden') return { forbidden: { message: d.val } };
     const v = Object.fromEntries(Object.entries(d.val).map(([k, x]) => [k, num(x)]));
-    return d.tag === 'allowed' ? { allowed: v } : { refused: v };
+    if (d.tag === 'allowed') return { allowed: v };
+    // When a scheduled top-up would let this start through (null: none within a year).
+    const n = d.val.nextRefresh;
+    v.nextRefresh = n === undefined ? null : { rule: n.rule, at: num(n.at), balance: num(n.balance) };
+    return { refused: v };
   }
 
   /**

@@ -181,6 +181,22 @@ test('typed calls: gate, end by server, admin refusal', () => {
   assert.throws(() => e.checkStart({ username: 'cy', runtimeMinutes: 5 }, 2 ** 60), RangeError);
 });
 
+test('a typed refusal names the same top-up as the REST 403', () => {
+  const values = { custom: { authMode: 'github', quota: { defaultQuota: 0, refreshRules: {
+    daily: { enabled: true, schedule: '0 3 * * *', action: 'add', amount: 5, maxBalance: 5 },
+    monthly: { enabled: true, schedule: '0 0 1 * *', action: 'add', amount: 100 } } } } };
+  const e = new QuotaEngine(':memory:', values);
+  const d = e.checkStart({ username: 'cy', runtimeMinutes: 30 }, T0);
+  const rest = JSON.parse(e.handleRequest({ method: 'POST', path: '/api/quota/sessions', body: JSON.stringify({ username: 'cy', runtime_minutes: 30 }), caller: HUB }, T0).body);
+  assert.equal(rest.error, d.refused.message);
+  // The daily 5 is not enough for 30; the monthly 100 is.
+  assert.equal(d.refused.nextRefresh.rule, 'monthly');
+  assert.equal(d.refused.nextRefresh.balance, 105);
+  assert.deepEqual(rest.next_refresh, { rule: 'monthly', at: new Date(d.refused.nextRefresh.at * 1000).toISOString().slice(0, 19), balance: 105 });
+  // 480 credits: five monthly runs, the fifth brings 505.
+  assert.equal(e.checkStart({ username: 'cy', runtimeMinutes: 480 }, T0).refused.nextRefresh.balance, 505);
+});
+
 test('typed calls with groups: a snapshot, a restricted accelerator, the reported groups', () => {
   const values = { custom: { authMode: 'github', quota: { defaultQuota: 50, groups: { lab: { accelerators: ['phx'] } } },
     accelerators: { phx: { quotaRate: 2 } } } };

@@ -150,6 +150,11 @@ impl Guest for Component {
                         balance: r.balance,
                         held: r.held,
                         estimated_cost: r.estimated_cost.raw(),
+                        next_refresh: r.next_refresh.map(|n| wit::ScheduledTopUp {
+                            rule: n.rule,
+                            at: n.at.seconds(),
+                            balance: n.balance,
+                        }),
                     }),
                     StartDecision::Forbidden(m) => wit::StartDecision::Forbidden(m),
                 },

@@ -212,7 +212,11 @@ fn start_session(c: &mut Call<'_>) -> Result<Response, QuotaError> {
     })?;
     match gate::check_start(c.config, c.store, &start, c.now)? {
         StartDecision::Allowed(s) => Ok(Response::json(201, &s)),
-        StartDecision::Refused(r) => Ok(Response::error(403, &r.message)),
+        // The spec's message, and when a scheduled top-up would let this start through.
+        StartDecision::Refused(r) => Ok(Response::json(
+            403,
+            &json!({ "error": r.message, "next_refresh": r.next_refresh }),
+        )),
         StartDecision::Forbidden(message) => Ok(Response::error(403, &message)),
     }
 }
