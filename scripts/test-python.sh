@@ -3,7 +3,7 @@
 # JupyterHub 6 and the real configurable-http-proxy (scripts/python-env.sh), then runs python/tests
 # (pytest arguments pass through); then the same wheel in target/pyenv-jh5 with JupyterHub 5 (what
 # z2jh ships) for the tests of what differs there: the consecutive-failure limit, KubeSpawner, the
-# hub's templates and metrics, the hub suite. Needs python3 (3.9+) with venv, Node and npm, and the
+# hub's templates and metrics, the hub suite, a database outage under the hub. Needs python3 (3.9+) with venv, Node and npm, and the
 # engine component (scripts/build-wasm.sh --fault; the wheel build makes the shipped one if missing).
 # QUOTA_SKIP_JH5=1 skips the JupyterHub 5 run.
 set -euo pipefail
@@ -23,6 +23,7 @@ started=$(date +%s)
 PYENV=target/pyenv-jh5 REQUIREMENTS=python/requirements-test-jh5.txt bash scripts/python-env.sh
 echo "python (JupyterHub 5) set-up took $(( $(date +%s) - started ))s"
 cd python/tests
-../../target/pyenv-jh5/bin/python -c 'import jupyterhub; print("JupyterHub", jupyterhub.__version__)'
-exec ../../target/pyenv-jh5/bin/python -m pytest -q -p no:cacheprovider \
-    test_failure_limit.py test_kubespawner.py test_hub.py test_hub_pages.py test_hub_metrics.py test_hub_groups.py
+../../target/pyenv-jh5/bin/python -c 'import jupyterhub, kubespawner; print("JupyterHub", jupyterhub.__version__, "KubeSpawner", kubespawner.__version__)'
+jh5=(../../target/pyenv-jh5/bin/python -m pytest -q -p no:cacheprovider
+    test_failure_limit.py test_storage_outage.py test_refusal_page.py test_kubespawner.py test_hub.py test_hub_pages.py test_hub_metrics.py test_hub_groups.py)
+if [ -n "${QUOTA_TEST_PG_URL:-}" ]; then exec "${jh5[@]}"; else exec bash ../../scripts/with-postgres.sh "${jh5[@]}"; fi

@@ -52,6 +52,6 @@ kwargs = json.loads(env.get("QT_QUOTA_KWARGS", "{}"))
 jupyterhub_quota.configure(
     c,
     values_file=env["QT_VALUES"],
-    db_url=f"sqlite://{state / 'quota.sqlite'}",
+    db_url=env.get("QT_DB_URL") or f"sqlite://{state / 'quota.sqlite'}",
     **kwargs,
 )

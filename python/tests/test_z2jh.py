@@ -7,7 +7,9 @@ without moving them, imports and gates a start."""
 from __future__ import annotations
 
 import json
+import os
 import re
+import shutil
 import subprocess
 import sys
 
@@ -25,7 +27,8 @@ DOCKERFILE = REPO / "deploy" / "z2jh" / "Dockerfile"
 #: The pins of z2jh's hub image that the wheel must not move (images/hub/requirements.txt of the
 #: z2jh release the Dockerfile extends).
 Z2JH_HUB_PINS = {
-    "4.4.0": {"jupyterhub": "5.5.0", "jupyterhub-kubespawner": "7.0.0", "pyyaml": "6.0.3", "prometheus-client": "0.25.0"},
+    "4.4.0": {"jupyterhub": "5.5.0", "jupyterhub-kubespawner": "7.0.0", "pyyaml": "6.0.3", "prometheus-client": "0.25.0",
+              "sqlalchemy": "2.0.50"},
 }
 
 
@@ -49,6 +52,18 @@ def test_values_as_a_dict_configure_what_the_file_does(tmp_path, values_file):
     assert json.loads(answers[0][1][0])["enabled"] is True
 
 
+def test_the_jupyterhub_5_run_is_the_pair_z2jhs_hub_image_ships():
+    """scripts/test-python.sh's JupyterHub 5 run installs exactly the image's pins (and the suite
+    running there says which JupyterHub it is)."""
+    version = re.search(r"^ARG Z2JH_VERSION=(\S+)$", DOCKERFILE.read_text(), re.M).group(1)
+    lines = (REPO / "python" / "requirements-test-jh5.txt").read_text().splitlines()
+    reqs = dict(l.split("==") for l in lines if "==" in l and not l.startswith("#"))
+    assert {k: reqs.get(k) for k in Z2JH_HUB_PINS[version]} == Z2JH_HUB_PINS[version]
+    tested = re.search(r"Tested\s+with\s+z2jh's\s+hub\s+versions\s+\(JupyterHub\s+([\d.]+),\s+KubeSpawner\s+([\d.]+)\)",
+                       (REPO / "docs" / "z2jh.md").read_text())
+    assert tested and tested.groups() == (reqs["jupyterhub"], reqs["jupyterhub-kubespawner"]), "docs/z2jh.md names the pair"
+
+
 def test_values_that_are_not_a_mapping_are_refused_naming_the_keyword():
     with pytest.raises(values_mod.ValuesError, match=r"^values: must be a mapping"):
         values_mod.document(["custom"])
@@ -65,10 +80,22 @@ def test_the_image_recipe_and_the_example_name_one_z2jh_release():
     assert f"hub-quota:{version}-quota-{package}" in (REPO / "docs" / "z2jh.md").read_text()
 
 
-def test_the_wheel_installs_beside_the_z2jh_hub_images_pins_and_works(tmp_path):
-    """As the Dockerfile's `pip install` runs it: a fresh virtualenv with the hub image's pinned
-    JupyterHub, KubeSpawner, PyYAML and prometheus-client, then the wheel. Every pin stays, and the
-    installed package imports, says its version and gates a start."""
+def dockerfile_install() -> str:
+    """The Dockerfile's `RUN` that installs the wheel (a build argument reaches it in the
+    environment, as `docker build` passes one)."""
+    from dockerfile_parse import DockerfileParser
+
+    parser = DockerfileParser(path=str(DOCKERFILE))
+    [run] = [i["value"] for i in parser.structure if i["instruction"] == "RUN" and "pip install" in i["value"]]
+    return run
+
+
+@pytest.mark.parametrize("extras", ["", "postgres"])
+def test_the_wheel_installs_beside_the_z2jh_hub_images_pins_and_works(tmp_path, extras):
+    """The Dockerfile's own `pip install` line, run by the shell with the build argument `EXTRAS`, in
+    a fresh virtualenv that holds the hub image's pinned JupyterHub, KubeSpawner, PyYAML and
+    prometheus-client. Every pin stays, and the installed package imports, says its version and
+    gates a start; with `EXTRAS=postgres` psycopg is there too."""
     version = re.search(r"^ARG Z2JH_VERSION=(\S+)$", DOCKERFILE.read_text(), re.M).group(1)
     pins = Z2JH_HUB_PINS[version]
     [wheel] = sorted((REPO / "target" / "python-dist").glob("jupyterhub_quota-*-py3-none-any.whl"))
@@ -78,8 +105,17 @@ def test_the_wheel_installs_beside_the_z2jh_hub_images_pins_and_works(tmp_path):
     pip = [py, "-m", "pip", "install", "-q", "--disable-pip-version-check"]
     out = subprocess.run([*pip, *[f"{k}=={v}" for k, v in pins.items()]], capture_output=True, text=True, timeout=DEADLINE_S * 5)
     assert out.returncode == 0, out.stdout + out.stderr
-    out = subprocess.run([*pip, str(wheel)], capture_output=True, text=True, timeout=DEADLINE_S * 5)
+    wheels = tmp_path / "wheels"
+    wheels.mkdir()
+    shutil.copy(wheel, wheels)
+    run = dockerfile_install().replace("/tmp/wheels", str(wheels))
+    env = {**os.environ, "PATH": f"{venv / 'bin'}:{os.environ['PATH']}", "EXTRAS": extras, "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
+    out = subprocess.run(["sh", "-c", run], capture_output=True, text=True, timeout=DEADLINE_S * 5, env=env)
     assert out.returncode == 0, out.stdout + out.stderr
+    assert "jupyterhub-quota in JupyterHub " + pins["jupyterhub"] in out.stdout
+    assert not wheels.exists(), "the RUN line cleans up"
+    has_psycopg = subprocess.run([py, "-c", "import psycopg"], capture_output=True).returncode == 0
+    assert has_psycopg == (extras == "postgres")
     frozen = subprocess.run([py, "-m", "pip", "freeze"], capture_output=True, text=True, check=True).stdout
     installed = {re.sub(r"[-_.]+", "-", n).lower(): v for n, _, v in (l.partition("==") for l in frozen.splitlines()) if v}
     assert {k: installed.get(k) for k in pins} == pins

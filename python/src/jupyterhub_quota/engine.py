@@ -260,7 +260,6 @@ class QuotaEngine:
         else:
             self.contract = self.component.contract("sqlite")
             self.bridge = SqliteBridge(db, self.contract, durability=durability, busy_wait_ms=busy_wait_ms)
-        self.conn = self.bridge.conn
         c = self.contract
         #: Users per transaction of a refresh that has a run id: a refresh of a million users never
         #: holds its locks for long, and a run cut off between chunks is completed by its run id.
@@ -320,6 +319,11 @@ class QuotaEngine:
             if self.observer is not None:
                 self.observer.trapped()
             raise EngineError(f"the engine call failed and changed nothing: {e}") from e
+
+    @property
+    def conn(self) -> Any:
+        """The bridge's database connection (a PostgreSQL one may be opened again after a restart)."""
+        return self.bridge.conn
 
     def _call(self, call: Callable[[dict, wasmtime.Store], Any], write: bool = True) -> Any:
         """One export call in one transaction; run again, whole, after a failure the contract says

@@ -11,6 +11,7 @@ from __future__ import annotations
 import html
 import inspect
 import json
+import time
 from typing import TYPE_CHECKING, Any, Callable, Optional
 
 from tornado import web
@@ -98,6 +99,26 @@ def _page_values(values: dict) -> dict:
     return {"custom": out}
 
 
+#: How long after a refusal the form rendered again shows when that start would pass, in seconds.
+REFUSAL_NOTE_S = 60
+
+
+def refusal_note(quota: "QuotaHub", user: str, server: str) -> str:
+    """Under the hub's error after a refusal for insufficient quota (the form is rendered again
+    below it): the first scheduled top-up after which the same start would pass, or that none
+    within a year would. Shown once."""
+    at_refused, nxt = quota.refusals.pop((user, server), (None, None))
+    if at_refused is None or time.monotonic() - at_refused > REFUSAL_NOTE_S:
+        return ""
+    e = lambda s: html.escape(str(s), quote=True)  # noqa: E731
+    text = (
+        f'Your next top-up is on <strong>{e(nxt["at"].replace("T", " ")[:16])} UTC</strong> and brings your balance '
+        f'to {e(nxt["balance"])}: this start would then pass.'
+        if nxt else "No scheduled top-up within a year would let this start pass."
+    )
+    return f'\n<p id="quota-refusal-next" class="alert alert-info" role="status">{text}</p>'
+
+
 def spawn_form(quota: "QuotaHub", values: dict, configured: Any = None):
     page_values = _page_values(values)
 
@@ -143,11 +164,12 @@ def spawn_form(quota: "QuotaHub", values: dict, configured: Any = None):
             f'Next top-up: <strong>{e(nxt["at"].replace("T", " "))} UTC</strong>, to {e(nxt["balance"])} credits.'
             if nxt else "No refresh rule will change your balance."
         )
+        refused = refusal_note(quota, user, spawner.name or "")
         if profiles:
             config["profiles"] = page_profiles(profiles)
             config["defaultProfile"] = slug_of(next((p for p in profiles if p.get("default")), profiles[0]))
         fields = f"""
-<div id="quota-spawn" class="quota-spawn">
+<div id="quota-spawn" class="quota-spawn">{refused}
 <script type="application/json" id="quota-spawn-config">{json_for_script(config)}</script>
 <fieldset id="quota-accelerators" class="mb-3">
   <legend class="fs-5">Accelerator</legend>

@@ -7,9 +7,9 @@ import asyncio
 from pathlib import Path
 from typing import Any, Callable, Optional, Union
 
-from . import hooks
+from . import durable, hooks
 from . import values as values_mod
-from .engine import QuotaEngine
+from .engine import ConfigError, QuotaEngine
 from .metrics import NoMetrics, process_metrics
 from .options import check_profiles
 from .placement import Placement, accelerators
@@ -51,8 +51,16 @@ class QuotaHub:
         auto_stop: bool,
         placement: Optional[Placement] = None,
         metrics: Any = None,
+        on_storage_error: str = "refuse",
     ):
         self.service = service
+        #: `custom.quota.onStorageError`: what the gate does when the quota database fails.
+        self.on_storage_error = on_storage_error
+        #: (username, server name) of servers started unbilled while the database failed.
+        self.unbilled: set[tuple[str, str]] = set()
+        #: (username, server name) -> (monotonic time, the engine's `next_refresh`) of the last
+        #: refusal for insufficient quota, for the spawn form rendered again under it.
+        self.refusals: dict[tuple[str, str], tuple[float, Optional[dict]]] = {}
         self.default_runtime = default_runtime
         self.placement = placement or Placement({})
         self.metrics = metrics or NoMetrics()
@@ -151,6 +159,8 @@ def configure(
     db_connections: Optional[int] = None,
     apply_accelerator: Optional[Callable] = None,
     metrics: bool = True,
+    allow_ephemeral_db: bool = False,
+    busy_wait_ms: Optional[int] = None,
 ) -> Optional[QuotaHub]:
     """Wires quota into a JupyterHub configuration (call it in ``jupyterhub_config.py``).
 
@@ -186,6 +196,13 @@ def configure(
       file's entry). KubeSpawner needs none: the accelerator's ``nodeSelector`` becomes a required
       node affinity. Every spawner gets the accelerator's ``env``.
     - ``metrics``: count quota series in the hub's ``/hub/metrics``.
+    - ``busy_wait_ms``: how long a call waits for a database locked by another process (or, on
+      PostgreSQL, for a row lock) before it fails as busy; default the engine's hosting contract's
+      (10,000). Keep it below the hub's ``slow_spawn_timeout`` (10 s) so that a spawn the gate
+      cannot check is answered as refused rather than left pending.
+    - ``allow_ephemeral_db``: start even when ``db_url`` is a SQLite file on the container's own
+      file system (not a mounted volume), which is lost when the container restarts; without it
+      such a start is refused with a :class:`~jupyterhub_quota.ConfigError` saying how to fix it.
 
     Hooks already set in the config (``pre_spawn_hook``, ``post_stop_hook``, ``options_from_form``,
     KubeSpawner's ``modify_pod_hook``; on ``c.Spawner`` or the spawner class's own section) are
@@ -200,6 +217,9 @@ def configure(
     doc = values_mod.with_auth_mode(doc, authenticator)
     path = values_mod.sqlite_path(db_url)
     if path != ":memory:" and "://" not in path:
+        kind = None if allow_ephemeral_db else durable.on_container_layer(path)
+        if kind is not None:
+            raise ConfigError([("db_url", durable.refusal(db_url, path, kind))])
         Path(path).parent.mkdir(parents=True, exist_ok=True)
 
     counters: Any = None
@@ -208,7 +228,7 @@ def configure(
         from .engine import Component
 
         comp = Component.load(Path(component_path) if component_path else None)
-        engine = QuotaEngine(path, doc, component=comp, durability=durability)
+        engine = QuotaEngine(path, doc, component=comp, durability=durability, busy_wait_ms=busy_wait_ms)
         engine.observer = counters if metrics else None
         return engine
 
@@ -228,6 +248,7 @@ def configure(
     quota = QuotaHub(
         service, default_runtime=default_runtime_minutes, scheduler=scheduler, auto_stop=auto_stop,
         placement=Placement(accelerators(doc), apply_accelerator), metrics=counters,
+        on_storage_error=((doc.get("custom") or {}).get("quota") or {}).get("onStorageError") or "refuse",
     )
     from .spawn import install_spawn_hooks
 

@@ -82,6 +82,13 @@ class Metrics(Observer):
         self.traps = Counter(
             "quota_engine_traps", "Engine calls that trapped (panic, deadline, memory limit) and were rolled back", registry=registry,
         )
+        self.gate_storage_errors = Counter(
+            "quota_gate_storage_errors",
+            "Spawn gates whose quota database failed, by outcome (refused: onStorageError refuse; allowed: started unbilled)",
+            ["outcome"], registry=registry,
+        )
+        for outcome in ("refused", "allowed"):
+            self.gate_storage_errors.labels(outcome)
         self.rules: frozenset = frozenset()
         #: The last counts read, by resource type.
         self.active: dict[str, int] = {}
@@ -126,6 +133,9 @@ class Metrics(Observer):
 
     def option_refused(self) -> None:
         self.gate.labels("invalid", "other").inc()
+
+    def gate_storage_error(self, outcome: str) -> None:
+        self.gate_storage_errors.labels(outcome).inc()
 
     # Active sessions
 
@@ -172,6 +182,9 @@ class NoMetrics(Observer):
         pass
 
     def option_refused(self) -> None:
+        pass
+
+    def gate_storage_error(self, outcome: str) -> None:
         pass
 
     def after_call(self, engine: QuotaEngine) -> None:

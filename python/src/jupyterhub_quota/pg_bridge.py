@@ -23,15 +23,45 @@ class PgBridge(Bridge):
     """The bridge over one psycopg connection (autocommit: the engine's caller owns transactions)."""
 
     def __init__(self, url: str, contract: HostingContract, *, busy_wait_ms: Optional[int] = None):
+        self.url = url
+        self.busy_wait_ms = busy_wait_ms
+        super().__init__(self._connect(url, contract), contract)
+        self._statements: dict[str, str] = {}
+        self.set_up(busy_wait_ms)
+
+    @staticmethod
+    def _connect(url: str, contract: HostingContract) -> Any:
         import psycopg
 
         try:
-            conn = psycopg.connect(url, autocommit=True)
+            return psycopg.connect(url, autocommit=True)
         except psycopg.Error as e:
             raise contract.failed("other", f"postgres: connecting: {e}") from e
-        super().__init__(conn, contract)
-        self._statements: dict[str, str] = {}
-        self.set_up(busy_wait_ms)
+
+    def _gone(self) -> bool:
+        return bool(self.conn.closed or self.conn.broken)
+
+    def begin(self, write: bool = True) -> None:
+        """A connection the server closed (a restart, a failover) is opened again and set up before
+        the next transaction, as quota-hub's bridge does; until the server answers, each call fails
+        with a storage error and changes nothing."""
+        if self._gone():
+            self._reopen()
+        try:
+            super().begin(write)
+        except StorageError:
+            if not self._gone():
+                raise
+            self._reopen()
+            super().begin(write)
+
+    def _reopen(self) -> None:
+        try:
+            self.conn.close()
+        except Exception:  # noqa: BLE001 - it is gone either way
+            pass
+        self.conn = self._connect(self.url, self.contract)
+        self.set_up(self.busy_wait_ms)
 
     def _sql(self, statement: str) -> str:
         s = self._statements.get(statement)

@@ -14,6 +14,12 @@ from .forms import options_from_form, spawn_form
 from .groups import user_groups
 from .options import OptionError, choose
 from .service import HUB, log, maybe_await
+from .contract import StorageError
+
+try:  # JupyterHub 6: a spawn's handled rejection, with a reason for the hub's metrics
+    from jupyterhub.spawner import SpawnException
+except ImportError:  # JupyterHub 5 and older
+    SpawnException = None
 
 if TYPE_CHECKING:
     from .hub import QuotaHub
@@ -69,9 +75,42 @@ def install_spawn_hooks(c: Any, quota: "QuotaHub", *, form: bool = False, values
     return installed
 
 
-def _refuse(spawner: Any, status: int, message: str) -> web.HTTPError:
+def _refuse(spawner: Any, status: int, message: str, reason: str) -> web.HTTPError:
+    """The exception that refuses a spawn without counting toward the hub's consecutive-failure
+    limit: on JupyterHub 6 a `SpawnException` (a handled rejection, `status="failure"` with this
+    `reason` in the hub's `jupyterhub_server_spawn_duration_seconds`); before 6 an `HTTPError`
+    whose count is undone (`failures.py`)."""
+    if SpawnException is not None:
+        return SpawnException(message, reason=reason, status_code=status)
     keep_failure_count(spawner)
     return web.HTTPError(status, message)
+
+
+#: The `reason` labels of the hub's spawn metrics for the gate's refusals (JupyterHub 6).
+REASON_REFUSED = "quota-refused"
+REASON_OPTION = "quota-invalid-option"
+REASON_STORAGE = "quota-storage-error"
+
+
+def _storage_failed(quota: "QuotaHub", spawner: Any, e: Exception) -> None:
+    """The quota database failed at the gate: refuse (503, never counted as the hub's failure), or
+    with `onStorageError: allow` let the spawn go ahead unbilled (no session, no auto-stop)."""
+    user, server = spawner.user.name, spawner.name or ""
+    if quota.on_storage_error == "allow":
+        log.warning(
+            "quota: the quota database failed at the gate (%s); %s server %r starts UNBILLED (onStorageError: allow)",
+            e, user, server,
+        )
+        quota.metrics.gate_storage_error("allowed")
+        quota.unbilled.add((user, server))
+        return
+    log.error("quota: the quota database failed at the gate for %s server %r: %s", user, server, e)
+    quota.metrics.gate_storage_error("refused")
+    raise _refuse(
+        spawner, 503,
+        f"Quota check failed, the server was not started: the quota database failed ({e}). Try again in a few minutes.",
+        REASON_STORAGE,
+    ) from None
 
 
 async def gate(quota: "QuotaHub", spawner: Any) -> None:
@@ -85,7 +124,7 @@ async def gate(quota: "QuotaHub", spawner: Any) -> None:
     except OptionError as e:
         log.info("quota: %s server %r refused (400): %s", user, server, e)
         quota.metrics.option_refused()
-        raise _refuse(spawner, 400, str(e)) from None
+        raise _refuse(spawner, 400, str(e), REASON_OPTION) from None
     body: dict = {
         "username": user,
         "runtime_minutes": choice.runtime,
@@ -96,11 +135,16 @@ async def gate(quota: "QuotaHub", spawner: Any) -> None:
     if choice.accelerator is not None:
         body["resource_type"] = choice.accelerator
     tic = time.perf_counter()
+    quota.unbilled.discard((user, server))
     try:
         r = await quota.service.request("POST", "/api/quota/sessions", body, HUB)
+    except StorageError as e:
+        _storage_failed(quota, spawner, e)
+        await quota.placement.apply(spawner, choice.accelerator if choice.accelerator not in (None, "cpu") else None)
+        return
     except Exception as e:
-        log.exception("quota: the spawn gate failed for %s", spawner._log_name if hasattr(spawner, "_log_name") else user)
-        raise web.HTTPError(503, f"Quota check failed, the server was not started: {e}") from None
+        log.exception("quota: the spawn gate failed for %s server %r", user, server)
+        raise _refuse(spawner, 503, f"Quota check failed, the server was not started: {e}", REASON_STORAGE) from None
     took_ms = (time.perf_counter() - tic) * 1000
     if r.status == 201:
         s = r.json()
@@ -116,14 +160,18 @@ async def gate(quota: "QuotaHub", spawner: Any) -> None:
         resource = s.get("resource_type") or "cpu"
         await quota.placement.apply(spawner, None if resource == "cpu" else resource)
         return
-    message = r.json().get("error", r.body) if r.body.startswith("{") else r.body
+    answer = r.json() if r.body.startswith("{") else {}
+    message = answer.get("error", r.body)
     if r.status == 400 and message.startswith("resource_type:"):
         message = "gpu_selection:" + message[len("resource_type:"):]
     if r.status in (400, 403):
         log.info("quota: %s server %r refused (%s): %s", user, server, r.status, message)
-        raise _refuse(spawner, r.status, message)
+        if r.status == 403 and "next_refresh" in answer:
+            # The spawn form, rendered again under the hub's error, says when this start would pass.
+            quota.refusals[(user, server)] = (time.monotonic(), answer["next_refresh"])
+        raise _refuse(spawner, r.status, message, REASON_REFUSED if r.status == 403 else REASON_OPTION)
     log.error("quota: the spawn gate answered %s for %s: %s", r.status, user, r.body)
-    raise web.HTTPError(503, f"Quota check failed, the server was not started: {message}")
+    raise _refuse(spawner, 503, f"Quota check failed, the server was not started: {message}", REASON_STORAGE)
 
 
 async def end(quota: "QuotaHub", spawner: Any) -> None:
@@ -132,6 +180,12 @@ async def end(quota: "QuotaHub", spawner: Any) -> None:
     user, server = spawner.user.name, spawner.name or ""
     if quota.timers is not None:
         quota.timers.cancel(user, server)
+    if (user, server) in quota.unbilled:
+        # Started while the quota database failed (onStorageError: allow): nothing to bill or end.
+        quota.unbilled.discard((user, server))
+        quota.ready.discard((user, server))
+        log.warning("quota: %s server %r stopped; it started unbilled (the quota database had failed)", user, server)
+        return
     # Without the hub's event log (a hub that has none) there is no "ready" signal: bill the session
     # rather than let every server run for free.
     became_ready = (user, server) in quota.ready or not quota.listening
