@@ -283,6 +283,24 @@ def test_a_rule_name_kubernetes_refuses_fails_the_render_naming_it(name):
     assert f"custom.quota.refreshRules.{name}" in str(e.value)
 
 
+def test_new_tokens_roll_the_pods_and_an_existing_secret_renders_the_same_every_time():
+    """Without a cluster to look the Secret up in (`helm template`, a GitOps render), the chart can
+    only make new tokens: the pods' checksum says so, and they roll (the server would follow the
+    mounted Secret anyway). With `tokens.existingSecret` two renders are identical: nothing churns."""
+    def pod_template(docs):
+        return kinds(docs, "Deployment")[0]["spec"]["template"]
+
+    a, b = render({}), render({})
+    assert kinds(a, "Secret")[0]["data"] != kinds(b, "Secret")[0]["data"], "no lookup without a cluster: new tokens"
+    sums = [pod_template(d)["metadata"]["annotations"]["checksum/tokens"] for d in (a, b)]
+    assert sums[0] != sums[1], "new tokens roll the pods"
+    mine = {"tokens": {"existingSecret": "quota-tokens"}}
+    a, b = render(mine), render(mine)
+    assert kinds(a, "Secret") == [] and a == b
+    assert "checksum/tokens" not in pod_template(a)["metadata"]["annotations"]
+    assert {"name": "tokens", "secret": {"secretName": "quota-tokens"}} in pod_template(a)["spec"]["volumes"]
+
+
 def test_quota_hub_starts_on_the_rendered_files_and_the_rendered_refresh_token_works(tmp_path, quota_hub_bin):
     """The ConfigMap's values and tokens files and the Secret's tokens, laid out as the pod mounts
     them (the mount paths moved under a temporary folder), run the real server."""
