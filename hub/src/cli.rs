@@ -82,6 +82,38 @@ pub enum Command {
         #[arg(long)]
         replace: bool,
     },
+    /// Copy a SQLite database, consistent and checked, while the server serves (writers do not
+    /// wait for it): integrity, schema version and every balance against its ledger, then the
+    /// file appears whole. PostgreSQL: pg_dump.
+    Backup {
+        /// The database: `sqlite://FILE`.
+        #[arg(long, env = "QUOTA_HUB_DB", default_value = default_db)]
+        db: String,
+        /// The backup file to write; or a folder (`DIR/`), where it is `quota-<UTC time>Z.db`.
+        #[arg(short, long)]
+        output: PathBuf,
+        /// Replace the backup file if it exists.
+        #[arg(long)]
+        force: bool,
+        /// With a folder as `-o`: keep this many backups there, removing the oldest.
+        #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+        keep: Option<u32>,
+        #[arg(long, env = "QUOTA_HUB_VALUES", default_value = default_values)]
+        values: PathBuf,
+    },
+    /// Replace a SQLite database with a backup, after checking the backup (it opens, has this
+    /// binary's schema, every balance equals its ledger). Stop the server first; the database it
+    /// replaces is kept beside it (`FILE.before-restore-<time>`).
+    Restore {
+        /// The database to replace: `sqlite://FILE`.
+        #[arg(long, env = "QUOTA_HUB_DB", default_value = default_db)]
+        db: String,
+        /// The backup file (from `backup`).
+        #[arg(short, long)]
+        input: PathBuf,
+        #[arg(long, env = "QUOTA_HUB_VALUES", default_value = default_values)]
+        values: PathBuf,
+    },
     /// Print one Kubernetes CronJob (batch/v1) per enabled refresh rule, as YAML.
     RenderCronjobs {
         #[arg(long, env = "QUOTA_HUB_VALUES", default_value = default_values)]

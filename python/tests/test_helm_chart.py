@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 import re
 import subprocess
 import time
@@ -204,6 +205,59 @@ def test_the_schema_refuses_a_misspelled_key_or_a_bad_type(values, says):
     with pytest.raises(helm.HelmError) as e:
         render(values)
     assert says in str(e.value), str(e.value)
+
+
+BACKUP = {"backup": {"enabled": True, "keep": 3, "schedule": "15 1 * * *"}, "podLabels": {"team": "ml"}}
+
+
+@pytest.mark.parametrize("kube", ["1.30.0", "1.37.0"])
+def test_the_backup_cronjob_is_valid_kubernetes_and_runs_beside_the_server(kube):
+    docs = render(BACKUP)
+    [job] = [d for d in kinds(docs, "CronJob") if d["metadata"]["name"] == "rel-quota-hub-backup"]
+    [claim] = [d for d in kinds(docs, "PersistentVolumeClaim") if d["metadata"]["name"] == "rel-quota-hub-backup"]
+    for d in (job, claim):
+        kubernetes_validate.validate(d, kube, strict=True)
+    assert helm.lint(str(CHART), BACKUP, strict=True, kube_version=kube)["errors"] == []
+    pod = pod_spec(job)
+    server = kinds(docs, "Deployment")[0]["spec"]["template"]
+    [term] = pod["affinity"]["podAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+    assert term["topologyKey"] == "kubernetes.io/hostname"
+    assert all(server["metadata"]["labels"].get(k) == v for k, v in term["labelSelector"]["matchLabels"].items())
+    claims = {v["name"]: v["persistentVolumeClaim"]["claimName"] for v in pod["volumes"] if "persistentVolumeClaim" in v}
+    assert claims == {"data": "rel-quota-hub-data", "backups": "rel-quota-hub-backup"}
+    assert job["spec"]["jobTemplate"]["spec"]["template"]["metadata"]["labels"]["team"] == "ml"
+    assert job["spec"]["schedule"] == "15 1 * * *"
+
+
+def test_the_backup_cronjobs_command_backs_up_and_keeps_the_newest(tmp_path, quota_hub_bin):
+    """The rendered container's arguments, its mount paths moved under a temporary folder, run by
+    the real binary against a database with a user: a checked backup in the backups folder."""
+    docs = render(BACKUP)
+    [job] = [d for d in kinds(docs, "CronJob") if d["metadata"]["name"] == "rel-quota-hub-backup"]
+    cm = next(d for d in kinds(docs, "ConfigMap") if d["metadata"]["name"] == "rel-quota-hub-config")
+    (c,) = pod_spec(job)["containers"]
+    for mount in ("data", "backups", "config"):
+        (tmp_path / mount).mkdir()
+    (tmp_path / "config" / "values.yaml").write_text(cm["data"]["values.yaml"])
+    moved = {"/data/": f"{tmp_path}/data/", "/backups/": f"{tmp_path}/backups/", "/etc/quota/config/": f"{tmp_path}/config/"}
+    args = [next((a.replace(k, v) for k, v in moved.items() if k in a), a) for a in c["args"]]
+    db = f"sqlite://{tmp_path}/data/quota.db"
+    subprocess.run([quota_hub_bin, "set-quota", "--db", db, "--values", str(tmp_path / "config" / "values.yaml"), "ann", "--amount", "7"],
+                   check=True, capture_output=True)
+    for old in ("quota-20200101T000000Z.db", "quota-20210101T000000Z.db", "quota-20220101T000000Z.db"):
+        (tmp_path / "backups" / old).write_text("old")
+    env = {e["name"]: e["value"] for e in c["env"]}
+    out = subprocess.run([quota_hub_bin, *args], capture_output=True, text=True, env={**os.environ, **env})
+    assert out.returncode == 0, out.stdout + out.stderr
+    backups = sorted(p.name for p in (tmp_path / "backups").iterdir())
+    assert len(backups) == 3 and backups[0] == "quota-20210101T000000Z.db", backups
+    assert "1 users" in out.stdout and "every balance equals its ledger" in out.stdout, out.stdout
+
+
+def test_a_backup_of_postgres_is_refused_pointing_at_pg_dump():
+    with pytest.raises(helm.HelmRenderError) as e:
+        render({**BACKUP, "database": {"type": "postgres"}, "replicas": 2})
+    assert "pg_dump" in str(e.value)
 
 
 def test_sqlite_with_several_replicas_is_refused_with_the_reason():

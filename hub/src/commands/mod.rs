@@ -1,5 +1,6 @@
 //! What each command does, one module per command (or family of commands); `run` dispatches.
 
+mod backup;
 mod config;
 mod export;
 mod groups;
@@ -76,6 +77,18 @@ pub fn run(cli: Cli) -> Result<ExitCode, String> {
                 pod_annotations: &annotations,
             };
             config::render_cronjobs(&values, &o)
+        }
+        Command::Backup {
+            db,
+            output,
+            force,
+            keep,
+            values,
+        } => {
+            backup::backup(&db, &output, &values, force, keep.map(|k| k as usize)).map(|()| ExitCode::SUCCESS)
+        }
+        Command::Restore { db, input, values } => {
+            backup::restore(&db, &input, &values).map(|()| ExitCode::SUCCESS)
         }
         Command::Cleanup(t) => {
             let v = Target::open(&t, false)?.ok("POST", "/admin/api/quota/cleanup", "{}")?;

@@ -1,0 +1,324 @@
+//! `backup` and `restore` of a SQLite database.
+//!
+//! A backup is `VACUUM INTO` a file beside the output, in one read transaction: a consistent copy
+//! of the moment it began, taken while the server serves (in WAL mode a reader never blocks a
+//! writer), checked (integrity, schema version, every balance against its ledger), then renamed
+//! into place: a backup that exists is whole. A restore checks the file the same way before it
+//! touches the database, keeps the database it replaces beside it, and refuses while another
+//! process has the database open. PostgreSQL has its own tools (docs/postgres.md).
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use quota_host::{Database, SqlValue, SqliteDb, SqliteOptions, Worker};
+
+use crate::db::{self, Db};
+use crate::{engine, migrate_db};
+
+/// What a checked copy holds.
+struct Checked {
+    users: i64,
+    ledger: i64,
+    version: i64,
+}
+
+fn sqlite_only(url: &str, what: &str) -> Result<PathBuf, String> {
+    match db::parse(url)? {
+        Db::Sqlite(p) if p != Path::new(":memory:") => Ok(p),
+        Db::Sqlite(_) => Err(format!("--db {url}: an in-memory database has nothing to {what}")),
+        Db::Postgres(_) => Err(format!(
+            "--db {}: {what} is for SQLite files; back up PostgreSQL with pg_dump and restore it with \
+             pg_restore (docs/postgres.md)",
+            db::redact(url)
+        )),
+    }
+}
+
+fn one_int(db: &mut dyn Database, sql: &str) -> Result<i64, String> {
+    match db
+        .query(sql, &[])
+        .map_err(|e| e.to_string())?
+        .first()
+        .and_then(|r| r.first())
+    {
+        Some(SqlValue::Int(n)) => Ok(*n),
+        other => Err(format!("{sql}: {other:?}")),
+    }
+}
+
+fn file_size(p: &Path) -> f64 {
+    std::fs::metadata(p).map_or(0.0, |m| m.len() as f64 / (1024.0 * 1024.0))
+}
+
+/// The schema version this binary writes (a fresh in-memory database brought up to it).
+fn current_version(rt: &std::sync::Arc<quota_host::Runtime>, doc: &serde_json::Value) -> Result<i64, String> {
+    let mem =
+        SqliteDb::open(rt, Path::new(":memory:"), SqliteOptions::default()).map_err(|e| e.to_string())?;
+    let mut w = Worker::new(rt.clone(), Box::new(mem), &doc.to_string()).map_err(|e| e.to_string())?;
+    Ok(i64::from(w.migrate().map_err(|e| e.to_string())?.to_version))
+}
+
+/// Checks a copy (which may be changed: it is ours): SQLite's integrity check, this binary's
+/// schema version, and every balance equal to the sum of its ledger.
+fn check(
+    rt: &std::sync::Arc<quota_host::Runtime>,
+    doc: &serde_json::Value,
+    copy: &Path,
+    shown: &str,
+) -> Result<Checked, String> {
+    let mut db = SqliteDb::open(rt, copy, SqliteOptions::default())
+        .map_err(|e| format!("{shown}: does not open as a SQLite database: {e}"))?;
+    let integrity = db
+        .query("PRAGMA integrity_check", &[])
+        .map_err(|e| format!("{shown}: not a SQLite database, or damaged: {e}"))?;
+    let verdict: Vec<String> = integrity
+        .iter()
+        .filter_map(|r| r.first().and_then(|v| v.as_text().map(str::to_string)))
+        .collect();
+    if verdict != ["ok"] {
+        return Err(format!(
+            "{shown}: SQLite's integrity check fails: {}",
+            verdict.join("; ")
+        ));
+    }
+    let version = one_int(&mut db, "PRAGMA user_version")?;
+    let current = current_version(rt, doc)?;
+    if version != current {
+        return Err(format!(
+            "{shown}: it has schema version {version}, this quota-hub writes version {current} \
+             (restore it with the quota-hub that made it, then upgrade)"
+        ));
+    }
+    let mut w =
+        Worker::new(rt.clone(), Box::new(db), &doc.to_string()).map_err(|e| format!("{shown}: {e}"))?;
+    let wrong = migrate_db::ledger_mismatches(w.db())?;
+    if !wrong.is_empty() {
+        return Err(format!(
+            "{shown}: {} balance(s) differ from the sum of their ledger: {}",
+            wrong.len(),
+            wrong.iter().take(5).cloned().collect::<Vec<_>>().join(", ")
+        ));
+    }
+    Ok(Checked {
+        users: one_int(w.db(), "SELECT COUNT(*) FROM users")?,
+        ledger: one_int(w.db(), "SELECT COUNT(*) FROM transactions")?,
+        version,
+    })
+}
+
+/// `path` with `suffix` appended to its file name.
+fn beside(path: &Path, suffix: &str) -> PathBuf {
+    let mut name = path.file_name().unwrap_or_default().to_os_string();
+    name.push(suffix);
+    path.with_file_name(name)
+}
+
+fn remove_with_wal(p: &Path) {
+    for s in ["", "-wal", "-shm", "-journal"] {
+        let _ = std::fs::remove_file(beside(p, s));
+    }
+}
+
+/// Makes `to` the file `from` is now, durably: fsync, rename, fsync of the folder.
+fn move_into_place(from: &Path, to: &Path) -> Result<(), String> {
+    std::fs::File::open(from)
+        .and_then(|f| f.sync_all())
+        .map_err(|e| format!("{}: {e}", from.display()))?;
+    std::fs::rename(from, to).map_err(|e| format!("{}: {e}", to.display()))?;
+    if let Some(dir) = to.parent().filter(|d| !d.as_os_str().is_empty()) {
+        let _ = std::fs::File::open(dir).and_then(|d| d.sync_all());
+    }
+    Ok(())
+}
+
+/// `VACUUM INTO` `out` from the database at `src`, in one read transaction.
+fn vacuum_into(rt: &quota_host::Runtime, src: &Path, out: &Path) -> Result<(), String> {
+    let mut db =
+        SqliteDb::open(rt, src, SqliteOptions::default()).map_err(|e| format!("{}: {e}", src.display()))?;
+    let target = out
+        .to_str()
+        .ok_or_else(|| format!("{}: not a UTF-8 path", out.display()))?;
+    db.query("VACUUM INTO ?1", &[SqlValue::Text(target.to_string())])
+        .map_err(|e| format!("copying {} to {}: {e}", src.display(), out.display()))?;
+    Ok(())
+}
+
+/// In a folder (`-o DIR/`): a backup is `quota-<UTC time>.db`, and `keep` says how many of them
+/// stay (the oldest go once the new one is whole).
+fn in_folder(dir: &Path) -> Result<PathBuf, String> {
+    std::fs::create_dir_all(dir).map_err(|e| format!("-o {}: {e}", dir.display()))?;
+    let now = crate::clock::Clock::system()?.now().to_string();
+    let stamp: String = now.chars().filter(|c| c.is_ascii_digit() || *c == 'T').collect();
+    Ok(dir.join(format!("quota-{stamp}Z.db")))
+}
+
+fn prune(dir: &Path, keep: usize) -> Result<Vec<PathBuf>, String> {
+    let mut backups: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map_err(|e| format!("-o {}: {e}", dir.display()))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with("quota-") && n.ends_with("Z.db"))
+        })
+        .collect();
+    // The names sort as their times.
+    backups.sort();
+    let gone = backups.len().saturating_sub(keep);
+    let old: Vec<PathBuf> = backups.into_iter().take(gone).collect();
+    for p in &old {
+        std::fs::remove_file(p).map_err(|e| format!("{}: {e}", p.display()))?;
+    }
+    Ok(old)
+}
+
+pub(super) fn backup(
+    url: &str,
+    out: &Path,
+    values_path: &Path,
+    force: bool,
+    keep: Option<usize>,
+) -> Result<(), String> {
+    let started = Instant::now();
+    let src = sqlite_only(url, "back up")?;
+    if !src.exists() {
+        return Err(format!("--db {url}: no such file"));
+    }
+    let folder = out.is_dir() || out.as_os_str().to_string_lossy().ends_with('/');
+    if keep.is_some() && !folder {
+        return Err(format!(
+            "--keep: only with a folder as -o (e.g. -o {}/)",
+            out.display()
+        ));
+    }
+    let named;
+    let out = if folder {
+        named = in_folder(out)?;
+        named.as_path()
+    } else {
+        out
+    };
+    if out.exists() && !force {
+        return Err(format!(
+            "-o {}: exists already (give --force to replace it)",
+            out.display()
+        ));
+    }
+    let rt = engine::runtime()?;
+    let doc = crate::values::read(values_path)?;
+    let partial = beside(out, ".partial");
+    remove_with_wal(&partial);
+    eprintln!(
+        "backing up {} ({:.1} MiB) to {} ...",
+        src.display(),
+        file_size(&src),
+        out.display()
+    );
+    let result = vacuum_into(&rt, &src, &partial).and_then(|()| {
+        let took = started.elapsed();
+        eprintln!("copied in {:.2} s; checking the copy ...", took.as_secs_f64());
+        let checked = check(&rt, &doc, &partial, &format!("the copy of {}", src.display()))?;
+        // The check opened the copy (WAL mode): one plain file again before it moves into place.
+        vacuum_into(&rt, &partial, &beside(out, ".final"))?;
+        Ok(checked)
+    });
+    remove_with_wal(&partial);
+    let checked = match result {
+        Ok(c) => c,
+        Err(e) => {
+            remove_with_wal(&beside(out, ".final"));
+            return Err(format!("{e}; no backup written"));
+        }
+    };
+    move_into_place(&beside(out, ".final"), out)?;
+    println!(
+        "backup {}: {} users, {} ledger rows, schema {}, {:.1} MiB, in {:.2} s; integrity ok, every balance equals its ledger",
+        out.display(),
+        checked.users,
+        checked.ledger,
+        checked.version,
+        file_size(out),
+        started.elapsed().as_secs_f64()
+    );
+    if let (Some(n), Some(dir)) = (keep, out.parent()) {
+        for p in prune(dir, n)? {
+            println!("removed {} (--keep {n})", p.display());
+        }
+    }
+    Ok(())
+}
+
+pub(super) fn restore(url: &str, input: &Path, values_path: &Path) -> Result<(), String> {
+    let started = Instant::now();
+    let target = sqlite_only(url, "restore")?;
+    if !input.is_file() {
+        return Err(format!("-i {}: no such file", input.display()));
+    }
+    let rt = engine::runtime()?;
+    let doc = crate::values::read(values_path)?;
+    // Checked on a copy: the backup itself is never changed.
+    let candidate = beside(&target, ".restore");
+    remove_with_wal(&candidate);
+    std::fs::copy(input, &candidate).map_err(|e| format!("-i {}: {e}", input.display()))?;
+    eprintln!("checking {} ...", input.display());
+    let checked = check(&rt, &doc, &candidate, &format!("-i {}", input.display())).and_then(|c| {
+        vacuum_into(&rt, &candidate, &beside(&target, ".restore-final"))?;
+        Ok(c)
+    });
+    remove_with_wal(&candidate);
+    let checked = match checked {
+        Ok(c) => c,
+        Err(e) => {
+            remove_with_wal(&beside(&target, ".restore-final"));
+            return Err(format!("{e}; {} was not changed", target.display()));
+        }
+    };
+    let mut kept = None;
+    if target.exists() {
+        // No other process may have the file open: leaving WAL mode needs every other connection
+        // gone (a server, a CLI), and leaves one plain file to keep and replace.
+        let mut db = SqliteDb::open(&rt, &target, SqliteOptions::default())
+            .map_err(|e| format!("{}: {e}", target.display()))?;
+        let mode = db.query("PRAGMA journal_mode = DELETE", &[]).ok();
+        let left_wal = !matches!(
+            mode.as_ref()
+                .and_then(|r| r.first())
+                .and_then(|r| r.first())
+                .and_then(|v| v.as_text()),
+            Some("delete")
+        );
+        drop(db);
+        if left_wal {
+            remove_with_wal(&beside(&target, ".restore-final"));
+            return Err(format!(
+                "{}: another process has it open (a running quota-hub or hub?): stop it, then restore; nothing was changed",
+                target.display()
+            ));
+        }
+        let keep = beside(
+            &target,
+            &format!(
+                ".before-restore-{}",
+                crate::clock::Clock::system()?.now().seconds()
+            ),
+        );
+        std::fs::copy(&target, &keep).map_err(|e| format!("keeping {}: {e}", target.display()))?;
+        kept = Some(keep);
+    }
+    for stale in ["-wal", "-shm", "-journal"] {
+        let _ = std::fs::remove_file(beside(&target, stale));
+    }
+    move_into_place(&beside(&target, ".restore-final"), &target)?;
+    println!(
+        "restored {} from {}: {} users, {} ledger rows, schema {}, in {:.2} s{}",
+        target.display(),
+        input.display(),
+        checked.users,
+        checked.ledger,
+        checked.version,
+        started.elapsed().as_secs_f64(),
+        kept.map(|k| format!("; the database it replaced is kept as {}", k.display()))
+            .unwrap_or_default()
+    );
+    Ok(())
+}

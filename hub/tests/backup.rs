@@ -1,0 +1,362 @@
+//! `backup` and `restore` of a SQLite database: a backup taken while 8 clients write holds every
+//! write acknowledged before it began and reconciles; a restore checks the backup first (a damaged
+//! file, a ledger that does not add up, another schema version: refused, nothing changed), refuses
+//! while a server has the database open, and keeps what it replaced.
+
+#![allow(non_upper_case_globals)]
+
+mod common;
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+
+use common::{cli, Setup};
+
+const writers: usize = 8;
+
+fn balances(db: &std::path::Path) -> Vec<(String, i64)> {
+    let c = rusqlite::Connection::open(db).expect("open");
+    let mut s = c
+        .prepare("SELECT username, balance FROM users ORDER BY username")
+        .expect("prepare");
+    s.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+        .expect("query")
+        .map(|r| r.expect("row"))
+        .collect()
+}
+
+/// Users whose balance is not the sum of their ledger, and SQLite's integrity verdict.
+fn reconciles(db: &std::path::Path) -> (Vec<String>, String) {
+    let c = rusqlite::Connection::open(db).expect("open");
+    let mut s = c
+        .prepare(
+            "SELECT u.username FROM users u LEFT JOIN transactions t ON t.username = u.username
+             GROUP BY u.username, u.balance HAVING u.balance <> COALESCE(SUM(t.amount), 0)",
+        )
+        .expect("prepare");
+    let wrong = s
+        .query_map([], |r| r.get(0))
+        .expect("query")
+        .map(|r| r.expect("row"))
+        .collect();
+    let ok: String = c
+        .query_row("PRAGMA integrity_check", [], |r| r.get(0))
+        .expect("integrity");
+    (wrong, ok)
+}
+
+fn arg(p: &std::path::Path) -> String {
+    p.to_string_lossy().into_owned()
+}
+
+fn seed(setup: &Setup, users: usize) {
+    let csv = setup.dir.path().join("seed.csv");
+    let mut text = String::from("username,quota\n");
+    for i in 0..users {
+        text.push_str(&format!("seed{i:05},{}\n", i % 1000));
+    }
+    std::fs::write(&csv, text).expect("csv");
+    let (code, _, err) = cli(&[
+        "set-quota",
+        "--db",
+        &format!("sqlite://{}", arg(&setup.db)),
+        "--values",
+        &arg(&setup.values),
+        "-f",
+        &arg(&csv),
+    ]);
+    assert_eq!(code, 0, "{err}");
+}
+
+#[test]
+fn a_backup_under_8_writers_holds_every_acknowledged_write_and_reconciles() {
+    let setup = common::example();
+    // Enough rows that the copy takes a while, with the writers going on meanwhile.
+    seed(&setup, 20_000);
+    let admin = setup.token("root", true, &[]);
+    let server = Arc::new(setup.start(&[]));
+    let stop = Arc::new(AtomicBool::new(false));
+    let acked: Arc<Vec<AtomicU64>> = Arc::new((0..writers).map(|_| AtomicU64::new(0)).collect());
+    // The slowest write answered while the backup ran (a figure printed, not asserted).
+    let (backing_up, slowest_us) = (Arc::new(AtomicBool::new(false)), Arc::new(AtomicU64::new(0)));
+    let slowest_else_us = Arc::new(AtomicU64::new(0));
+    let threads: Vec<_> = (0..writers)
+        .map(|i| {
+            let (server, stop, acked, admin) = (server.clone(), stop.clone(), acked.clone(), admin.clone());
+            let (backing_up, slowest_us, slowest_else_us) =
+                (backing_up.clone(), slowest_us.clone(), slowest_else_us.clone());
+            std::thread::spawn(move || {
+                while !stop.load(Ordering::SeqCst) {
+                    let t = std::time::Instant::now();
+                    let (st, body) = server.post(
+                        &format!("/admin/api/quota/users/writer{i}"),
+                        &admin,
+                        r#"{"action": "add", "amount": 1}"#,
+                    );
+                    assert_eq!(st, 200, "{body}");
+                    let took = t.elapsed().as_micros() as u64;
+                    if backing_up.load(Ordering::SeqCst) {
+                        slowest_us.fetch_max(took, Ordering::SeqCst);
+                    } else {
+                        slowest_else_us.fetch_max(took, Ordering::SeqCst);
+                    }
+                    acked[i].fetch_add(1, Ordering::SeqCst);
+                }
+            })
+        })
+        .collect();
+    // Every writer has written before the backup begins.
+    while acked.iter().any(|a| a.load(Ordering::SeqCst) < 5) {
+        std::thread::yield_now();
+    }
+    let before: Vec<u64> = acked.iter().map(|a| a.load(Ordering::SeqCst)).collect();
+    let out = setup.dir.path().join("backup.db");
+    let db_url = format!("sqlite://{}", arg(&setup.db));
+    backing_up.store(true, Ordering::SeqCst);
+    let (code, stdout, err) = cli(&[
+        "backup",
+        "--db",
+        &db_url,
+        "--values",
+        &arg(&setup.values),
+        "-o",
+        &arg(&out),
+    ]);
+    backing_up.store(false, Ordering::SeqCst);
+    let during: u64 =
+        acked.iter().map(|a| a.load(Ordering::SeqCst)).sum::<u64>() - before.iter().sum::<u64>();
+    stop.store(true, Ordering::SeqCst);
+    for t in threads {
+        t.join().expect("writer");
+    }
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        stdout.contains("integrity ok, every balance equals its ledger"),
+        "{stdout}"
+    );
+    assert!(
+        err.contains("backing up") && err.contains("checking the copy"),
+        "progress: {err}"
+    );
+    println!(
+        "writes acknowledged while the backup ran: {during}; the slowest took {} ms, {} ms before and after it (8 writers, debug build)",
+        slowest_us.load(Ordering::SeqCst) as f64 / 1000.0,
+        slowest_else_us.load(Ordering::SeqCst) as f64 / 1000.0
+    );
+    let got: std::collections::HashMap<String, i64> = balances(&out).into_iter().collect();
+    for (i, n) in before.iter().enumerate() {
+        let b = got.get(&format!("writer{i}")).copied().unwrap_or(0);
+        assert!(
+            b >= *n as i64,
+            "writer{i}: {n} writes acknowledged before the backup, {b} in it"
+        );
+    }
+    assert_eq!(got.len(), 20_000 + writers);
+    assert_eq!(reconciles(&out), (vec![], "ok".to_string()));
+    for leftover in ["backup.db.partial", "backup.db.final", "backup.db-wal"] {
+        assert!(
+            !setup.dir.path().join(leftover).exists(),
+            "{leftover} left behind"
+        );
+    }
+    // A second backup to the same file needs --force.
+    let (code, _, err) = cli(&[
+        "backup",
+        "--db",
+        &db_url,
+        "--values",
+        &arg(&setup.values),
+        "-o",
+        &arg(&out),
+    ]);
+    assert_ne!(code, 0);
+    assert!(err.contains("--force"), "{err}");
+    Arc::try_unwrap(server).ok().expect("one owner").stop();
+}
+
+#[test]
+fn restore_checks_the_backup_refuses_a_running_server_and_keeps_what_it_replaces() {
+    let setup = common::example();
+    let admin = setup.token("root", true, &[]);
+    let db_url = format!("sqlite://{}", arg(&setup.db));
+    let values = arg(&setup.values);
+    let server = setup.start(&[]);
+    for (u, n) in [("alice", 30), ("bob", 40)] {
+        let (st, b) = server.post(
+            &format!("/admin/api/quota/users/{u}"),
+            &admin,
+            &format!(r#"{{"action": "set", "amount": {n}}}"#),
+        );
+        assert_eq!(st, 200, "{b}");
+    }
+    let backup = setup.dir.path().join("b.db");
+    let (code, _, err) = cli(&[
+        "backup",
+        "--db",
+        &db_url,
+        "--values",
+        &values,
+        "-o",
+        &arg(&backup),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let (st, b) = server.post(
+        "/admin/api/quota/users/alice",
+        &admin,
+        r#"{"action": "set", "amount": 999}"#,
+    );
+    assert_eq!(st, 200, "{b}");
+
+    // The server has the database open: refused, nothing changed.
+    let (code, _, err) = cli(&[
+        "restore",
+        "--db",
+        &db_url,
+        "--values",
+        &values,
+        "-i",
+        &arg(&backup),
+    ]);
+    assert_ne!(code, 0);
+    assert!(
+        err.contains("another process has it open") && err.contains("nothing was changed"),
+        "{err}"
+    );
+    server.stop();
+    assert_eq!(
+        balances(&setup.db),
+        [("alice".to_string(), 999), ("bob".to_string(), 40)]
+    );
+
+    // Bad backups: each refused, naming why, the database untouched.
+    let bad = |name: &str, change: &dyn Fn(&rusqlite::Connection)| {
+        let p = setup.dir.path().join(name);
+        std::fs::copy(&backup, &p).expect("copy");
+        change(&rusqlite::Connection::open(&p).expect("open"));
+        p
+    };
+    let garbage = setup.dir.path().join("garbage.db");
+    std::fs::write(&garbage, "not a database at all, not even close".repeat(200)).expect("write");
+    let tampered = bad("tampered.db", &|c| {
+        c.execute(
+            "UPDATE users SET balance = balance + 5 WHERE username = 'bob'",
+            [],
+        )
+        .expect("update");
+    });
+    let older = bad("older.db", &|c| {
+        c.execute_batch("PRAGMA user_version = 4").expect("pragma")
+    });
+    for (file, says) in [
+        (&garbage, "does not open as a SQLite database"),
+        (&tampered, "1 balance(s) differ from the sum of their ledger: bob"),
+        (&older, "schema version 4, this quota-hub writes version 5"),
+    ] {
+        let (code, _, err) = cli(&["restore", "--db", &db_url, "--values", &values, "-i", &arg(file)]);
+        assert_ne!(code, 0, "{}", file.display());
+        assert!(
+            err.contains(says) && err.contains("was not changed"),
+            "{}: {err}",
+            file.display()
+        );
+        assert_eq!(balances(&setup.db)[0], ("alice".to_string(), 999));
+    }
+
+    let (code, stdout, err) = cli(&[
+        "restore",
+        "--db",
+        &db_url,
+        "--values",
+        &values,
+        "-i",
+        &arg(&backup),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        stdout.contains("restored") && stdout.contains("is kept as"),
+        "{stdout}"
+    );
+    let kept = std::fs::read_dir(setup.dir.path())
+        .expect("dir")
+        .map(|e| e.expect("entry").path())
+        .find(|p| p.to_string_lossy().contains("q.db.before-restore-"))
+        .expect("the replaced database is kept");
+    assert_eq!(balances(&kept)[0], ("alice".to_string(), 999));
+    // The server starts on the restored database and answers from it.
+    let server = setup.start(&[]);
+    let (st, body) = server.get("/admin/api/quota/users/alice", &admin);
+    assert_eq!(st, 200, "{body}");
+    assert_eq!(common::json(&body)["balance"], 30);
+    server.stop();
+    assert_eq!(reconciles(&setup.db), (vec![], "ok".to_string()));
+}
+
+#[test]
+fn backups_into_a_folder_are_named_by_time_and_the_oldest_go() {
+    let setup = common::example();
+    seed(&setup, 3);
+    let dir = setup.dir.path().join("backups");
+    std::fs::create_dir(&dir).expect("dir");
+    for old in [
+        "quota-20200101T000000Z.db",
+        "quota-20210101T000000Z.db",
+        "notes.txt",
+    ] {
+        std::fs::write(dir.join(old), "x").expect("write");
+    }
+    let out = format!("{}/", arg(&dir));
+    let db_url = format!("sqlite://{}", arg(&setup.db));
+    let (code, stdout, err) = cli(&[
+        "backup",
+        "--db",
+        &db_url,
+        "--values",
+        &arg(&setup.values),
+        "-o",
+        &out,
+        "--keep",
+        "2",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        stdout.contains("removed") && stdout.contains("quota-20200101T000000Z.db"),
+        "{stdout}"
+    );
+    let mut names: Vec<String> = std::fs::read_dir(&dir)
+        .expect("dir")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(names.len(), 3, "{names:?}");
+    assert_eq!(names[0], "notes.txt", "only backups are pruned");
+    assert_eq!(names[1], "quota-20210101T000000Z.db");
+    assert!(
+        names[2].starts_with("quota-20")
+            && names[2].ends_with("Z.db")
+            && names[2].len() == "quota-20210101T000000Z.db".len()
+    );
+    assert_eq!(balances(&dir.join(&names[2])).len(), 3);
+    let (code, _, err) = cli(&[
+        "backup",
+        "--db",
+        &db_url,
+        "--values",
+        &arg(&setup.values),
+        "-o",
+        &arg(&setup.dir.path().join("one.db")),
+        "--keep",
+        "2",
+    ]);
+    assert_ne!(code, 0);
+    assert!(err.contains("--keep: only with a folder"), "{err}");
+}
+
+#[test]
+fn postgres_is_pointed_at_its_own_tools() {
+    for cmd in ["backup", "restore"] {
+        let io = if cmd == "backup" { "-o" } else { "-i" };
+        let (code, _, err) = cli(&[cmd, "--db", "postgres://quota:secret@db/quota", io, "x.db"]);
+        assert_ne!(code, 0);
+        assert!(err.contains("pg_dump") && !err.contains("secret"), "{err}");
+    }
+}
