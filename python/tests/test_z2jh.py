@@ -114,6 +114,9 @@ def test_the_wheel_installs_beside_the_z2jh_hub_images_pins_and_works(tmp_path, 
     assert out.returncode == 0, out.stdout + out.stderr
     assert "jupyterhub-quota in JupyterHub " + pins["jupyterhub"] in out.stdout
     assert not wheels.exists(), "the RUN line cleans up"
+    # The operator's command line comes with it (docs/z2jh.md, 8).
+    cli_help = subprocess.run([str(venv / "bin" / "jupyterhub-quota"), "--help"], capture_output=True, text=True)
+    assert cli_help.returncode == 0 and "export-ledger" in cli_help.stdout, cli_help.stderr
     has_psycopg = subprocess.run([py, "-c", "import psycopg"], capture_output=True).returncode == 0
     assert has_psycopg == (extras == "postgres")
     frozen = subprocess.run([py, "-m", "pip", "freeze"], capture_output=True, text=True, check=True).stdout
