@@ -485,10 +485,30 @@ def test_every_dashboard_and_alert_query_names_a_series_quota_hub_exports(tmp_pa
     for expr in exprs:
         names = series_of(expr)
         assert names, expr
-        assert names <= exported, (expr, names - exported)
+        # `up` is Prometheus' own series for every target it scrapes.
+        assert names - {"up"} <= exported, (expr, names - exported)
     # The dashboard ConfigMap carries the same file.
     (cm,) = [d for d in kinds(render(FULL), "ConfigMap") if d["metadata"]["name"].endswith("-dashboard")]
     assert json.loads(cm["data"]["quota-hub.json"]) == dashboard and cm["metadata"]["labels"]["grafana_dashboard"] == "1"
     # Alert texts name real labels only (Prometheus' own template syntax).
     for r in rule["spec"]["groups"][0]["rules"]:
         assert not re.search(r"\{\{\s*\.", r["annotations"]["summary"]), r
+
+
+def test_every_alert_waits_and_links_a_runbook_section_that_exists():
+    (rule,) = kinds(render(FULL), "PrometheusRule")
+    rules = rule["spec"]["groups"][0]["rules"]
+    anchors = {re.sub(r"[^a-z0-9 -]", "", h.lower()).replace(" ", "-")
+               for h in re.findall(r"^### (.+)$", (REPO / "docs" / "operations.md").read_text(), re.M)}
+    base = "https://github.com/quota-engine/quota/blob/main/docs/operations.md#"
+    assert {"QuotaTargetDown", "QuotaMetricsAbsent"} <= {r["alert"] for r in rules}
+    for r in rules:
+        assert r.get("for"), f"{r['alert']} has no for:"
+        url = r["annotations"]["runbook_url"]
+        assert url.startswith(base) and url[len(base):] in anchors, (r["alert"], url)
+    # For a hub: the hub's scrape job in every expression.
+    (hub_rule,) = kinds(render({**FULL, "metrics": {**FULL["metrics"], "prometheusRule": {
+        "enabled": True, "selector": 'job="hub", namespace="jhub"'}}}), "PrometheusRule")
+    for r in hub_rule["spec"]["groups"][0]["rules"]:
+        assert 'job="hub", namespace="jhub"' in r["expr"] and "rel-quota-hub" not in r["expr"], r["expr"]
+        promql_parser.parse(r["expr"])

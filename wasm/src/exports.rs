@@ -403,6 +403,10 @@ impl Guest for Component {
         crate::pure::quota_input(&field, &text)
     }
 
+    fn route_template(path: String) -> Option<String> {
+        quota_core::api::route_template(&path).map(str::to_string)
+    }
+
     fn refresh_preview(
         body_json: String,
         users: Vec<crate::bindings::types::UserRecord>,

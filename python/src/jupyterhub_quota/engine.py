@@ -296,7 +296,7 @@ class QuotaEngine:
         for name in (
             "migrate", "configure", "next-fire", "check-start", "end-session", "cleanup-stale",
             "refresh", "run-rule", "run-rule-step", "run-applied", "get-rates", "handle-request",
-            "handle-request-step", "take-events", "active-sessions", "replace-memberships",
+            "handle-request-step", "take-events", "active-sessions", "replace-memberships", "route-template",
         ):
             idx = inst.get_export_index(self._store, name, api)
             if idx is None:
@@ -489,6 +489,11 @@ class QuotaEngine:
         if isinstance(r, Variant):
             raise _quota_error(r)
         return bool(r)
+
+    def route_template(self, path: str) -> Optional[str]:
+        """The route template of a path below the base URL (`/api/quota/sessions/{id}/end`), as
+        every host labels its HTTP metrics; None for a path no route answers. Touches no storage."""
+        return self._raw(lambda f, s: f["route-template"](s, path))
 
     def active_sessions(self) -> dict[str, int]:
         """Active sessions per resource type (a read)."""

@@ -44,6 +44,13 @@ _registry: dict[str, "QuotaHub"] = {}
 class QuotaAPIHandler(APIHandler):
     def initialize(self, key: str) -> None:
         self.quota = _registry[key]
+        #: The engine's route template of this request's path, once the engine has seen it.
+        self.route = "unmatched"
+
+    def on_finish(self) -> None:
+        # Every answer, the hub's own refusals included, as quota-hub counts its requests.
+        self.quota.metrics.http_request(self.route, self.request.method, self.get_status(), self.request.request_time())
+        super().on_finish()
 
     async def _answer(self, method: str) -> None:
         user = self.current_user
@@ -63,7 +70,7 @@ class QuotaAPIHandler(APIHandler):
                 log.exception("quota: reading the hub's groups before a refresh failed")
                 raise web.HTTPError(503, "The hub's groups could not be read; nothing was changed") from None
         try:
-            r = await self.quota.service.request(method, path, body, caller, query=self.request.query)
+            r, self.route = await self.quota.service.answer(method, path, body, caller, query=self.request.query)
         except Exception as e:
             log.exception("quota: %s %s failed", method, path)
             busy = getattr(e, "busy", False)

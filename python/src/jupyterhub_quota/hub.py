@@ -274,6 +274,7 @@ def configure(
     asyncio.get_running_loop().create_task(quota.start(app))
     summary = service.engine.summary
     counters.know_rules(r.name for r in (summary.rules if summary else ()))
+    counters.enabled_rules = tuple(r.name for r in (summary.rules if summary else ()) if r.enabled)
     log.info(
         "quota: %s, database %s, %d refresh rule(s) enabled%s",
         "enabled" if summary and summary.enabled else "disabled",

@@ -16,9 +16,10 @@ or quota-hub started on a shared database show up one scrape later."""
 from __future__ import annotations
 
 import threading
+import time
 from typing import Any, Iterable, Optional, Sequence
 
-from prometheus_client import REGISTRY, Counter
+from prometheus_client import REGISTRY, Counter, Histogram, Info
 from prometheus_client.core import GaugeMetricFamily
 
 from .engine import Event, Observer, QuotaEngine
@@ -48,6 +49,38 @@ class _ActiveSessions:
             family.add_metric([resource_type], n)
         self.metrics.scraped()
         yield family
+
+
+class _RefreshRules:
+    """The refresh rules' last scheduled and applied runs, as quota-hub exports them: read from the
+    database on an engine worker after each scrape, shown at the next (the dict replaced whole)."""
+
+    def __init__(self, metrics: "Metrics"):
+        self.metrics = metrics
+
+    @staticmethod
+    def _families() -> list[GaugeMetricFamily]:
+        return [
+            GaugeMetricFamily("quota_refresh_last_scheduled_timestamp_seconds",
+                              "An enabled refresh rule's newest fire time at or before now (Unix seconds)", labels=["rule"]),
+            GaugeMetricFamily("quota_refresh_last_success_timestamp_seconds",
+                              "The newest fire time of an enabled refresh rule whose run was applied, by any hub, server or CronJob (read from the database)",
+                              labels=["rule"]),
+            GaugeMetricFamily("quota_refresh_last_run_applied",
+                              "1 when an enabled refresh rule's newest scheduled run was applied, else 0", labels=["rule"]),
+        ]
+
+    def describe(self) -> Iterable[GaugeMetricFamily]:
+        yield from self._families()
+
+    def collect(self) -> Iterable[GaugeMetricFamily]:
+        scheduled, success, applied = self._families()
+        for s in self.metrics.rule_statuses:
+            scheduled.add_metric([s.rule], s.last_scheduled)
+            applied.add_metric([s.rule], 1 if s.last_applied else 0)
+            if s.last_success is not None:
+                success.add_metric([s.rule], s.last_success)
+        yield from (scheduled, success, applied)
 
 
 class Metrics(Observer):
@@ -89,10 +122,28 @@ class Metrics(Observer):
         )
         for outcome in ("refused", "allowed"):
             self.gate_storage_errors.labels(outcome)
+        self.http_requests = Counter(
+            "quota_http_requests", "HTTP requests to the quota routes answered, by route template, method and status",
+            ["route", "method", "status"], registry=registry,
+        )
+        self.http_durations = Histogram(
+            "quota_http_request_duration_seconds",
+            "Time from a quota request's arrival to its answer, by route template, method and status",
+            ["route", "method", "status"], registry=registry,
+            # quota-hub's buckets: 0.25 ms doubling 15 times.
+            buckets=[0.00025 * 2**i for i in range(15)],
+        )
+        Info("quota_build", "The running jupyterhub-quota's version (and the commit it was built from, when known)",
+             registry=registry).info({"version": _version(), "revision": "unknown"})
+        #: The enabled refresh rules' names, and their statuses as last read (`scheduler.RuleStatus`).
+        self.enabled_rules: tuple[str, ...] = ()
+        self.rule_statuses: list = []
+        registry.register(_RefreshRules(self))
         self.rules: frozenset = frozenset()
         #: The last counts read, by resource type.
         self.active: dict[str, int] = {}
         self._dirty = threading.Event()
+        self._rules_dirty = threading.Event()
         #: Set by the hub: schedules a read of the counts on an engine's worker.
         self.on_scrape: Optional[Any] = None
         registry.register(_ActiveSessions(self))
@@ -137,11 +188,24 @@ class Metrics(Observer):
     def gate_storage_error(self, outcome: str) -> None:
         self.gate_storage_errors.labels(outcome).inc()
 
+    def http_request(self, route: str, method: str, status: int, seconds: float) -> None:
+        m = method if method in ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS") else "other"
+        self.http_requests.labels(route, m, str(status)).inc()
+        self.http_durations.labels(route, m, str(status)).observe(seconds)
+
     # Active sessions
 
     def after_call(self, engine: QuotaEngine) -> None:
         """On an engine's worker thread, after a call returned: re-read the active sessions if the
-        call started or ended one (or a scrape asked)."""
+        call started or ended one (or a scrape asked), and after a scrape the rules' runs."""
+        if self._rules_dirty.is_set():
+            self._rules_dirty.clear()
+            try:
+                from .scheduler import rule_statuses
+
+                self.rule_statuses = rule_statuses(engine, self.enabled_rules, int(time.time()))
+            except Exception:  # noqa: BLE001 - a gauge must never fail a call
+                log.exception("quota: reading the refresh rules' runs for the metrics failed")
         if not self._dirty.is_set():
             return
         self._dirty.clear()
@@ -153,6 +217,8 @@ class Metrics(Observer):
     def scraped(self) -> None:
         """A scrape read the counts: read them again for the next one."""
         self._dirty.set()
+        if self.enabled_rules:
+            self._rules_dirty.set()
         if self.on_scrape is not None:
             try:
                 self.on_scrape()
@@ -177,6 +243,10 @@ class NoMetrics(Observer):
     """`configure(..., metrics=False)`: counts nothing."""
 
     rules: frozenset = frozenset()
+    enabled_rules: tuple = ()
+
+    def http_request(self, route: str, method: str, status: int, seconds: float) -> None:
+        pass
 
     def know_rules(self, names: Iterable[str]) -> None:
         pass
@@ -189,3 +259,12 @@ class NoMetrics(Observer):
 
     def after_call(self, engine: QuotaEngine) -> None:
         pass
+
+
+def _version() -> str:
+    try:
+        from importlib.metadata import version
+
+        return version("jupyterhub-quota")
+    except Exception:  # noqa: BLE001 - not installed as a distribution (a source checkout)
+        return "unknown"

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import time
+from dataclasses import dataclass
 from typing import Awaitable, Callable, Optional
 
 from .service import QuotaService, log
@@ -18,6 +19,51 @@ MISSED_LOOKBACK_S = 7 * 24 * 3600
 
 def run_id(rule: str, at: int) -> str:
     return f"{rule}@{dt.datetime.fromtimestamp(at, dt.timezone.utc).strftime('%Y-%m-%dT%H:%M:%S')}Z"
+
+
+#: How many of a rule's latest fire times the metrics look through for the last applied run.
+METRICS_FIRES_CHECKED = 32
+
+
+@dataclass(frozen=True)
+class RuleStatus:
+    """One enabled rule as the metrics show it (quota-hub's `RuleStatus`)."""
+
+    rule: str
+    #: Its newest fire time at or before now (within the lookback).
+    last_scheduled: int
+    #: Whether that run was applied (by any hub, server or CronJob: the database says).
+    last_applied: bool
+    #: The newest of its latest fire times whose run was applied, if any.
+    last_success: Optional[int]
+
+
+def _recent_fires(engine, rule: str, now: int) -> list[int]:
+    """The fire times of `rule` at or before `now`, oldest first: the window widens from an hour
+    until it holds METRICS_FIRES_CHECKED of them or reaches the lookback."""
+    window = 3600
+    while True:
+        w = min(window, MISSED_LOOKBACK_S)
+        t, fires = now - w, []
+        while (n := engine.next_fire(rule, t)) is not None and n <= now:
+            fires.append(n)
+            t = n
+        if len(fires) >= METRICS_FIRES_CHECKED or w == MISSED_LOOKBACK_S:
+            return fires[-METRICS_FIRES_CHECKED:]
+        window *= 4
+
+
+def rule_statuses(engine, rules, now: int) -> list[RuleStatus]:
+    """Each enabled rule's last scheduled run and last applied run, read from the database (right
+    after a restart, and whichever hub, server or CronJob ran it), as quota-hub computes them."""
+    out = []
+    for rule in rules:
+        fires = _recent_fires(engine, rule, now)
+        if not fires:
+            continue
+        success = next((at for at in reversed(fires) if engine.run_applied(run_id(rule, at))), None)
+        out.append(RuleStatus(rule, fires[-1], success == fires[-1], success))
+    return out
 
 
 class Scheduler:

@@ -100,6 +100,16 @@ class QuotaService:
         now = int(time.time())
         return await self.run(lambda e: e.handle_request(method, path, query, text, caller, now))
 
+    async def answer(self, method: str, path: str, body: str, caller: Optional[Caller], query: str = "") -> tuple[Response, str]:
+        """`request`, and the route template the engine gives the path (for the HTTP metrics;
+        `unmatched` for a path no route answers), in one trip to a worker."""
+        now = int(time.time())
+
+        def call(e: QuotaEngine) -> tuple[Response, str]:
+            return e.handle_request(method, path, query, body, caller, now), e.route_template(path) or "unmatched"
+
+        return await self.run(call)
+
     async def active_sessions(self) -> list[dict]:
         """Every active session, for re-arming auto-stop timers."""
         out: list[dict] = []
