@@ -61,6 +61,11 @@ pub struct RefreshRule {
     pub params: RefreshParams,
 }
 
+/// The JSON Schema of the values document this reader takes (`quota-hub config-schema`; the Helm
+/// chart's `values.schema.json` embeds its `custom`). Written beside the reader and held to it by
+/// a property test: every document the engine accepts validates.
+pub const values_schema: &str = include_str!("config_schema.json");
+
 /// `custom.quota.onStorageError`'s values: a gate whose database fails refuses the spawn (the
 /// default), or lets it start unbilled.
 pub const on_storage_error_choices: [&str; 2] = ["refuse", "allow"];

@@ -159,6 +159,13 @@ pub enum Command {
     ExportLedger(ExportLedgerArgs),
     /// Close sessions active for more than 8 hours (the server also does this when it starts).
     Cleanup(Target),
+    /// Print the JSON Schema of the values the engine reads (draft-07); or write its `custom` part
+    /// into a Helm chart's values.schema.json.
+    ConfigSchema {
+        /// The chart schema whose `properties.custom` to replace with the engine's.
+        #[arg(long, value_name = "FILE")]
+        into_chart: Option<PathBuf>,
+    },
     /// Validate a values file and print every problem with its key path.
     CheckConfig {
         #[arg(long, env = "QUOTA_HUB_VALUES", default_value = default_values)]

@@ -1,4 +1,4 @@
-//! `render-cronjobs` and `check-config`: what a values file means, without serving it.
+//! `render-cronjobs`, `check-config` and `config-schema`: what a values file means, without serving it.
 
 use std::process::ExitCode;
 
@@ -58,5 +58,30 @@ pub(super) fn check_config(path: &std::path::Path) -> Result<ExitCode, String> {
         };
         println!("  rule {}: {when}", r.name);
     }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub(super) fn config_schema(into_chart: Option<&std::path::Path>) -> Result<ExitCode, String> {
+    let schema: serde_json::Value = serde_json::from_str(quota_core::config::values_schema)
+        .map_err(|e| format!("the engine's schema: {e}"))?;
+    let Some(chart) = into_chart else {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&schema).map_err(|e| e.to_string())?
+        );
+        return Ok(ExitCode::SUCCESS);
+    };
+    let shown = chart.display();
+    let text = std::fs::read_to_string(chart).map_err(|e| format!("--into-chart {shown}: {e}"))?;
+    let mut doc: serde_json::Value =
+        serde_json::from_str(&text).map_err(|e| format!("--into-chart {shown}: not JSON: {e}"))?;
+    let slot = doc
+        .pointer_mut("/properties/custom")
+        .ok_or_else(|| format!("--into-chart {shown}: no properties.custom to replace"))?;
+    *slot = schema["properties"]["custom"].clone();
+    let mut out = serde_json::to_string_pretty(&doc).map_err(|e| e.to_string())?;
+    out.push('\n');
+    std::fs::write(chart, out).map_err(|e| format!("--into-chart {shown}: {e}"))?;
+    eprintln!("{shown}: properties.custom is the engine's schema");
     Ok(ExitCode::SUCCESS)
 }

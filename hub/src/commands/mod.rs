@@ -96,6 +96,7 @@ pub fn run(cli: Cli) -> Result<ExitCode, String> {
             Ok(ExitCode::SUCCESS)
         }
         Command::CheckConfig { values } => config::check_config(&values),
+        Command::ConfigSchema { into_chart } => config::config_schema(into_chart.as_deref()),
     }
 }
 
