@@ -166,6 +166,13 @@ pub enum Command {
         #[arg(long, value_name = "FILE")]
         into_chart: Option<PathBuf>,
     },
+    /// Ask a running server whether it is ready (`{URL}/readyz`): exit 0 when it answers 200,
+    /// 1 otherwise, with its answer. For a container health check or a `helm test`; no token.
+    Healthcheck {
+        /// The server's base URL.
+        #[arg(long, default_value = "http://127.0.0.1:8765/hub")]
+        url: String,
+    },
     /// Validate a values file and print every problem with its key path.
     CheckConfig {
         #[arg(long, env = "QUOTA_HUB_VALUES", default_value = default_values)]

@@ -52,13 +52,24 @@ FULL = {
     "extraEnv": [{"name": "RUST_LOG", "value": "info"}],
     "extraArgs": ["--log-format", "json"],
     "podAnnotations": {"team": "research"},
+    "image": {"digest": "sha256:" + "ab" * 32},
+    "serviceAccount": {"create": True, "annotations": {"iam.example.org/role": "quota"}},
+    "priorityClassName": "services-high",
+    "topologySpreadConstraints": [{"maxSkew": 1, "topologyKey": "topology.kubernetes.io/zone", "whenUnsatisfiable": "ScheduleAnyway",
+                                   "labelSelector": {"matchLabels": {"app.kubernetes.io/name": "quota-hub"}}}],
+    "extraEnvFrom": [{"configMapRef": {"name": "proxy-settings"}}],
+    "extraVolumes": [{"name": "ca", "configMap": {"name": "company-ca"}}],
+    "extraVolumeMounts": [{"name": "ca", "mountPath": "/etc/ssl/company", "readOnly": True}],
+    "initContainers": [{"name": "wait-for-db", "image": "busybox:1.37", "command": ["sh", "-c", "true"]}],
+    "networkPolicy": {"enabled": True, "ingress": [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}}}]},
     "ingress": {"enabled": True, "className": "nginx", "hosts": [{"host": "quota.example.org"}],
                 "tls": [{"hosts": ["quota.example.org"], "secretName": "quota-tls"}]},
     "metrics": {"serviceMonitor": {"enabled": True, "labels": {"release": "prometheus"}},
                 "prometheusRule": {"enabled": True}, "dashboard": {"enabled": True}},
     "custom": {"quota": {"refreshRules": RULES}},
 }
-BUILT_IN = ("ConfigMap", "CronJob", "Deployment", "Ingress", "PersistentVolumeClaim", "PodDisruptionBudget", "Secret", "Service")
+BUILT_IN = ("ConfigMap", "CronJob", "Deployment", "Ingress", "NetworkPolicy", "PersistentVolumeClaim", "Pod", "PodDisruptionBudget", "Secret",
+            "Service", "ServiceAccount")
 
 
 def render(values: dict, name: str = "rel", namespace: str = "hub") -> list[dict]:
@@ -101,7 +112,9 @@ def test_the_chart_lints_for_every_declared_kubernetes():
 
 def test_the_default_install_is_one_hardened_replica_on_sqlite():
     docs = render({})
-    assert sorted(d["kind"] for d in docs) == ["ConfigMap", "Deployment", "PersistentVolumeClaim", "Secret", "Service"]
+    assert sorted(d["kind"] for d in docs) == ["ConfigMap", "Deployment", "PersistentVolumeClaim", "Pod", "Secret", "Service"]
+    (test_pod,) = kinds(docs, "Pod")
+    assert test_pod["metadata"]["annotations"]["helm.sh/hook"] == "test"
     for d in docs:
         labels = d["metadata"]["labels"]
         assert d["metadata"]["name"].startswith("rel-quota-hub"), d["metadata"]["name"]
@@ -110,7 +123,7 @@ def test_the_default_install_is_one_hardened_replica_on_sqlite():
     (dep,) = kinds(docs, "Deployment")
     assert dep["spec"]["replicas"] == 1 and dep["spec"]["strategy"] == {"type": "Recreate"}
     pod = pod_spec(dep)
-    assert pod["automountServiceAccountToken"] is False
+    assert pod["automountServiceAccountToken"] is False and "serviceAccountName" not in pod
     assert pod["securityContext"]["runAsNonRoot"] is True and pod["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
     (c,) = pod["containers"]
     assert c["image"] == f"quota-hub:{VERSION}"
@@ -146,7 +159,22 @@ def test_every_option_on():
     assert pod["imagePullSecrets"] == [{"name": "registry"}]
     assert (pod["nodeSelector"], pod["tolerations"]) == (FULL["nodeSelector"], FULL["tolerations"])
     assert pod["affinity"] == FULL["affinity"]
+    assert pod["serviceAccountName"] == "rel-quota-hub" and pod["priorityClassName"] == "services-high"
+    assert pod["topologySpreadConstraints"] == FULL["topologySpreadConstraints"] and pod["initContainers"] == FULL["initContainers"]
+    (sa,) = kinds(docs, "ServiceAccount")
+    assert sa["metadata"]["name"] == "rel-quota-hub" and sa["metadata"]["annotations"] == {"iam.example.org/role": "quota"}
     (c,) = pod["containers"]
+    assert c["image"] == "quota-hub@sha256:" + "ab" * 32, "a digest pins the image"
+    assert c["envFrom"] == FULL["extraEnvFrom"] and FULL["extraVolumeMounts"][0] in c["volumeMounts"]
+    assert FULL["extraVolumes"][0] in pod["volumes"]
+    (policy,) = kinds(docs, "NetworkPolicy")
+    assert policy["spec"]["podSelector"]["matchLabels"]["app.kubernetes.io/component"] == "server"
+    sources = policy["spec"]["ingress"][0]["from"]
+    assert {"podSelector": {"matchLabels": {"rel-quota-hub-client": "true"}}} in sources and FULL["networkPolicy"]["ingress"][0] in sources
+    for job in kinds(docs, "CronJob"):
+        # The release's own Jobs are let through.
+        labels = job["spec"]["jobTemplate"]["spec"]["template"]["metadata"]["labels"]
+        assert all(labels.get(k) == v for k, v in sources[0]["podSelector"]["matchLabels"].items())
     assert c["args"][-2:] == ["--log-format", "json"]
     env = {e["name"]: e for e in c["env"]}
     assert env["QUOTA_HUB_DB"]["valueFrom"]["secretKeyRef"] == {"name": "pg", "key": "url"}
@@ -335,6 +363,40 @@ def test_a_rule_name_kubernetes_refuses_fails_the_render_naming_it(name):
     with pytest.raises(helm.HelmError) as e:
         render({"custom": {"quota": {"refreshRules": {name: {"enabled": False, "schedule": "0 3 * * *", "action": "add", "amount": 1}}}}})
     assert f"custom.quota.refreshRules.{name}" in str(e.value)
+
+
+def test_the_helm_test_pods_command_says_whether_the_servers_are_ready(tmp_path, quota_hub_bin):
+    """`helm test`'s pod runs `quota-hub healthcheck --url <the Service's URL>`: run with that URL
+    moved to a real server, it passes; against a port nobody serves, it fails."""
+    from hub import DEADLINE_S, free_port, wait_for
+    import urllib.request
+
+    (pod,) = kinds(render({}), "Pod")
+    (c,) = pod["spec"]["containers"]
+    assert c["args"] == ["healthcheck", "--url", "http://rel-quota-hub.hub.svc:8765/hub"]
+    values = tmp_path / "values.yaml"
+    values.write_text(yaml.safe_dump({"custom": {"authMode": "github"}}))
+    port = free_port()
+    proc = subprocess.Popen([quota_hub_bin, "serve", "--listen", f"127.0.0.1:{port}", "--db", f"sqlite://{tmp_path / 'q.db'}",
+                             "--values", str(values)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        def up():
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/hub/healthz", timeout=5):
+                    return True
+            except OSError:
+                return False
+
+        wait_for("quota-hub", up)
+        args = [a.replace("http://rel-quota-hub.hub.svc:8765", f"http://127.0.0.1:{port}") for a in c["args"]]
+        ok = subprocess.run([quota_hub_bin, *args], capture_output=True, text=True, timeout=DEADLINE_S)
+        assert ok.returncode == 0 and '200 {"status":"ready"' in ok.stdout, ok.stdout + ok.stderr
+    finally:
+        proc.terminate()
+        proc.wait(timeout=DEADLINE_S)
+    down = subprocess.run([quota_hub_bin, "healthcheck", "--url", f"http://127.0.0.1:{free_port()}/hub"], capture_output=True, text=True,
+                          timeout=DEADLINE_S)
+    assert down.returncode != 0, down.stdout
 
 
 def test_new_tokens_roll_the_pods_and_an_existing_secret_renders_the_same_every_time():

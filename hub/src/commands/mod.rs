@@ -97,6 +97,7 @@ pub fn run(cli: Cli) -> Result<ExitCode, String> {
         }
         Command::CheckConfig { values } => config::check_config(&values),
         Command::ConfigSchema { into_chart } => config::config_schema(into_chart.as_deref()),
+        Command::Healthcheck { url } => healthcheck(&url),
     }
 }
 
@@ -120,4 +121,23 @@ pub(crate) fn checked_values(
             ))
         }
     }
+}
+
+/// `healthcheck`: `{url}/readyz` answered 200 is healthy.
+fn healthcheck(url: &str) -> Result<ExitCode, String> {
+    let probe = format!("{}/readyz", url.trim_end_matches('/'));
+    let config = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .timeout_global(Some(std::time::Duration::from_secs(10)))
+        .build();
+    let agent: ureq::Agent = config.into();
+    let mut resp = agent.get(&probe).call().map_err(|e| format!("{probe}: {e}"))?;
+    let status = resp.status().as_u16();
+    let body = resp.body_mut().read_to_string().unwrap_or_default();
+    println!("{probe}: {status} {}", body.trim_end());
+    Ok(if status == 200 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
 }

@@ -202,6 +202,7 @@ fn build(a: &Args) -> Result<String, String> {
     let gz = gz.finish().map_err(|e| format!("gzip: {e}"))?;
     let layer = blob(&a.out, &gz, MediaType::ImageLayerGzip)?;
 
+    let repository = "https://github.com/quota-engine/quota";
     let mut labels = HashMap::from([
         (
             "org.opencontainers.image.title".to_string(),
@@ -214,6 +215,19 @@ fn build(a: &Args) -> Result<String, String> {
         ),
         ("org.opencontainers.image.version".to_string(), a.version.clone()),
         ("org.opencontainers.image.licenses".to_string(), "MIT".to_string()),
+        (
+            "org.opencontainers.image.source".to_string(),
+            repository.to_string(),
+        ),
+        ("org.opencontainers.image.url".to_string(), repository.to_string()),
+        (
+            "org.opencontainers.image.documentation".to_string(),
+            format!("{repository}/blob/main/docs/deploy.md"),
+        ),
+        (
+            "org.opencontainers.image.vendor".to_string(),
+            "quota-engine".to_string(),
+        ),
         ("org.opencontainers.image.created".to_string(), created.clone()),
     ]);
     if let Some(r) = &a.revision {

@@ -34,8 +34,22 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 app.kubernetes.io/part-of: quota
 {{- end -}}
 
+{{/* The image: pinned by digest when one is given (the tag is then ignored), else by tag. */}}
 {{- define "quota-hub.image" -}}
+{{- if .Values.image.digest -}}
+{{- printf "%s@%s" .Values.image.repository .Values.image.digest -}}
+{{- else -}}
 {{- printf "%s:%s" .Values.image.repository (.Values.image.tag | default .Chart.AppVersion) -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The pods' service account: the chart's, a named one, or none (the namespace's default). */}}
+{{- define "quota-hub.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create -}}
+{{- .Values.serviceAccount.name | default (include "quota-hub.fullname" .) -}}
+{{- else -}}
+{{- .Values.serviceAccount.name -}}
+{{- end -}}
 {{- end -}}
 
 {{/* The servers' URL inside the cluster, as the CronJobs reach it. */}}
@@ -50,7 +64,13 @@ app.kubernetes.io/part-of: quota
 
 {{/* The pods' security settings, the server's and the CronJobs'. */}}
 {{- define "quota-hub.podSecurity" -}}
-automountServiceAccountToken: false
+automountServiceAccountToken: {{ .Values.serviceAccount.automountToken }}
+{{- with (include "quota-hub.serviceAccountName" .) }}
+serviceAccountName: {{ . }}
+{{- end }}
+{{- with .Values.priorityClassName }}
+priorityClassName: {{ . }}
+{{- end }}
 securityContext:
   {{- toYaml .Values.podSecurityContext | nindent 2 }}
 {{- with .Values.imagePullSecrets }}
