@@ -49,6 +49,14 @@ fn arg(p: &std::path::Path) -> String {
     p.to_string_lossy().into_owned()
 }
 
+/// `quota-hub CMD --db <the setup's file> --values <its values> ARGS...`.
+fn on_db(setup: &Setup, cmd: &str, args: &[&str]) -> (i32, String, String) {
+    let (db, values) = (format!("sqlite://{}", arg(&setup.db)), arg(&setup.values));
+    let mut all = vec![cmd, "--db", &db, "--values", &values];
+    all.extend_from_slice(args);
+    cli(&all)
+}
+
 fn seed(setup: &Setup, users: usize) {
     let csv = setup.dir.path().join("seed.csv");
     let mut text = String::from("username,quota\n");
@@ -56,15 +64,7 @@ fn seed(setup: &Setup, users: usize) {
         text.push_str(&format!("seed{i:05},{}\n", i % 1000));
     }
     std::fs::write(&csv, text).expect("csv");
-    let (code, _, err) = cli(&[
-        "set-quota",
-        "--db",
-        &format!("sqlite://{}", arg(&setup.db)),
-        "--values",
-        &arg(&setup.values),
-        "-f",
-        &arg(&csv),
-    ]);
+    let (code, _, err) = on_db(setup, "set-quota", &["-f", &arg(&csv)]);
     assert_eq!(code, 0, "{err}");
 }
 
@@ -111,17 +111,8 @@ fn a_backup_under_8_writers_holds_every_acknowledged_write_and_reconciles() {
     }
     let before: Vec<u64> = acked.iter().map(|a| a.load(Ordering::SeqCst)).collect();
     let out = setup.dir.path().join("backup.db");
-    let db_url = format!("sqlite://{}", arg(&setup.db));
     backing_up.store(true, Ordering::SeqCst);
-    let (code, stdout, err) = cli(&[
-        "backup",
-        "--db",
-        &db_url,
-        "--values",
-        &arg(&setup.values),
-        "-o",
-        &arg(&out),
-    ]);
+    let (code, stdout, err) = on_db(&setup, "backup", &["-o", &arg(&out)]);
     backing_up.store(false, Ordering::SeqCst);
     let during: u64 =
         acked.iter().map(|a| a.load(Ordering::SeqCst)).sum::<u64>() - before.iter().sum::<u64>();
@@ -160,15 +151,7 @@ fn a_backup_under_8_writers_holds_every_acknowledged_write_and_reconciles() {
         );
     }
     // A second backup to the same file needs --force.
-    let (code, _, err) = cli(&[
-        "backup",
-        "--db",
-        &db_url,
-        "--values",
-        &arg(&setup.values),
-        "-o",
-        &arg(&out),
-    ]);
+    let (code, _, err) = on_db(&setup, "backup", &["-o", &arg(&out)]);
     assert_ne!(code, 0);
     assert!(err.contains("--force"), "{err}");
     Arc::try_unwrap(server).ok().expect("one owner").stop();
@@ -178,8 +161,6 @@ fn a_backup_under_8_writers_holds_every_acknowledged_write_and_reconciles() {
 fn restore_checks_the_backup_refuses_a_running_server_and_keeps_what_it_replaces() {
     let setup = common::example();
     let admin = setup.token("root", true, &[]);
-    let db_url = format!("sqlite://{}", arg(&setup.db));
-    let values = arg(&setup.values);
     let server = setup.start(&[]);
     for (u, n) in [("alice", 30), ("bob", 40)] {
         let (st, b) = server.post(
@@ -190,15 +171,7 @@ fn restore_checks_the_backup_refuses_a_running_server_and_keeps_what_it_replaces
         assert_eq!(st, 200, "{b}");
     }
     let backup = setup.dir.path().join("b.db");
-    let (code, _, err) = cli(&[
-        "backup",
-        "--db",
-        &db_url,
-        "--values",
-        &values,
-        "-o",
-        &arg(&backup),
-    ]);
+    let (code, _, err) = on_db(&setup, "backup", &["-o", &arg(&backup)]);
     assert_eq!(code, 0, "{err}");
     let (st, b) = server.post(
         "/admin/api/quota/users/alice",
@@ -208,15 +181,7 @@ fn restore_checks_the_backup_refuses_a_running_server_and_keeps_what_it_replaces
     assert_eq!(st, 200, "{b}");
 
     // The server has the database open: refused, nothing changed.
-    let (code, _, err) = cli(&[
-        "restore",
-        "--db",
-        &db_url,
-        "--values",
-        &values,
-        "-i",
-        &arg(&backup),
-    ]);
+    let (code, _, err) = on_db(&setup, "restore", &["-i", &arg(&backup)]);
     assert_ne!(code, 0);
     assert!(
         err.contains("another process has it open") && err.contains("nothing was changed"),
@@ -252,7 +217,7 @@ fn restore_checks_the_backup_refuses_a_running_server_and_keeps_what_it_replaces
         (&tampered, "1 balance(s) differ from the sum of their ledger: bob"),
         (&older, "schema version 4, this quota-hub writes version 5"),
     ] {
-        let (code, _, err) = cli(&["restore", "--db", &db_url, "--values", &values, "-i", &arg(file)]);
+        let (code, _, err) = on_db(&setup, "restore", &["-i", &arg(file)]);
         assert_ne!(code, 0, "{}", file.display());
         assert!(
             err.contains(says) && err.contains("was not changed"),
@@ -262,15 +227,7 @@ fn restore_checks_the_backup_refuses_a_running_server_and_keeps_what_it_replaces
         assert_eq!(balances(&setup.db)[0], ("alice".to_string(), 999));
     }
 
-    let (code, stdout, err) = cli(&[
-        "restore",
-        "--db",
-        &db_url,
-        "--values",
-        &values,
-        "-i",
-        &arg(&backup),
-    ]);
+    let (code, stdout, err) = on_db(&setup, "restore", &["-i", &arg(&backup)]);
     assert_eq!(code, 0, "{err}");
     assert!(
         stdout.contains("restored") && stdout.contains("is kept as"),
@@ -305,18 +262,7 @@ fn backups_into_a_folder_are_named_by_time_and_the_oldest_go() {
         std::fs::write(dir.join(old), "x").expect("write");
     }
     let out = format!("{}/", arg(&dir));
-    let db_url = format!("sqlite://{}", arg(&setup.db));
-    let (code, stdout, err) = cli(&[
-        "backup",
-        "--db",
-        &db_url,
-        "--values",
-        &arg(&setup.values),
-        "-o",
-        &out,
-        "--keep",
-        "2",
-    ]);
+    let (code, stdout, err) = on_db(&setup, "backup", &["-o", &out, "--keep", "2"]);
     assert_eq!(code, 0, "{err}");
     assert!(
         stdout.contains("removed") && stdout.contains("quota-20200101T000000Z.db"),
@@ -336,17 +282,11 @@ fn backups_into_a_folder_are_named_by_time_and_the_oldest_go() {
             && names[2].len() == "quota-20210101T000000Z.db".len()
     );
     assert_eq!(balances(&dir.join(&names[2])).len(), 3);
-    let (code, _, err) = cli(&[
+    let (code, _, err) = on_db(
+        &setup,
         "backup",
-        "--db",
-        &db_url,
-        "--values",
-        &arg(&setup.values),
-        "-o",
-        &arg(&setup.dir.path().join("one.db")),
-        "--keep",
-        "2",
-    ]);
+        &["-o", &arg(&setup.dir.path().join("one.db")), "--keep", "2"],
+    );
     assert_ne!(code, 0);
     assert!(err.contains("--keep: only with a folder"), "{err}");
 }
