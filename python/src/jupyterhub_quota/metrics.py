@@ -22,6 +22,7 @@ from typing import Any, Iterable, Optional, Sequence
 from prometheus_client import REGISTRY, Counter, Histogram, Info
 from prometheus_client.core import GaugeMetricFamily
 
+from . import __version__
 from .engine import Event, Observer, QuotaEngine
 from .service import log
 
@@ -134,7 +135,7 @@ class Metrics(Observer):
             buckets=[0.00025 * 2**i for i in range(15)],
         )
         Info("quota_build", "The running jupyterhub-quota's version (and the commit it was built from, when known)",
-             registry=registry).info({"version": _version(), "revision": "unknown"})
+             registry=registry).info({"version": __version__, "revision": "unknown"})
         #: The enabled refresh rules' names, and their statuses as last read (`scheduler.RuleStatus`).
         self.enabled_rules: tuple[str, ...] = ()
         self.rule_statuses: list = []
@@ -260,11 +261,3 @@ class NoMetrics(Observer):
     def after_call(self, engine: QuotaEngine) -> None:
         pass
 
-
-def _version() -> str:
-    try:
-        from importlib.metadata import version
-
-        return version("jupyterhub-quota")
-    except Exception:  # noqa: BLE001 - not installed as a distribution (a source checkout)
-        return "unknown"
