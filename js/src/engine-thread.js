@@ -19,6 +19,12 @@ const { port, shared, path, values, options, component } = workerData;
 const ctl = new Int32Array(shared, 0, 4);
 const data = new Uint8Array(shared, 16);
 
+/** Sleeps until the caller has set `ctl[0]`: a wake-up alone may be a late one for an earlier call. */
+function awaitCall() {
+  while (Atomics.load(ctl, 0) === 0) Atomics.wait(ctl, 0, 0);
+  Atomics.store(ctl, 0, 0);
+}
+
 function reply(msg) {
   const bytes = serialize(msg);
   if (bytes.length <= data.length) {
@@ -43,8 +49,7 @@ try {
   // says it has read that before this thread goes on.
   const beforeMigrate = (contract) => {
     reply({ value: { migrating: true, migrationDeadlineMs: contract.migrationDeadlineMs } });
-    Atomics.wait(ctl, 0, 0);
-    Atomics.store(ctl, 0, 0);
+    awaitCall();
   };
   engine = new LocalEngine(path, values, { ...options, ...other, beforeMigrate });
   reply({ value: { migration: engine.migration, summary: engine.summary, callDeadlineMs: engine.contract.callDeadlineMs } });
@@ -55,8 +60,7 @@ try {
 for (;;) {
   // The next call often follows at once (a queue of work): look for it a moment before sleeping.
   for (let i = 0; i < 20_000 && Atomics.load(ctl, 0) === 0; i++);
-  Atomics.wait(ctl, 0, 0);
-  Atomics.store(ctl, 0, 0);
+  awaitCall();
   try {
     const { method, args } = ctl[2] < 0 ? receiveMessageOnPort(port).message : deserialize(data.subarray(0, ctl[2]));
     reply({ value: engine[method](...args) });

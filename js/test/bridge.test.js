@@ -218,3 +218,30 @@ test('jco’s debug log still works when asked for (JCO_DEBUG), though read once
   assert.match(run({ JCO_DEBUG: '1' }), /quota:engine\/sql@0\.3\.0/);
   assert.doesNotMatch(run({ JCO_DEBUG: '' }), /quota:engine\/sql@0\.3\.0/);
 });
+
+test('a wake-up that comes late or from elsewhere never hands either side the wrong bytes', async () => {
+  // A thread preempted between storing its cell and notifying it wakes the other side late, when
+  // the cell is already back to 0 and the buffer holds the next call. Another thread notifying
+  // both cells without pause makes that the rule rather than a rare ordering: every answer must
+  // still be the answer to its own call.
+  const { Worker } = await import('node:worker_threads');
+  const e = new QuotaEngine(':memory:', VALUES);
+  const stop = new Int32Array(new SharedArrayBuffer(4));
+  const noise = new Worker(`const { workerData: { ctl, stop } } = require('node:worker_threads');
+    const cells = new Int32Array(ctl, 0, 4);
+    while (Atomics.load(stop, 0) === 0) { Atomics.notify(cells, 0); Atomics.notify(cells, 1); }`,
+  { eval: true, workerData: { ctl: e.ctl.buffer, stop } });
+  try {
+    for (let i = 1; i <= 2000; i++) {
+      const user = `u${i}`.padEnd(1 + (i % 97), 'x');
+      const minutes = 1 + (i % 480);
+      assert.equal(e.estimateCost(null, minutes).estimatedCost, minutes, `call ${i}: the cost of ${minutes} minutes`);
+      const r = e.adminUpdate(user, 'set', i, {}, T0);
+      assert.equal(r.balance, i, `call ${i}: ${user}'s new balance`);
+    }
+  } finally {
+    Atomics.store(stop, 0, 1);
+    await noise.terminate();
+    e.close();
+  }
+});
