@@ -5,8 +5,13 @@
 //! as `deploy/image/Dockerfile` (python/tests/test_image.py compares the two).
 //!
 //! ```text
-//! oci-image --binary PATH --values PATH --out DIR --version V [--revision SHA] [--created EPOCH]
+//! oci-image --binary [ARCH=]PATH... --values PATH --out DIR --version V [--revision SHA] [--created EPOCH]
 //! ```
+//!
+//! `--binary` names one static binary per architecture (`amd64`, the default, or `arm64`). With
+//! one, the layout's index names that image's manifest; with several, it names an image index
+//! (the version's tag) that lists one manifest per platform, as a multi-arch build pushes it
+//! (`skopeo copy --all`).
 //!
 //! The output is reproducible: every file has the time `--created` (default `SOURCE_DATE_EPOCH`,
 //! else 0), owners are numbers, the gzip header carries no time, and the JSON is written with sorted
@@ -22,8 +27,8 @@ use std::process::ExitCode;
 use flate2::write::GzEncoder;
 use flate2::{Compression, GzBuilder};
 use oci_spec::image::{
-    Arch, ConfigBuilder, Descriptor, DescriptorBuilder, Digest, HistoryBuilder, ImageConfigurationBuilder,
-    ImageIndexBuilder, ImageManifestBuilder, MediaType, OciLayoutBuilder, Os, RootFsBuilder, Sha256Digest,
+    Arch, ConfigBuilder, Descriptor, Digest, HistoryBuilder, ImageConfigurationBuilder, ImageIndexBuilder,
+    ImageManifestBuilder, MediaType, OciLayoutBuilder, Os, PlatformBuilder, RootFsBuilder, Sha256Digest,
 };
 use sha2::{Digest as _, Sha256};
 
@@ -49,7 +54,8 @@ mod image {
 }
 
 struct Args {
-    binary: PathBuf,
+    /// One static binary per architecture, in the order given.
+    binaries: Vec<(Arch, PathBuf)>,
     values: PathBuf,
     out: PathBuf,
     version: String,
@@ -59,13 +65,26 @@ struct Args {
 
 fn args() -> Result<Args, String> {
     let mut named: HashMap<String, String> = HashMap::new();
+    let mut binaries = Vec::new();
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
         let Some(name) = flag.strip_prefix("--") else {
             return Err(format!("unexpected argument `{flag}`"));
         };
         let value = it.next().ok_or_else(|| format!("--{name}: needs a value"))?;
-        named.insert(name.to_string(), value);
+        if name == "binary" {
+            binaries.push(binary_arg(&value)?);
+        } else {
+            named.insert(name.to_string(), value);
+        }
+    }
+    if binaries.is_empty() {
+        return Err("--binary is required".into());
+    }
+    for (i, (arch, _)) in binaries.iter().enumerate() {
+        if binaries[..i].iter().any(|(a, _)| a == arch) {
+            return Err(format!("--binary: {arch} is given twice"));
+        }
     }
     let mut take = |k: &str| named.remove(k);
     let need = |v: Option<String>, k: &str| v.ok_or_else(|| format!("--{k} is required"));
@@ -77,7 +96,7 @@ fn args() -> Result<Args, String> {
         None => 0,
     };
     let a = Args {
-        binary: need(take("binary"), "binary")?.into(),
+        binaries,
         values: need(take("values"), "values")?.into(),
         out: need(take("out"), "out")?.into(),
         version: need(take("version"), "version")?,
@@ -88,6 +107,27 @@ fn args() -> Result<Args, String> {
         return Err(format!("--{k}: unknown option"));
     }
     Ok(a)
+}
+
+/// `[ARCH=]PATH`: the architectures a release builds (amd64 when no `ARCH=` is given).
+fn binary_arg(value: &str) -> Result<(Arch, PathBuf), String> {
+    let (arch, path) = match value.split_once('=') {
+        Some((a, p)) => (a, p),
+        None => ("amd64", value),
+    };
+    let arch = match arch {
+        "amd64" => Arch::Amd64,
+        "arm64" => Arch::ARM64,
+        other => {
+            return Err(format!(
+                "--binary: unknown architecture `{other}` (amd64 or arm64)"
+            ))
+        }
+    };
+    if path.is_empty() {
+        return Err("--binary: the path is empty".into());
+    }
+    Ok((arch, path.into()))
 }
 
 fn sha256(bytes: &[u8]) -> Result<Digest, String> {
@@ -120,8 +160,8 @@ fn rfc3339(seconds: u64) -> String {
 }
 
 /// The layer, uncompressed: directories first, then the files, all owned by numbers.
-fn layer(a: &Args) -> Result<Vec<u8>, String> {
-    let binary = std::fs::read(&a.binary).map_err(|e| format!("{}: {e}", a.binary.display()))?;
+fn layer(a: &Args, binary: &Path) -> Result<Vec<u8>, String> {
+    let binary = std::fs::read(binary).map_err(|e| format!("{}: {e}", binary.display()))?;
     let values = std::fs::read(&a.values).map_err(|e| format!("{}: {e}", a.values.display()))?;
     let mut tar = tar::Builder::new(Vec::new());
     let mut entry = |path: &str, mode: u32, uid: u64, body: Option<&[u8]>| -> Result<(), String> {
@@ -189,53 +229,57 @@ fn blob(out: &Path, bytes: &[u8], media: MediaType) -> Result<Descriptor, String
     Ok(Descriptor::new(media, bytes.len() as u64, digest))
 }
 
-fn build(a: &Args) -> Result<String, String> {
-    let oci = |e: oci_spec::OciSpecError| e.to_string();
-    let _ = std::fs::remove_dir_all(&a.out);
-    std::fs::create_dir_all(a.out.join("blobs/sha256")).map_err(|e| format!("{}: {e}", a.out.display()))?;
-    let created = rfc3339(a.created);
+fn oci(e: oci_spec::OciSpecError) -> String {
+    e.to_string()
+}
 
-    let tar = layer(a)?;
+/// The standard `org.opencontainers.image.*` labels (also the manifests' annotations).
+fn labels(a: &Args, created: &str) -> HashMap<String, String> {
+    let repository = "https://github.com/quota-engine/quota";
+    let mut labels: HashMap<String, String> = [
+        ("title", "quota-hub".to_string()),
+        (
+            "description",
+            "Compute-credit quotas for multi-user notebook hubs: the quota-hub server and command line"
+                .into(),
+        ),
+        ("version", a.version.clone()),
+        ("licenses", "MIT".into()),
+        ("source", repository.into()),
+        ("url", repository.into()),
+        ("documentation", format!("{repository}/blob/main/docs/deploy.md")),
+        ("vendor", "quota-engine".into()),
+        ("created", created.into()),
+    ]
+    .into_iter()
+    .map(|(k, v)| (format!("org.opencontainers.image.{k}"), v))
+    .collect();
+    if let Some(r) = &a.revision {
+        labels.insert("org.opencontainers.image.revision".into(), r.clone());
+    }
+    labels
+}
+
+/// One architecture's image: its layer, configuration and manifest, written as blobs; the
+/// manifest's descriptor names its platform.
+fn image(
+    a: &Args,
+    arch: &Arch,
+    binary: &Path,
+    labels: &HashMap<String, String>,
+) -> Result<Descriptor, String> {
+    let created = rfc3339(a.created);
+    let tar = layer(a, binary)?;
     let diff_id = sha256(&tar)?;
     let mut gz: GzEncoder<Vec<u8>> = GzBuilder::new().mtime(0).write(Vec::new(), Compression::best());
     gz.write_all(&tar).map_err(|e| format!("gzip: {e}"))?;
     let gz = gz.finish().map_err(|e| format!("gzip: {e}"))?;
     let layer = blob(&a.out, &gz, MediaType::ImageLayerGzip)?;
-
-    let repository = "https://github.com/quota-engine/quota";
-    let mut labels = HashMap::from([
-        (
-            "org.opencontainers.image.title".to_string(),
-            "quota-hub".to_string(),
-        ),
-        (
-            "org.opencontainers.image.description".to_string(),
-            "Compute-credit quotas for multi-user notebook hubs: the quota-hub server and command line"
-                .to_string(),
-        ),
-        ("org.opencontainers.image.version".to_string(), a.version.clone()),
-        ("org.opencontainers.image.licenses".to_string(), "MIT".to_string()),
-        (
-            "org.opencontainers.image.source".to_string(),
-            repository.to_string(),
-        ),
-        ("org.opencontainers.image.url".to_string(), repository.to_string()),
-        (
-            "org.opencontainers.image.documentation".to_string(),
-            format!("{repository}/blob/main/docs/deploy.md"),
-        ),
-        (
-            "org.opencontainers.image.vendor".to_string(),
-            "quota-engine".to_string(),
-        ),
-        ("org.opencontainers.image.created".to_string(), created.clone()),
-    ]);
-    if let Some(r) = &a.revision {
-        labels.insert("org.opencontainers.image.revision".into(), r.clone());
-    }
-    let config = ImageConfigurationBuilder::default()
+    // arm64 images say v8, as Docker's multi-arch builds do.
+    let variant = (*arch == Arch::ARM64).then(|| "v8".to_string());
+    let mut config = ImageConfigurationBuilder::default()
         .created(created.clone())
-        .architecture(Arch::Amd64)
+        .architecture(arch.clone())
         .os(Os::Linux)
         .config(
             ConfigBuilder::default()
@@ -267,42 +311,66 @@ fn build(a: &Args) -> Result<String, String> {
             .map_err(oci)?])
         .build()
         .map_err(oci)?;
+    config.set_variant(variant.clone());
     let config = blob(&a.out, &canonical(&config)?, MediaType::ImageConfig)?;
-
     let manifest = ImageManifestBuilder::default()
         .schema_version(2u32)
         .media_type(MediaType::ImageManifest)
         .config(config)
         .layers(vec![layer])
-        .annotations(labels)
+        .annotations(labels.clone())
         .build()
         .map_err(oci)?;
-    let manifest_bytes = canonical(&manifest)?;
-    let digest = sha256(&manifest_bytes)?;
-    let manifest = blob(&a.out, &manifest_bytes, MediaType::ImageManifest)?;
-    let manifest = DescriptorBuilder::default()
-        .media_type(MediaType::ImageManifest)
-        .size(manifest.size())
-        .digest(manifest.digest().clone())
-        .annotations(HashMap::from([(
-            "org.opencontainers.image.ref.name".to_string(),
-            a.version.clone(),
-        )]))
+    let manifest = blob(&a.out, &canonical(&manifest)?, MediaType::ImageManifest)?;
+    let mut platform = PlatformBuilder::default()
+        .architecture(arch.clone())
+        .os(Os::Linux)
         .build()
         .map_err(oci)?;
-    let index = ImageIndexBuilder::default()
-        .schema_version(2u32)
-        .media_type(MediaType::ImageIndex)
-        .manifests(vec![manifest])
-        .build()
-        .map_err(oci)?;
-    std::fs::write(a.out.join("index.json"), canonical(&index)?).map_err(|e| e.to_string())?;
+    platform.set_variant(variant);
+    let mut manifest = manifest;
+    manifest.set_platform(Some(platform));
+    Ok(manifest)
+}
+
+fn build(a: &Args) -> Result<String, String> {
+    let _ = std::fs::remove_dir_all(&a.out);
+    std::fs::create_dir_all(a.out.join("blobs/sha256")).map_err(|e| format!("{}: {e}", a.out.display()))?;
+    let labels = labels(a, &rfc3339(a.created));
+    let images = a
+        .binaries
+        .iter()
+        .map(|(arch, binary)| image(a, arch, binary, &labels))
+        .collect::<Result<Vec<_>, _>>()?;
+    let index = |manifests: Vec<Descriptor>| {
+        ImageIndexBuilder::default()
+            .schema_version(2u32)
+            .media_type(MediaType::ImageIndex)
+            .manifests(manifests)
+            .build()
+            .map_err(oci)
+    };
+    // The version's tag: the one manifest, or an index of one manifest per platform.
+    let mut tagged = match <[Descriptor; 1]>::try_from(images) {
+        Ok([one]) => one,
+        Err(several) => {
+            let mut nested = index(several)?;
+            nested.set_annotations(Some(labels));
+            blob(&a.out, &canonical(&nested)?, MediaType::ImageIndex)?
+        }
+    };
+    tagged.set_annotations(Some(HashMap::from([(
+        "org.opencontainers.image.ref.name".to_string(),
+        a.version.clone(),
+    )])));
+    let digest = tagged.digest().to_string();
+    std::fs::write(a.out.join("index.json"), canonical(&index(vec![tagged])?)?).map_err(|e| e.to_string())?;
     let layout = OciLayoutBuilder::default()
         .image_layout_version("1.0.0")
         .build()
         .map_err(oci)?;
     std::fs::write(a.out.join("oci-layout"), canonical(&layout)?).map_err(|e| e.to_string())?;
-    Ok(digest.to_string())
+    Ok(digest)
 }
 
 fn main() -> ExitCode {
@@ -336,7 +404,7 @@ mod tests {
         std::fs::write(dir.join("bin"), b"\x7fELF not really").unwrap();
         std::fs::write(dir.join("values.yaml"), b"custom: {}\n").unwrap();
         let args = |out: &str| Args {
-            binary: dir.join("bin"),
+            binaries: vec![(Arch::Amd64, dir.join("bin"))],
             values: dir.join("values.yaml"),
             out: dir.join(out),
             version: "0.0.1".into(),
@@ -352,5 +420,92 @@ mod tests {
             "{index}"
         );
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn several_architectures_make_one_tagged_index_of_one_manifest_per_platform() {
+        let dir = std::env::temp_dir().join(format!("oci-image-multi-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("amd"), b"\x7fELF amd64").unwrap();
+        std::fs::write(dir.join("arm"), b"\x7fELF arm64").unwrap();
+        std::fs::write(dir.join("values.yaml"), b"custom: {}\n").unwrap();
+        let a = Args {
+            binaries: vec![(Arch::Amd64, dir.join("amd")), (Arch::ARM64, dir.join("arm"))],
+            values: dir.join("values.yaml"),
+            out: dir.join("out"),
+            version: "0.0.2".into(),
+            revision: None,
+            created: 0,
+        };
+        let digest = build(&a).unwrap();
+        let read =
+            |p: &Path| serde_json::from_slice::<serde_json::Value>(&std::fs::read(p).unwrap()).unwrap();
+        let top = read(&a.out.join("index.json"));
+        let [tagged] = top["manifests"].as_array().unwrap().as_slice() else {
+            panic!("{top}")
+        };
+        assert_eq!(tagged["mediaType"], "application/vnd.oci.image.index.v1+json");
+        assert_eq!(tagged["digest"], digest);
+        assert_eq!(
+            tagged["annotations"]["org.opencontainers.image.ref.name"],
+            "0.0.2"
+        );
+        let nested = read(
+            &a.out
+                .join("blobs/sha256")
+                .join(digest.trim_start_matches("sha256:")),
+        );
+        let platforms: Vec<_> = nested["manifests"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| {
+                let p = &m["platform"];
+                format!(
+                    "{}/{}{}",
+                    p["os"].as_str().unwrap(),
+                    p["architecture"].as_str().unwrap(),
+                    p["variant"].as_str().map(|v| format!("/{v}")).unwrap_or_default()
+                )
+            })
+            .collect();
+        assert_eq!(platforms, ["linux/amd64", "linux/arm64/v8"]);
+        // Each manifest's configuration names its own architecture.
+        for (m, arch) in nested["manifests"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .zip(["amd64", "arm64"])
+        {
+            let manifest = read(
+                &a.out
+                    .join("blobs/sha256")
+                    .join(m["digest"].as_str().unwrap().trim_start_matches("sha256:")),
+            );
+            let config = read(
+                &a.out.join("blobs/sha256").join(
+                    manifest["config"]["digest"]
+                        .as_str()
+                        .unwrap()
+                        .trim_start_matches("sha256:"),
+                ),
+            );
+            assert_eq!(config["architecture"], arch);
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn binaries_name_a_known_architecture_once() {
+        assert_eq!(binary_arg("x").unwrap(), (Arch::Amd64, PathBuf::from("x")));
+        assert_eq!(
+            binary_arg("arm64=target/y").unwrap(),
+            (Arch::ARM64, PathBuf::from("target/y"))
+        );
+        assert_eq!(
+            binary_arg("riscv64=z").unwrap_err(),
+            "--binary: unknown architecture `riscv64` (amd64 or arm64)"
+        );
+        assert_eq!(binary_arg("arm64=").unwrap_err(), "--binary: the path is empty");
     }
 }
