@@ -39,11 +39,15 @@ bash scripts/with-postgres.sh cargo test --workspace --locked "${pg_features[@]}
 
 step "container image without an engine: a static quota-hub in an OCI layout (scripts/build-image.sh)"
 bash scripts/build-image.sh
-# The OCI tools the image test reads the layout with.
-for t in umoci skopeo; do
-    command -v "$t" >/dev/null || { if [ "$(id -u)" = 0 ]; then apt-get update -qq && env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$t" >/dev/null;
-        else sudo apt-get update -qq && sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$t" >/dev/null; fi; }
+# The OCI tools the image and release tests read the layouts with, and qemu-user to run the arm64
+# binary (command, then its Debian package).
+for pair in umoci:umoci skopeo:skopeo qemu-aarch64:qemu-user; do
+    command -v "${pair%%:*}" >/dev/null || { if [ "$(id -u)" = 0 ]; then apt-get update -qq && env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${pair#*:}" >/dev/null;
+        else sudo apt-get update -qq && sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${pair#*:}" >/dev/null; fi; }
 done
+
+step "release into dist/: wheel, npm package, amd64 + arm64 binaries and image, chart, SBOMs, checksums (scripts/release.sh)"
+bash scripts/release.sh
 
 step "python: the engine in JupyterHub (python/)"
 bash scripts/test-python.sh
