@@ -5,7 +5,7 @@
 # quota-hub embeds js/gen for its admin page, and the Python wheel carries it too.
 # Needs Node 20+ with npm, g++ and make, and target/wasm/quota-engine.wasm (scripts/build-wasm.sh).
 set -euo pipefail
-cd "$(dirname "$0")/../js"
+cd -P "$(dirname "$0")/../js"  # -P: the checkout, also when called through a symlink
 need=()
 command -v npm >/dev/null || need+=(nodejs npm)
 command -v g++ >/dev/null || need+=(g++)

@@ -2,7 +2,7 @@
 # Builds the engine component: target/wasm/quota-engine.wasm (and, with --fault, the test-only
 # fault-injection variant target/wasm/quota-engine-fault.wasm). Needs only crates.io.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd -P "$(dirname "$0")/.."  # -P: the checkout, also when called through a symlink
 rustup target list --installed 2>/dev/null | grep -q '^wasm32-unknown-unknown$' || rustup target add wasm32-unknown-unknown
 mkdir -p target/wasm
 cargo build --locked -q -p componentize

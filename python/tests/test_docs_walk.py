@@ -1,0 +1,189 @@
+"""docs/z2jh.md and docs/deploy.md walked end to end: every command of their `sh` blocks runs, as
+written and in order, from an operator's directory (the checkout's files beside the operator's
+own `config.yaml` and `my-values.yaml`), and each must succeed. What this machine lacks has a
+stand-in on PATH (python/tests/walk/bin): `docker` builds without an engine (the same image
+scripts/build-image.sh builds; z2jh's hub image as a virtualenv with its pins and the
+Dockerfile's own install line) and runs the unpacked binary; `kubectl` keeps applied objects
+after checking them against Kubernetes' schema and execs in the built hub image; `helm` renders
+with Helm's own SDK; `skopeo` is the real one with a local registry. Then what the walk made is
+read back: the image the chart deploys is the one pushed, the server served and the issued
+token works, the CronJobs and the alert rules are in the cluster, the hub's command line did
+what the docs say."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import secrets
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import urllib.request
+from pathlib import Path
+
+import pytest
+import yaml
+
+from hub import DEADLINE_S, free_port, wait_for
+
+REPO = Path(__file__).resolve().parents[2]
+WALK = Path(__file__).resolve().parent / "walk"
+VERSION = (REPO / "VERSION").read_text().strip()
+#: Placeholders the docs leave to the operator, and what the walk puts there.
+TOKEN = secrets.token_hex(32)
+PLACEHOLDERS = {"<the same string>": TOKEN}
+
+
+def commands(doc: str) -> list[str]:
+    """Every command of the document's `sh` blocks: continuation lines joined, comments dropped
+    (the shell drops trailing ones)."""
+    out = []
+    for block in re.findall(r"```sh\n(.*?)```", (REPO / doc).read_text(), re.S):
+        joined = re.sub(r"\\\n\s*", " ", block)
+        out += [line for line in joined.splitlines() if line.strip() and not line.lstrip().startswith("#")]
+    return out
+
+
+def with_placeholders(line: str) -> str:
+    for k, v in PLACEHOLDERS.items():
+        line = line.replace(k, v)
+    left = re.findall(r"<[a-z][^<>]*>", line)
+    assert not left, f"a placeholder the walk does not fill: {left} in {line}"
+    return line
+
+
+def serves(line: str) -> bool:
+    """`docker run ... IMAGE` with no command after the image: the image's default, `serve`."""
+    words = shlex.split(line, comments=True)
+    if words[:2] != ["docker", "run"]:
+        return False
+    rest = words[2:]
+    while rest and rest[0].startswith("-"):
+        rest = rest[2:] if rest[0] in ("-p", "-v", "-e") else rest[1:]
+    return len(rest) == 1
+
+
+class Walk:
+    def __init__(self, tmp: Path):
+        self.state = tmp / "state"
+        self.state.mkdir()
+        self.dir = tmp / "operator"
+        self.dir.mkdir()
+        for entry in REPO.iterdir():
+            if entry.name not in (".git", "dist"):
+                (self.dir / entry.name).symlink_to(entry)
+        # The operator's own files: the z2jh values (examples/z2jh/config.yaml), quota-hub's values.
+        shutil.copy(REPO / "examples/z2jh/config.yaml", self.dir / "config.yaml")
+        shutil.copy(REPO / "examples/values.yaml", self.dir / "my-values.yaml")
+        shutil.rmtree(REPO / "target" / "wheels", ignore_errors=True)
+        tools = tmp / "tools"
+        tools.mkdir()
+        (tools / "quota-hub").symlink_to(REPO / "target" / "debug" / "quota-hub")
+        self.port = free_port()
+        self.env = {**os.environ, "WALK_STATE": str(self.state), "WALK_REPO": str(REPO), "WALK_PORT": str(self.port),
+                    "PATH": os.pathsep.join([str(WALK / "bin"), str(tools), str(Path(sys.executable).parent), os.environ["PATH"]])}
+        self.servers: list[tuple[str, subprocess.Popen]] = []
+        self.out: dict[str, subprocess.CompletedProcess] = {}
+
+    def run(self, doc: str) -> None:
+        lines = commands(doc)
+        assert lines, doc
+        for line in lines:
+            line = with_placeholders(line)
+            if serves(line):
+                proc = subprocess.Popen(["sh", "-c", f"exec {line}"], cwd=self.dir, env=self.env, start_new_session=True)
+                self.servers.append((line, proc))
+                wait_for(f"`{line}` to serve", self.ready)
+                continue
+            r = subprocess.run(["sh", "-c", line], cwd=self.dir, env=self.env, capture_output=True, text=True, timeout=DEADLINE_S * 10)
+            assert r.returncode == 0, f"{doc}: `{line}` failed ({r.returncode}):\n{r.stdout[-3000:]}\n{r.stderr[-3000:]}"
+            self.out[line] = r
+        assert len(self.out) + len(self.servers) == len(lines), "every command ran"
+
+    def ready(self):
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/hub/readyz", timeout=5) as r:
+                return json.loads(r.read())
+        except OSError:
+            return None
+
+    def output(self, start: str) -> str:
+        [r] = [r for line, r in self.out.items() if line.startswith(start)]
+        return r.stdout
+
+    def stop(self) -> None:
+        for line, proc in self.servers:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGTERM)
+            assert proc.wait(timeout=DEADLINE_S) == 0, f"`{line}` stops cleanly on SIGTERM"
+
+    def cluster(self, kind: str, namespace: str) -> dict[str, dict]:
+        return {p.stem.split("-", 1)[1]: yaml.safe_load(p.read_text())
+                for p in sorted((self.state / "cluster" / namespace).glob(f"{kind}-*.yaml"))}
+
+
+@pytest.fixture
+def walk(tmp_path):
+    w = Walk(tmp_path)
+    try:
+        yield w
+    finally:
+        for _, proc in w.servers:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+
+
+def test_docs_deploy_md_runs_end_to_end(walk):
+    walk.run("docs/deploy.md")
+    # The server `docker run` started is up, and the admin token `token issue` wrote to the same
+    # volume works against it.
+    assert walk.ready() == {"status": "ready", "schema_version": 5}
+    token = walk.output("docker run --rm -v quota-data:/data").strip()
+    req = urllib.request.Request(f"http://127.0.0.1:{walk.port}/hub/admin/api/quota/users/alice", method="POST",
+                                 data=b'{"action": "set", "amount": 5}', headers={"Authorization": f"token {token}"})
+    with urllib.request.urlopen(req, timeout=DEADLINE_S) as r:
+        assert json.loads(r.read())["balance"] == 5
+    walk.stop()
+    assert (walk.state / "volumes" / "quota-data" / "quota.db").is_file(), "the database is on the volume"
+    # skopeo pushed the layout to the registry and the daemon, and the chart deploys that image.
+    for place in ("registry", "daemon"):
+        index = json.loads((walk.state / place / "quota-hub" / "index.json").read_text())
+        assert index["manifests"][0]["annotations"]["org.opencontainers.image.ref.name"] == VERSION
+    [deployment] = walk.cluster("Deployment", "jhub").values()
+    [container] = deployment["spec"]["template"]["spec"]["containers"]
+    assert container["image"] == f"registry.example.org/quota-hub:{VERSION}"
+    configs = walk.cluster("ConfigMap", "jhub")
+    values = yaml.safe_load(next(c for c in configs.values() if "values.yaml" in c.get("data", {}))["data"]["values.yaml"])
+    assert values["custom"] == yaml.safe_load((REPO / "examples/values.yaml").read_text())["custom"], "my-values.yaml's custom block"
+    assert "PersistentVolumeClaim" in {p.name.split("-")[0] for p in (walk.state / "cluster" / "jhub").iterdir()}
+    assert "quota-hub" in walk.output("helm install quota-hub")
+
+
+def test_docs_z2jh_md_runs_end_to_end(walk):
+    walk.run("docs/z2jh.md")
+    values = yaml.safe_load((REPO / "examples/z2jh/config.yaml").read_text())
+    image = f"{values['hub']['image']['name']}:{values['hub']['image']['tag']}"
+    assert (walk.state / "pushed" / re.sub(r"[^A-Za-z0-9_.-]+", "_", image)).read_text() == image, "the hub image was pushed"
+    # The refresh CronJobs (one per enabled rule) and the token Secret they use are in the cluster.
+    rules = [n for n, r in values["custom"]["quota"]["refreshRules"].items() if r.get("enabled")]
+    cronjobs = walk.cluster("CronJob", "jhub")
+    assert len(cronjobs) == len(rules) > 0
+    for job in cronjobs.values():
+        pod = job["spec"]["jobTemplate"]["spec"]["template"]
+        assert pod["metadata"]["labels"]["hub.jupyter.org/network-access-hub"] == "true"
+        env = {e["name"]: e for e in pod["spec"]["containers"][0]["env"]}
+        assert any(e.get("valueFrom", {}).get("secretKeyRef", {}).get("name") == "quota-refresh-token" for e in env.values())
+    assert walk.cluster("Secret", "default")["quota-refresh-token"]["stringData"]["token"] == TOKEN
+    [rule] = walk.cluster("PrometheusRule", "jhub").values()
+    exprs = [r["expr"] for g in rule["spec"]["groups"] for r in g["rules"]]
+    assert any('job="hub", namespace="jhub"' in e for e in exprs), exprs
+    # The hub's command line, inside the image the walk built: what section 8 did.
+    assert re.search(r"^alice\s+150\s", walk.output("kubectl exec -n jhub deploy/hub -- jupyterhub-quota list"), re.M)
+    ledger = (walk.dir / "ledger.csv").read_text().splitlines()
+    assert ledger[0].startswith("id,created_at,username,transaction_type,amount") and len(ledger) == 5
+    [backup] = (walk.state / "hub-container" / "srv" / "jupyterhub" / "backups").iterdir()
+    assert backup.suffix == ".db"
+    assert "every balance equals its ledger" in walk.output("kubectl exec -n jhub deploy/hub -- jupyterhub-quota check")
