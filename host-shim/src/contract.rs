@@ -1,10 +1,16 @@
 //! The hosting contract (wit/0.3.0, `hosting`): how the component must be hosted, as it states it.
 //! Read once per [`crate::Runtime`] for each dialect; this module is the one place the Rust host
 //! applies it: connection set-up, the busy wait, retry pauses, error kinds and what they mean.
+//! Data only: running the set-up statements on a connection is `sql::set_up`.
 
 use std::time::Duration;
 
-use crate::sql::{Database, Dialect, SqlError};
+/// The SQL a database speaks: the contract differs per dialect.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Dialect {
+    Sqlite,
+    Postgres,
+}
 
 /// The kinds of storage failure.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -93,16 +99,6 @@ impl HostingContract {
             .map_or(ErrorKind::Other, |(_, k)| *k)
     }
 
-    /// A driver's failure as a storage error of the contract's kind.
-    pub fn error(&self, code: &str, message: String) -> SqlError {
-        match self.kind_of(code) {
-            ErrorKind::Busy => SqlError::Busy,
-            ErrorKind::Conflict => SqlError::Conflict(message),
-            ErrorKind::Constraint => SqlError::Constraint(message),
-            ErrorKind::Other => SqlError::Other(message),
-        }
-    }
-
     /// What a failure of `kind` means.
     pub fn handling(&self, kind: ErrorKind) -> Handling {
         self.error_handling
@@ -127,53 +123,6 @@ impl HostingContract {
             .min(self.backoff_max);
         let jitter = full.as_nanos() as u64 * u64::from(self.jitter_percent) / 100;
         full - Duration::from_nanos(if jitter == 0 { 0 } else { random() % (jitter + 1) })
-    }
-
-    /// Runs the set-up statements on a new connection, `{busy_wait_ms}` and `{synchronous}`
-    /// filled in; a statement marked `retry_while_busy` runs again until `busy_wait` has passed.
-    pub fn set_up(
-        &self,
-        db: &mut dyn Database,
-        busy_wait: Duration,
-        durability: Durability,
-    ) -> Result<(), SqlError> {
-        let synchronous = match durability {
-            Durability::Full => "FULL",
-            Durability::Normal => "NORMAL",
-        };
-        for s in &self.connection_setup {
-            let sql = s
-                .sql
-                .replace("{busy_wait_ms}", &busy_wait.as_millis().to_string())
-                .replace("{synchronous}", synchronous);
-            let deadline = std::time::Instant::now() + busy_wait;
-            let mut pause = Duration::from_millis(1);
-            let rows = loop {
-                match db.query(&sql, &[]) {
-                    Err(SqlError::Busy) if s.retry_while_busy && std::time::Instant::now() < deadline => {
-                        std::thread::sleep(pause);
-                        pause = (pause * 2).min(Duration::from_millis(50));
-                    }
-                    other => break other?,
-                }
-            };
-            if s.expect.is_empty() {
-                continue;
-            }
-            let got = rows
-                .first()
-                .and_then(|r| r.first())
-                .and_then(|v| v.as_text())
-                .unwrap_or_default()
-                .to_string();
-            if !s.expect.iter().any(|e| e.eq_ignore_ascii_case(&got)) {
-                return Err(SqlError::Other(format!(
-                    "`{sql}` answered {got:?}, expected one of {:?}",
-                    s.expect
-                )));
-            }
-        }
-        Ok(())
     }
 }
 

@@ -106,5 +106,5 @@ pub(super) fn pg_err(contract: &HostingContract, e: tokio_postgres::Error) -> Sq
         .map(|d| d.message().to_string())
         .unwrap_or_else(|| e.to_string());
     let code = e.code().map(|c| c.code()).unwrap_or_default();
-    contract.error(code, format!("postgres: {message}"))
+    SqlError::from_driver(contract, code, format!("postgres: {message}"))
 }

@@ -25,7 +25,7 @@ impl SqliteDb {
             rusqlite::Error::SqliteFailure(f, _) => result_code_name(f.extended_code),
             _ => "",
         };
-        self.contract.error(code, format!("sqlite: {e}"))
+        SqlError::from_driver(&self.contract, code, format!("sqlite: {e}"))
     }
 
     /// Runs `sql` with `params` and hands `row` each row's values, read one way for every caller.

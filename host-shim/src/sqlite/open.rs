@@ -43,12 +43,13 @@ impl SqliteDb {
     pub fn open(rt: &Runtime, path: &Path, options: SqliteOptions) -> Result<SqliteDb, SqlError> {
         configure_sqlite();
         let contract = rt.contract(Dialect::Sqlite);
-        let conn = Connection::open(path).map_err(|e| contract.error("", format!("sqlite: {e}")))?;
+        let conn = Connection::open(path)
+            .map_err(|e| SqlError::from_driver(&contract, "", format!("sqlite: {e}")))?;
         conn.set_prepared_statement_cache_capacity(statement_cache_capacity);
         let mut db = SqliteDb { conn, contract };
         let busy = options.busy_timeout.unwrap_or(db.contract.busy_wait);
         let c = db.contract.clone();
-        c.set_up(&mut db, busy, options.durability.unwrap_or(Durability::Full))?;
+        crate::sql::set_up(&mut db, &c, busy, options.durability.unwrap_or(Durability::Full))?;
         if options.no_auto_checkpoint {
             db.query("PRAGMA wal_autocheckpoint = 0", &[])?;
         }
