@@ -2,29 +2,17 @@
 
 #![allow(non_upper_case_globals)]
 
+mod app;
 mod cli;
 mod clock;
 mod commands;
-mod cronjobs;
-mod db;
-mod durable;
 mod engine;
-mod health;
-mod host_tables;
+mod http;
 mod listen;
 mod log;
 mod metrics;
-mod migrate_db;
-mod pages;
-mod pool;
-mod process_metrics;
-mod quota_file;
-mod scheduler;
-mod server;
-mod target;
-mod token_commands;
-mod token_import;
-mod token_rows;
+mod schedule;
+mod storage;
 mod tokens;
 mod values;
 

@@ -12,8 +12,9 @@ use std::time::Instant;
 
 use quota_host::{Database, SqlValue, SqliteDb, SqliteOptions, Worker};
 
-use crate::db::{self, Db};
-use crate::{engine, migrate_db};
+use crate::commands::migrate_db;
+use crate::engine;
+use crate::storage::db::{self, Db};
 
 /// What a checked copy holds.
 struct Checked {

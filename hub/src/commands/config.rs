@@ -3,8 +3,8 @@
 use std::process::ExitCode;
 
 use crate::clock::Clock;
-use crate::cronjobs;
 use crate::engine;
+use crate::schedule::cronjobs;
 
 use super::checked_values;
 

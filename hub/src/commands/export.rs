@@ -10,7 +10,7 @@ use std::process::ExitCode;
 use serde_json::Value;
 
 use crate::cli::ExportLedgerArgs;
-use crate::target::{segment, Target};
+use crate::commands::target::{segment, Target};
 
 /// The CSV columns, in order (the REST API's transaction fields).
 pub const csv_columns: [&str; 10] = [

@@ -7,8 +7,8 @@ use std::process::ExitCode;
 use serde_json::{json, Value};
 
 use crate::cli::{GroupCommand, GroupMembersArgs, SyncGroupsArgs};
-use crate::quota_file;
-use crate::target::{segment, Target};
+use crate::commands::quota_file;
+use crate::commands::target::{segment, Target};
 
 /// Usernames per request when a group's members or a sync's changes are sent in parts (a request
 /// body stays far below the engine's 1 MiB limit).

@@ -4,9 +4,13 @@ mod backup;
 mod config;
 mod export;
 mod groups;
+pub mod migrate_db;
 mod quota;
+pub mod quota_file;
 mod refresh;
 mod serve;
+pub mod target;
+mod token;
 
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -14,9 +18,10 @@ use std::sync::Arc;
 use quota_host::Worker;
 
 use crate::cli::{Cli, Command};
-use crate::cronjobs;
-use crate::target::Target;
-use crate::{token_commands, values};
+use crate::commands::target::Target;
+use crate::commands::token as token_commands;
+use crate::schedule::cronjobs;
+use crate::values;
 
 pub fn run(cli: Cli) -> Result<ExitCode, String> {
     match cli.command {
@@ -41,7 +46,7 @@ pub fn run(cli: Cli) -> Result<ExitCode, String> {
             to,
             values,
             replace,
-        } => crate::migrate_db::run(&from, &to, &values, replace).map(|()| ExitCode::SUCCESS),
+        } => crate::commands::migrate_db::run(&from, &to, &values, replace).map(|()| ExitCode::SUCCESS),
         Command::RenderCronjobs {
             values,
             namespace,

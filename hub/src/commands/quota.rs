@@ -7,8 +7,8 @@ use quota_core::limits::batch_users_max;
 use serde_json::json;
 
 use crate::cli::QuotaArgs;
-use crate::quota_file::{self, Entry};
-use crate::target::{segment, Target};
+use crate::commands::quota_file::{self, Entry};
+use crate::commands::target::{segment, Target};
 
 /// Files with more rows than this get a progress bar.
 const progress_rows_min: usize = 300;

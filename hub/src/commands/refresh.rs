@@ -4,9 +4,9 @@ use std::process::ExitCode;
 
 use crate::cli::{self};
 use crate::clock::Clock;
-use crate::cronjobs;
-use crate::target::Target;
-use crate::{engine, scheduler, values};
+use crate::commands::target::Target;
+use crate::schedule::cronjobs;
+use crate::{engine, schedule as scheduler, values};
 
 /// `refresh RULE`: on the database (`--db`), or sent to a server (`--url`) as the rule's refresh
 /// request; with `--scheduled-within`, under the run id of its latest scheduled minute.

@@ -8,15 +8,16 @@ use std::time::Duration;
 use quota_core::Timestamp;
 use quota_host::Checkpointer;
 
+use crate::app::App;
 use crate::cli::ServeArgs;
 use crate::clock::{self, Clock};
-use crate::db::{self, Db};
+use crate::engine::pool::{Kind, Pool, PoolOptions};
+use crate::http;
 use crate::log::info;
 use crate::metrics::Metrics;
-use crate::pool::{Kind, Pool, PoolOptions};
-use crate::server::{self, App};
-use crate::token_import;
-use crate::{engine, listen, scheduler};
+use crate::storage::db::{self, Db};
+use crate::tokens::import;
+use crate::{engine, listen, schedule as scheduler};
 
 use super::checked_values;
 
@@ -28,7 +29,7 @@ pub(super) fn serve(a: ServeArgs) -> Result<ExitCode, String> {
     let (doc, _) = checked_values(&a.values, &rt, "; not serving")?;
     let db = db::parse(&a.db)?;
     if let (Db::Sqlite(path), false) = (&db, a.allow_ephemeral_db) {
-        crate::durable::check(&a.db, path)?;
+        crate::storage::durable::check(&a.db, path)?;
     }
     let clock = match &a.clock_start {
         Some(s) => Clock::starting_at(Timestamp::parse(s).map_err(|e| format!("--clock-start: {e}"))?),
@@ -40,7 +41,7 @@ pub(super) fn serve(a: ServeArgs) -> Result<ExitCode, String> {
     // Every problem of the tokens file before anything starts (as for the values file).
     let imported = match &a.tokens {
         Some(path) => Some(
-            token_import::read(path, &|k| std::env::var(k).ok())
+            import::read(path, &|k| std::env::var(k).ok())
                 .map_err(|p| format!("--tokens: {}; not serving", p.join("; ")))?,
         ),
         None => None,
@@ -76,7 +77,7 @@ pub(super) fn serve(a: ServeArgs) -> Result<ExitCode, String> {
     };
     let app = Arc::new(App {
         pool,
-        base: server::normalise_base(&a.base_url),
+        base: http::normalise_base(&a.base_url),
         clock,
         test_clock: a.test_clock,
         scheduler: !a.no_scheduler,
@@ -99,7 +100,7 @@ pub(super) fn serve(a: ServeArgs) -> Result<ExitCode, String> {
             let (to_apply, read) = (tokens.clone(), tokens);
             let summary = app
                 .pool
-                .run_in_tx(Kind::Write, move |tx| token_import::apply(tx, &to_apply, now))
+                .run_in_tx(Kind::Write, move |tx| import::apply(tx, &to_apply, now))
                 .await?
                 .map_err(|e| format!("--tokens: importing: {e}"))?;
             info!(
@@ -107,10 +108,10 @@ pub(super) fn serve(a: ServeArgs) -> Result<ExitCode, String> {
                 summary.added, summary.kept, summary.removed
             );
             // A rotated Secret is imported again while serving.
-            tokio::spawn(scheduler::follow_tokens_forever(app.clone(), path, read));
+            tokio::spawn(scheduler::upkeep::follow_tokens_forever(app.clone(), path, read));
         }
         let served = run_server(app.clone(), &a.listen).await;
-        scheduler::record_token_use(&app).await;
+        scheduler::upkeep::record_token_use(&app).await;
         served
     });
     tokio_rt.shutdown_timeout(Duration::from_secs(5));
@@ -159,8 +160,8 @@ async fn run_server(app: Arc<App>, listen: &str) -> Result<(), String> {
         }
         tokio::spawn(scheduler::run_rule_forever(app.clone(), rule.name.clone(), t0));
     }
-    tokio::spawn(scheduler::purge_replays_forever(app.clone()));
-    tokio::spawn(scheduler::record_token_use_forever(app.clone()));
+    tokio::spawn(scheduler::upkeep::purge_replays_forever(app.clone()));
+    tokio::spawn(scheduler::upkeep::record_token_use_forever(app.clone()));
     let listener = tokio::net::TcpListener::bind(listen)
         .await
         .map_err(|e| format!("--listen {listen}: {e}"))?;
@@ -173,7 +174,7 @@ async fn run_server(app: Arc<App>, listen: &str) -> Result<(), String> {
     println!("quota-hub listening on http://{addr}{}/", app.base);
     let _ = std::io::stdout().flush();
     let limits = app.limits;
-    listen::serve(listener, server::router(app), limits, stop).await;
+    listen::serve(listener, http::router(app), limits, stop).await;
     Ok(())
 }
 

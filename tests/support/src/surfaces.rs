@@ -12,7 +12,7 @@ use serde_json::Value;
 // `quota-hub set-quota -f` / `add-quota -f`: the binary's own module, compiled here as well (the
 // hub is a binary crate, so this is the one way to reach the exact code it runs).
 #[allow(dead_code)]
-#[path = "../../../hub/src/quota_file.rs"]
+#[path = "../../../hub/src/commands/quota_file.rs"]
 mod quota_file;
 
 /// The fuzz targets, by name: `scripts/fuzz.sh` runs each, and `tests/fuzz-regressions/<name>/`

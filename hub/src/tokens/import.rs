@@ -19,8 +19,8 @@ use std::path::Path;
 use quota_core::Timestamp;
 use quota_host::HostError;
 
-use crate::host_tables::Sql;
-use crate::token_rows::{self, TokenRecord};
+use super::rows::{self, TokenRecord};
+use crate::storage::host_tables::Sql;
 use crate::tokens;
 
 /// The scopes a token may have (as `token issue --scope`).
@@ -183,10 +183,10 @@ pub fn apply(
     now: Timestamp,
 ) -> Result<Summary, HostError> {
     let mut summary = Summary::default();
-    let current = token_rows::list_tokens(db)?;
+    let current = rows::list_tokens(db)?;
     for old in current.iter().filter(|t| t.imported) {
         if !tokens.iter().any(|t| t.hash == old.hash) {
-            summary.removed += token_rows::delete_tokens(db, std::slice::from_ref(&old.hash))? as usize;
+            summary.removed += rows::delete_tokens(db, std::slice::from_ref(&old.hash))? as usize;
         }
     }
     for t in tokens {
@@ -212,12 +212,12 @@ pub fn apply(
                     last_used: c.last_used,
                     ..record
                 };
-                token_rows::delete_tokens(db, std::slice::from_ref(&c.hash))?;
-                token_rows::put_token(db, &record)?;
+                rows::delete_tokens(db, std::slice::from_ref(&c.hash))?;
+                rows::put_token(db, &record)?;
                 summary.added += 1;
             }
             None => {
-                token_rows::put_token(db, &record)?;
+                rows::put_token(db, &record)?;
                 summary.added += 1;
             }
         }

@@ -17,7 +17,7 @@ use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use quota_host::{HostError, SqlError};
 
-use crate::pool::{Kind, Pool};
+use crate::engine::pool::{Kind, Pool};
 
 /// Below the base URL.
 pub const healthz_path: &str = "/healthz";

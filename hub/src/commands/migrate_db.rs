@@ -7,8 +7,9 @@ use std::time::Instant;
 use quota_host::contract::Table;
 use quota_host::{Database, SqlValue};
 
-use crate::db::{self, Db};
-use crate::{engine, host_tables, values};
+use crate::storage::db::{self, Db};
+use crate::storage::host_tables;
+use crate::{engine, values};
 
 /// Rows read from the source and written to the target at a time.
 const page_rows: i64 = 5_000;

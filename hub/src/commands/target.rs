@@ -6,7 +6,8 @@ use quota_host::Worker;
 
 use crate::cli;
 use crate::clock::Clock;
-use crate::{db, engine, values};
+use crate::storage::db;
+use crate::{engine, values};
 
 pub enum Target {
     Local(Box<Worker>, Caller),

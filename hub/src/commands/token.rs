@@ -7,8 +7,9 @@ use quota_host::Database;
 
 use crate::cli::TokenCommand;
 use crate::clock::Clock;
-use crate::token_rows::{self, TokenRecord};
-use crate::{db, host_tables, tokens};
+use crate::storage::{db, host_tables};
+use crate::tokens;
+use crate::tokens::rows::{self, TokenRecord};
 
 pub fn run(command: TokenCommand) -> Result<ExitCode, String> {
     let url = match &command {
@@ -32,14 +33,14 @@ pub fn run(command: TokenCommand) -> Result<ExitCode, String> {
             println!("{secret}");
         }
         TokenCommand::List { .. } => {
-            let all = token_rows::list_tokens(conn).map_err(|e| e.to_string())?;
+            let all = rows::list_tokens(conn).map_err(|e| e.to_string())?;
             print!("{}", table(&all, now));
         }
         TokenCommand::Revoke { what, .. } => {
-            let all = token_rows::list_tokens(conn).map_err(|e| e.to_string())?;
+            let all = rows::list_tokens(conn).map_err(|e| e.to_string())?;
             let hashes = matching(&all, &what)?;
             conn.begin().map_err(|e| e.to_string())?;
-            let n = match token_rows::delete_tokens(conn, &hashes) {
+            let n = match rows::delete_tokens(conn, &hashes) {
                 Ok(n) => n,
                 Err(e) => {
                     let _ = conn.rollback();

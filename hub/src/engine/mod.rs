@@ -1,11 +1,13 @@
 //! The engine component, built into this binary, and workers over a database.
 
+pub mod pool;
+
 use std::sync::Arc;
 
 use quota_host::{default_cache_dir, Limits, Runtime, Worker};
 
-use crate::db::Db;
-use crate::host_tables;
+use crate::storage::db::Db;
+use crate::storage::host_tables;
 
 /// `scripts/build-wasm.sh` writes it; the binary carries it, so an operator deploys one file.
 static component: &[u8] = include_bytes!(concat!(

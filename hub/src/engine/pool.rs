@@ -17,8 +17,8 @@ use std::thread::JoinHandle;
 use quota_core::refresh::Step;
 use quota_host::{ConfigSummary, GroupCall, HostError, Observer, Runtime, Tx, Worker};
 
-use crate::db::Db;
 use crate::engine;
+use crate::storage::db::Db;
 
 enum Job {
     /// Runs with the worker to itself (its own transactions, or none).

@@ -3,22 +3,22 @@
 //! on one database (or a restart within the minute) never apply a run twice. A run missed while no
 //! server was up is not replayed; the server says so when it starts.
 
+pub mod cronjobs;
+pub mod upkeep;
+
 use std::sync::Arc;
 use std::time::Duration;
 
 use quota_core::Timestamp;
 use quota_host::{HostError, Worker};
 
+use crate::app::App;
+use crate::engine::pool::Kind;
 use crate::log::info;
-use crate::pool::Kind;
-use crate::server::App;
-use crate::{host_tables, token_import, token_rows};
+use crate::metrics::RuleStatus;
 
 /// How far back a server looks for a run it missed.
 const missed_lookback_seconds: i64 = 7 * 24 * 60 * 60;
-/// Idempotency-Key replays are kept at least 24 hours; older ones are purged hourly.
-const replay_keep_seconds: i64 = 48 * 60 * 60;
-const purge_interval_seconds: u64 = 60 * 60;
 
 /// `rule@2026-11-22T10:00:00Z`.
 pub fn run_id(rule: &str, at: Timestamp) -> String {
@@ -41,18 +41,6 @@ pub fn previous_fire(w: &mut Worker, rule: &str, now: Timestamp) -> Result<Optio
 
 /// How many of a rule's latest fire times the metrics look through for the last applied run.
 const metrics_fires_checked: usize = 32;
-
-/// One enabled rule as the metrics show it.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct RuleStatus {
-    pub rule: String,
-    /// Its newest fire time at or before now (within the lookback).
-    pub last_scheduled: Timestamp,
-    /// Whether that run was applied (by any server, hub or CronJob: the database says).
-    pub last_applied: bool,
-    /// The newest of its latest fire times whose run was applied, if any.
-    pub last_success: Option<Timestamp>,
-}
 
 /// The fire times of `rule` at or before `now`, oldest first: the window widens from an hour until
 /// it holds [`metrics_fires_checked`] of them or reaches the lookback, so a rule that fires every
@@ -180,127 +168,6 @@ pub async fn run_rule_forever(app: Arc<App>, rule: String, since: Timestamp) {
             Ok(Err(HostError::Quota(e))) => info!("refresh rule {rule}: run {id} refused: {e}"),
             Ok(Err(e)) => info!("refresh rule {rule}: run {id} failed and was rolled back: {e}"),
             Err(e) => info!("refresh rule {rule}: run {id} not run: {e}"),
-        }
-    }
-}
-
-/// Forgets old Idempotency-Key replays, hourly.
-pub async fn purge_replays_forever(app: Arc<App>) {
-    let mut tick = tokio::time::interval(Duration::from_secs(purge_interval_seconds));
-    loop {
-        tick.tick().await;
-        let before = app.clock.now().plus_seconds(-replay_keep_seconds);
-        match app
-            .pool
-            .run(Kind::Write, move |w| {
-                w.transaction(false, |tx| host_tables::purge_idempotent(tx, before))
-            })
-            .await
-        {
-            Ok(Ok(0)) => {}
-            Ok(Ok(n)) => info!("forgot {n} Idempotency-Key replays older than {before}"),
-            Ok(Err(e)) => info!("purging Idempotency-Key replays failed: {e}"),
-            Err(e) => info!("purging Idempotency-Key replays not run: {e}"),
-        }
-    }
-}
-
-/// How often the tokens' `last_used` is written (the "at most once a minute").
-const token_use_interval_seconds: u64 = 60;
-
-/// How often `serve --tokens FILE` reads FILE and the secrets it names again (a Kubernetes Secret
-/// mounted as files changes in place, within about a minute of its update).
-const tokens_poll_interval_seconds: u64 = 5;
-
-/// Re-imports `--tokens FILE` whenever it or a secret it names says something else than what was
-/// imported last (`imported`, as read at start): a rotated Secret takes effect without a restart.
-/// A file that no longer reads cleanly is reported once per distinct problem and changes nothing.
-pub async fn follow_tokens_forever(
-    app: Arc<App>,
-    path: std::path::PathBuf,
-    mut imported: Vec<token_import::Imported>,
-) {
-    let mut tick = tokio::time::interval(Duration::from_secs(tokens_poll_interval_seconds));
-    let mut last_problem = String::new();
-    sort(&mut imported);
-    loop {
-        tick.tick().await;
-        let mut now_read = match token_import::read(&path, &|k| std::env::var(k).ok()) {
-            Ok(t) => t,
-            Err(problems) => {
-                let p = problems.join("; ");
-                if p != last_problem {
-                    info!(
-                        "--tokens: {} changed and is refused, the imported tokens stay as they were: {p}",
-                        path.display()
-                    );
-                    last_problem = p;
-                }
-                continue;
-            }
-        };
-        last_problem.clear();
-        sort(&mut now_read);
-        if now_read == imported {
-            continue;
-        }
-        let (tokens, now) = (now_read.clone(), app.clock.now());
-        match app
-            .pool
-            .run_in_tx(Kind::Write, move |tx| token_import::apply(tx, &tokens, now))
-            .await
-        {
-            Ok(Ok(s)) => {
-                info!(
-                    "--tokens: {} changed: {} token(s) imported, {} kept, {} removed",
-                    path.display(),
-                    s.added,
-                    s.kept,
-                    s.removed
-                );
-                imported = now_read;
-            }
-            // Tried again at the next tick.
-            Ok(Err(e)) => info!("--tokens: {} changed; importing failed: {e}", path.display()),
-            Err(e) => info!("--tokens: {} changed; importing failed: {e}", path.display()),
-        }
-    }
-
-    fn sort(t: &mut [token_import::Imported]) {
-        t.sort_by(|a, b| a.name.cmp(&b.name));
-    }
-}
-
-/// Writes the tokens' `last_used` once a minute.
-pub async fn record_token_use_forever(app: Arc<App>) {
-    let mut tick = tokio::time::interval(Duration::from_secs(token_use_interval_seconds));
-    loop {
-        tick.tick().await;
-        record_token_use(&app).await;
-    }
-}
-
-/// Writes `last_used` of the tokens used since the last write (at shutdown too). A failure is
-/// logged and the uses kept for the next try.
-pub async fn record_token_use(app: &App) {
-    let used = app.token_use.take();
-    if used.is_empty() {
-        return;
-    }
-    let (again, usage) = (used.clone(), app.token_use.clone());
-    let written = app
-        .pool
-        .run(Kind::Write, move |w| {
-            w.transaction(false, |tx| token_rows::touch_tokens(tx, &used))
-        })
-        .await;
-    if let Err(e) = written
-        .map_err(|e| e.to_string())
-        .and_then(|r| r.map_err(|e| e.to_string()))
-    {
-        info!("recording when tokens were last used failed (kept for the next try): {e}");
-        for (hash, when) in again {
-            usage.note(&hash, when);
         }
     }
 }

@@ -3,47 +3,36 @@
 //! a read transaction; everything else to the writer. The engine owns routing, authorisation and
 //! every response body; this module only adds 404 outside the base URL and the Idempotency-Key.
 
+mod body;
+pub mod health;
+pub mod pages;
+mod respond;
+pub mod routes;
+mod scrape;
+
+use body::read_body;
+use respond::{error, json, with_allow};
+
 use std::sync::Arc;
 
 use axum::body::Body;
 use axum::extract::{Request, State};
-use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
-use axum::response::{IntoResponse, Response};
-use http_body_util::BodyExt;
+use axum::http::HeaderMap;
+use axum::response::Response;
 use quota_core::limits::body_bytes_max;
 use quota_core::refresh::Step;
 use quota_core::Timestamp;
 use quota_host::{HostError, Tx};
 
-use crate::clock::Clock;
-use crate::host_tables::{self, IdempotencyKey, IdempotencyRecord};
-use crate::listen::ConnLimits;
+use crate::app::App;
+use crate::engine::pool::Kind;
 use crate::log::info;
-use crate::metrics::{self, Metrics};
-use crate::pool::{Kind, Pool};
+use crate::metrics;
+use crate::storage::host_tables::{self, IdempotencyKey, IdempotencyRecord};
 use crate::tokens;
 
 /// Longest `Idempotency-Key` accepted.
 const idempotency_key_chars_max: usize = 255;
-
-pub struct App {
-    pub pool: Pool,
-    /// `/hub`, or empty for the root.
-    pub base: String,
-    pub clock: Clock,
-    /// Honour `X-Quota-Test-Now` (tests only).
-    pub test_clock: bool,
-    /// Run the values file's refresh rules at their cron times in this process.
-    pub scheduler: bool,
-    /// Tokens used since `last_used` was last written.
-    pub token_use: Arc<tokens::Usage>,
-    pub limits: ConnLimits,
-    /// Counted as requests are answered and engine calls commit; served at `{base}/metrics`.
-    /// `None` with `--no-metrics`.
-    pub metrics: Option<Arc<Metrics>>,
-    /// Access log lines for the probes (`{base}/healthz`, `{base}/readyz`) too.
-    pub log_probes: bool,
-}
 
 pub fn router(app: Arc<App>) -> axum::Router {
     axum::Router::new().fallback(handle).with_state(app)
@@ -59,59 +48,6 @@ pub fn normalise_base(base: &str) -> String {
     } else {
         format!("/{b}")
     }
-}
-
-/// A JSON response: the engine's bytes and a newline (so curl's output does not run into the
-/// prompt; every JSON parser ignores it).
-fn json(status: u16, mut body: String) -> Response {
-    let code = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-    body.push('\n');
-    (code, [(header::CONTENT_TYPE, "application/json")], body).into_response()
-}
-
-fn error(status: u16, message: &str) -> Response {
-    json(status, serde_json::json!({ "error": message }).to_string())
-}
-
-/// A 405 names the methods the resource answers (RFC 9110 15.5.6).
-fn with_allow(mut r: Response, methods: &[&str]) -> Response {
-    if r.status() == StatusCode::METHOD_NOT_ALLOWED {
-        if let Ok(v) = HeaderValue::from_str(&methods.join(", ")) {
-            r.headers_mut().insert(header::ALLOW, v);
-        }
-    }
-    r
-}
-
-/// How much of an oversized body is read and thrown away before the 413 is sent. A client that
-/// does not send `Expect: 100-continue` (Python's http.client, many libraries) writes its whole
-/// body before reading; closing with its bytes unread makes the kernel reset the connection and
-/// the client never reads the answer. Past this, the connection is closed.
-pub const oversized_body_drain_bytes_max: usize = 16 << 20;
-
-/// The body, or `None` when it is larger than the engine takes (read to its end, or to
-/// [`oversized_body_drain_bytes_max`] past the limit, and thrown away).
-async fn read_body(mut body: Body, silence_max: std::time::Duration) -> Result<Option<Vec<u8>>, String> {
-    let mut kept = Vec::new();
-    let mut seen = 0usize;
-    loop {
-        let Ok(frame) = tokio::time::timeout(silence_max, body.frame()).await else {
-            return Err(format!(
-                "nothing received for {} ms (--body-read-timeout-ms)",
-                silence_max.as_millis()
-            ));
-        };
-        let Some(frame) = frame else { break };
-        let frame = frame.map_err(|e| e.to_string())?;
-        let Ok(data) = frame.into_data() else { continue };
-        seen = seen.saturating_add(data.len());
-        if seen <= body_bytes_max {
-            kept.extend_from_slice(&data);
-        } else if seen > body_bytes_max + oversized_body_drain_bytes_max {
-            break;
-        }
-    }
-    Ok((seen <= body_bytes_max).then_some(kept))
 }
 
 fn header_str<'h>(h: &'h HeaderMap, name: &str) -> Option<&'h str> {
@@ -140,7 +76,7 @@ async fn handle(State(app): State<Arc<App>>, req: Request) -> Response {
     let route = app
         .metrics
         .as_ref()
-        .map(|_| metrics::route_label(&app.base, req.uri().path()));
+        .map(|_| routes::route_label(&app.base, req.uri().path()));
     let req_path = req.uri().path().to_string();
     let caller = Arc::new(std::sync::OnceLock::new());
     let response = answer(app.clone(), req, caller.clone()).await;
@@ -150,7 +86,7 @@ async fn handle(State(app): State<Arc<App>>, req: Request) -> Response {
     }
     let probe = req_path
         .strip_prefix(app.base.as_str())
-        .is_some_and(crate::health::is_probe);
+        .is_some_and(crate::http::health::is_probe);
     if probe && !app.log_probes {
         return response;
     }
@@ -177,10 +113,10 @@ async fn answer(app: Arc<App>, req: Request, caller_name: Arc<std::sync::OnceLoc
             &format!("No route for {full_path} (routes are under {}/)", app.base),
         );
     };
-    if let Some(probe) = crate::health::answer(&app.pool, parts.method.as_str(), path).await {
+    if let Some(probe) = crate::http::health::answer(&app.pool, parts.method.as_str(), path).await {
         return probe;
     }
-    if let Some(page) = crate::pages::answer(parts.method.as_str(), path, &app.base) {
+    if let Some(page) = crate::http::pages::answer(parts.method.as_str(), path, &app.base) {
         return page;
     }
     let path = path.to_string();
@@ -203,7 +139,7 @@ async fn answer(app: Arc<App>, req: Request, caller_name: Arc<std::sync::OnceLoc
         // pool then finds it gone ("peer disconnected", seen in CI after the 405).
         let _ = read_body(Body::new(body), app.limits.body_read_timeout).await;
         return match &app.metrics {
-            Some(m) => scrape(&app, m, &method, secret, now, caller_name).await,
+            Some(m) => scrape::scrape(&app, m, &method, secret, now, caller_name).await,
             None => error(404, "Metrics are off on this server (--no-metrics)"),
         };
     }
@@ -274,84 +210,6 @@ fn failure(contract: &quota_host::HostingContract, e: &HostError) -> Response {
             }
         }
         _ => error(500, "Internal error (see the server log)"),
-    }
-}
-
-/// `GET {base}/metrics`, for an administrator or a token with the `quota:metrics` scope.
-async fn scrape(
-    app: &App,
-    metrics: &Metrics,
-    method: &str,
-    secret: Option<String>,
-    now: Timestamp,
-    caller_name: Arc<std::sync::OnceLock<String>>,
-) -> Response {
-    if method != "GET" {
-        return with_allow(error(405, "GET only"), &["GET"]);
-    }
-    let Some(secret) = secret else {
-        return error(
-            401,
-            "Authentication required (a token with the quota:metrics scope)",
-        );
-    };
-    let read = app
-        .pool
-        .run_in_tx(Kind::Read, move |tx| {
-            let caller = tokens::authenticate(tx, &secret, now)?;
-            let Some((caller, _)) = caller else {
-                return Ok(Err(401));
-            };
-            let _ = caller_name.set(caller.name.clone());
-            if !caller.admin && !caller.scopes.iter().any(|s| s == metrics::scope_metrics) {
-                return Ok(Err(403));
-            }
-            tx.active_sessions().map(Ok)
-        })
-        .await;
-    match read {
-        Ok(Ok(Ok(active))) => {
-            let rules: Vec<String> = app
-                .pool
-                .summary
-                .rules
-                .iter()
-                .filter(|r| r.enabled)
-                .map(|r| r.name.clone())
-                .collect();
-            let statuses = app
-                .pool
-                .run(Kind::Read, move |w| {
-                    crate::scheduler::rule_statuses(w, &rules, now)
-                })
-                .await;
-            let statuses = match statuses {
-                Ok(Ok(s)) => s,
-                other => {
-                    info!("metrics: reading the refresh rules' runs failed: {other:?}");
-                    Vec::new()
-                }
-            };
-            (
-                StatusCode::OK,
-                [(header::CONTENT_TYPE, metrics::content_type)],
-                metrics.render(&active, &statuses, app.pool.write_load.now()),
-            )
-                .into_response()
-        }
-        Ok(Ok(Err(401))) => error(401, "Invalid or expired token"),
-        Ok(Ok(Err(_))) => error(
-            403,
-            "Forbidden: needs the quota:metrics scope or an administrator",
-        ),
-        Ok(Err(e)) => {
-            info!("metrics failed: {e}");
-            error(500, "Internal error (see the server log)")
-        }
-        Err(e) => {
-            info!("metrics failed: {e}");
-            error(500, "Internal error (see the server log)")
-        }
     }
 }
 

@@ -3,7 +3,7 @@
 use quota_core::Timestamp;
 use quota_host::{HostError, SqlValue};
 
-use crate::host_tables::{bad_row, int, text, Sql};
+use crate::storage::host_tables::{bad_row, int, text, Sql};
 
 /// An API token, by the hash of its secret.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -135,7 +135,7 @@ pub fn touch_tokens(db: &mut (impl Sql + ?Sized), used: &[(String, Timestamp)]) 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::host_tables;
+    use crate::storage::host_tables;
     use quota_host::{Database, SqliteDb};
 
     #[test]

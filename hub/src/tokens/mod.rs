@@ -1,12 +1,15 @@
 //! API tokens: random secrets shown once, stored as SHA-256 hashes, compared in constant time.
 
+pub mod import;
+pub mod rows;
+
 use std::collections::HashMap;
 use std::sync::Mutex;
 
-use crate::host_tables::Sql;
-use crate::token_rows::{self, TokenRecord};
+use crate::storage::host_tables::Sql;
 use quota_core::{Caller, Timestamp};
 use quota_host::HostError;
+use rows::TokenRecord;
 use sha2::{Digest, Sha256};
 
 /// Bytes of randomness in a token.
@@ -65,7 +68,7 @@ pub fn issue(
         last_used: None,
         imported: false,
     };
-    token_rows::put_token(db, &record).map_err(|e| e.to_string())?;
+    rows::put_token(db, &record).map_err(|e| e.to_string())?;
     Ok(secret)
 }
 
@@ -108,7 +111,7 @@ pub fn authenticate(
     now: Timestamp,
 ) -> Result<Option<(Caller, String)>, HostError> {
     let hash = sha256_hex(secret.as_bytes());
-    let found = token_rows::find_token(db, &hash)?;
+    let found = rows::find_token(db, &hash)?;
     Ok(found
         .filter(|t| constant_time_eq(&t.hash, &hash) && !t.expired(now))
         .map(|t| {
@@ -145,7 +148,7 @@ impl Usage {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::host_tables;
+    use crate::storage::host_tables;
     use quota_host::{Database, SqliteDb};
 
     #[test]

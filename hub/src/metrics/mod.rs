@@ -7,6 +7,8 @@
 //! values: route templates (`/api/quota/sessions/{id}/end`), configured resource types and rule
 //! names (`other` for anything else, `manual` for a refresh without a rule name).
 
+pub mod process;
+
 use std::collections::BTreeSet;
 use std::sync::{Mutex, OnceLock};
 
@@ -19,6 +21,18 @@ use prometheus_client::registry::Registry;
 use quota_host::observe::{Event, Observer};
 
 /// The `Content-Type` of the exposition.
+/// One enabled rule as the metrics show it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RuleStatus {
+    pub rule: String,
+    /// Its newest fire time at or before now (within the lookback).
+    pub last_scheduled: quota_core::Timestamp,
+    /// Whether that run was applied (by any server, hub or CronJob: the database says).
+    pub last_applied: bool,
+    /// The newest of its latest fire times whose run was applied, if any.
+    pub last_success: Option<quota_core::Timestamp>,
+}
+
 pub const content_type: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
 
 /// The scope that lets a token (a Prometheus scraper's) read the metrics and nothing else.
@@ -206,7 +220,7 @@ impl Metrics {
                 ),
             ]),
         );
-        r.register_collector(Box::new(crate::process_metrics::ProcessCollector));
+        r.register_collector(Box::new(crate::metrics::process::ProcessCollector));
         m
     }
 
@@ -236,12 +250,7 @@ impl Metrics {
 
     /// The exposition, with the active sessions per resource type and the refresh rules' runs as
     /// read just now, and the write calls (waiting, running) now.
-    pub fn render(
-        &self,
-        active: &[(String, u64)],
-        rules: &[crate::scheduler::RuleStatus],
-        writes: (usize, usize),
-    ) -> String {
+    pub fn render(&self, active: &[(String, u64)], rules: &[RuleStatus], writes: (usize, usize)) -> String {
         let _one = self.scraping.lock().unwrap_or_else(|p| p.into_inner());
         self.write_waiting
             .set(i64::try_from(writes.0).unwrap_or(i64::MAX));
@@ -355,27 +364,6 @@ fn method_label(method: &str) -> &'static str {
         "OPTIONS" => "OPTIONS",
         _ => "other",
     }
-}
-
-/// The route a request's path names, as a bounded label: a route template, the admin page or its
-/// assets, `/metrics`, else `unmatched`.
-pub fn route_label(base: &str, full_path: &str) -> &'static str {
-    let Some(path) = full_path.strip_prefix(base).filter(|p| p.starts_with('/')) else {
-        return "unmatched";
-    };
-    if path == metrics_path {
-        return metrics_path;
-    }
-    if path == crate::health::healthz_path {
-        return crate::health::healthz_path;
-    }
-    if path == crate::health::readyz_path {
-        return crate::health::readyz_path;
-    }
-    if let Some(page) = crate::pages::route_label(path) {
-        return page;
-    }
-    quota_core::api::route_template(path).unwrap_or("unmatched")
 }
 
 /// Below the base URL.

@@ -1,0 +1,92 @@
+//! `GET {base}/metrics`: authenticated, then the exposition with what the database says now.
+
+use std::sync::Arc;
+
+use axum::http::{header, StatusCode};
+use axum::response::{IntoResponse, Response};
+use quota_core::Timestamp;
+
+use super::respond::{error, with_allow};
+use crate::app::App;
+use crate::engine::pool::Kind;
+use crate::log::info;
+use crate::metrics::{self, Metrics};
+use crate::tokens;
+
+/// `GET {base}/metrics`, for an administrator or a token with the `quota:metrics` scope.
+pub(super) async fn scrape(
+    app: &App,
+    metrics: &Metrics,
+    method: &str,
+    secret: Option<String>,
+    now: Timestamp,
+    caller_name: Arc<std::sync::OnceLock<String>>,
+) -> Response {
+    if method != "GET" {
+        return with_allow(error(405, "GET only"), &["GET"]);
+    }
+    let Some(secret) = secret else {
+        return error(
+            401,
+            "Authentication required (a token with the quota:metrics scope)",
+        );
+    };
+    let read = app
+        .pool
+        .run_in_tx(Kind::Read, move |tx| {
+            let caller = tokens::authenticate(tx, &secret, now)?;
+            let Some((caller, _)) = caller else {
+                return Ok(Err(401));
+            };
+            let _ = caller_name.set(caller.name.clone());
+            if !caller.admin && !caller.scopes.iter().any(|s| s == metrics::scope_metrics) {
+                return Ok(Err(403));
+            }
+            tx.active_sessions().map(Ok)
+        })
+        .await;
+    match read {
+        Ok(Ok(Ok(active))) => {
+            let rules: Vec<String> = app
+                .pool
+                .summary
+                .rules
+                .iter()
+                .filter(|r| r.enabled)
+                .map(|r| r.name.clone())
+                .collect();
+            let statuses = app
+                .pool
+                .run(Kind::Read, move |w| {
+                    crate::schedule::rule_statuses(w, &rules, now)
+                })
+                .await;
+            let statuses = match statuses {
+                Ok(Ok(s)) => s,
+                other => {
+                    info!("metrics: reading the refresh rules' runs failed: {other:?}");
+                    Vec::new()
+                }
+            };
+            (
+                StatusCode::OK,
+                [(header::CONTENT_TYPE, metrics::content_type)],
+                metrics.render(&active, &statuses, app.pool.write_load.now()),
+            )
+                .into_response()
+        }
+        Ok(Ok(Err(401))) => error(401, "Invalid or expired token"),
+        Ok(Ok(Err(_))) => error(
+            403,
+            "Forbidden: needs the quota:metrics scope or an administrator",
+        ),
+        Ok(Err(e)) => {
+            info!("metrics failed: {e}");
+            error(500, "Internal error (see the server log)")
+        }
+        Err(e) => {
+            info!("metrics failed: {e}");
+            error(500, "Internal error (see the server log)")
+        }
+    }
+}
