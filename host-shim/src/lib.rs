@@ -23,6 +23,7 @@ mod group;
 #[cfg(feature = "postgres")]
 pub mod pg;
 pub mod runtime;
+mod setup;
 pub mod sql;
 pub mod sqlite;
 mod tx;

@@ -64,7 +64,7 @@ impl PgDb {
         let c = self.contract.clone();
         let wait = busy_wait.unwrap_or(c.busy_wait);
         self.busy_wait = wait;
-        crate::sql::set_up(self, &c, wait, crate::Durability::Full)
+        crate::setup::set_up(self, &c, wait, crate::Durability::Full)
     }
 
     fn open(rt: &tokio::runtime::Runtime, url: &str) -> Result<Client, SqlError> {

@@ -49,7 +49,7 @@ impl SqliteDb {
         let mut db = SqliteDb { conn, contract };
         let busy = options.busy_timeout.unwrap_or(db.contract.busy_wait);
         let c = db.contract.clone();
-        crate::sql::set_up(&mut db, &c, busy, options.durability.unwrap_or(Durability::Full))?;
+        crate::setup::set_up(&mut db, &c, busy, options.durability.unwrap_or(Durability::Full))?;
         if options.no_auto_checkpoint {
             db.query("PRAGMA wal_autocheckpoint = 0", &[])?;
         }
