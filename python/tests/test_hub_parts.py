@@ -12,7 +12,7 @@ from tornado import web
 from traitlets.config import Config
 
 from jupyterhub_quota import Caller, QuotaEngine
-from jupyterhub_quota.hub import QuotaHub
+from jupyterhub_quota.quota_hub import QuotaHub
 from jupyterhub_quota.scheduler import Scheduler
 from jupyterhub_quota.service import QuotaService
 from jupyterhub_quota.spawn import install_spawn_hooks

@@ -46,7 +46,7 @@ __all__ = [
 
 
 def configure(c, **kwargs):
-    """Wires quota into a JupyterHub configuration: see :func:`jupyterhub_quota.hub.configure`."""
-    from .hub import configure as _configure
+    """Wires quota into a JupyterHub configuration: see :func:`jupyterhub_quota.configure.configure`."""
+    from .configure import configure as _configure
 
     return _configure(c, **kwargs)

@@ -22,7 +22,7 @@ from .groups import user_groups
 from .service import log, maybe_await
 
 if TYPE_CHECKING:
-    from .hub import QuotaHub
+    from .quota_hub import QuotaHub
 
 #: Below the hub's prefix (served by pages.py).
 STATIC_PREFIX = "quota-static/"

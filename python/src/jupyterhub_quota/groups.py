@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from .service import log
 
 if TYPE_CHECKING:
-    from .hub import QuotaHub
+    from .quota_hub import QuotaHub
 
 
 def user_groups(user: Any) -> list[str]:

@@ -9,27 +9,12 @@ from typing import TYPE_CHECKING, Any
 from jupyterhub.apihandlers.base import APIHandler
 from tornado import web
 
-from .engine import Caller
+from .callers import caller_for
+from .quota_hub import installed, register
 from .service import log
 
 if TYPE_CHECKING:
-    from .hub import QuotaHub
-
-#: Hub scope -> the engine's scope of the same meaning.
-SCOPES = {
-    "custom:quota:admin": "quota:admin",
-    "custom:quota:refresh": "quota:refresh",
-    "custom:quota:sessions": "quota:sessions",
-}
-
-
-def caller_for(user: Any, expanded_scopes: set) -> Caller:
-    """The engine's caller for a hub user or service: a quota admin if the user is a hub admin,
-    holds `admin:users` (the built-in admin role) or `custom:quota:admin`."""
-    scopes = tuple(v for k, v in SCOPES.items() if k in expanded_scopes)
-    admin = bool(getattr(user, "admin", False)) or "admin:users" in expanded_scopes or "custom:quota:admin" in expanded_scopes
-    return Caller(user.name, admin=admin, scopes=scopes)
-
+    from .quota_hub import QuotaHub
 
 #: The refresh route and its alias: a refresh reads the hub's groups first.
 REFRESH_PATHS = ("/admin/api/quota/refresh",)
@@ -37,13 +22,9 @@ REFRESH_PATHS = ("/admin/api/quota/refresh",)
 #: The API's OpenAPI document: public, as the engine serves it (no token needed to read it).
 OPENAPI_PATH = "/api/quota/openapi.json"
 
-#: Installed integrations by key (traitlets deep-copies handler arguments, so they carry a key).
-_registry: dict[str, "QuotaHub"] = {}
-
-
 class QuotaAPIHandler(APIHandler):
     def initialize(self, key: str) -> None:
-        self.quota = _registry[key]
+        self.quota = installed(key)
         #: The engine's route template of this request's path, once the engine has seen it.
         self.route = "unmatched"
 
@@ -96,8 +77,7 @@ class QuotaAPIHandler(APIHandler):
 def handlers(quota: "QuotaHub") -> tuple[str, list]:
     """The key the handlers find `quota` by, and the `c.JupyterHub.extra_handlers` entries of the
     routes (patterns below the hub's prefix)."""
-    key = str(id(quota))
-    _registry[key] = quota
+    key = register(quota)
     args = {"key": key}
     return key, [
         (r"/api/quota/.*", QuotaAPIHandler, args),

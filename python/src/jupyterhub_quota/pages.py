@@ -16,10 +16,11 @@ from jupyterhub.handlers.base import BaseHandler
 from tornado import web
 
 from .forms import STATIC_PREFIX, json_for_script
-from .handlers import _registry, caller_for
+from .callers import caller_for
+from .quota_hub import installed
 
 if TYPE_CHECKING:
-    from .hub import QuotaHub
+    from .quota_hub import QuotaHub
 
 STATIC = Path(__file__).resolve().parent / "static"
 
@@ -60,7 +61,7 @@ class AdminPageHandler(BaseHandler):
     _overlays: dict = {}
 
     def initialize(self, key: str) -> None:
-        self.quota = _registry[key]
+        self.quota = installed(key)
 
     def get_template(self, name: str, sync: bool = False):
         """The hub's templates, then this package's (the hub's page.html, or an operator's, wins;

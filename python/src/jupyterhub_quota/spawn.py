@@ -22,7 +22,7 @@ except ImportError:  # JupyterHub 5 and older
     SpawnException = None
 
 if TYPE_CHECKING:
-    from .hub import QuotaHub
+    from .quota_hub import QuotaHub
 
 
 def _callable(v: Any) -> Optional[Any]:
