@@ -7,20 +7,19 @@ use std::collections::BTreeMap;
 use indexmap::IndexMap;
 use std::fmt;
 
-use serde::{Deserialize, Deserializer, Serialize};
+use serde::{Deserialize, Deserializer};
 use serde_json::Value;
 
+use crate::accelerators::{cpu_resource, read_accelerators, Accelerator};
 use crate::cron::Cron;
 use crate::error::QuotaError;
-use crate::groups::GroupRules;
+use crate::groups::settings::GroupRules;
 use crate::json::{kind, Fields};
 use crate::limits;
 use crate::milli::Milli;
 use crate::refresh::{RefreshAction, RefreshParams};
 use crate::targets::Targets;
-
-/// The resource type of a CPU-only server.
-pub const cpu_resource: &str = "cpu";
+use crate::values_read::{entry_fields, mapping};
 
 /// The engine's configuration, validated.
 #[derive(Clone, Debug, PartialEq)]
@@ -36,20 +35,6 @@ pub struct Config {
     pub refresh_rules: BTreeMap<String, RefreshRule>,
     /// `custom.quota.groups`: per-group grants and accelerator access.
     pub groups: GroupRules,
-}
-
-/// One `custom.accelerators.<key>` entry. Unknown keys are kept in `extra` but never exposed.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct Accelerator {
-    #[serde(rename = "displayName")]
-    pub display_name: String,
-    pub description: String,
-    #[serde(rename = "nodeSelector")]
-    pub node_selector: BTreeMap<String, String>,
-    #[serde(rename = "quotaRate")]
-    pub quota_rate: Milli,
-    #[serde(skip)]
-    pub extra: serde_json::Map<String, Value>,
 }
 
 /// One `custom.quota.refreshRules.<name>` entry.
@@ -223,176 +208,6 @@ impl<'de> Deserialize<'de> for Config {
         let v = Value::deserialize(d)?;
         Config::from_values(&v).map_err(serde::de::Error::custom)
     }
-}
-
-fn valid_key(field: &str, key: &str) -> Result<(), QuotaError> {
-    if key.is_empty() || key.len() > 63 {
-        return Err(QuotaError::invalid(field, "name must be 1 to 63 characters"));
-    }
-    if key
-        .chars()
-        .any(|c| c.is_whitespace() || c.is_control() || c == '/')
-    {
-        return Err(QuotaError::invalid(
-            field,
-            "name must not contain whitespace, control characters or `/`",
-        ));
-    }
-    Ok(())
-}
-
-/// Kubernetes' rule for an environment variable's name (`[-._a-zA-Z][-._a-zA-Z0-9]*`).
-fn valid_env_name(name: &str) -> bool {
-    let ok = |c: char| c.is_ascii_alphanumeric() || matches!(c, '-' | '.' | '_');
-    name.len() <= limits::env_name_len_max
-        && name.chars().next().is_some_and(|c| ok(c) && !c.is_ascii_digit())
-        && name.chars().all(ok)
-}
-
-/// The mapping at `path`, if there is one: absent and `null` are none; anything else is a problem
-/// (`what` says what belongs there).
-pub(crate) fn mapping<'a>(
-    v: Option<&'a Value>,
-    path: &str,
-    what: &str,
-    problems: &mut Vec<QuotaError>,
-) -> Option<&'a serde_json::Map<String, Value>> {
-    match v {
-        None | Some(Value::Null) => None,
-        Some(Value::Object(m)) => Some(m),
-        Some(other) => {
-            problems.push(QuotaError::invalid(
-                path,
-                format!("must be {what}, got {}", kind(other)),
-            ));
-            None
-        }
-    }
-}
-
-/// The fields of the entry named `key` at `path`, if the key is valid and the entry a mapping;
-/// otherwise what is wrong is added to `problems`.
-fn entry_fields<'a>(
-    path: &'a str,
-    key: &str,
-    entry: &'a Value,
-    problems: &mut Vec<QuotaError>,
-) -> Option<Fields<'a>> {
-    if let Err(e) = valid_key(path, key) {
-        problems.push(e);
-        return None;
-    }
-    let f = Fields::new(path, Some(entry), false);
-    if !f.is_object() {
-        problems.extend(f.finish_lenient());
-        return None;
-    }
-    Some(f)
-}
-
-fn read_accelerators(v: Option<&Value>, problems: &mut Vec<QuotaError>) -> IndexMap<String, Accelerator> {
-    let mut out = IndexMap::new();
-    let Some(map) = mapping(v, "custom.accelerators", "a mapping", problems) else {
-        return out;
-    };
-    for (key, entry) in map {
-        let path = format!("custom.accelerators.{key}");
-        if key == cpu_resource {
-            problems.push(QuotaError::invalid(
-                &path,
-                "`cpu` is reserved for CPU-only servers",
-            ));
-            continue;
-        }
-        let Some(mut f) = entry_fields(&path, key, entry, problems) else {
-            continue;
-        };
-        let display_name = f.opt_str("displayName").unwrap_or(key).to_string();
-        let description = f.opt_str("description").unwrap_or("").to_string();
-        let quota_rate_present = f.raw("quotaRate").is_some();
-        let quota_rate = f.opt_milli("quotaRate", Milli(limits::rate_max_milli));
-        if !quota_rate_present {
-            let p = f.path_of("quotaRate");
-            f.problem(&p, "is required (credits per minute)");
-        }
-        let mut node_selector = BTreeMap::new();
-        match f.raw("nodeSelector") {
-            None => {}
-            Some(Value::Object(m)) => {
-                for (k, v) in m {
-                    match v {
-                        Value::String(s) => {
-                            node_selector.insert(k.clone(), s.clone());
-                        }
-                        other => f.problem(
-                            &format!("{path}.nodeSelector.{k}"),
-                            format!("must be a string (quote it), got {}", kind(other)),
-                        ),
-                    }
-                }
-            }
-            Some(other) => {
-                let p = f.path_of("nodeSelector");
-                f.problem(&p, format!("must be a mapping of strings, got {}", kind(other)));
-            }
-        }
-        // `env` stays among the unknown keys (never exposed), but a host adds it to the server's
-        // environment, so it is checked here, for every host (and `quota-hub check-config`).
-        match f.raw("env") {
-            None | Some(Value::Null) => {}
-            Some(Value::Object(m)) => {
-                for (k, v) in m {
-                    let p = format!("{path}.env.{k}");
-                    if !valid_env_name(k) {
-                        f.problem(
-                            &p,
-                            "is not an environment variable name (letters, digits, `_`, `-` and `.`, not starting with a digit)",
-                        );
-                    } else if !v.is_string() {
-                        f.problem(&p, format!("must be a string (quote it), got {}", kind(v)));
-                    }
-                }
-            }
-            Some(other) => {
-                let p = f.path_of("env");
-                f.problem(
-                    &p,
-                    format!(
-                        "must be a mapping of variable names to strings, got {}",
-                        kind(other)
-                    ),
-                );
-            }
-        }
-        let extra = entry
-            .as_object()
-            .map(|m| {
-                m.iter()
-                    .filter(|(k, _)| {
-                        !["displayName", "description", "quotaRate", "nodeSelector"].contains(&k.as_str())
-                    })
-                    .map(|(k, v)| (k.clone(), v.clone()))
-                    .collect()
-            })
-            .unwrap_or_default();
-        let errs = f.finish_lenient();
-        if errs.is_empty() {
-            if let Some(quota_rate) = quota_rate {
-                out.insert(
-                    key.clone(),
-                    Accelerator {
-                        display_name,
-                        description,
-                        node_selector,
-                        quota_rate,
-                        extra,
-                    },
-                );
-            }
-        }
-        problems.extend(errs);
-    }
-    out
 }
 
 fn read_rules(v: Option<&Value>, problems: &mut Vec<QuotaError>) -> BTreeMap<String, RefreshRule> {

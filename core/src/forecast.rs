@@ -6,7 +6,8 @@ use std::collections::BTreeSet;
 use indexmap::IndexMap;
 use serde::Serialize;
 
-use crate::config::{cpu_resource, Config};
+use crate::accelerators::cpu_resource;
+use crate::config::Config;
 use crate::limits;
 use crate::store::{Session, UserRecord};
 use crate::time::Timestamp;

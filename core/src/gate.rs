@@ -5,7 +5,8 @@ use std::collections::BTreeSet;
 
 use serde::Serialize;
 
-use crate::config::{cpu_resource, Config};
+use crate::accelerators::cpu_resource;
+use crate::config::Config;
 use crate::error::QuotaError;
 use crate::events::{self, Event, GateResult};
 use crate::forecast::{next_start_refresh, NextRefresh};

@@ -12,6 +12,7 @@
 //! - [`api::handle_request`]: the HTTP-shaped front door every host serves.
 #![allow(non_upper_case_globals)]
 
+pub mod accelerators;
 pub mod admin;
 pub mod api;
 pub mod config;
@@ -37,6 +38,7 @@ pub mod strict_json;
 pub mod targets;
 pub mod time;
 pub mod usage;
+mod values_read;
 
 pub use api::{handle_request, Caller, Request, Response};
 pub use config::{Config, ConfigError};

@@ -5,7 +5,8 @@ use std::collections::BTreeSet;
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::config::{Accelerator, Config};
+use crate::accelerators::Accelerator;
+use crate::config::Config;
 use crate::error::QuotaError;
 use crate::limits;
 use crate::milli::Milli;

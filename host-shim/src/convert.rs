@@ -53,7 +53,7 @@ pub fn start_decision(d: api::StartDecision, req: &StartRequest) -> StartDecisio
             resource_type: req
                 .resource
                 .clone()
-                .unwrap_or_else(|| quota_core::config::cpu_resource.to_string()),
+                .unwrap_or_else(|| quota_core::accelerators::cpu_resource.to_string()),
             rate: Milli(s.rate),
             runtime_minutes: s.runtime_minutes,
             estimated_cost: Milli(s.estimated_cost),
@@ -248,10 +248,10 @@ pub fn rates(r: api::Rates) -> Rates {
     }
 }
 
-pub fn accelerator(a: api::Accelerator) -> (String, quota_core::config::Accelerator) {
+pub fn accelerator(a: api::Accelerator) -> (String, quota_core::accelerators::Accelerator) {
     (
         a.key,
-        quota_core::config::Accelerator {
+        quota_core::accelerators::Accelerator {
             display_name: a.display_name,
             description: a.description,
             node_selector: a.node_selector.into_iter().collect(),

@@ -148,7 +148,9 @@ impl Worker {
     }
 
     /// The configured accelerators, in the values file's order of keys as the engine lists them.
-    pub fn accelerators(&mut self) -> Result<Vec<(String, quota_core::config::Accelerator)>, HostError> {
+    pub fn accelerators(
+        &mut self,
+    ) -> Result<Vec<(String, quota_core::accelerators::Accelerator)>, HostError> {
         let r = self.call_read(|b, s| b.quota_engine_api().call_get_accelerators(s))?;
         Ok(r.into_iter().map(cv::accelerator).collect())
     }

@@ -46,13 +46,16 @@ fn error_out(e: QuotaError) -> wit::QuotaError {
 
 /// `(resource type, rate in thousandths)`, `cpu` first.
 fn rates_list(cfg: &Config) -> Vec<(String, i64)> {
-    std::iter::once((quota_core::config::cpu_resource.to_string(), cfg.cpu_rate.raw()))
-        .chain(
-            cfg.accelerators
-                .iter()
-                .map(|(k, a)| (k.clone(), a.quota_rate.raw())),
-        )
-        .collect()
+    std::iter::once((
+        quota_core::accelerators::cpu_resource.to_string(),
+        cfg.cpu_rate.raw(),
+    ))
+    .chain(
+        cfg.accelerators
+            .iter()
+            .map(|(k, a)| (k.clone(), a.quota_rate.raw())),
+    )
+    .collect()
 }
 
 fn refresh_out(r: RefreshResult) -> Result<wit::RefreshResult, QuotaError> {

@@ -16,7 +16,9 @@ pub fn estimate(
     accelerator: Option<String>,
     minutes: i64,
 ) -> Result<wit::Estimate, QuotaError> {
-    let resource = accelerator.as_deref().unwrap_or(quota_core::config::cpu_resource);
+    let resource = accelerator
+        .as_deref()
+        .unwrap_or(quota_core::accelerators::cpu_resource);
     let e = gate::estimate(cfg, resource, minutes)?;
     Ok(wit::Estimate {
         rate: e.rate.raw(),

@@ -8,7 +8,7 @@ use crate::groups;
 /// `GET .../groups`: every group with members or settings.
 pub(super) fn list(c: &mut Call<'_>) -> Result<Response, QuotaError> {
     no_query(&c.query)?;
-    let groups = groups::list(c.config, c.store)?;
+    let groups = groups::list(&c.config.groups, c.store)?;
     Ok(Response::json(200, &json!({ "groups": groups })))
 }
 
@@ -17,7 +17,12 @@ pub(super) fn list(c: &mut Call<'_>) -> Result<Response, QuotaError> {
 pub(super) fn group(c: &mut Call<'_>, method: &str, name: &str) -> Result<Response, QuotaError> {
     no_query(&c.query)?;
     let changes = match method {
-        "GET" => return Ok(Response::json(200, &groups::show(c.config, c.store, name)?)),
+        "GET" => {
+            return Ok(Response::json(
+                200,
+                &groups::show(&c.config.groups, c.store, name)?,
+            ))
+        }
         "DELETE" => vec![MemberChange::Set(BTreeSet::new())],
         _ => {
             // Validate the name before the body, so a bad name is named first.

@@ -8,7 +8,6 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Serialize;
 
-use crate::config::Config;
 use crate::error::QuotaError;
 
 pub mod settings;
@@ -145,10 +144,10 @@ pub struct GroupView {
 }
 
 /// A group's members and settings. A group with no member and no settings does not exist (404).
-pub fn show(config: &Config, store: &mut dyn Store, name: &str) -> Result<GroupView, QuotaError> {
+pub fn show(rules: &GroupRules, store: &mut dyn Store, name: &str) -> Result<GroupView, QuotaError> {
     let name = validate_group("name", name)?;
     let members = members(store, &name)?;
-    let settings = config.groups.settings.get(&name);
+    let settings = rules.settings.get(&name);
     if members.is_empty() && settings.is_none() {
         return Err(QuotaError::NotFound(format!("No group named `{name}`")));
     }
@@ -170,13 +169,13 @@ pub struct GroupSummary {
 }
 
 /// Every group with at least one member or settings, by name.
-pub fn list(config: &Config, store: &mut dyn Store) -> Result<Vec<GroupSummary>, QuotaError> {
-    let mut counts: BTreeMap<String, u64> = config.groups.settings.keys().map(|g| (g.clone(), 0)).collect();
+pub fn list(rules: &GroupRules, store: &mut dyn Store) -> Result<Vec<GroupSummary>, QuotaError> {
+    let mut counts: BTreeMap<String, u64> = rules.settings.keys().map(|g| (g.clone(), 0)).collect();
     counts.extend(store.group_counts()?);
     Ok(counts
         .into_iter()
         .map(|(name, members)| GroupSummary {
-            configured: config.groups.settings.contains_key(&name),
+            configured: rules.settings.contains_key(&name),
             name,
             members,
         })
@@ -358,9 +357,7 @@ mod tests {
         assert_eq!((r.added, r.removed, r.members), (0, 1, 1));
         let r = change_members(&mut s, "lab", &MemberChange::Add(set(&["b", "d"])), t).unwrap();
         assert_eq!((r.added, r.removed, r.members), (1, 0, 2));
-        let config =
-            Config::from_values(&serde_json::json!({"custom": {"quota": {"enabled": true}}})).unwrap();
-        let l = list(&config, &mut s).unwrap();
+        let l = list(&GroupRules::default(), &mut s).unwrap();
         let names: Vec<(&str, u64)> = l.iter().map(|g| (g.name.as_str(), g.members)).collect();
         assert_eq!(names, [("lab", 2), ("other", 1)]);
     }

@@ -7,7 +7,7 @@ use indexmap::IndexMap;
 use serde_json::Value;
 
 use super::validate_group;
-use crate::config::{cpu_resource, Accelerator};
+use crate::accelerators::{cpu_resource, Accelerator};
 use crate::error::QuotaError;
 use crate::json::{kind, Fields};
 use crate::limits;
@@ -71,7 +71,8 @@ pub fn read(
 ) -> GroupRules {
     let mut out = GroupRules::default();
     let path = "custom.quota.groups";
-    let Some(map) = crate::config::mapping(v, path, "a mapping of group name to settings", problems) else {
+    let Some(map) = crate::values_read::mapping(v, path, "a mapping of group name to settings", problems)
+    else {
         return out;
     };
     for (name, entry) in map {
