@@ -23,8 +23,9 @@ bash scripts/build-wasm.sh --fault
 step "javascript build: the component through jco (js/gen), embedded by quota-hub's admin page"
 bash scripts/build-js.sh
 
-step "format"
+step "format, and no import circle (scripts/check_imports.py)"
 cargo fmt --all -- --check
+python3 scripts/check_imports.py
 
 # The PostgreSQL suites are test targets behind the `pg-tests` features; every Rust step turns them
 # on, so the workspace compiles once (not again with other features for those suites).

@@ -9,7 +9,22 @@ use serde::Serialize;
 use crate::error::StoreError;
 use crate::milli::Milli;
 use crate::time::Timestamp;
-pub use crate::usage::Usage;
+
+/// Credits charged, billed minutes and completed sessions.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Usage {
+    pub credits: i64,
+    pub minutes: i64,
+    pub sessions: i64,
+}
+
+impl Usage {
+    pub fn add(&mut self, o: &Usage) {
+        self.credits = self.credits.saturating_add(o.credits);
+        self.minutes = self.minutes.saturating_add(o.minutes);
+        self.sessions = self.sessions.saturating_add(o.sessions);
+    }
+}
 
 /// A user's quota record.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]

@@ -15,6 +15,7 @@ use crate::error::QuotaError;
 use crate::limits;
 use crate::names::normalize_username;
 use crate::store::Store;
+pub use crate::store::Usage;
 use crate::time::Timestamp;
 
 /// Seconds in a UTC day.
@@ -47,22 +48,6 @@ pub fn parse_day(field: &str, text: &str) -> Result<i64, QuotaError> {
         ));
     }
     Ok(day_of(t))
-}
-
-/// Credits charged, billed minutes and completed sessions.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
-pub struct Usage {
-    pub credits: i64,
-    pub minutes: i64,
-    pub sessions: i64,
-}
-
-impl Usage {
-    pub fn add(&mut self, o: &Usage) {
-        self.credits = self.credits.saturating_add(o.credits);
-        self.minutes = self.minutes.saturating_add(o.minutes);
-        self.sessions = self.sessions.saturating_add(o.sessions);
-    }
 }
 
 /// A range of UTC days, both ends included, at most [`limits::usage_range_days_max`] long.

@@ -30,6 +30,28 @@ pub fn check(rt: &Arc<Runtime>, values: &serde_json::Value) -> Result<Worker, Ve
     }
 }
 
+/// Reads and checks a values file with the engine; prints every problem and refuses the file.
+pub fn read_checked(
+    path: &Path,
+    rt: &Arc<Runtime>,
+    refusal: &str,
+) -> Result<(serde_json::Value, Worker), String> {
+    let doc = read(path)?;
+    match check(rt, &doc) {
+        Ok(w) => Ok((doc, w)),
+        Err(problems) => {
+            for p in &problems {
+                eprintln!("{}: {p}", path.display());
+            }
+            Err(format!(
+                "{}: {} problem(s){refusal}",
+                path.display(),
+                problems.len()
+            ))
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

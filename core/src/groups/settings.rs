@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use indexmap::IndexMap;
 use serde_json::Value;
 
-use super::validate_group;
+use super::names::validate_group;
 use crate::accelerators::{cpu_resource, Accelerator};
 use crate::error::QuotaError;
 use crate::json::{kind, Fields};

@@ -3,21 +3,13 @@
 
 use std::sync::Arc;
 
-use rusqlite::Connection;
-
 use crate::contract::HostingContract;
 use crate::sql::{for_each_param_row, push_json_row, Database, Param, SqlError, SqlValue};
 
 mod open;
 mod values;
-pub use open::SqliteOptions;
+pub use open::{SqliteDb, SqliteOptions};
 use values::{column, params, result_code_name, Bind};
-
-/// One SQLite connection.
-pub struct SqliteDb {
-    pub(super) conn: Connection,
-    pub(super) contract: Arc<HostingContract>,
-}
 
 impl SqliteDb {
     fn err(&self, e: rusqlite::Error) -> SqlError {

@@ -1,15 +1,22 @@
-//! How a SQLite connection is opened: the process-wide setting once, then the file (or `:memory:`)
+//! A SQLite connection and how it is opened: the process-wide setting once, then the file (or `:memory:`)
 //! set up by the hosting contract (WAL, busy wait, `synchronous`), as the host's options adjust it.
 
 use std::path::Path;
+use std::sync::Arc;
 use std::time::Duration;
 
 use rusqlite::Connection;
 
-use super::SqliteDb;
 use crate::contract::Durability;
+use crate::contract::HostingContract;
 use crate::runtime::Runtime;
 use crate::sql::{Database, Dialect, SqlError};
+
+/// One SQLite connection.
+pub struct SqliteDb {
+    pub(super) conn: Connection,
+    pub(super) contract: Arc<HostingContract>,
+}
 
 /// Prepared statements kept per connection (the engine has about 20, a host a few more).
 const statement_cache_capacity: usize = 64;

@@ -6,14 +6,14 @@ use crate::clock::Clock;
 use crate::engine;
 use crate::schedule::cronjobs;
 
-use super::checked_values;
+use crate::values::read_checked;
 
 pub(super) fn render_cronjobs(
     values_path: &std::path::Path,
     o: &cronjobs::Options<'_>,
 ) -> Result<ExitCode, String> {
     let rt = engine::runtime()?;
-    let (doc, _) = checked_values(values_path, &rt, "; no CronJobs rendered")?;
+    let (doc, _) = read_checked(values_path, &rt, "; no CronJobs rendered")?;
     let jobs = cronjobs::render(&doc, o).map_err(|bad| {
         for b in &bad {
             eprintln!("{}: {b}", values_path.display());
@@ -36,7 +36,7 @@ pub(super) fn render_cronjobs(
 
 pub(super) fn check_config(path: &std::path::Path) -> Result<ExitCode, String> {
     let rt = engine::runtime()?;
-    let (doc, mut w) = checked_values(path, &rt, "")?;
+    let (doc, mut w) = read_checked(path, &rt, "")?;
     let summary = w.summary().clone();
     let accelerators = doc
         .pointer("/custom/accelerators")

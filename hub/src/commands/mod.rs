@@ -13,15 +13,11 @@ pub mod target;
 mod token;
 
 use std::process::ExitCode;
-use std::sync::Arc;
-
-use quota_host::Worker;
 
 use crate::cli::{Cli, Command};
 use crate::commands::target::Target;
 use crate::commands::token as token_commands;
 use crate::schedule::cronjobs;
-use crate::values;
 
 pub fn run(cli: Cli) -> Result<ExitCode, String> {
     match cli.command {
@@ -103,28 +99,6 @@ pub fn run(cli: Cli) -> Result<ExitCode, String> {
         Command::CheckConfig { values } => config::check_config(&values),
         Command::ConfigSchema { into_chart } => config::config_schema(into_chart.as_deref()),
         Command::Healthcheck { url } => healthcheck(&url),
-    }
-}
-
-/// Reads and checks a values file with the engine; prints every problem and refuses the file.
-pub(crate) fn checked_values(
-    path: &std::path::Path,
-    rt: &Arc<quota_host::Runtime>,
-    refusal: &str,
-) -> Result<(serde_json::Value, Worker), String> {
-    let doc = values::read(path)?;
-    match values::check(rt, &doc) {
-        Ok(w) => Ok((doc, w)),
-        Err(problems) => {
-            for p in &problems {
-                eprintln!("{}: {p}", path.display());
-            }
-            Err(format!(
-                "{}: {} problem(s){refusal}",
-                path.display(),
-                problems.len()
-            ))
-        }
     }
 }
 

@@ -19,14 +19,14 @@ use crate::storage::db::{self, Db};
 use crate::tokens::import;
 use crate::{engine, listen, schedule as scheduler};
 
-use super::checked_values;
+use crate::values::read_checked;
 
 /// How often the server copies the WAL into the database file.
 const checkpoint_interval_ms: u64 = 200;
 
 pub(super) fn serve(a: ServeArgs) -> Result<ExitCode, String> {
     let rt = engine::runtime()?;
-    let (doc, _) = checked_values(&a.values, &rt, "; not serving")?;
+    let (doc, _) = read_checked(&a.values, &rt, "; not serving")?;
     let db = db::parse(&a.db)?;
     if let (Db::Sqlite(path), false) = (&db, a.allow_ephemeral_db) {
         crate::storage::durable::check(&a.db, path)?;

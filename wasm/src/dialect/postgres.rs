@@ -1,6 +1,6 @@
 //! The PostgreSQL dialect: schema 5, its migrations from 3 and 4, and every statement.
 
-use super::{Bulk, Dialect};
+use super::statements::{Bulk, Dialect};
 
 /// PostgreSQL: every integer `bigint` (the bridge binds JSON integers as `i64`), every text
 /// `COLLATE "C"` (byte order, as SQLite's: lists and pages come out in the same order on both),

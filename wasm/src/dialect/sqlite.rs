@@ -1,6 +1,6 @@
 //! The SQLite dialect: schema 5, its migrations from 1, 2, 3 and 4, and every statement.
 
-use super::Dialect;
+use super::statements::Dialect;
 
 /// Table definitions of schema 3, shared by a fresh database and the migration from 1 and 2.
 macro_rules! sqlite_transactions_table {
