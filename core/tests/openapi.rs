@@ -144,7 +144,7 @@ fn every_engine_operation_succeeds_in_some_scenario() {
             let (method, target) = x.request.split_once(' ').unwrap();
             let path = target.split('?').next().unwrap();
             if (200..300).contains(&x.status) {
-                if let Some(t) = quota_scenarios::contract::template_of(path) {
+                if let Some(t) = quota_scenarios::openapi_check::template_of(path) {
                     seen.insert(format!("{method} {t}"));
                 }
             }

@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 
 import { QuotaEngine } from '../src/node.js';
-import { problems } from './contract.js';
+import { problems } from './openapi-check.js';
 import { REPO, files, load, nativeTranscripts, replay, rustBin } from './scenarios.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'quota-js-'));

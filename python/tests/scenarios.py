@@ -11,7 +11,7 @@ from typing import Any, Callable, Optional
 
 from jupyterhub_quota import Caller, ConfigError, QuotaEngine
 
-from contract import assert_conforms
+from openapi_check import assert_conforms
 
 REPO = Path(__file__).resolve().parents[2]
 SCENARIOS = REPO / "tests" / "scenarios"

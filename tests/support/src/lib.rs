@@ -6,7 +6,7 @@
 
 use std::collections::BTreeMap;
 
-pub mod contract;
+pub mod openapi_check;
 #[allow(non_upper_case_globals)]
 pub mod surfaces;
 
@@ -222,7 +222,7 @@ pub fn replay(host: &mut dyn ScenarioHost, scenario: &Value) -> Result<Replay, S
         if let Some(expect) = step.get("expect") {
             check(n, &request, &resp, expect, &mut out.failures);
         }
-        if let Err(e) = contract::check(method, target, &body, resp.status, &resp.body) {
+        if let Err(e) = openapi_check::check(method, target, &body, resp.status, &resp.body) {
             out.failures.push(format!(
                 "step {n} {request}: not as the OpenAPI document says: {e}"
             ));
