@@ -23,9 +23,10 @@ bash scripts/build-wasm.sh --fault
 step "javascript build: the component through jco (js/gen), embedded by quota-hub's admin page"
 bash scripts/build-js.sh
 
-step "format, and no import circle (scripts/check_imports.py)"
+step "format, no import circle, ARCHITECTURE.md's sizes current (scripts/check_imports.py, scripts/sizes.py)"
 cargo fmt --all -- --check
 python3 scripts/check_imports.py
+python3 scripts/sizes.py --check
 
 # The PostgreSQL suites are test targets behind the `pg-tests` features; every Rust step turns them
 # on, so the workspace compiles once (not again with other features for those suites).
