@@ -19,18 +19,22 @@
 
 #![allow(non_upper_case_globals)]
 
+mod args;
+mod encode;
+
 use std::collections::HashMap;
 use std::io::Write as _;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::ExitCode;
 
+use args::{args, Args};
+use encode::{blob, canonical, rfc3339, sha256};
 use flate2::write::GzEncoder;
 use flate2::{Compression, GzBuilder};
 use oci_spec::image::{
-    Arch, ConfigBuilder, Descriptor, Digest, HistoryBuilder, ImageConfigurationBuilder, ImageIndexBuilder,
-    ImageManifestBuilder, MediaType, OciLayoutBuilder, Os, PlatformBuilder, RootFsBuilder, Sha256Digest,
+    Arch, ConfigBuilder, Descriptor, HistoryBuilder, ImageConfigurationBuilder, ImageIndexBuilder,
+    ImageManifestBuilder, MediaType, OciLayoutBuilder, Os, PlatformBuilder, RootFsBuilder,
 };
-use sha2::{Digest as _, Sha256};
 
 /// What the image holds and how it runs: kept equal to deploy/image/Dockerfile's final stage.
 mod image {
@@ -51,112 +55,6 @@ mod image {
     ];
     pub const entrypoint: [&str; 1] = ["/usr/local/bin/quota-hub"];
     pub const cmd: [&str; 3] = ["serve", "--listen", "0.0.0.0:8765"];
-}
-
-struct Args {
-    /// One static binary per architecture, in the order given.
-    binaries: Vec<(Arch, PathBuf)>,
-    values: PathBuf,
-    out: PathBuf,
-    version: String,
-    revision: Option<String>,
-    created: u64,
-}
-
-fn args() -> Result<Args, String> {
-    let mut named: HashMap<String, String> = HashMap::new();
-    let mut binaries = Vec::new();
-    let mut it = std::env::args().skip(1);
-    while let Some(flag) = it.next() {
-        let Some(name) = flag.strip_prefix("--") else {
-            return Err(format!("unexpected argument `{flag}`"));
-        };
-        let value = it.next().ok_or_else(|| format!("--{name}: needs a value"))?;
-        if name == "binary" {
-            binaries.push(binary_arg(&value)?);
-        } else {
-            named.insert(name.to_string(), value);
-        }
-    }
-    if binaries.is_empty() {
-        return Err("--binary is required".into());
-    }
-    for (i, (arch, _)) in binaries.iter().enumerate() {
-        if binaries[..i].iter().any(|(a, _)| a == arch) {
-            return Err(format!("--binary: {arch} is given twice"));
-        }
-    }
-    let mut take = |k: &str| named.remove(k);
-    let need = |v: Option<String>, k: &str| v.ok_or_else(|| format!("--{k} is required"));
-    let created = match take("created").or_else(|| std::env::var("SOURCE_DATE_EPOCH").ok()) {
-        Some(s) => s
-            .trim()
-            .parse()
-            .map_err(|_| format!("--created: `{s}` is not seconds since 1970"))?,
-        None => 0,
-    };
-    let a = Args {
-        binaries,
-        values: need(take("values"), "values")?.into(),
-        out: need(take("out"), "out")?.into(),
-        version: need(take("version"), "version")?,
-        revision: take("revision"),
-        created,
-    };
-    if let Some(k) = named.keys().next() {
-        return Err(format!("--{k}: unknown option"));
-    }
-    Ok(a)
-}
-
-/// `[ARCH=]PATH`: the architectures a release builds (amd64 when no `ARCH=` is given).
-fn binary_arg(value: &str) -> Result<(Arch, PathBuf), String> {
-    let (arch, path) = match value.split_once('=') {
-        Some((a, p)) => (a, p),
-        None => ("amd64", value),
-    };
-    let arch = match arch {
-        "amd64" => Arch::Amd64,
-        "arm64" => Arch::ARM64,
-        other => {
-            return Err(format!(
-                "--binary: unknown architecture `{other}` (amd64 or arm64)"
-            ))
-        }
-    };
-    if path.is_empty() {
-        return Err("--binary: the path is empty".into());
-    }
-    Ok((arch, path.into()))
-}
-
-fn sha256(bytes: &[u8]) -> Result<Digest, String> {
-    let hex: String = Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect();
-    hex.parse::<Sha256Digest>()
-        .map(Into::into)
-        .map_err(|e| e.to_string())
-}
-
-/// RFC 3339 UTC of `seconds` since 1970 (no date crate for one format).
-fn rfc3339(seconds: u64) -> String {
-    let days = (seconds / 86_400) as i64;
-    let rem = seconds % 86_400;
-    // Howard Hinnant's days-to-civil.
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
-    )
 }
 
 /// The layer, uncompressed: directories first, then the files, all owned by numbers.
@@ -203,30 +101,6 @@ fn layer(a: &Args, binary: &Path) -> Result<Vec<u8>, String> {
     entry(image::binary, 0o755, 0, Some(&binary))?;
     entry(image::values, 0o644, 0, Some(&values))?;
     tar.into_inner().map_err(|e| format!("layer: {e}"))
-}
-
-/// JSON with every object's keys sorted, so the same content gives the same bytes (and digest).
-fn canonical(v: &impl serde::Serialize) -> Result<Vec<u8>, String> {
-    fn sort(v: serde_json::Value) -> serde_json::Value {
-        match v {
-            serde_json::Value::Object(m) => {
-                let mut pairs: Vec<_> = m.into_iter().collect();
-                pairs.sort_by(|a, b| a.0.cmp(&b.0));
-                serde_json::Value::Object(pairs.into_iter().map(|(k, v)| (k, sort(v))).collect())
-            }
-            serde_json::Value::Array(a) => serde_json::Value::Array(a.into_iter().map(sort).collect()),
-            other => other,
-        }
-    }
-    let v = serde_json::to_value(v).map_err(|e| e.to_string())?;
-    serde_json::to_vec(&sort(v)).map_err(|e| e.to_string())
-}
-
-fn blob(out: &Path, bytes: &[u8], media: MediaType) -> Result<Descriptor, String> {
-    let digest = sha256(bytes)?;
-    let path = out.join("blobs/sha256").join(digest.digest());
-    std::fs::write(&path, bytes).map_err(|e| format!("{}: {e}", path.display()))?;
-    Ok(Descriptor::new(media, bytes.len() as u64, digest))
 }
 
 fn oci(e: oci_spec::OciSpecError) -> String {
@@ -389,6 +263,8 @@ fn main() -> ExitCode {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::args::binary_arg;
+    use std::path::PathBuf;
 
     #[test]
     fn times_are_rfc3339_utc() {
