@@ -1,0 +1,169 @@
+//! The store's records as the bridge's rows and parameters, column by column in the dialects' order.
+
+use quota_core::milli::Milli;
+use quota_core::store::{
+    Membership, Session, SessionStatus, Transaction, TransactionType, Usage, UserRecord,
+};
+use quota_core::{StoreError, Timestamp};
+
+use crate::dialect;
+use crate::sql_json::{Cell, Columns, Params};
+
+pub(super) fn limit(n: usize) -> i64 {
+    i64::try_from(n)
+        .unwrap_or(i64::MAX)
+        .min(crate::sql_json::json_int_max)
+}
+
+pub(super) fn user(row: &mut [Cell]) -> Result<UserRecord, StoreError> {
+    let mut c = Columns::new(row, "users", dialect::user_column_count)?;
+    Ok(UserRecord {
+        username: c.text(0)?,
+        balance: c.int(1)?,
+        unlimited: c.flag(2)?,
+        updated_at: Timestamp(c.int(3)?),
+    })
+}
+
+pub(super) fn transaction(row: &mut [Cell]) -> Result<Transaction, StoreError> {
+    let mut c = Columns::new(row, "transactions", dialect::transaction_column_count)?;
+    let kind = c.text(3)?;
+    Ok(Transaction {
+        id: c.int(0)?,
+        username: c.text(1)?,
+        amount: c.int(2)?,
+        transaction_type: TransactionType::parse(&kind)
+            .ok_or_else(|| StoreError(format!("transactions: unknown transaction type `{kind}`")))?,
+        resource_type: c.opt_text(4)?,
+        description: c.text(5)?,
+        balance_before: c.int(6)?,
+        balance_after: c.int(7)?,
+        created_at: Timestamp(c.int(8)?),
+        created_by: c.opt_text(9)?,
+    })
+}
+
+pub(super) fn session(row: &mut [Cell]) -> Result<Session, StoreError> {
+    let mut c = Columns::new(row, "sessions", dialect::session_column_count)?;
+    let status = c.text(9)?;
+    Ok(Session {
+        id: c.int(0)?,
+        username: c.text(1)?,
+        server_name: c.text(2)?,
+        resource_type: c.text(3)?,
+        rate: Milli(c.int(4)?),
+        runtime_minutes: c.int(5)?,
+        estimated_cost: Milli(c.int(6)?),
+        start_time: Timestamp(c.int(7)?),
+        billable: c.flag(8)?,
+        status: SessionStatus::parse(&status)
+            .ok_or_else(|| StoreError(format!("sessions: unknown status `{status}`")))?,
+        end_time: c.opt_int(10)?.map(Timestamp),
+        duration_minutes: c.opt_int(11)?,
+        cost: c.int(12)?,
+    })
+}
+
+/// A set of group names as stored: sorted, joined by newlines (a name holds no control character).
+pub(super) fn group_text(groups: &std::collections::BTreeSet<String>) -> String {
+    let mut out = String::new();
+    for (i, g) in groups.iter().enumerate() {
+        if i > 0 {
+            out.push('\n');
+        }
+        out.push_str(g);
+    }
+    out
+}
+
+pub(super) fn two_texts(row: &mut [Cell]) -> Result<(String, String), StoreError> {
+    let mut c = Columns::new(row, "group_members", 2)?;
+    Ok((c.text(0)?, c.text(1)?))
+}
+
+pub(super) fn membership(row: &mut [Cell]) -> Result<(String, Membership), StoreError> {
+    let mut c = Columns::new(row, "memberships", dialect::membership_column_count)?;
+    let username = c.text(0)?;
+    let names = c.text(1)?;
+    let groups: std::collections::BTreeSet<String> = names
+        .split('\n')
+        .filter(|g| !g.is_empty())
+        .map(str::to_string)
+        .collect();
+    Ok((
+        username,
+        Membership {
+            groups,
+            since: Timestamp(c.int(2)?),
+        },
+    ))
+}
+
+/// (key, day, resource type) sums: a report row read by `usage_by_day` and `user_usage`.
+pub(super) fn day_usage(row: &mut [Cell]) -> Result<(i64, String, Usage), StoreError> {
+    let mut c = Columns::new(row, "usage_days", 5)?;
+    Ok((
+        c.int(0)?,
+        c.text(1)?,
+        Usage {
+            credits: c.int(2)?,
+            minutes: c.int(3)?,
+            sessions: c.int(4)?,
+        },
+    ))
+}
+
+pub(super) fn user_usage_row(row: &mut [Cell]) -> Result<(String, Usage), StoreError> {
+    let mut c = Columns::new(row, "user_usage_days", 4)?;
+    Ok((
+        c.text(0)?,
+        Usage {
+            credits: c.int(1)?,
+            minutes: c.int(2)?,
+            sessions: c.int(3)?,
+        },
+    ))
+}
+
+pub(super) fn all<T>(
+    mut rows: Vec<Vec<Cell>>,
+    f: fn(&mut [Cell]) -> Result<T, StoreError>,
+) -> Result<Vec<T>, StoreError> {
+    rows.iter_mut().map(|r| f(r)).collect()
+}
+
+pub(super) fn first<T>(
+    mut rows: Vec<Vec<Cell>>,
+    f: fn(&mut [Cell]) -> Result<T, StoreError>,
+) -> Result<Option<T>, StoreError> {
+    rows.first_mut().map(|r| f(r)).transpose()
+}
+
+pub(super) fn user_params(p: &mut Params, u: &UserRecord) -> Result<(), StoreError> {
+    p.push_text(&u.username);
+    p.push_int(u.balance)?;
+    p.push_int(i64::from(u.unlimited))?;
+    p.push_int(u.updated_at.seconds())
+}
+
+pub(super) fn transaction_params(
+    p: &mut Params,
+    t: &quota_core::store::NewTransaction,
+) -> Result<(), StoreError> {
+    p.push_text(&t.username);
+    p.push_int(t.amount)?;
+    p.push_text(t.transaction_type.as_str());
+    match &t.resource_type {
+        Some(r) => p.push_text(r),
+        None => p.push_null(),
+    }
+    p.push_text(&t.description);
+    p.push_int(t.balance_before)?;
+    p.push_int(t.balance_after)?;
+    p.push_int(t.created_at.seconds())?;
+    match &t.created_by {
+        Some(b) => p.push_text(b),
+        None => p.push_null(),
+    }
+    Ok(())
+}
