@@ -25,6 +25,8 @@ pub mod pg;
 pub mod runtime;
 mod setup;
 pub mod sql;
+mod sql_error;
+mod sql_json;
 pub mod sqlite;
 mod tx;
 mod types;
