@@ -11,120 +11,27 @@ poisons an instance after a trap). A ``QuotaEngine`` is not thread-safe: use it 
 from __future__ import annotations
 
 import json
-import threading
 import time
-from dataclasses import dataclass
-from pathlib import Path
-from typing import Any, Callable, Optional, Sequence
+from typing import Any, Callable, Optional
 
 import wasmtime
-from wasmtime.component import Component as WasmComponent
 from wasmtime.component import Linker, Record, Variant
 
 from .bridge import JSON_INT_MAX
 from .sqlite_bridge import SqliteBridge
-from .contract import HostingContract, StorageError, from_wit
-
-#: The component shipped inside this package.
-COMPONENT_PATH = Path(__file__).with_name("quota-engine.wasm")
-#: Where `scripts/build-wasm.sh` puts it, for a source checkout (`PYTHONPATH=python/src`, editable).
-_CHECKOUT_PATH = Path(__file__).resolve().parents[3] / "target" / "wasm" / "quota-engine.wasm"
-
-API = "quota:engine/api@0.3.0"
-SQL = "quota:engine/sql@0.3.0"
-HOSTING = "quota:engine/hosting@0.3.0"
-
-# The call deadline, the retry policy, the refresh chunk size, the memory limit and every statement
-# a bridge runs of its own are the component's hosting contract (`Component.contract`).
-_EPOCH_TICK_S = 0.05
-
-
-class EngineError(RuntimeError):
-    """The component could not be loaded, or a call trapped or ran out of time or memory. The call
-    changed nothing (it was rolled back) and the instance was replaced."""
-
-
-class ConfigError(ValueError):
-    """The values document was refused: ``problems`` is a list of (key path, message)."""
-
-    def __init__(self, problems: Sequence[tuple[str, str]]):
-        self.problems = list(problems)
-        super().__init__("; ".join(f"{f}: {m}" for f, m in self.problems))
-
-
-class QuotaError(Exception):
-    """An operation was refused (nothing changed): ``kind`` is the WIT case (``invalid``,
-    ``not-found``, ...)."""
-
-    def __init__(self, kind: str, message: str):
-        super().__init__(message)
-        self.kind = kind
-
-
-@dataclass(frozen=True)
-class Caller:
-    """Who makes a request: a name, whether they are a quota admin, and their quota scopes
-    (``quota:sessions``, ``quota:refresh``, ``quota:admin``)."""
-
-    name: str
-    admin: bool = False
-    scopes: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
-class Response:
-    status: int
-    body: str
-
-    def json(self) -> Any:
-        return json.loads(self.body)
-
-
-@dataclass(frozen=True)
-class Rule:
-    name: str
-    enabled: bool
-    schedule: str
-
-
-@dataclass(frozen=True)
-class ConfigSummary:
-    enabled: bool
-    rules: tuple[Rule, ...]
-
-
-@dataclass(frozen=True)
-class Event:
-    """Something a committed call did (the component's `event`): ``kind`` is ``gate`` (with
-    ``result`` allowed/refused/invalid), ``sessions-ended`` (``status``, ``sessions``,
-    ``credits``) or ``refreshed`` (``rule_name``, ``users_updated``)."""
-
-    kind: str
-    resource_type: str = ""
-    result: str = ""
-    status: str = ""
-    sessions: int = 0
-    credits: int = 0
-    rule_name: str = ""
-    users_updated: int = 0
-
-
-class Observer:
-    """What a host may watch of an engine (all no-ops here): the events of committed calls, traps,
-    calls failed as busy, and calls run again after a conflict."""
-
-    def committed(self, events: Sequence[Event]) -> None:
-        pass
-
-    def trapped(self) -> None:
-        pass
-
-    def busy(self) -> None:
-        pass
-
-    def conflict_retried(self) -> None:
-        pass
-
+from .component import _EPOCH_TICK_S, API, COMPONENT_PATH, SQL, Component  # noqa: F401  (COMPONENT_PATH: the package's name)
+from .contract import StorageError
+from .engine_types import (  # noqa: F401  (the package's names, imported from here by the modules and users)
+    Caller,
+    ConfigError,
+    ConfigSummary,
+    EngineError,
+    Event,
+    Observer,
+    QuotaError,
+    Response,
+    Rule,
+)
 
 def _event(v: Any) -> Optional[Event]:
     p = v.payload
@@ -165,71 +72,6 @@ def _timestamp(now: Optional[int]) -> int:
     if type(t) is not int or not -JSON_INT_MAX <= t <= JSON_INT_MAX:
         raise ValueError(f"now: {t!r} is not a timestamp in whole seconds")
     return t
-
-
-class Component:
-    """The compiled component (one per process and path; compiling takes about half a second)."""
-
-    _cache: dict[Path, "Component"] = {}
-    _lock = threading.Lock()
-
-    def __init__(self, path: Path):
-        config = wasmtime.Config()
-        config.epoch_interruption = True
-        self.engine = wasmtime.Engine(config)
-        try:
-            self.component = WasmComponent.from_file(self.engine, str(path))
-        except (wasmtime.WasmtimeError, OSError) as e:
-            raise EngineError(f"loading {path}: {e}") from e
-        self.path = path
-        self._contracts: dict[str, HostingContract] = {}
-        ticker = threading.Thread(target=self._tick, name="quota-epoch", daemon=True)
-        ticker.start()
-
-    def contract(self, dialect: str) -> HostingContract:
-        """The hosting contract for a database of ``dialect`` (``sqlite``, ``postgres``), asked of a
-        throwaway instance over no database once per component."""
-        c = self._contracts.get(dialect)
-        if c is None:
-            def refuse(_store: Any, *_args: Any) -> Variant:
-                return Variant("other", "this instance has no database")
-
-            linker = Linker(self.engine)
-            with linker.root() as root:
-                with root.add_instance(SQL) as sql:
-                    sql.add_func("get-dialect", lambda _store: dialect)
-                    sql.add_func("query", refuse)
-                    sql.add_func("execute-many", refuse)
-            store = wasmtime.Store(self.engine)
-            store.set_epoch_deadline(1 << 40)
-            inst = linker.instantiate(store, self.component)
-            hosting = inst.get_export_index(store, HOSTING)
-            idx = None if hosting is None else inst.get_export_index(store, "contract", hosting)
-            if idx is None:
-                raise EngineError(f"the component does not export {HOSTING}#contract")
-            c = self._contracts[dialect] = from_wit(inst.get_func(store, idx)(store, dialect))
-        return c
-
-    def _tick(self) -> None:
-        while True:
-            time.sleep(_EPOCH_TICK_S)
-            self.engine.increment_epoch()
-
-    @classmethod
-    def load(cls, path: Optional[Path] = None) -> "Component":
-        if path is None and not COMPONENT_PATH.is_file() and _CHECKOUT_PATH.is_file():
-            path = _CHECKOUT_PATH
-        p = Path(path or COMPONENT_PATH).resolve()
-        with cls._lock:
-            c = cls._cache.get(p)
-            if c is None:
-                if not p.is_file():
-                    raise EngineError(
-                        f"{p} not found: build it with `bash scripts/build-wasm.sh` in the repository "
-                        "(a wheel carries it inside)"
-                    )
-                c = cls._cache[p] = Component(p)
-            return c
 
 
 class QuotaEngine:

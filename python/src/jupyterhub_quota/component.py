@@ -1,0 +1,94 @@
+"""The engine component, compiled once per process (`Component.load`), with its epoch ticker (a
+runaway call is interrupted) and the hosting contract it states, per dialect."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+from typing import Any, Optional
+
+import wasmtime
+from wasmtime.component import Component as WasmComponent
+from wasmtime.component import Linker, Variant
+
+from .contract import HostingContract, from_wit
+from .engine_types import EngineError
+
+#: The component shipped inside this package.
+COMPONENT_PATH = Path(__file__).with_name("quota-engine.wasm")
+#: Where `scripts/build-wasm.sh` puts it, for a source checkout (`PYTHONPATH=python/src`, editable).
+_CHECKOUT_PATH = Path(__file__).resolve().parents[3] / "target" / "wasm" / "quota-engine.wasm"
+
+API = "quota:engine/api@0.3.0"
+SQL = "quota:engine/sql@0.3.0"
+HOSTING = "quota:engine/hosting@0.3.0"
+
+# The call deadline, the retry policy, the refresh chunk size, the memory limit and every statement
+# a bridge runs of its own are the component's hosting contract (`Component.contract`).
+_EPOCH_TICK_S = 0.05
+
+
+class Component:
+    """The compiled component (one per process and path; compiling takes about half a second)."""
+
+    _cache: dict[Path, "Component"] = {}
+    _lock = threading.Lock()
+
+    def __init__(self, path: Path):
+        config = wasmtime.Config()
+        config.epoch_interruption = True
+        self.engine = wasmtime.Engine(config)
+        try:
+            self.component = WasmComponent.from_file(self.engine, str(path))
+        except (wasmtime.WasmtimeError, OSError) as e:
+            raise EngineError(f"loading {path}: {e}") from e
+        self.path = path
+        self._contracts: dict[str, HostingContract] = {}
+        ticker = threading.Thread(target=self._tick, name="quota-epoch", daemon=True)
+        ticker.start()
+
+    def contract(self, dialect: str) -> HostingContract:
+        """The hosting contract for a database of ``dialect`` (``sqlite``, ``postgres``), asked of a
+        throwaway instance over no database once per component."""
+        c = self._contracts.get(dialect)
+        if c is None:
+            def refuse(_store: Any, *_args: Any) -> Variant:
+                return Variant("other", "this instance has no database")
+
+            linker = Linker(self.engine)
+            with linker.root() as root:
+                with root.add_instance(SQL) as sql:
+                    sql.add_func("get-dialect", lambda _store: dialect)
+                    sql.add_func("query", refuse)
+                    sql.add_func("execute-many", refuse)
+            store = wasmtime.Store(self.engine)
+            store.set_epoch_deadline(1 << 40)
+            inst = linker.instantiate(store, self.component)
+            hosting = inst.get_export_index(store, HOSTING)
+            idx = None if hosting is None else inst.get_export_index(store, "contract", hosting)
+            if idx is None:
+                raise EngineError(f"the component does not export {HOSTING}#contract")
+            c = self._contracts[dialect] = from_wit(inst.get_func(store, idx)(store, dialect))
+        return c
+
+    def _tick(self) -> None:
+        while True:
+            time.sleep(_EPOCH_TICK_S)
+            self.engine.increment_epoch()
+
+    @classmethod
+    def load(cls, path: Optional[Path] = None) -> "Component":
+        if path is None and not COMPONENT_PATH.is_file() and _CHECKOUT_PATH.is_file():
+            path = _CHECKOUT_PATH
+        p = Path(path or COMPONENT_PATH).resolve()
+        with cls._lock:
+            c = cls._cache.get(p)
+            if c is None:
+                if not p.is_file():
+                    raise EngineError(
+                        f"{p} not found: build it with `bash scripts/build-wasm.sh` in the repository "
+                        "(a wheel carries it inside)"
+                    )
+                c = cls._cache[p] = Component(p)
+            return c
