@@ -1,109 +1,25 @@
 //! The exported `api` interface: each function converts, calls `quota-core`, converts back.
 
-use std::cell::RefCell;
-
 use quota_core::admin::{self, AdminAction, AdminRequest, BatchEntry};
 use quota_core::gate::{self, StartDecision, StartRequest};
-use quota_core::refresh::{self, RefreshResult, Step};
+use quota_core::refresh::{self, Step};
 use quota_core::sessions::{self, EndRequest, EndTarget, Outcome};
-use quota_core::{api as core_api, Config, QuotaError, Timestamp};
+use quota_core::{api as core_api, QuotaError, Timestamp};
 
 use crate::bindings::api::{self as wit, Guest};
 use crate::convert as cv;
 use crate::sql_store::SqlStore;
 
-thread_local! {
-    /// The configuration set by `configure`: the only state kept between calls.
-    static CONFIG: RefCell<Option<Config>> = const { RefCell::new(None) };
-}
+mod http;
+mod state;
 
-fn not_configured() -> QuotaError {
-    QuotaError::Store(quota_core::StoreError(
-        "the host did not call `configure` first".into(),
-    ))
-}
-
-/// Runs `f` with the configuration, or reports that `configure` was not called.
-fn with_config<T>(f: impl FnOnce(&Config) -> Result<T, QuotaError>) -> Result<T, wit::QuotaError> {
-    CONFIG
-        .with(|c| match c.borrow().as_ref() {
-            Some(cfg) => f(cfg),
-            None => Err(not_configured()),
-        })
-        .map_err(error_out)
-}
-
-fn error_out(e: QuotaError) -> wit::QuotaError {
-    match e {
-        QuotaError::Invalid { field, message } => wit::QuotaError::Invalid(wit::Problem { field, message }),
-        QuotaError::InsufficientBalance => wit::QuotaError::InsufficientBalance,
-        QuotaError::OutOfRange(m) => wit::QuotaError::OutOfRange(m),
-        QuotaError::NotFound(m) => wit::QuotaError::NotFound(m),
-        QuotaError::Conflict(m) => wit::QuotaError::Conflict(m),
-        QuotaError::Store(s) => wit::QuotaError::Storage(s.0),
-    }
-}
-
-/// `(resource type, rate in thousandths)`, `cpu` first.
-fn rates_list(cfg: &Config) -> Vec<(String, i64)> {
-    std::iter::once((
-        quota_core::accelerators::cpu_resource.to_string(),
-        cfg.cpu_rate.raw(),
-    ))
-    .chain(
-        cfg.accelerators
-            .iter()
-            .map(|(k, a)| (k.clone(), a.quota_rate.raw())),
-    )
-    .collect()
-}
-
-fn refresh_out(r: RefreshResult) -> Result<wit::RefreshResult, QuotaError> {
-    let json =
-        serde_json::to_string(&r).map_err(|e| QuotaError::Store(quota_core::StoreError(e.to_string())))?;
-    Ok(wit::RefreshResult {
-        users_updated: r.users_updated,
-        total_change: r.total_change,
-        skipped: r.skipped,
-        action: r.action.as_str().to_string(),
-        rule_name: r.rule_name,
-        json,
-        replayed: r.replayed,
-    })
-}
+use state::{error_out, rates_list, refresh_out, with_config, CONFIG};
 
 pub(crate) struct Component;
 
 impl Guest for Component {
     fn configure(values_json: String) -> Result<wit::ConfigSummary, Vec<wit::Problem>> {
-        let problem = |field: &str, message: String| wit::Problem {
-            field: field.into(),
-            message,
-        };
-        let values: serde_json::Value = serde_json::from_str(&values_json)
-            .map_err(|e| vec![problem("values", format!("is not valid JSON: {e}"))])?;
-        let config = Config::from_values(&values).map_err(|e| {
-            e.0.into_iter()
-                .map(|p| match p {
-                    QuotaError::Invalid { field, message } => wit::Problem { field, message },
-                    other => problem("values", other.to_string()),
-                })
-                .collect::<Vec<_>>()
-        })?;
-        let summary = wit::ConfigSummary {
-            enabled: config.enabled,
-            rules: config
-                .refresh_rules
-                .values()
-                .map(|r| wit::RuleInfo {
-                    name: r.name.clone(),
-                    enabled: r.enabled,
-                    schedule: r.schedule.to_string(),
-                })
-                .collect(),
-        };
-        CONFIG.with(|c| *c.borrow_mut() = Some(config));
-        Ok(summary)
+        state::configure(&values_json)
     }
 
     fn migrate() -> Result<wit::Migration, wit::QuotaError> {
@@ -453,40 +369,7 @@ impl Guest for Component {
         now: i64,
         chunk_users: u32,
     ) -> Result<wit::RequestStep, String> {
-        let caller = req.caller.map(|c| quota_core::Caller {
-            name: c.name,
-            admin: c.admin,
-            scopes: c.scopes,
-        });
-        #[cfg(feature = "fault-injection")]
-        if let Some(r) = crate::fault::fault(&req.path) {
-            return r.map(wit::RequestStep::Done);
-        }
-        let request = quota_core::Request {
-            method: &req.method,
-            path: &req.path,
-            query: &req.query,
-            body: &req.body,
-            caller: caller.as_ref(),
-        };
-        let answer = CONFIG.with(|c| match c.borrow().as_ref() {
-            Some(cfg) => core_api::handle_request_step(
-                cfg,
-                &mut SqlStore::host(),
-                &request,
-                Timestamp(now),
-                chunk_users,
-            )
-            .map_err(|e| e.0),
-            None => Err("the host did not call `configure` first".to_string()),
-        })?;
-        Ok(match answer {
-            Step::Done(r) => wit::RequestStep::Done(wit::HttpResponse {
-                status: r.status,
-                body: r.body,
-            }),
-            Step::More => wit::RequestStep::More,
-        })
+        http::handle_request_step(req, now, chunk_users)
     }
 }
 
