@@ -1,0 +1,157 @@
+//! What the engine keeps, and the small storage trait every backend implements.
+//!
+//! The trait is shaped for real databases: one call per row read or write, and paged scans where a
+//! whole set must be visited (refresh, the list). There is no "load everything" call. Each engine
+//! operation is run by its host inside one database transaction, so the engine never needs locks.
+
+mod records;
+
+pub use records::*;
+
+use crate::error::StoreError;
+use crate::time::Timestamp;
+
+/// Storage as the engine sees it. Every method is one row read or write, or one page of a scan.
+///
+/// Hosts run each engine operation inside one transaction and roll it back when the operation
+/// returns a `StoreError` (or the guest traps), so implementations need no atomicity of their own.
+pub trait Store {
+    fn get_user(&mut self, username: &str) -> Result<Option<UserRecord>, StoreError>;
+    /// Inserts or replaces the record.
+    fn put_user(&mut self, user: &UserRecord) -> Result<(), StoreError>;
+    /// Up to `limit` records with `username > after` (all when `after` is `None`), by username.
+    fn scan_users(&mut self, after: Option<&str>, limit: usize) -> Result<Vec<UserRecord>, StoreError>;
+
+    /// For each change in order: writes the user row and appends the transaction (ids increase).
+    /// Every operation passes one change, except refresh, which passes a page of them: the one bulk
+    /// write, so a refresh of many users costs a few calls, not two per user.
+    fn record_changes(&mut self, changes: &[Change]) -> Result<(), StoreError>;
+    /// A user's newest transactions, newest first (ties by id desc).
+    fn recent_transactions(&mut self, username: &str, limit: usize) -> Result<Vec<Transaction>, StoreError>;
+    /// Up to `limit` transactions with `id > after_id` and `since <= created_at < until`, by id;
+    /// only `username`'s when given.
+    fn scan_transactions(
+        &mut self,
+        username: Option<&str>,
+        range: (Timestamp, Timestamp),
+        after_id: i64,
+        limit: usize,
+    ) -> Result<Vec<Transaction>, StoreError>;
+
+    /// Records a new active session and returns its id (ids increase).
+    fn insert_session(&mut self, session: &NewSession) -> Result<i64, StoreError>;
+    fn get_session(&mut self, id: i64) -> Result<Option<Session>, StoreError>;
+    /// Replaces a stored session (same id).
+    fn update_session(&mut self, session: &Session) -> Result<(), StoreError>;
+    /// The user's active sessions, by id.
+    fn active_sessions(&mut self, username: &str) -> Result<Vec<Session>, StoreError>;
+    /// The user's record and active sessions: the spawn gate's one read. A backend behind a costly
+    /// boundary (the component's host calls) answers it in one call.
+    fn gate_state(&mut self, username: &str) -> Result<(Option<UserRecord>, Vec<Session>), StoreError> {
+        Ok((self.get_user(username)?, self.active_sessions(username)?))
+    }
+    /// Active sessions that started strictly before `cutoff`, by id.
+    fn stale_sessions(&mut self, cutoff: Timestamp) -> Result<Vec<Session>, StoreError>;
+    /// Up to `limit` sessions with `id > after_id`, by id, filtered by username and status when given.
+    fn scan_sessions(
+        &mut self,
+        username: Option<&str>,
+        status: Option<SessionStatus>,
+        after_id: i64,
+        limit: usize,
+    ) -> Result<Vec<Session>, StoreError>;
+
+    fn get_refresh_run(&mut self, run_id: &str) -> Result<Option<RefreshRun>, StoreError>;
+
+    /// Up to `limit` of `username`'s transactions with `id < before` (every id when `None`), newest
+    /// (largest id) first: a user's own ledger, a page at a time.
+    fn user_transactions(
+        &mut self,
+        username: &str,
+        before: Option<i64>,
+        limit: usize,
+    ) -> Result<Vec<Transaction>, StoreError>;
+    /// The same for `username`'s sessions.
+    fn user_sessions(
+        &mut self,
+        username: &str,
+        before: Option<i64>,
+        limit: usize,
+    ) -> Result<Vec<Session>, StoreError>;
+
+    /// A user's groups (none when never reported).
+    fn get_membership(&mut self, username: &str) -> Result<Option<Membership>, StoreError>;
+    /// Writes a user's groups when they differ from the stored ones (no groups and no row: nothing
+    /// to write); returns whether they did. The gate calls this with the groups a host reports at
+    /// every start, so an unchanged set must cost no more than a look-up.
+    fn put_membership(
+        &mut self,
+        username: &str,
+        groups: &std::collections::BTreeSet<String>,
+        since: Timestamp,
+    ) -> Result<bool, StoreError>;
+    /// Up to `limit` memberships with `username > after` (all when `after` is `None`), by username.
+    fn scan_memberships(
+        &mut self,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<(String, Membership)>, StoreError>;
+    /// The memberships of usernames from `first` to `last` (both included), by username: the groups
+    /// of one page of the user list, in one read.
+    fn memberships_between(
+        &mut self,
+        first: &str,
+        last: &str,
+    ) -> Result<Vec<(String, Membership)>, StoreError>;
+    /// (username, group) for every user from `first` to `last` (both included) who is in one of
+    /// `groups`, by username: what a refresh page needs of the groups its targets name, in one read.
+    fn group_members_between(
+        &mut self,
+        groups: &std::collections::BTreeSet<String>,
+        first: &str,
+        last: &str,
+    ) -> Result<Vec<(String, String)>, StoreError>;
+    /// Up to `limit` members of `group` with `username > after`, by username.
+    fn scan_group(&mut self, group: &str, after: &str, limit: usize) -> Result<Vec<String>, StoreError>;
+    /// Every group with at least one member, and how many, by name.
+    fn group_counts(&mut self) -> Result<Vec<(String, u64)>, StoreError>;
+    /// Inserts or replaces the run with this `run_id` (a chunked run records its progress).
+    fn put_refresh_run(&mut self, run: &RefreshRun) -> Result<(), StoreError>;
+
+    /// Adds a completed session's usage to the running sums of its UTC day `day` (see `usage`):
+    /// per (day, resource type) and per (user, day, resource type).
+    fn record_usage(
+        &mut self,
+        username: &str,
+        day: i64,
+        resource_type: &str,
+        usage: &Usage,
+    ) -> Result<(), StoreError>;
+    /// (day, resource type, sums) of the days `first` to `last` (both included), by day, then
+    /// resource type.
+    fn usage_by_day(&mut self, first: i64, last: i64) -> Result<Vec<(i64, String, Usage)>, StoreError>;
+    /// Up to `limit` users with usage in the days `first` to `last`, with `username > after`
+    /// (all when `None`), and their sums, by username.
+    fn usage_by_user(
+        &mut self,
+        first: i64,
+        last: i64,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<(String, Usage)>, StoreError>;
+    /// The `limit` users with the most credits (then minutes) in the days; ties by username.
+    fn usage_top_users(
+        &mut self,
+        first: i64,
+        last: i64,
+        limit: usize,
+    ) -> Result<Vec<(String, Usage)>, StoreError>;
+    /// `username`'s (day, resource type, sums) in the days `first` to `last`, by day, then
+    /// resource type.
+    fn user_usage(
+        &mut self,
+        username: &str,
+        first: i64,
+        last: i64,
+    ) -> Result<Vec<(i64, String, Usage)>, StoreError>;
+}
