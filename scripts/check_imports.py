@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-RUST_CRATES = ["core/src", "wasm/src", "host-shim/src", "hub/src", "tests/support/src", "tools/oci-image/src", "tools/componentize/src"]
+RUST_CRATES = ["core/src", "sql-wire/src", "wasm/src", "host-shim/src", "hub/src", "tests/support/src", "tools/oci-image/src", "tools/componentize/src"]
 PYTHON_PACKAGE = "python/src/jupyterhub_quota"
 JS_SOURCES = ["js/src", "js/pages"]
 

@@ -14,7 +14,7 @@ pub use crate::sql_json::{
     for_each_param_row, param_rows_from_json, params_from_json, push_json_row, rows_to_json, Param,
 };
 
-pub use quota_core::json::SqlValue;
+pub use quota_sql_wire::SqlValue;
 
 /// Runs one of the contract's transaction statements on `db`.
 fn run<D: Database + ?Sized>(

@@ -1,10 +1,10 @@
 //! SQL values as the component sends and reads them: JSON parameters (borrowed where they can be),
 //! rows written back as JSON.
 
-use quota_core::json::{push_int, push_string};
+use quota_sql_wire::{push_int, push_string};
 
 use crate::sql_error::SqlError;
-use quota_core::json::SqlValue;
+use quota_sql_wire::SqlValue;
 
 /// A JSON array of values into parameters; anything but integers, strings and null is refused.
 pub fn params_from_json(json: &str) -> Result<Vec<SqlValue>, SqlError> {
@@ -180,6 +180,11 @@ pub fn rows_to_json(rows: &[Vec<SqlValue>]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_wire_carries_every_integer_the_engine_keeps() {
+        assert_eq!(quota_sql_wire::int_abs_max, quota_core::limits::json_int_abs_max);
+    }
 
     #[test]
     fn parameters_are_integers_strings_or_null() {

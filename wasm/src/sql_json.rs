@@ -73,7 +73,7 @@ impl Params {
             )));
         }
         self.sep();
-        quota_core::json::push_int(&mut self.text, v);
+        quota_sql_wire::push_int(&mut self.text, v);
         Ok(())
     }
 
@@ -84,7 +84,7 @@ impl Params {
 
     pub fn push_text(&mut self, s: &str) {
         self.sep();
-        quota_core::json::push_string(&mut self.text, s);
+        quota_sql_wire::push_string(&mut self.text, s);
     }
 
     /// Starts a row of a bulk write (the text becomes an array of arrays).
@@ -107,7 +107,7 @@ impl Params {
     }
 }
 
-pub use quota_core::json::SqlValue as Cell;
+pub use quota_sql_wire::SqlValue as Cell;
 
 /// The rows of a query: arrays of column values.
 pub fn rows(json: &str) -> Result<Vec<Vec<Cell>>, StoreError> {
