@@ -1,7 +1,8 @@
 //! The hosting contract (wit/0.3.0, `hosting`): how the component must be hosted, as it states it.
 //! Read once per [`crate::Runtime`] for each dialect; this module is the one place the Rust host
 //! applies it: connection set-up, the busy wait, retry pauses, error kinds and what they mean.
-//! Data only: running the set-up statements on a connection is `sql::set_up`.
+//! Data only: the set-up statements are asked for per connection ([`crate::Runtime::connection_setup`])
+//! and run by `setup::set_up`.
 
 use std::time::Duration;
 
@@ -32,7 +33,7 @@ pub struct Handling {
     pub transient: bool,
 }
 
-/// A statement run on every new connection.
+/// A statement run on every new connection (the host's busy wait and durability already in it).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SetupStatement {
     pub sql: String,
@@ -65,7 +66,9 @@ pub struct Table {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct HostingContract {
     pub dialect: Dialect,
-    pub connection_setup: Vec<SetupStatement>,
+    /// The first pause before a busy set-up statement runs again; it doubles up to `setup_pause_max`.
+    pub setup_pause_first: Duration,
+    pub setup_pause_max: Duration,
     pub transactions: TransactionStatements,
     pub busy_wait: Duration,
     pub retry_attempts: u32,
@@ -81,7 +84,7 @@ pub struct HostingContract {
     pub tables: Vec<Table>,
 }
 
-/// How hard SQLite works to make a commit durable (`{synchronous}` in the set-up statements).
+/// How hard SQLite works to make a commit durable (`synchronous` in the set-up statements).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Durability {
     /// `synchronous=FULL`: an acknowledged commit survives power loss (the default).

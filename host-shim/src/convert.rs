@@ -7,7 +7,7 @@ use quota_core::forecast::NextRefresh;
 use quota_core::gate::{Refusal, StartDecision, StartRequest, Started};
 use quota_core::reads::{Me, Rates, UserDetail};
 use quota_core::sessions::{CleanedSession, EndRequest, EndResult, EndTarget, Outcome};
-use quota_core::store::{SessionStatus, Transaction, TransactionType, UserRecord};
+use quota_core::store::{NewTransaction, SessionStatus, Transaction, TransactionType, UserRecord};
 use quota_core::{Milli, QuotaError, StoreError, Timestamp};
 
 use crate::bindings::{api, types};
@@ -193,8 +193,7 @@ fn transaction_type(t: types::TransactionType) -> TransactionType {
 }
 
 pub fn transaction(t: types::Transaction) -> Transaction {
-    Transaction {
-        id: t.id,
+    NewTransaction {
         username: t.username,
         amount: t.amount,
         transaction_type: transaction_type(t.transaction_type),
@@ -205,6 +204,7 @@ pub fn transaction(t: types::Transaction) -> Transaction {
         created_at: Timestamp(t.created_at),
         created_by: t.created_by,
     }
+    .with_id(t.id)
 }
 
 pub fn user_detail(d: api::UserView) -> UserDetail {
@@ -306,15 +306,8 @@ impl From<wit::HostingContract> for HostingContract {
                 wsql::Dialect::Sqlite => Dialect::Sqlite,
                 wsql::Dialect::Postgres => Dialect::Postgres,
             },
-            connection_setup: c
-                .connection_setup
-                .into_iter()
-                .map(|s| SetupStatement {
-                    sql: s.sql,
-                    expect: s.expect,
-                    retry_while_busy: s.retry_while_busy,
-                })
-                .collect(),
+            setup_pause_first: Duration::from_millis(c.setup_pause.first_ms.into()),
+            setup_pause_max: Duration::from_millis(c.setup_pause.max_ms.into()),
             transactions: TransactionStatements {
                 begin_write: t.begin_write,
                 begin_read: t.begin_read,
@@ -358,6 +351,16 @@ impl From<wit::HostingContract> for HostingContract {
                     key: t.key,
                 })
                 .collect(),
+        }
+    }
+}
+
+impl From<wit::SetupStatement> for SetupStatement {
+    fn from(s: wit::SetupStatement) -> SetupStatement {
+        SetupStatement {
+            sql: s.sql,
+            expect: s.expect,
+            retry_while_busy: s.retry_while_busy,
         }
     }
 }

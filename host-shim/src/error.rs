@@ -2,6 +2,7 @@
 
 use thiserror::Error;
 
+use crate::contract::HostingContract;
 use crate::sql::SqlError;
 
 #[derive(Debug, Error)]
@@ -26,9 +27,10 @@ pub enum HostError {
 }
 
 impl HostError {
-    /// Whether the call failed only because another writer held the database (HTTP 503).
-    pub fn is_busy(&self) -> bool {
-        matches!(self, HostError::Storage(SqlError::Busy | SqlError::Conflict(_)))
+    /// Whether the caller may simply try again later: a storage failure of a kind the contract
+    /// calls `transient` (another writer held the database, a conflict that outlasted the retries).
+    pub fn is_transient(&self, contract: &HostingContract) -> bool {
+        matches!(self, HostError::Storage(e) if contract.handling(e.kind()).transient)
     }
 }
 

@@ -12,7 +12,7 @@ use wasmtime::{Config, Engine};
 
 use crate::bindings::{QuotaEngine, QuotaEnginePre};
 use crate::compile_cache;
-use crate::contract::HostingContract;
+use crate::contract::{Durability, HostingContract, SetupStatement};
 use crate::error::HostError;
 use crate::sql::Dialect;
 use crate::state::HostState;
@@ -52,7 +52,7 @@ pub struct Limits {
     pub refresh_chunk_users: Option<u32>,
 }
 
-/// The bounds in force: [`Limits`] over the contract.
+/// The bounds in force for one dialect: [`Limits`] over that dialect's contract.
 #[derive(Clone, Copy, Debug)]
 pub struct Bounds {
     pub memory_bytes: usize,
@@ -64,6 +64,18 @@ pub struct Bounds {
 }
 
 impl Bounds {
+    fn of(contract: &HostingContract, limits: &Limits, tick: Duration) -> Bounds {
+        Bounds {
+            memory_bytes: limits
+                .memory_bytes
+                .unwrap_or(usize::try_from(contract.memory_limit_bytes).unwrap_or(usize::MAX)),
+            call_deadline: limits.call_deadline.unwrap_or(contract.call_deadline),
+            migration_deadline: contract.migration_deadline,
+            tick,
+            refresh_chunk_users: limits.refresh_chunk_users.unwrap_or(contract.refresh_chunk_users),
+        }
+    }
+
     pub fn deadline_ticks(&self) -> u64 {
         self.ticks(self.call_deadline)
     }
@@ -87,7 +99,8 @@ fn load_error(e: wasmtime::Error) -> HostError {
 pub struct Runtime {
     pub(crate) engine: Engine,
     pub(crate) pre: QuotaEnginePre<HostState>,
-    pub(crate) limits: Bounds,
+    /// Per dialect (SQLite, PostgreSQL), like `contracts`.
+    bounds: [Bounds; 2],
     /// The hosting contract, as the component states it, per dialect (SQLite, PostgreSQL).
     contracts: [Arc<HostingContract>; 2],
     stop: Arc<AtomicBool>,
@@ -140,19 +153,14 @@ impl Runtime {
         QuotaEngine::add_to_linker::<HostState, HasSelf<HostState>>(&mut linker, |s| s).map_err(load)?;
         let pre = QuotaEnginePre::new(linker.instantiate_pre(&component).map_err(load)?).map_err(load)?;
         let contracts = read_contracts(&engine, &pre)?;
-        let sqlite = &contracts[0];
-        let limits = Bounds {
-            memory_bytes: limits
-                .memory_bytes
-                .unwrap_or(usize::try_from(sqlite.memory_limit_bytes).unwrap_or(usize::MAX)),
-            call_deadline: limits.call_deadline.unwrap_or(sqlite.call_deadline),
-            migration_deadline: sqlite.migration_deadline,
-            tick: limits.tick.unwrap_or(Duration::from_millis(10)),
-            refresh_chunk_users: limits.refresh_chunk_users.unwrap_or(sqlite.refresh_chunk_users),
-        };
+        let tick = limits.tick.unwrap_or(Duration::from_millis(10));
+        let bounds = [
+            Bounds::of(&contracts[0], &limits, tick),
+            Bounds::of(&contracts[1], &limits, tick),
+        ];
         let stop = Arc::new(AtomicBool::new(false));
         let ticker = {
-            let (engine, stop, tick) = (engine.clone(), stop.clone(), limits.tick);
+            let (engine, stop) = (engine.clone(), stop.clone());
             std::thread::Builder::new()
                 .name("quota-epoch".into())
                 .spawn(move || {
@@ -166,25 +174,45 @@ impl Runtime {
         Ok(Arc::new(Runtime {
             engine,
             pre,
-            limits,
+            bounds,
             contracts,
             stop,
             ticker: Some(ticker),
         }))
     }
 
-    /// The bounds in force (the contract's, or the host's [`Limits`]).
-    pub fn limits(&self) -> Bounds {
-        self.limits
+    /// The bounds in force on a database of `dialect` (its contract's, or the host's [`Limits`]).
+    pub fn bounds(&self, dialect: Dialect) -> Bounds {
+        self.bounds[index(dialect)]
     }
 
     /// The hosting contract for a database of `dialect`.
     pub fn contract(&self, dialect: Dialect) -> Arc<HostingContract> {
-        self.contracts[match dialect {
-            Dialect::Sqlite => 0,
-            Dialect::Postgres => 1,
-        }]
-        .clone()
+        self.contracts[index(dialect)].clone()
+    }
+
+    /// The statements a new connection to a database of `dialect` runs first, with the host's busy
+    /// wait and durability in them (asked of a throwaway instance: it touches no storage).
+    pub fn connection_setup(
+        &self,
+        dialect: Dialect,
+        busy_wait: Duration,
+        durability: Durability,
+    ) -> Result<Vec<SetupStatement>, HostError> {
+        use crate::bindings::hosting::Durability as D;
+        let mut store = wasmtime::Store::new(&self.engine, HostState::detached());
+        store.set_epoch_deadline(self.bounds(dialect).deadline_ticks());
+        let instance = self.pre.instantiate(&mut store).map_err(load_error)?;
+        let wait = u32::try_from(busy_wait.as_millis()).unwrap_or(u32::MAX);
+        let d = match durability {
+            Durability::Full => D::Full,
+            Durability::Normal => D::Normal,
+        };
+        let statements = instance
+            .quota_engine_hosting()
+            .call_connection_setup(&mut store, wit_dialect(dialect), wait, d)
+            .map_err(load_error)?;
+        Ok(statements.into_iter().map(SetupStatement::from).collect())
     }
 }
 
@@ -194,5 +222,19 @@ impl Drop for Runtime {
         if let Some(t) = self.ticker.take() {
             let _ = t.join();
         }
+    }
+}
+
+fn index(dialect: Dialect) -> usize {
+    match dialect {
+        Dialect::Sqlite => 0,
+        Dialect::Postgres => 1,
+    }
+}
+
+fn wit_dialect(dialect: Dialect) -> crate::bindings::sql::Dialect {
+    match dialect {
+        Dialect::Sqlite => crate::bindings::sql::Dialect::Sqlite,
+        Dialect::Postgres => crate::bindings::sql::Dialect::Postgres,
     }
 }

@@ -1,35 +1,27 @@
-//! A new connection set up as the hosting contract says: its set-up statements, `{busy_wait_ms}`
-//! and `{synchronous}` filled in, each answer checked, a busy one retried within the wait.
+//! A new connection set up as the hosting contract says: the component's set-up statements (the
+//! host's busy wait and durability in them), each answer checked, a busy one retried within the wait.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use crate::contract::{Durability, HostingContract};
+use crate::contract::{HostingContract, SetupStatement};
 use crate::sql::{Database, SqlError};
 
-/// Runs the contract's set-up statements on a new connection, `{busy_wait_ms}` and `{synchronous}`
-/// filled in; a statement marked `retry_while_busy` runs again until `busy_wait` has passed.
+/// Runs `statements` (from [`crate::Runtime::connection_setup`]) in order; one marked
+/// `retry_while_busy` runs again, after the contract's set-up pause, until `busy_wait` has passed.
 pub fn set_up(
     db: &mut dyn Database,
+    statements: &[SetupStatement],
     contract: &HostingContract,
     busy_wait: Duration,
-    durability: Durability,
 ) -> Result<(), SqlError> {
-    let synchronous = match durability {
-        Durability::Full => "FULL",
-        Durability::Normal => "NORMAL",
-    };
-    for s in &contract.connection_setup {
-        let sql = s
-            .sql
-            .replace("{busy_wait_ms}", &busy_wait.as_millis().to_string())
-            .replace("{synchronous}", synchronous);
-        let deadline = std::time::Instant::now() + busy_wait;
-        let mut pause = Duration::from_millis(1);
+    for s in statements {
+        let deadline = Instant::now() + busy_wait;
+        let mut pause = contract.setup_pause_first;
         let rows = loop {
-            match db.query(&sql, &[]) {
-                Err(SqlError::Busy) if s.retry_while_busy && std::time::Instant::now() < deadline => {
+            match db.query(&s.sql, &[]) {
+                Err(SqlError::Busy) if s.retry_while_busy && Instant::now() < deadline => {
                     std::thread::sleep(pause);
-                    pause = (pause * 2).min(Duration::from_millis(50));
+                    pause = (pause * 2).min(contract.setup_pause_max);
                 }
                 other => break other?,
             }
@@ -45,8 +37,8 @@ pub fn set_up(
             .to_string();
         if !s.expect.iter().any(|e| e.eq_ignore_ascii_case(&got)) {
             return Err(SqlError::Other(format!(
-                "`{sql}` answered {got:?}, expected one of {:?}",
-                s.expect
+                "`{}` answered {got:?}, expected one of {:?}",
+                s.sql, s.expect
             )));
         }
     }

@@ -14,9 +14,10 @@ use wasmtime::{Store, StoreLimitsBuilder};
 use quota_core::refresh::Step;
 
 use crate::bindings::QuotaEngine;
+use crate::contract::HostingContract;
 use crate::error::{trap, HostError};
 use crate::observe::{Event, Observer};
-use crate::runtime::Runtime;
+use crate::runtime::{Bounds, Runtime};
 use crate::sql::{Database, SqlError};
 use crate::state::HostState;
 pub use crate::tx::Tx;
@@ -24,6 +25,9 @@ use crate::types::{ConfigSummary, Migration, RuleInfo};
 
 pub struct Worker {
     pub(crate) runtime: Arc<Runtime>,
+    /// The runtime's bounds and the hosting contract for this worker's database dialect.
+    pub(crate) bounds: Bounds,
+    contract: Arc<HostingContract>,
     pub(crate) store: Option<Store<HostState>>,
     pub(crate) bindings: QuotaEngine,
     values_json: String,
@@ -53,9 +57,12 @@ impl Worker {
         db: Box<dyn Database>,
         values_json: &str,
     ) -> Result<Worker, HostError> {
-        let (store, bindings) = instantiate(&runtime, db)?;
+        let (bounds, contract) = (runtime.bounds(db.dialect()), db.contract().clone());
+        let (store, bindings) = instantiate(&runtime, &bounds, db)?;
         let mut w = Worker {
             runtime,
+            bounds,
+            contract,
             store: Some(store),
             bindings,
             values_json: String::new(),
@@ -132,10 +139,15 @@ impl Worker {
         if let Some(o) = &self.observer {
             match e {
                 HostError::Trap(_) => o.trapped(),
-                e if e.is_busy() => o.busy(),
+                e if e.is_transient(&self.contract) => o.busy(),
                 _ => {}
             }
         }
+    }
+
+    /// The hosting contract of this worker's database.
+    pub fn contract(&self) -> &Arc<HostingContract> {
+        &self.contract
     }
 
     pub fn summary(&self) -> &ConfigSummary {
@@ -153,7 +165,7 @@ impl Worker {
             .store
             .as_mut()
             .unwrap_or_else(|| unreachable!("worker store is missing"));
-        store.set_epoch_deadline(self.runtime.limits.deadline_ticks());
+        store.set_epoch_deadline(self.bounds.deadline_ticks());
         match self
             .bindings
             .quota_engine_api()
@@ -265,11 +277,11 @@ impl Worker {
         f: &mut impl FnMut(&mut Tx<'_>) -> Result<T, HostError>,
     ) -> (Result<T, HostError>, bool) {
         let ticks = if self.migrating {
-            self.runtime.limits.migration_ticks()
+            self.bounds.migration_ticks()
         } else {
-            self.runtime.limits.deadline_ticks()
+            self.bounds.deadline_ticks()
         };
-        let chunk_users = self.runtime.limits.refresh_chunk_users;
+        let chunk_users = self.bounds.refresh_chunk_users;
         let store = self
             .store
             .as_mut()
@@ -296,7 +308,7 @@ impl Worker {
     /// Users per transaction of a refresh with a run id (the runtime's `Limits`), for a host that
     /// drives the chunks itself (one job per chunk on its own queue).
     pub fn refresh_chunk_users(&self) -> u32 {
-        self.runtime.limits.refresh_chunk_users
+        self.bounds.refresh_chunk_users
     }
 
     /// Runs `f` in write transactions until it is `Done`, passing the runtime's
@@ -307,7 +319,7 @@ impl Worker {
         &mut self,
         mut f: impl FnMut(&mut Tx<'_>, u32) -> Result<Step<T>, HostError>,
     ) -> Result<T, HostError> {
-        let chunk_users = self.runtime.limits.refresh_chunk_users;
+        let chunk_users = self.bounds.refresh_chunk_users;
         loop {
             if let Step::Done(v) = self.transaction(false, |tx| f(tx, chunk_users))? {
                 return Ok(v);
@@ -338,7 +350,7 @@ impl Worker {
             .take()
             .unwrap_or_else(|| unreachable!("worker store is missing"));
         let db = old.into_data().into_db();
-        let (store, bindings) = instantiate(&self.runtime, db)?;
+        let (store, bindings) = instantiate(&self.runtime, &self.bounds, db)?;
         self.store = Some(store);
         self.bindings = bindings;
         let values = std::mem::take(&mut self.values_json);
@@ -366,15 +378,16 @@ impl Worker {
 
 fn instantiate(
     runtime: &Runtime,
+    bounds: &Bounds,
     db: Box<dyn Database>,
 ) -> Result<(Store<HostState>, QuotaEngine), HostError> {
     let limits = StoreLimitsBuilder::new()
-        .memory_size(runtime.limits.memory_bytes)
+        .memory_size(bounds.memory_bytes)
         .instances(4)
         .build();
     let mut store = Store::new(&runtime.engine, HostState::new(db, limits));
     store.limiter(|s| &mut s.limits);
-    store.set_epoch_deadline(runtime.limits.deadline_ticks());
+    store.set_epoch_deadline(bounds.deadline_ticks());
     let bindings = runtime
         .pre
         .instantiate(&mut store)

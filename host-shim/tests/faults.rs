@@ -197,7 +197,7 @@ fn a_storage_write_failing_mid_operation_rolls_back_every_earlier_write() {
                 matches!(&err, HostError::Storage(e) if e == injected),
                 "write {nth_write_of_refresh}: {err}"
             );
-            assert_eq!(err.is_busy(), *injected == SqlError::Busy);
+            assert_eq!(err.is_transient(w.contract()), *injected == SqlError::Busy);
             assert_eq!(
                 quota_host::dump(w.db(), &[]).expect("dump"),
                 before,

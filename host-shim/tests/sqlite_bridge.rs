@@ -147,3 +147,36 @@ fn a_writer_locked_out_longer_than_its_wait_gets_busy() {
     waiter.begin().expect("free now");
     waiter.rollback().expect("rollback");
 }
+
+/// The component's set-up statements carry the host's busy wait and durability: the contract's
+/// when the host gives none, the operator's when it does.
+#[test]
+fn a_connection_is_set_up_with_the_wait_and_durability_it_was_opened_with() {
+    let dir = tempfile::tempdir().expect("dir");
+    let rt = common::runtime();
+    let pragma = |db: &mut SqliteDb, name: &str| -> Option<i64> {
+        db.query(&format!("PRAGMA {name}"), &[]).expect("pragma")[0][0].as_int()
+    };
+    let mut plain = SqliteDb::open(&rt, &dir.path().join("a.db"), SqliteOptions::default()).expect("open");
+    let contract_wait = rt.contract(quota_host::Dialect::Sqlite).busy_wait.as_millis() as i64;
+    assert_eq!(pragma(&mut plain, "busy_timeout"), Some(contract_wait));
+    assert_eq!(
+        pragma(&mut plain, "synchronous"),
+        Some(2),
+        "FULL unless the operator chose otherwise"
+    );
+    let mut chosen = SqliteDb::open(
+        &rt,
+        &dir.path().join("b.db"),
+        SqliteOptions {
+            busy_timeout: Some(std::time::Duration::from_millis(1234)),
+            durability: Some(quota_host::Durability::Normal),
+            ..SqliteOptions::default()
+        },
+    )
+    .expect("open");
+    assert_eq!(pragma(&mut chosen, "busy_timeout"), Some(1234));
+    assert_eq!(pragma(&mut chosen, "synchronous"), Some(1), "NORMAL");
+    let journal = chosen.query("PRAGMA journal_mode", &[]).expect("journal")[0][0].clone();
+    assert_eq!(journal.as_text(), Some("wal"));
+}

@@ -78,7 +78,8 @@ export class UsagePanel {
     const lines = [LEDGER_COLUMNS.join(',')];
     let after = 0;
     for (;;) {
-      const page = await this.page.api.get(`/admin/api/quota/transactions?${q}&after_id=${after}&limit=1000`);
+      // No `limit`: the engine's largest page; `next_after_id` is null on the last one.
+      const page = await this.page.api.get(`/admin/api/quota/transactions?${q}&after_id=${after}`);
       for (const t of page.transactions) lines.push(LEDGER_COLUMNS.map((c) => csvField(t[c])).join(','));
       this.page.say(`${lines.length - 1} transaction(s) read`);
       if (page.next_after_id === null) break;

@@ -27,10 +27,15 @@ export function sleepSync(ms) {
 }
 
 export class Contract {
-  /** @param {object} c the `hosting-contract` record as jco lifts it */
-  constructor(c) {
+  /**
+   * @param {object} c the `hosting-contract` record as jco lifts it
+   * @param {(busyWaitMs: number, durability: string) => object[]} setupStatements the component's
+   *   `connection-setup` for this dialect: the statements with the wait and durability in them
+   */
+  constructor(c, setupStatements) {
     this.dialect = c.dialect;
-    this.setup = c.connectionSetup;
+    this.setupPause = c.setupPause;
+    this.setupStatements = setupStatements;
     this.tx = c.transactions;
     this.busyWaitMs = c.busyWaitMs;
     this.retry = c.retry;
@@ -68,13 +73,22 @@ export class Contract {
     return (full - Math.random() * full * (Math.min(100, this.retry.jitterPercent) / 100)) / 1000;
   }
 
+  /** How long opening a database may take once the component is loaded: each set-up statement
+   * (and the migration's write lock) within the busy wait, the migration within its deadline, the
+   * configuration within a call's. */
+  startDeadlineMs(busyWaitMs = this.busyWaitMs) {
+    const statements = this.setupStatements(busyWaitMs, 'full').length;
+    return (statements + 1) * busyWaitMs + this.migrationDeadlineMs + this.callDeadlineMs;
+  }
+
   /** Runs the set-up statements through `first(sql)` (the first column of the first row, or
-   * undefined; throws a StorageError); `retryWhileBusy` ones run again until the wait passed. */
+   * undefined; throws a StorageError); `retryWhileBusy` ones run again, after the contract's set-up
+   * pause, until the wait passed. */
   setUp(first, { busyWaitMs = this.busyWaitMs, durability = 'full' } = {}) {
-    for (const s of this.setup) {
-      const sql = s.sql.replaceAll('{busy_wait_ms}', String(busyWaitMs)).replaceAll('{synchronous}', durability === 'full' ? 'FULL' : 'NORMAL');
+    for (const s of this.setupStatements(busyWaitMs, durability)) {
+      const sql = s.sql;
       const deadline = Date.now() + busyWaitMs;
-      let pause = 1;
+      let pause = this.setupPause.firstMs;
       let got;
       for (;;) {
         try {
@@ -83,7 +97,7 @@ export class Contract {
         } catch (e) {
           if (!(e instanceof StorageError) || e.kind !== 'busy' || !s.retryWhileBusy || Date.now() >= deadline) throw e;
           sleepSync(pause);
-          pause = Math.min(pause * 2, 50);
+          pause = Math.min(pause * 2, this.setupPause.maxMs);
         }
       }
       if (s.expect.length && !s.expect.some((x) => x.toLowerCase() === String(got).toLowerCase())) {

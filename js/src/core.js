@@ -104,7 +104,9 @@ export class Engine {
     const root = this.instantiateComponent(this.getCoreModule, { 'quota:engine/sql': sql, 'quota:engine/types': {} });
     this.api = root.api;
     // How to host this component (statements, waits, retries, error kinds), as it states it.
-    this.contract ??= new Contract(root.hosting.contract(db?.dialect ?? 'sqlite'));
+    this.hosting = root.hosting;
+    const dialect = db?.dialect ?? 'sqlite';
+    this.contract ??= new Contract(root.hosting.contract(dialect), (wait, durability) => this.hosting.connectionSetup(dialect, wait, durability));
   }
 
   /** Runs `fn(api)` with no transaction (configuration, pure functions); a trap replaces the instance. */

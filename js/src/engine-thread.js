@@ -45,13 +45,13 @@ function plain(e) {
 let engine = null;
 try {
   const other = component ? { component: { dir: component.dir, instantiate: (await import(component.module)).instantiate } } : {};
-  // The caller learns the migration's deadline (the contract's) before the migration starts, and
+  // Once loaded, the caller learns how long the rest of the start may take (from the contract) and
   // says it has read that before this thread goes on.
-  const beforeMigrate = (contract) => {
-    reply({ value: { migrating: true, migrationDeadlineMs: contract.migrationDeadlineMs } });
+  const loaded = (contract) => {
+    reply({ value: { loaded: true, startDeadlineMs: contract.startDeadlineMs(options.busyTimeoutMs) } });
     awaitCall();
   };
-  engine = new LocalEngine(path, values, { ...options, ...other, beforeMigrate });
+  engine = new LocalEngine(path, values, { ...options, ...other, loaded });
   reply({ value: { migration: engine.migration, summary: engine.summary, callDeadlineMs: engine.contract.callDeadlineMs } });
 } catch (e) {
   reply({ error: plain(e) });

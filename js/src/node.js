@@ -50,16 +50,16 @@ export class LocalEngine extends Engine {
    *   another transpiled component, as `{dir, instantiate}` (tests use the fault-injection build);
    *   `bridge`: a `SqliteBridge` made beforehand (tests wrap one to inject failures);
    *   `refreshChunkUsers`: users per transaction of a refresh with a run id (the contract's unless given);
-   *   `beforeMigrate(contract)`: called once the component is loaded, before the schema migrates
+   *   `loaded(contract)`: called once the component is loaded, before the connection is set up
    */
   constructor(path, values, options = {}) {
     const db = options.bridge ?? new SqliteBridge(path);
     const c = options.component;
     super({ getCoreModule: coreModules(c?.dir ?? gen), db, ...(c ? { instantiate: c.instantiate } : {}) });
+    options.loaded?.(this.contract);
     db.setUp(this.contract, options);
     /** Users per transaction of a refresh with a run id (the contract's unless given). */
     this.refreshChunkUsers = options.refreshChunkUsers;
-    options.beforeMigrate?.(this.contract);
     this.migration = this.migrate();
     this.configure(values);
   }

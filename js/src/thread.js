@@ -10,9 +10,10 @@ import { MessageChannel, Worker, receiveMessageOnPort } from 'node:worker_thread
 import { ConfigError, EngineError, QuotaError, StorageError } from './core.js';
 
 const entry = new URL('./engine-thread.js', import.meta.url);
-/** How long a thread may take to open its database and load the engine (and, beyond the
- * contract's migration deadline, to migrate and configure it). */
-const START_MS = 120_000;
+/** How long a thread may take to load the engine (compile the component): the one wait of the host's
+ * own, since nothing can read the contract before. The rest of the start (set-up, migration,
+ * configuration) is the contract's `startDeadlineMs`. */
+const LOAD_MS = 120_000;
 /** Calls and answers up to this size go through shared memory; larger ones through the port. */
 const SHARED_BYTES = 1 << 20;
 /** Looks at the answer cell before sleeping on it (about 100 us). */
@@ -57,16 +58,19 @@ export class QuotaEngine {
     const execArgv = process.execArgv.filter((a) => !a.startsWith('--input-type'));
     this.worker = new Worker(entry, { workerData, transferList: [port2], execArgv });
     this.worker.unref();
-    let r = this.receive(START_MS);
-    if (r?.value?.migrating) {
-      // Loaded: the schema migrates now, within the contract's migration deadline.
+    let r = this.receive(LOAD_MS);
+    let waited = `the engine thread did not load the component within ${LOAD_MS} ms`;
+    if (r?.value?.loaded) {
+      // Loaded: set-up, migration and configuration now, within the contract's deadlines.
+      const ms = r.value.startDeadlineMs;
+      waited = `the engine thread did not open its database within ${ms} ms`;
       Atomics.store(this.ctl, 0, 1);
       Atomics.notify(this.ctl, 0);
-      r = this.receive(r.value.migrationDeadlineMs + START_MS);
+      r = this.receive(ms);
     }
     if (r === null || r.error) {
       this.worker.terminate();
-      throw r ? revive(r.error) : new EngineError(`the engine thread did not start within ${START_MS} ms`);
+      throw r ? revive(r.error) : new EngineError(waited);
     }
     ({ migration: this.migration, summary: this.summary } = r.value);
     this.deadlineMs = callDeadlineMs ?? r.value.callDeadlineMs;

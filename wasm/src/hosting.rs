@@ -1,10 +1,11 @@
 //! The `hosting` export: how a host must host this component, as data (wit/0.3.0, `hosting`).
 //! Every number a host used to hard-code (waits, retries, deadline, chunk size) and every
-//! statement it ran of its own (connection set-up, transactions, the migration lock) is here once.
+//! statement it ran of its own (connection set-up, transactions, the migration lock) is here once:
+//! the set-up statements come with the host's busy wait and durability already in them.
 
 use crate::bindings::hosting::{
-    ErrorCode, ErrorHandling, HostingContract, RetryPolicy, SetupStatement, StorageErrorKind as Kind, Table,
-    TransactionStatements,
+    Durability, ErrorCode, ErrorHandling, HostingContract, RetryPolicy, SetupPause, SetupStatement,
+    StorageErrorKind as Kind, Table, TransactionStatements,
 };
 use crate::bindings::sql::Dialect;
 use crate::dialect::tables;
@@ -22,12 +23,17 @@ const migration_deadline_ms: u32 = 3_600_000;
 const refresh_chunk_users: u32 = 2_000;
 /// A refresh of 100,000 users holds every change in memory for a moment (about 20 MiB).
 const memory_limit_bytes: u64 = 256 << 20;
+/// A set-up statement answered busy runs again after 1 ms, then 2, 4, ... up to 50 ms.
+const setup_pause: SetupPause = SetupPause {
+    first_ms: 1,
+    max_ms: 50,
+};
 /// The advisory lock key PostgreSQL hosts take around `migrate` ("quota" in ASCII).
 const migration_lock_key: i64 = 0x71756f7461;
 
-fn setup(sql: &str, expect: &[&str], retry_while_busy: bool) -> SetupStatement {
+fn setup(sql: String, expect: &[&str], retry_while_busy: bool) -> SetupStatement {
     SetupStatement {
-        sql: sql.into(),
+        sql,
         expect: expect.iter().map(|s| s.to_string()).collect(),
         retry_while_busy,
     }
@@ -53,21 +59,39 @@ impl crate::bindings::hosting::Guest for crate::exports::Component {
     fn contract(dialect: Dialect) -> HostingContract {
         contract(dialect)
     }
+
+    fn connection_setup(dialect: Dialect, wait_ms: u32, durability: Durability) -> Vec<SetupStatement> {
+        connection_setup(dialect, wait_ms, durability)
+    }
+}
+
+/// `wait_ms`: the host's busy wait (the contract's `busy_wait_ms` unless the operator chose another).
+fn connection_setup(dialect: Dialect, wait_ms: u32, durability: Durability) -> Vec<SetupStatement> {
+    match dialect {
+        Dialect::Sqlite => {
+            let synchronous = match durability {
+                Durability::Full => "FULL",
+                Durability::Normal => "NORMAL",
+            };
+            vec![
+                setup(format!("PRAGMA busy_timeout = {wait_ms}"), &[], false),
+                // On a new file several processes starting at once all switch it; the switch needs
+                // the file to itself and SQLite answers busy at once, without its busy handler.
+                setup("PRAGMA journal_mode = WAL".into(), &["wal", "memory"], true),
+                setup(format!("PRAGMA synchronous = {synchronous}"), &[], false),
+                // A large refresh touches every user row and appends as many audit rows in one
+                // transaction; with SQLite's default 2 MB cache those pages spill to the WAL early.
+                setup("PRAGMA cache_size = -65536".into(), &[], false),
+            ]
+        }
+        // PostgreSQL's durability is the server's (`synchronous_commit`), not a connection's.
+        Dialect::Postgres => vec![setup(format!("SET lock_timeout = {wait_ms}"), &[], false)],
+    }
 }
 
 fn contract(dialect: Dialect) -> HostingContract {
-    let (connection_setup, transactions, error_codes) = match dialect {
+    let (transactions, error_codes) = match dialect {
         Dialect::Sqlite => (
-            vec![
-                setup("PRAGMA busy_timeout = {busy_wait_ms}", &[], false),
-                // On a new file several processes starting at once all switch it; the switch needs
-                // the file to itself and SQLite answers busy at once, without its busy handler.
-                setup("PRAGMA journal_mode = WAL", &["wal", "memory"], true),
-                setup("PRAGMA synchronous = {synchronous}", &[], false),
-                // A large refresh touches every user row and appends as many audit rows in one
-                // transaction; with SQLite's default 2 MB cache those pages spill to the WAL early.
-                setup("PRAGMA cache_size = -65536", &[], false),
-            ],
             TransactionStatements {
                 begin_write: "BEGIN IMMEDIATE".into(),
                 begin_read: "BEGIN DEFERRED".into(),
@@ -85,7 +109,6 @@ fn contract(dialect: Dialect) -> HostingContract {
             ],
         ),
         Dialect::Postgres => (
-            vec![setup("SET lock_timeout = {busy_wait_ms}", &[], false)],
             TransactionStatements {
                 begin_write: "BEGIN ISOLATION LEVEL SERIALIZABLE".into(),
                 begin_read: "BEGIN ISOLATION LEVEL SERIALIZABLE READ ONLY".into(),
@@ -111,7 +134,7 @@ fn contract(dialect: Dialect) -> HostingContract {
     };
     HostingContract {
         dialect,
-        connection_setup,
+        setup_pause,
         transactions,
         busy_wait_ms,
         retry: RetryPolicy {

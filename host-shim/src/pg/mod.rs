@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use tokio_postgres::{Client, NoTls, Statement};
 
-use crate::contract::HostingContract;
+use crate::contract::{Durability, HostingContract, SetupStatement};
 use crate::runtime::Runtime;
 use crate::sql::{Database, Dialect, SqlError, SqlValue};
 
@@ -26,6 +26,8 @@ pub struct PgDb {
     url: String,
     contract: Arc<HostingContract>,
     busy_wait: std::time::Duration,
+    /// The contract's set-up statements with `busy_wait` in them, run again on a reconnect.
+    setup: Vec<SetupStatement>,
 }
 
 impl PgDb {
@@ -42,6 +44,11 @@ impl PgDb {
         busy_wait: Option<std::time::Duration>,
     ) -> Result<PgDb, SqlError> {
         let contract = rt.contract(Dialect::Postgres);
+        let busy_wait = busy_wait.unwrap_or(contract.busy_wait);
+        // PostgreSQL's durability is the server's; the set-up does not depend on it.
+        let setup = rt
+            .connection_setup(Dialect::Postgres, busy_wait, Durability::Full)
+            .map_err(|e| SqlError::Other(e.to_string()))?;
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_io()
             .enable_time()
@@ -54,17 +61,22 @@ impl PgDb {
             statements: HashMap::new(),
             url: url.to_string(),
             contract,
-            busy_wait: std::time::Duration::ZERO,
+            busy_wait,
+            setup,
         };
-        db.set_up(busy_wait)?;
+        db.set_up()?;
         Ok(db)
     }
 
-    fn set_up(&mut self, busy_wait: Option<std::time::Duration>) -> Result<(), SqlError> {
-        let c = self.contract.clone();
-        let wait = busy_wait.unwrap_or(c.busy_wait);
-        self.busy_wait = wait;
-        crate::setup::set_up(self, &c, wait, crate::Durability::Full)
+    fn set_up(&mut self) -> Result<(), SqlError> {
+        let (c, statements, wait) = (
+            self.contract.clone(),
+            std::mem::take(&mut self.setup),
+            self.busy_wait,
+        );
+        let done = crate::setup::set_up(self, &statements, &c, wait);
+        self.setup = statements;
+        done
     }
 
     fn open(rt: &tokio::runtime::Runtime, url: &str) -> Result<Client, SqlError> {
@@ -86,13 +98,6 @@ impl PgDb {
             .map_err(|e| pg_err(&self.contract, e))?;
         self.statements.insert(sql.to_string(), s.clone());
         Ok(s)
-    }
-
-    /// Runs statements of the host's own (quota-hub's tables), outside the engine's bridge.
-    pub fn batch(&mut self, sql: &str) -> Result<(), SqlError> {
-        self.rt
-            .block_on(self.client.batch_execute(sql))
-            .map_err(|e| pg_err(&self.contract, e))
     }
 }
 
@@ -137,7 +142,7 @@ impl Database for PgDb {
         if self.client.is_closed() {
             self.client = Self::open(&self.rt, &self.url)?;
             self.statements.clear();
-            self.set_up(Some(self.busy_wait))?;
+            self.set_up()?;
         }
         Ok(())
     }

@@ -55,8 +55,12 @@ impl SqliteDb {
         conn.set_prepared_statement_cache_capacity(statement_cache_capacity);
         let mut db = SqliteDb { conn, contract };
         let busy = options.busy_timeout.unwrap_or(db.contract.busy_wait);
+        let durability = options.durability.unwrap_or(Durability::Full);
+        let statements = rt
+            .connection_setup(Dialect::Sqlite, busy, durability)
+            .map_err(|e| SqlError::Other(e.to_string()))?;
         let c = db.contract.clone();
-        crate::setup::set_up(&mut db, &c, busy, options.durability.unwrap_or(Durability::Full))?;
+        crate::setup::set_up(&mut db, &statements, &c, busy)?;
         if options.no_auto_checkpoint {
             db.query("PRAGMA wal_autocheckpoint = 0", &[])?;
         }

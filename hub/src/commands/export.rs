@@ -26,8 +26,8 @@ pub const csv_columns: [&str; 10] = [
     "created_by",
 ];
 
-/// Rows per page read.
-const page_rows: usize = 1000;
+/// Rows per page read: the engine's largest ledger page.
+const page_rows: usize = quota_core::limits::ledger_page_max;
 
 fn cell(v: &Value) -> String {
     match v {

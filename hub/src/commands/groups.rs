@@ -157,9 +157,11 @@ fn stored(target: &mut Target) -> Result<BTreeMap<String, BTreeSet<String>>, Str
     let mut out = BTreeMap::new();
     let mut after: Option<String> = None;
     loop {
+        // The engine's largest page of the memberships route.
+        let limit = quota_core::limits::users_page_max;
         let query = match &after {
-            None => "limit=10000".to_string(),
-            Some(a) => format!("limit=10000&after={}", segment(a)),
+            None => format!("limit={limit}"),
+            Some(a) => format!("limit={limit}&after={}", segment(a)),
         };
         let v = target.ok("GET", &format!("/admin/api/quota/memberships?{query}"), "")?;
         for m in v["memberships"].as_array().map(Vec::as_slice).unwrap_or_default() {

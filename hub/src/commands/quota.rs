@@ -115,8 +115,8 @@ fn failure(e: &Entry, msg: &str) -> String {
     }
 }
 
-/// Users per request of `list-quota` (pages of the admin list route).
-const list_page_users: usize = 10_000;
+/// Users per request of `list-quota`: the engine's largest page of the admin list route.
+const list_page_users: usize = quota_core::limits::users_page_max;
 
 pub(super) fn list_quota(target: &mut Target) -> Result<ExitCode, String> {
     // Page by page (no single answer holds 50,000 users), then written line by line.

@@ -113,10 +113,17 @@ impl WriteLoad {
         self.locked_out.store(false, Ordering::Relaxed);
     }
 
-    fn outcomes<T>(&self, outcomes: &[Result<T, quota_host::HostError>]) {
+    fn outcomes<T>(
+        &self,
+        outcomes: &[Result<T, quota_host::HostError>],
+        contract: &quota_host::HostingContract,
+    ) {
         if outcomes.iter().any(Result::is_ok) {
             self.locked_out.store(false, Ordering::Relaxed);
-        } else if outcomes.iter().any(|o| o.as_ref().is_err_and(|e| e.is_busy())) {
+        } else if outcomes
+            .iter()
+            .any(|o| o.as_ref().is_err_and(|e| e.is_transient(contract)))
+        {
             self.locked_out.store(true, Ordering::Relaxed);
         }
     }
@@ -205,7 +212,7 @@ fn run_group(worker: &mut Worker, mut group: Vec<Box<dyn TxJob>>, load: &WriteLo
         .map(|job| Box::new(move |tx: &mut Tx<'_>| job.run(tx)) as GroupCall<'_, ()>)
         .collect();
     let outcomes = worker.group(calls);
-    load.outcomes(&outcomes);
+    load.outcomes(&outcomes, worker.contract());
     for (job, outcome) in group.into_iter().zip(outcomes) {
         job.reply(outcome);
     }

@@ -95,7 +95,9 @@ async fn ready(pool: &Pool) -> Result<u32, String> {
             ))
         }
         Ok(Err(e)) => return Err(e),
-        Ok(Ok(Err(e))) if e.is_busy() => return Err("the database is locked by another process".into()),
+        Ok(Ok(Err(e))) if e.is_transient(&pool.contract) => {
+            return Err("the database is locked by another process".into())
+        }
         Ok(Ok(Err(HostError::Storage(SqlError::Other(m))))) => return Err(m),
         Ok(Ok(Err(e))) => return Err(e.to_string()),
         Ok(Ok(Ok(version))) => version,

@@ -27,7 +27,6 @@ from .engine import Caller, ConfigError, QuotaEngine, StorageError
 ADMIN = Caller("jupyterhub-quota", admin=True)
 #: Where z2jh mounts the chart's values in the hub pod (its `z2jh.py` reads them the same way).
 Z2JH_VALUES = ("/usr/local/etc/jupyterhub/secret/values.yaml", "/usr/local/etc/jupyterhub/existing-secret/values.yaml")
-PAGE = 1000
 #: The CSV columns of `export-ledger`, as quota-hub's (the REST API's transaction fields).
 LEDGER_COLUMNS = ("id", "created_at", "username", "transaction_type", "amount", "resource_type", "description",
                   "balance_before", "balance_after", "created_by")
@@ -102,14 +101,9 @@ def _balance(u: dict) -> str:
 
 
 def cmd_list(engine: QuotaEngine, args: argparse.Namespace) -> None:
-    rows, after = [], None
-    while True:
-        query = f"limit={PAGE}" + (f"&after={quote(after)}" if after else "")
-        page = call(engine, "GET", "/admin/api/quota/", query=query)
-        rows += [[u["username"], _balance(u), ",".join(u.get("groups") or []), u.get("updated_at", "")] for u in page["users"]]
-        after = page.get("next_after")
-        if not after:
-            break
+    # Every user in one answer (the table's widths need every row before the first is printed).
+    users = call(engine, "GET", "/admin/api/quota/")["users"]
+    rows = [[u["username"], _balance(u), ",".join(u.get("groups") or []), u.get("updated_at", "")] for u in users]
     print(f"Users ({len(rows)})")
     _table(["Username", "Balance", "Groups", "Last Updated"], rows, right={1})
 
@@ -144,7 +138,8 @@ def _change(action: str) -> Callable[[QuotaEngine, argparse.Namespace], None]:
 
 def cmd_export(engine: QuotaEngine, args: argparse.Namespace) -> None:
     query = "".join(f"&{k}={quote(v)}" for k, v in (("from", args.start), ("to", args.end), ("username", args.user)) if v)
-    first = call(engine, "GET", "/admin/api/quota/transactions", query=f"after_id=0&limit={PAGE}{query}")
+    # No `limit`: the engine's largest page; `next_after_id` is null on the last one.
+    first = call(engine, "GET", "/admin/api/quota/transactions", query=f"after_id=0{query}")
     out_path = Path(args.output) if args.output else None
     partial = out_path.with_name(out_path.name + ".partial") if out_path else None
     f = open(partial, "w", newline="") if partial else sys.stdout
@@ -162,9 +157,9 @@ def cmd_export(engine: QuotaEngine, args: argparse.Namespace) -> None:
                 else:
                     f.write(json.dumps(t, ensure_ascii=False) + "\n")
             count += len(txs)
-            if len(txs) < PAGE:
+            if page.get("next_after_id") is None:
                 break
-            page = call(engine, "GET", "/admin/api/quota/transactions", query=f"after_id={txs[-1]['id']}&limit={PAGE}{query}")
+            page = call(engine, "GET", "/admin/api/quota/transactions", query=f"after_id={page['next_after_id']}{query}")
         if partial:
             f.flush()
             os.fsync(f.fileno())

@@ -12,7 +12,7 @@ import wasmtime
 from wasmtime.component import Component as WasmComponent
 from wasmtime.component import Linker, Variant
 
-from .contract import HostingContract, from_wit
+from .contract import HostingContract, Setup, from_wit, setup_from_wit
 from .engine_types import EngineError
 
 #: The component shipped inside this package.
@@ -20,9 +20,11 @@ COMPONENT_PATH = Path(__file__).with_name("quota-engine.wasm")
 #: Where `scripts/build-wasm.sh` puts it, for a source checkout (`PYTHONPATH=python/src`, editable).
 _CHECKOUT_PATH = Path(__file__).resolve().parents[3] / "target" / "wasm" / "quota-engine.wasm"
 
-API = "quota:engine/api@0.3.0"
-SQL = "quota:engine/sql@0.3.0"
-HOSTING = "quota:engine/hosting@0.3.0"
+#: The WIT interface version this host speaks (wit/<version>/quota.wit), named here once.
+WIT_VERSION = "0.3.0"
+API = f"quota:engine/api@{WIT_VERSION}"
+SQL = f"quota:engine/sql@{WIT_VERSION}"
+HOSTING = f"quota:engine/hosting@{WIT_VERSION}"
 
 # The call deadline, the retry policy, the refresh chunk size, the memory limit and every statement
 # a bridge runs of its own are the component's hosting contract (`Component.contract`).
@@ -66,10 +68,23 @@ class Component:
             store.set_epoch_deadline(1 << 40)
             inst = linker.instantiate(store, self.component)
             hosting = inst.get_export_index(store, HOSTING)
-            idx = None if hosting is None else inst.get_export_index(store, "contract", hosting)
-            if idx is None:
-                raise EngineError(f"the component does not export {HOSTING}#contract")
-            c = self._contracts[dialect] = from_wit(inst.get_func(store, idx)(store, dialect))
+
+            def export(name: str) -> Any:
+                idx = None if hosting is None else inst.get_export_index(store, name, hosting)
+                if idx is None:
+                    raise EngineError(f"the component does not export {HOSTING}#{name}")
+                return inst.get_func(store, idx)
+
+            contract, connection_setup = export("contract"), export("connection-setup")
+            lock = threading.Lock()
+
+            def setup_statements(busy_wait_ms: int, durability: str) -> tuple[Setup, ...]:
+                # The throwaway instance stays, for this pure call; a store is one thread's at a time.
+                with lock:
+                    return setup_from_wit(connection_setup(store, dialect, busy_wait_ms, durability))
+
+            with lock:
+                c = self._contracts[dialect] = from_wit(contract(store, dialect), setup_statements)
         return c
 
     def _tick(self) -> None:

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import random
 import time
-from dataclasses import dataclass
-from typing import Any, Callable, Optional
+from dataclasses import dataclass, field
+from typing import Any, Callable, NamedTuple, Optional
 
 #: The storage error kinds every host reports (the contract's ``storage-error-kind``).
 KINDS = ("busy", "conflict", "constraint", "other")
@@ -34,8 +34,8 @@ class Setup:
     retry_while_busy: bool
 
 
-@dataclass(frozen=True)
-class Handling:
+class Handling(NamedTuple):
+    """What a failure of one kind means: run the call again, the HTTP status, may the caller retry."""
     retry: bool
     http_status: int
     transient: bool
@@ -44,7 +44,11 @@ class Handling:
 @dataclass(frozen=True)
 class HostingContract:
     dialect: str
-    setup: tuple[Setup, ...]
+    #: The component's ``connection-setup`` for this dialect: ``(busy_wait_ms, durability)`` to the
+    #: statements, the wait and durability in them.
+    setup_statements: Callable[[int, str], tuple[Setup, ...]] = field(compare=False, repr=False)
+    #: A busy set-up statement runs again after ``setup_pause_ms[0]``, doubling up to ``[1]``.
+    setup_pause_ms: tuple[int, int]
     tx: dict[str, str]
     migration_lock: Optional[tuple[str, str]]
     busy_wait_ms: int
@@ -81,12 +85,13 @@ class HostingContract:
 
     def set_up(self, run: Callable[[str], Any], busy_wait_ms: Optional[int] = None, durability: str = "full") -> None:
         """Runs the set-up statements through ``run(sql) -> first column or None`` (which raises a
-        :class:`StorageError`); ``retry_while_busy`` statements run again until the wait passed."""
+        :class:`StorageError`); ``retry_while_busy`` statements run again, after the contract's
+        set-up pause, until the wait passed."""
         wait = self.busy_wait_ms if busy_wait_ms is None else busy_wait_ms
-        for s in self.setup:
-            sql = s.sql.replace("{busy_wait_ms}", str(wait)).replace(
-                "{synchronous}", "FULL" if durability == "full" else "NORMAL")
-            deadline, pause = time.monotonic() + wait / 1000, 0.001
+        first_ms, max_ms = self.setup_pause_ms
+        for s in self.setup_statements(wait, durability):
+            sql = s.sql
+            deadline, pause = time.monotonic() + wait / 1000, first_ms / 1000
             while True:
                 try:
                     got = run(sql)
@@ -95,7 +100,7 @@ class HostingContract:
                     if not (s.retry_while_busy and e.kind == "busy" and time.monotonic() < deadline):
                         raise
                     time.sleep(pause)
-                    pause = min(pause * 2, 0.05)
+                    pause = min(pause * 2, max_ms / 1000)
             if s.expect and str(got).lower() not in s.expect:
                 raise self.failed("other", f"`{sql}` answered {got!r}, expected one of {list(s.expect)}")
 
@@ -104,15 +109,22 @@ def _get(r: Any, name: str) -> Any:
     return getattr(r, name.replace("_", "-"))
 
 
-def from_wit(r: Any) -> HostingContract:
-    """The ``hosting-contract`` record as wasmtime-py lifts it."""
+def setup_from_wit(statements: Any) -> tuple[Setup, ...]:
+    """The ``connection-setup`` answer (a list of ``setup-statement``) as wasmtime-py lifts it."""
+    return tuple(Setup(s.sql, tuple(x.lower() for x in s.expect), _get(s, "retry_while_busy")) for s in statements)
+
+
+def from_wit(r: Any, setup_statements: Callable[[int, str], tuple[Setup, ...]]) -> HostingContract:
+    """The ``hosting-contract`` record as wasmtime-py lifts it; ``setup_statements`` asks the
+    component's ``connection-setup`` for this dialect."""
     t = _get(r, "transactions")
     retry = r.retry
     lock = _get(t, "migration_lock")
+    pause = _get(r, "setup_pause")
     return HostingContract(
         dialect=str(r.dialect),
-        setup=tuple(Setup(s.sql, tuple(x.lower() for x in s.expect), _get(s, "retry_while_busy"))
-                    for s in _get(r, "connection_setup")),
+        setup_statements=setup_statements,
+        setup_pause_ms=(_get(pause, "first_ms"), _get(pause, "max_ms")),
         tx={k: _get(t, k) for k in ("begin_write", "begin_read", "commit", "rollback")},
         migration_lock=None if lock is None else (lock[0], lock[1]),
         busy_wait_ms=_get(r, "busy_wait_ms"),

@@ -118,10 +118,9 @@ class QuotaService:
             r = await self.request("GET", "/api/quota/sessions", caller=SYSTEM, query=f"status=active&after_id={after}")
             if r.status != 200:
                 raise RuntimeError(f"listing active sessions: {r.status} {r.body}")
-            page = r.json()["sessions"]
-            if not page:
+            # No `limit`: the engine's largest page; `next_after_id` is null on the last one.
+            body = r.json()
+            out.extend(body["sessions"])
+            if body.get("next_after_id") is None:
                 return out
-            out.extend(page)
-            if len(page) < 1000:
-                return out
-            after = page[-1]["session_id"]
+            after = body["next_after_id"]
