@@ -330,9 +330,9 @@ fn main() {
         Ok(url) => {
             let mut admin = PgDb::connect(&rt, &url).expect("connect");
             admin
-                .batch("DROP DATABASE IF EXISTS bench_groups WITH (FORCE)")
+                .query("DROP DATABASE IF EXISTS bench_groups WITH (FORCE)", &[])
                 .unwrap();
-            admin.batch("CREATE DATABASE bench_groups").unwrap();
+            admin.query("CREATE DATABASE bench_groups", &[]).unwrap();
             let db =
                 PgDb::connect(&rt, &format!("{}/bench_groups", url.rsplit_once('/').unwrap().0)).unwrap();
             refresh_on("PostgreSQL", &rt, Box::new(db));

@@ -71,9 +71,11 @@ fn pg_database(name: &str) -> Target {
         std::env::var("QUOTA_TEST_PG_URL").expect("QUOTA_TEST_PG_URL: run through scripts/with-postgres.sh");
     let mut admin = PgDb::connect(&runtime(), &url).expect("connect");
     admin
-        .batch(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
+        .query(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"), &[])
         .expect("drop");
-    admin.batch(&format!("CREATE DATABASE {name}")).expect("create");
+    admin
+        .query(&format!("CREATE DATABASE {name}"), &[])
+        .expect("create");
     Target::Pg(format!("{}/{name}", url.rsplit_once('/').expect("db").0))
 }
 
@@ -238,7 +240,9 @@ fn refresh(rt: &Arc<Runtime>, target: &Target, users: i64, chunked: bool) {
         let max = held.iter().copied().fold(0.0, f64::max);
         format!(
             "{n} transactions of {} users, each {:.1} ms at p99, {max:.1} ms at most",
-            runtime().limits().refresh_chunk_users,
+            runtime()
+                .bounds(quota_host::Dialect::Postgres)
+                .refresh_chunk_users,
             percentile(&mut held, 0.99)
         )
     } else {
@@ -259,17 +263,20 @@ fn refresh(rt: &Arc<Runtime>, target: &Target, users: i64, chunked: bool) {
 fn isolation(url: &str, users: i64, serializable: bool) -> (f64, u64) {
     let per_writer: i64 = 1_000;
     let mut db = PgDb::connect(&runtime(), url).expect("connect");
-    db.batch(&format!(
-        "DROP TABLE IF EXISTS iso_users, iso_sessions, iso_ledger;
-         CREATE TABLE iso_users (username text PRIMARY KEY, balance bigint NOT NULL);
-         CREATE TABLE iso_sessions (id bigint PRIMARY KEY, username text NOT NULL, status text NOT NULL);
-         CREATE TABLE iso_ledger (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, username text, amount bigint);
-         INSERT INTO iso_users SELECT 'u' || i, 1000000 FROM generate_series(0, {users} - 1) AS i;
-         INSERT INTO iso_sessions SELECT i, 'u' || (i % {users}), 'active'
-           FROM generate_series(0, {} - 1) AS i;",
-        per_writer * WRITERS as i64
-    ))
-    .expect("tables");
+    let sessions = per_writer * WRITERS as i64;
+    for sql in [
+        "DROP TABLE IF EXISTS iso_users, iso_sessions, iso_ledger".to_string(),
+        "CREATE TABLE iso_users (username text PRIMARY KEY, balance bigint NOT NULL)".to_string(),
+        "CREATE TABLE iso_sessions (id bigint PRIMARY KEY, username text NOT NULL, status text NOT NULL)".to_string(),
+        "CREATE TABLE iso_ledger (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, username text, amount bigint)"
+            .to_string(),
+        format!("INSERT INTO iso_users SELECT 'u' || i, 1000000 FROM generate_series(0, {users} - 1) AS i"),
+        format!(
+            "INSERT INTO iso_sessions SELECT i, 'u' || (i % {users}), 'active' FROM generate_series(0, {sessions} - 1) AS i"
+        ),
+    ] {
+        db.query(&sql, &[]).expect("tables");
+    }
     let lock = if serializable { "" } else { " FOR UPDATE" };
     let begin = if serializable {
         "BEGIN ISOLATION LEVEL SERIALIZABLE"
@@ -287,7 +294,7 @@ fn isolation(url: &str, users: i64, serializable: bool) -> (f64, u64) {
                     let id = j * WRITERS as i64 + k;
                     loop {
                         let attempt = (|| -> Result<(), quota_host::SqlError> {
-                            db.batch(begin)?;
+                            db.query(begin, &[])?;
                             let s = db.query(
                                 &format!("SELECT username FROM iso_sessions WHERE id = $1{lock}"),
                                 &[id.into()],

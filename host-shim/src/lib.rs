@@ -39,7 +39,9 @@ pub use error::HostError;
 pub use group::GroupCall;
 pub use observe::Observer;
 pub use runtime::{Bounds, Limits, Runtime};
-pub use sql::{dump, Database, Dialect, SqlError, SqlValue};
+#[cfg(feature = "test-support")]
+pub use sql::dump;
+pub use sql::{Database, Dialect, SqlError, SqlValue};
 pub use sqlite::{SqliteDb, SqliteOptions};
 pub use types::{ConfigSummary, Migration, RuleInfo};
 pub use worker::{Tx, Worker};

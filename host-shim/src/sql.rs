@@ -117,7 +117,9 @@ pub trait Database: Send {
 }
 
 /// Every row of the engine's tables (the contract's list) and of `extra` ones, each table in key
-/// order, one `table|[row as JSON]` line per row: for tests and tools that compare whole states.
+/// order, one `table|[row as JSON]` line per row: for tests that compare whole states (feature
+/// `test-support`; no host needs it).
+#[cfg(feature = "test-support")]
 pub fn dump(db: &mut dyn Database, extra: &[crate::contract::Table]) -> Result<String, SqlError> {
     let tables: Vec<_> = db.contract().tables.iter().chain(extra).cloned().collect();
     let mut out = String::new();

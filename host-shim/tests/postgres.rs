@@ -21,10 +21,10 @@ fn fresh_database(name: &str) -> String {
     let mut admin = PgDb::connect(&common::runtime(), &url).expect("connect");
     // Each its own statement: neither may run inside a transaction block.
     admin
-        .batch(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
+        .query(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"), &[])
         .expect("drop database");
     admin
-        .batch(&format!("CREATE DATABASE {name}"))
+        .query(&format!("CREATE DATABASE {name}"), &[])
         .expect("create database");
     let (base, _) = url.rsplit_once('/').expect("url has a database");
     format!("{base}/{name}")

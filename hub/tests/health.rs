@@ -126,6 +126,7 @@ fn readyz_names_a_schema_version_this_binary_does_not_write_and_changes_nothing(
 #[test]
 fn readyz_follows_a_postgresql_server_that_stops_and_starts_again() {
     use quota_host::pg::PgDb;
+    use quota_host::Database;
 
     let url = std::env::var("QUOTA_TEST_PG_URL")
         .expect("QUOTA_TEST_PG_URL: run this test through scripts/with-postgres.sh");
@@ -140,9 +141,9 @@ fn readyz_follows_a_postgresql_server_that_stops_and_starts_again() {
     };
     let mut admin = PgDb::connect(&common::runtime(), &url).expect("connect");
     admin
-        .batch("DROP DATABASE IF EXISTS quota_health WITH (FORCE)")
+        .query("DROP DATABASE IF EXISTS quota_health WITH (FORCE)", &[])
         .expect("drop");
-    admin.batch("CREATE DATABASE quota_health").expect("create");
+    admin.query("CREATE DATABASE quota_health", &[]).expect("create");
     drop(admin);
     let db_url = format!("{}/quota_health", url.rsplit_once('/').expect("db").0);
     let dir = tempfile::tempdir().expect("dir");

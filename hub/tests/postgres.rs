@@ -23,9 +23,11 @@ fn fresh_database(name: &str) -> String {
     let url = server_url();
     let mut admin = PgDb::connect(&common::runtime(), &url).expect("connect");
     admin
-        .batch(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
+        .query(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"), &[])
         .expect("drop");
-    admin.batch(&format!("CREATE DATABASE {name}")).expect("create");
+    admin
+        .query(&format!("CREATE DATABASE {name}"), &[])
+        .expect("create");
     format!("{}/{name}", url.rsplit_once('/').expect("database in url").0)
 }
 
@@ -227,15 +229,20 @@ fn a_replica_killed_during_a_refresh_leaves_whole_chunks_and_a_resend_completes_
     // Seeded in SQL (the CLI writes a row per round trip): each user with a balance and the one
     // ledger row that explains it.
     let mut seed = PgDb::connect(&common::runtime(), &url).expect("connect");
-    seed.batch(&format!(
-        "INSERT INTO users SELECT 'k' || lpad(i::text, 5, '0'), i % 500, 0, 1795000000
-           FROM generate_series(0, {users} - 1) AS i;
-         INSERT INTO transactions (username, amount, transaction_type, resource_type, description,
-           balance_before, balance_after, created_at, created_by)
-         SELECT 'k' || lpad(i::text, 5, '0'), i % 500, 'set', NULL, '', 0, i % 500, 1795000000, 'seed'
-           FROM generate_series(0, {users} - 1) AS i"
-    ))
-    .expect("seed");
+    for sql in [
+        format!(
+            "INSERT INTO users SELECT 'k' || lpad(i::text, 5, '0'), i % 500, 0, 1795000000
+               FROM generate_series(0, {users} - 1) AS i"
+        ),
+        format!(
+            "INSERT INTO transactions (username, amount, transaction_type, resource_type, description,
+               balance_before, balance_after, created_at, created_by)
+             SELECT 'k' || lpad(i::text, 5, '0'), i % 500, 'set', NULL, '', 0, i % 500, 1795000000, 'seed'
+               FROM generate_series(0, {users} - 1) AS i"
+        ),
+    ] {
+        seed.query(&sql, &[]).expect("seed");
+    }
     let body = r#"{"action": "add", "amount": 7, "run_id": "killed-run"}"#;
     let target = format!("{}/admin/api/quota/refresh", victim.url);
     let admin2 = admin.clone();
