@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Installs Debian's chromium when it is missing: the browser tests (js/test, python/tests) drive it
+# Installs Debian's chromium when it is missing: the browser tests (js/tests, python/tests) drive it
 # headless through playwright, which downloads no browser of its own here.
 set -euo pipefail
 if [ ! -x /usr/bin/chromium ]; then

@@ -20,4 +20,4 @@ rm -rf "$dist"
 "$venv/bin/python" -m pip wheel "${pip_q[@]}" --no-deps -w "$dist" ./python
 "$venv/bin/python" -m pip install "${pip_q[@]}" --force-reinstall --no-deps "$dist"/jupyterhub_quota-*-py3-none-any.whl
 "$venv/bin/python" -m pip install "${pip_q[@]}" -c python/constraints-test.txt "$dist"/jupyterhub_quota-*-py3-none-any.whl
-(cd python/tests/node && npm ci --no-audit --no-fund --loglevel=error)
+(cd tests/proxy && npm ci --no-audit --no-fund --loglevel=error)

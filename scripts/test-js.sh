@@ -7,4 +7,4 @@ set -euo pipefail
 cd "$(dirname "$0")/../js"
 bash ../scripts/ensure-chromium.sh
 bash ../scripts/build-js.sh
-node --test test/
+node --test tests/

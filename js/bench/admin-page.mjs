@@ -10,7 +10,7 @@ import { execFileSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 
-import { QuotaHub, launchBrowser } from '../test/quota-hub.js';
+import { QuotaHub, launchBrowser } from '../tests/support/quota-hub.js';
 
 const USERS = Number(process.env.USERS ?? 10_000);
 const ROUNDS = 5;

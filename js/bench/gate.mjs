@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 import { LocalEngine, QuotaEngine } from '../src/node.js';
-import { REPO } from '../test/scenarios.js';
+import { REPO } from '../tests/support/scenarios.js';
 
 const VALUES = { custom: { authMode: 'github', accelerators: { phx: { quotaRate: 2.5 } } } };
 const HUB = { name: 'hub', scopes: ['quota:sessions'] };

@@ -9,7 +9,7 @@ import { execFileSync } from 'node:child_process';
 
 import Database from 'better-sqlite3';
 
-import { QuotaHub, launchBrowser } from '../test/quota-hub.js';
+import { QuotaHub, launchBrowser } from '../tests/support/quota-hub.js';
 
 const ROWS = Number(process.env.ROWS ?? 10_000);
 const ROUNDS = 7;

@@ -1,5 +1,4 @@
 import json
-import os
 import subprocess
 from pathlib import Path
 
@@ -34,7 +33,7 @@ def browser():
     """Headless Chromium (tests/chromium.py), one per test module."""
     import playwright.sync_api as playwright_sync
 
-    from chromium import launch
+    from support.chromium import launch
 
     with playwright_sync.sync_playwright() as p:
         b = launch(p)

@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from hub import DEADLINE_S, HERE
+from support.hub_process import DEADLINE_S, HERE
 from jupyterhub_quota import cli
 
-REPO = HERE.parents[1]
+REPO = HERE.parents[2]
 EXAMPLE = REPO / "examples" / "z2jh" / "config.yaml"
 TOOL = str(Path(sys.executable).parent / "jupyterhub-quota")
 

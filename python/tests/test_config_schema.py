@@ -20,10 +20,10 @@ import jsonschema
 import pytest
 import yaml
 
-from hub import HERE
+from support.hub_process import HERE
 from jupyterhub_quota import ConfigError, QuotaEngine
 
-REPO = HERE.parents[1]
+REPO = HERE.parents[2]
 CHART_SCHEMA = json.loads((REPO / "deploy" / "helm" / "quota-hub" / "values.schema.json").read_text())
 CUSTOM = jsonschema.Draft7Validator(CHART_SCHEMA["properties"]["custom"])
 FIXTURE = {"authMode": "github", "quota": {"cpuRate": 1, "minimumToStart": 10, "defaultQuota": 0},

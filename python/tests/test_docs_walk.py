@@ -1,7 +1,7 @@
 """docs/z2jh.md and docs/deploy.md walked end to end: every command of their `sh` blocks runs, as
 written and in order, from an operator's directory (the checkout's files beside the operator's
 own `config.yaml` and `my-values.yaml`), and each must succeed. What this machine lacks has a
-stand-in on PATH (python/tests/walk/bin): `docker` builds without an engine (the same image
+stand-in on PATH (python/tests/support/walk/bin): `docker` builds without an engine (the same image
 scripts/build-image.sh builds; z2jh's hub image as a virtualenv with its pins and the
 Dockerfile's own install line) and runs the unpacked binary; `kubectl` keeps applied objects
 after checking them against Kubernetes' schema and execs in the built hub image; `helm` renders
@@ -27,10 +27,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from hub import DEADLINE_S, free_port, wait_for
+from support.hub_process import DEADLINE_S, free_port, wait_for
 
 REPO = Path(__file__).resolve().parents[2]
-WALK = Path(__file__).resolve().parent / "walk"
+WALK = Path(__file__).resolve().parent / "support" / "walk"
 VERSION = (REPO / "VERSION").read_text().strip()
 #: Placeholders the docs leave to the operator, and what the walk puts there.
 TOKEN = secrets.token_hex(32)

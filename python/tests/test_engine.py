@@ -83,6 +83,17 @@ def test_connections_opening_one_new_file_at_once_all_come_up_in_wal(tmp_path):
         assert results == ["wal"] * 6, results
 
 
+def test_a_connection_is_set_up_with_the_wait_and_durability_it_was_opened_with(tmp_path):
+    plain = QuotaEngine(str(tmp_path / "a.db"), VALUES)
+    pragma = lambda e, name: e.conn.execute(f"PRAGMA {name}").fetchone()[0]  # noqa: E731
+    assert pragma(plain, "busy_timeout") == plain.contract.busy_wait_ms
+    assert pragma(plain, "synchronous") == 2  # FULL unless the operator chose otherwise
+    chosen = QuotaEngine(str(tmp_path / "b.db"), VALUES, busy_wait_ms=1234, durability="normal")
+    assert pragma(chosen, "busy_timeout") == 1234
+    assert pragma(chosen, "synchronous") == 1  # NORMAL
+    assert pragma(chosen, "journal_mode") == "wal"
+
+
 def test_a_busy_database_fails_the_call_as_busy_and_changes_nothing(tmp_path):
     db = tmp_path / "q.db"
     e = QuotaEngine(str(db), VALUES)

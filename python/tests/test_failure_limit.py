@@ -13,7 +13,7 @@ from __future__ import annotations
 import jupyterhub
 import pytest
 
-from hub import HERE, Hub, wait_for
+from support.hub_process import HERE, Hub, wait_for
 from jupyterhub_quota.failures import COUNTS_REFUSALS
 
 VALUES = HERE / "hub_values.yaml"

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from hub import DEADLINE_S, free_port, wait_for
+from support.hub_process import DEADLINE_S, free_port, wait_for
 
 PACKAGE = "compute_credit_quota_api_client"
 VALUES = {"custom": {"authMode": "github", "quota": {"defaultQuota": 0, "refreshRules": {

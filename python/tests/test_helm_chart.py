@@ -9,98 +9,22 @@ be installed here) and read back field by field:
 - the schema refusing a misspelled key or a bad type; two releases in one namespace sharing no
   name; the refresh CronJobs equal to `quota-hub render-cronjobs`'s;
 - the rendered files working: quota-hub starts on the rendered values and tokens files, and the
-  rendered refresh token refreshes; every query of the dashboard and of the alerts parses as PromQL
-  and names a series a real quota-hub exports."""
+  rendered refresh token refreshes (the dashboard and the alerts: test_chart_monitoring.py)."""
 
 from __future__ import annotations
 
 import base64
 import json
 import os
-import re
 import subprocess
-import time
-from pathlib import Path
 
 import kubernetes_validate
-import promql_parser
 import pytest
 import yaml
 
 import helm_python as helm  # noqa: E402  (pinned in requirements-test.txt)
 
-REPO = Path(__file__).resolve().parents[2]
-CHART = REPO / "deploy" / "helm" / "quota-hub"
-QUOTA_HUB = REPO / "target" / "debug" / "quota-hub"
-VERSION = (REPO / "VERSION").read_text().strip()
-RULES = {
-    "weekly-topup": {"enabled": True, "schedule": "0 6 * * 1", "action": "add", "amount": 1000000, "maxBalance": 2000000,
-                     "targets": {"balanceBelow": 1500000, "includeUnlimited": False}},
-    "zero": {"enabled": True, "schedule": "0 3 * * *", "action": "add", "amount": 0},
-    "paused": {"enabled": False, "schedule": "0 3 * * *", "action": "set", "amount": 5},
-}
-#: Every option on.
-FULL = {
-    "replicas": 3,
-    "database": {"type": "postgres", "postgres": {"secretName": "pg", "key": "url"}},
-    "tokens": {"existingSecret": "my-tokens"},
-    "imagePullSecrets": [{"name": "registry"}],
-    "nodeSelector": {"pool": "services"},
-    "tolerations": [{"key": "dedicated", "operator": "Equal", "value": "services", "effect": "NoSchedule"}],
-    "affinity": {"podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [{"weight": 100, "podAffinityTerm": {
-        "topologyKey": "kubernetes.io/hostname", "labelSelector": {"matchLabels": {"app.kubernetes.io/name": "quota-hub"}}}}]}},
-    "extraEnv": [{"name": "RUST_LOG", "value": "info"}],
-    "extraArgs": ["--log-format", "json"],
-    "podAnnotations": {"team": "research"},
-    "image": {"digest": "sha256:" + "ab" * 32},
-    "serviceAccount": {"create": True, "annotations": {"iam.example.org/role": "quota"}},
-    "priorityClassName": "services-high",
-    "topologySpreadConstraints": [{"maxSkew": 1, "topologyKey": "topology.kubernetes.io/zone", "whenUnsatisfiable": "ScheduleAnyway",
-                                   "labelSelector": {"matchLabels": {"app.kubernetes.io/name": "quota-hub"}}}],
-    "extraEnvFrom": [{"configMapRef": {"name": "proxy-settings"}}],
-    "extraVolumes": [{"name": "ca", "configMap": {"name": "company-ca"}}],
-    "extraVolumeMounts": [{"name": "ca", "mountPath": "/etc/ssl/company", "readOnly": True}],
-    "initContainers": [{"name": "wait-for-db", "image": "busybox:1.37", "command": ["sh", "-c", "true"]}],
-    "networkPolicy": {"enabled": True, "ingress": [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}}}]},
-    "ingress": {"enabled": True, "className": "nginx", "hosts": [{"host": "quota.example.org"}],
-                "tls": [{"hosts": ["quota.example.org"], "secretName": "quota-tls"}]},
-    "metrics": {"serviceMonitor": {"enabled": True, "labels": {"release": "prometheus"}},
-                "prometheusRule": {"enabled": True}, "dashboard": {"enabled": True}},
-    "custom": {"quota": {"refreshRules": RULES}},
-}
-BUILT_IN = ("ConfigMap", "CronJob", "Deployment", "Ingress", "NetworkPolicy", "PersistentVolumeClaim", "Pod", "PodDisruptionBudget", "Secret",
-            "Service", "ServiceAccount")
-
-
-def render(values: dict, name: str = "rel", namespace: str = "hub") -> list[dict]:
-    chart = helm.Chart.load(str(CHART))
-    try:
-        out = chart.render(values, name=name, namespace=namespace, is_install=True)
-    finally:
-        chart.close()
-    docs = []
-    for path, text in out.items():
-        if not path.endswith("NOTES.txt"):
-            docs += [d for d in yaml.safe_load_all(text) if d]
-    return docs
-
-
-def notes(values: dict) -> str:
-    chart = helm.Chart.load(str(CHART))
-    try:
-        return chart.render(values, name="rel", namespace="hub", is_install=True)["quota-hub/templates/NOTES.txt"]
-    finally:
-        chart.close()
-
-
-def kinds(docs, kind):
-    return [d for d in docs if d["kind"] == kind]
-
-
-def pod_spec(d: dict) -> dict:
-    if d["kind"] == "CronJob":
-        return d["spec"]["jobTemplate"]["spec"]["template"]["spec"]
-    return d["spec"]["template"]["spec"]
+from support.chart import BUILT_IN, CHART, FULL, QUOTA_HUB, REPO, RULES, VERSION, kinds, notes, pod_spec, render
 
 
 def test_the_chart_lints_for_every_declared_kubernetes():
@@ -368,7 +292,7 @@ def test_a_rule_name_kubernetes_refuses_fails_the_render_naming_it(name):
 def test_the_helm_test_pods_command_says_whether_the_servers_are_ready(tmp_path, quota_hub_bin):
     """`helm test`'s pod runs `quota-hub healthcheck --url <the Service's URL>`: run with that URL
     moved to a real server, it passes; against a port nobody serves, it fails."""
-    from hub import DEADLINE_S, free_port, wait_for
+    from support.hub_process import DEADLINE_S, free_port, wait_for
     import urllib.request
 
     (pod,) = kinds(render({}), "Pod")
@@ -420,7 +344,7 @@ def test_new_tokens_roll_the_pods_and_an_existing_secret_renders_the_same_every_
 def test_quota_hub_starts_on_the_rendered_files_and_the_rendered_refresh_token_works(tmp_path, quota_hub_bin):
     """The ConfigMap's values and tokens files and the Secret's tokens, laid out as the pod mounts
     them (the mount paths moved under a temporary folder), run the real server."""
-    from hub import DEADLINE_S, free_port, wait_for
+    from support.hub_process import DEADLINE_S, free_port, wait_for
     import urllib.request
 
     docs = render({**FULL, "tokens": {"existingSecret": ""}, "database": {"type": "sqlite"}, "replicas": 1})
@@ -462,115 +386,3 @@ def test_quota_hub_starts_on_the_rendered_files_and_the_rendered_refresh_token_w
     finally:
         proc.terminate()
         proc.wait(timeout=DEADLINE_S)
-
-
-def exported_series(quota_hub_bin: str, tmp_path: Path) -> set[str]:
-    """Every sample name a real quota-hub exports, after a start, an end, a start left running
-    and a refresh (so that every labelled family has a sample)."""
-    from prometheus_client.parser import text_string_to_metric_families
-
-    from hub import free_port, wait_for
-    import urllib.request
-
-    values = tmp_path / "values.yaml"
-    values.write_text(yaml.safe_dump({"custom": {"authMode": "github", "quota": {"refreshRules": {
-        "minutely": {"enabled": True, "schedule": "* * * * *", "action": "add", "amount": 1}}}}}))
-    db = f"sqlite://{tmp_path / 'm.db'}"
-    token = subprocess.run([quota_hub_bin, "token", "issue", "--db", db, "--user", "root", "--admin"],
-                           capture_output=True, text=True, check=True).stdout.strip()
-    port = free_port()
-    proc = subprocess.Popen([quota_hub_bin, "serve", "--listen", f"127.0.0.1:{port}", "--db", db, "--values", str(values),
-                             "--no-scheduler"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    base = f"http://127.0.0.1:{port}/hub"
-
-    def call(method: str, path: str, body: bytes | None = None) -> bytes:
-        req = urllib.request.Request(base + path, method=method, data=body, headers={"Authorization": f"token {token}"})
-        with urllib.request.urlopen(req, timeout=30) as r:
-            return r.read()
-
-    try:
-        def up():
-            try:
-                return call("GET", "/readyz") is not None
-            except OSError:
-                return False
-
-        wait_for("quota-hub", up)
-        call("POST", "/admin/api/quota/users/ann", b'{"action": "set", "amount": 100}')
-        session = json.loads(call("POST", "/api/quota/sessions", b'{"username": "ann", "runtime_minutes": 5}'))
-        call("POST", f"/api/quota/sessions/{session['session_id']}/end", b"{}")
-        call("POST", "/api/quota/sessions", b'{"username": "ann", "server_name": "still-running", "runtime_minutes": 5}')
-        # This minute's scheduled run, as a CronJob sends it (a later minute's scrape still finds it).
-        minute = time.strftime("%Y-%m-%dT%H:%M:00Z", time.gmtime())
-        call("POST", "/admin/api/quota/refresh",
-             json.dumps({"rule_name": "minutely", "action": "add", "amount": 1, "run_id": f"minutely@{minute}"}).encode())
-        text = call("GET", "/metrics").decode()
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
-    names = set()
-    for family in text_string_to_metric_families(text.replace("# EOF", "")):
-        names |= {s.name for s in family.samples}
-    return names
-
-
-def series_of(expr: str) -> set[str]:
-    """The metric names an expression selects, from promql-parser's syntax tree (Grafana's
-    `$__rate_interval` and `$job` replaced first)."""
-    text = expr.replace("$__rate_interval", "5m").replace('"$job"', '"x"')
-    found: set[str] = set()
-
-    def walk(node):
-        if isinstance(node, promql_parser.VectorSelector):
-            if node.name:
-                found.add(node.name)
-            return
-        for attr in ("expr", "lhs", "rhs", "param", "vector_selector"):
-            child = getattr(node, attr, None)
-            if child is not None:
-                walk(child)
-        for child in getattr(node, "args", None) or []:
-            walk(child)
-
-    walk(promql_parser.parse(text))
-    return found
-
-
-def test_every_dashboard_and_alert_query_names_a_series_quota_hub_exports(tmp_path, quota_hub_bin):
-    exported = exported_series(quota_hub_bin, tmp_path)
-    assert {"quota_build_info", "process_cpu_seconds_total", "quota_refresh_last_run_applied"} <= exported
-    dashboard = json.loads((CHART / "files" / "dashboard.json").read_text())
-    exprs = [t["expr"] for p in dashboard["panels"] for t in p["targets"]]
-    (rule,) = kinds(render(FULL), "PrometheusRule")
-    exprs += [r["expr"] for g in rule["spec"]["groups"] for r in g["rules"]]
-    assert len(exprs) > 15
-    for expr in exprs:
-        names = series_of(expr)
-        assert names, expr
-        # `up` is Prometheus' own series for every target it scrapes.
-        assert names - {"up"} <= exported, (expr, names - exported)
-    # The dashboard ConfigMap carries the same file.
-    (cm,) = [d for d in kinds(render(FULL), "ConfigMap") if d["metadata"]["name"].endswith("-dashboard")]
-    assert json.loads(cm["data"]["quota-hub.json"]) == dashboard and cm["metadata"]["labels"]["grafana_dashboard"] == "1"
-    # Alert texts name real labels only (Prometheus' own template syntax).
-    for r in rule["spec"]["groups"][0]["rules"]:
-        assert not re.search(r"\{\{\s*\.", r["annotations"]["summary"]), r
-
-
-def test_every_alert_waits_and_links_a_runbook_section_that_exists():
-    (rule,) = kinds(render(FULL), "PrometheusRule")
-    rules = rule["spec"]["groups"][0]["rules"]
-    anchors = {re.sub(r"[^a-z0-9 -]", "", h.lower()).replace(" ", "-")
-               for h in re.findall(r"^### (.+)$", (REPO / "docs" / "operations.md").read_text(), re.M)}
-    base = "https://github.com/quota-engine/quota/blob/main/docs/operations.md#"
-    assert {"QuotaTargetDown", "QuotaMetricsAbsent"} <= {r["alert"] for r in rules}
-    for r in rules:
-        assert r.get("for"), f"{r['alert']} has no for:"
-        url = r["annotations"]["runbook_url"]
-        assert url.startswith(base) and url[len(base):] in anchors, (r["alert"], url)
-    # For a hub: the hub's scrape job in every expression.
-    (hub_rule,) = kinds(render({**FULL, "metrics": {**FULL["metrics"], "prometheusRule": {
-        "enabled": True, "selector": 'job="hub", namespace="jhub"'}}}), "PrometheusRule")
-    for r in hub_rule["spec"]["groups"][0]["rules"]:
-        assert 'job="hub", namespace="jhub"' in r["expr"] and "rel-quota-hub" not in r["expr"], r["expr"]
-        promql_parser.parse(r["expr"])

@@ -14,11 +14,11 @@ from pathlib import Path
 
 import pytest
 
-import openapi_check
-from hub import DEADLINE_S, HERE, Hub, wait_for
+from support import openapi_check
+from support.hub_process import DEADLINE_S, HERE, Hub, wait_for
 from jupyterhub_quota import Caller, QuotaEngine
 
-REPO = HERE.parents[1]
+REPO = HERE.parents[2]
 VALUES = HERE / "hub_values.yaml"
 REFUSAL = "Cannot start container: Insufficient quota."
 

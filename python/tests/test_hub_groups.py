@@ -10,9 +10,9 @@ import subprocess
 import pytest
 import yaml
 
-from hub import HERE, Hub, wait_for
+from support.hub_process import HERE, Hub, wait_for
 
-REPO = HERE.parents[1]
+REPO = HERE.parents[2]
 
 VALUES = {
     "custom": {

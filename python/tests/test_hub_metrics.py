@@ -11,7 +11,7 @@ import urllib.request
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from hub import DEADLINE_S, HERE, Hub, wait_for
+from support.hub_process import DEADLINE_S, HERE, Hub, wait_for
 
 
 @pytest.fixture(scope="module")

@@ -11,8 +11,8 @@ import sqlite3
 
 import pytest
 
-from hub import HERE, Hub, wait_for
-from chromium import login
+from support.hub_process import HERE, Hub, wait_for
+from support.chromium import login
 
 
 @pytest.fixture(scope="module")

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 from dockerfile_parse import DockerfileParser
 
-from hub import DEADLINE_S, wait_for
+from support.hub_process import DEADLINE_S, wait_for
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
 import check_elf  # noqa: E402  (the release's own check: scripts/check_elf.py)

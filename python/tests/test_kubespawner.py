@@ -1,6 +1,6 @@
 """What is billed is what runs, on the real KubeSpawner (7.1) in a real JupyterHub configured as
-z2jh configures it (tests/kube_config.py runs examples/z2jh/config.yaml's hub.extraConfig, custom
-block and profile list), against a fake Kubernetes API on loopback (tests/fake_k8s.py) that
+z2jh configures it (support/kube_config.py runs examples/z2jh/config.yaml's hub.extraConfig, custom
+block and profile list), against a fake Kubernetes API on loopback (support/fake_k8s.py) that
 records every Pod it is sent and runs its container (the real jupyterhub-singleuser).
 
 A phx spawn makes a Pod that can only schedule on phx nodes (its labels ANDed into z2jh's own
@@ -21,9 +21,9 @@ from pathlib import Path
 
 import pytest
 
-from hub import DEADLINE_S, HERE, Hub, free_port, wait_for
+from support.hub_process import DEADLINE_S, HERE, Hub, free_port, wait_for
 
-REPO = HERE.parents[1]
+REPO = HERE.parents[2]
 EXAMPLE = REPO / "examples" / "z2jh" / "config.yaml"
 NODE_PURPOSE = {"key": "hub.jupyter.org/node-purpose", "operator": "In", "values": ["user"]}
 # A profile that moves the server without naming an accelerator (added to the example's list).
@@ -224,7 +224,7 @@ def test_the_spawn_page_keeps_the_profiles_and_prices_the_chosen_one(hub, k8s, b
     """KubeSpawner's own profile form, with the quota fields below it: the accelerator choice
     prices the standard profile; the GPU profile hides it and is priced, started and billed as
     dgpu."""
-    from chromium import login
+    from support.chromium import login
 
     set_quota(hub, "gus", 100)
     ctx, page = login(browser, hub, "gus", "/hub/spawn")

@@ -12,8 +12,8 @@ import urllib.request
 import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
-from hub import DEADLINE_S, Hub
-from test_helm_chart import CHART, FULL, exported_series, kinds, render, series_of
+from support.hub_process import DEADLINE_S, Hub
+from support.chart import CHART, FULL, exported_series, kinds, render, series_of
 
 RULE = {"minutely": {"enabled": True, "schedule": "* * * * *", "action": "add", "amount": 1}}
 PROMETHEUS_OWN = {"up"}

@@ -14,7 +14,7 @@ import pytest
 
 from jupyterhub_quota import Caller, QuotaEngine
 
-from scenarios import assert_matches_native, files
+from support.scenarios import assert_matches_native, files
 
 _n = itertools.count()
 

@@ -17,7 +17,7 @@ import jupyterhub
 import pytest
 import yaml
 
-from hub import DEADLINE_S, HERE, Hub
+from support.hub_process import DEADLINE_S, HERE, Hub
 
 JH6 = jupyterhub.version_info[0] >= 6
 REFUSAL = ("Cannot start container: Insufficient quota. Current balance: 0, estimated cost: {cost} "

@@ -4,7 +4,7 @@ import pytest
 
 from jupyterhub_quota import QuotaEngine
 
-from scenarios import assert_matches_native, files
+from support.scenarios import assert_matches_native, files
 
 
 @pytest.mark.parametrize("path", files(), ids=lambda p: p.name)

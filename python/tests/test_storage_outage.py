@@ -21,7 +21,7 @@ import jupyterhub
 import pytest
 import yaml
 
-from hub import DEADLINE_S, HERE, Hub
+from support.hub_process import DEADLINE_S, HERE, Hub
 
 VALUES = HERE / "hub_values.yaml"
 JH6 = jupyterhub.version_info[0] >= 6

@@ -39,3 +39,17 @@ def test_every_artefact_carries_it(quota_hub_bin):
 def test_the_changelog_starts_with_this_version():
     heads = re.findall(r"^## (.+)$", (REPO / "CHANGELOG.md").read_text(), re.M)
     assert heads and heads[0].split()[0] == VERSION, heads[:2]
+
+
+def test_every_host_names_the_one_wit_version():
+    """wit/ holds one interface version; the guest and the Rust host bind it by path, the Python host
+    names it once (jco's JavaScript keys imports without a version)."""
+    from jupyterhub_quota.component import WIT_VERSION
+
+    folders = [p.name for p in (REPO / "wit").iterdir() if p.is_dir()]
+    assert len(folders) == 1, folders
+    wit = folders[0]
+    assert re.search(rf"^package quota:engine@{re.escape(wit)};", (REPO / "wit" / wit / "quota.wit").read_text(), re.M)
+    for crate in ("wasm", "host-shim"):
+        assert f'path: "../wit/{wit}"' in (REPO / crate / "src" / "bindings.rs").read_text(), crate
+    assert WIT_VERSION == wit

@@ -16,12 +16,12 @@ import sys
 import pytest
 import yaml
 
-from hub import DEADLINE_S, HERE
+from support.hub_process import DEADLINE_S, HERE
 from jupyterhub_quota import Caller, QuotaEngine
 from jupyterhub_quota import values as values_mod
 from jupyterhub_quota.placement import accelerators
 
-REPO = HERE.parents[1]
+REPO = HERE.parents[2]
 EXAMPLE = REPO / "examples" / "z2jh" / "config.yaml"
 DOCKERFILE = REPO / "deploy" / "z2jh" / "Dockerfile"
 #: The pins of z2jh's hub image that the wheel must not move (images/hub/requirements.txt of the

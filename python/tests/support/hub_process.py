@@ -17,8 +17,10 @@ import urllib.request
 from pathlib import Path
 from typing import Any, Optional
 
+#: python/tests/support: the hub configurations and values files of the tests.
 HERE = Path(__file__).resolve().parent
-CHP_BIN = HERE / "node" / "node_modules" / ".bin"
+#: The real configurable-http-proxy, from npm (tests/proxy, installed by scripts/python-env.sh).
+CHP_BIN = HERE.parents[2] / "tests" / "proxy" / "node_modules" / ".bin"
 
 #: How long the hub, a spawn or a stop may take before a test gives up (the machine may be busy).
 DEADLINE_S = 120.0

@@ -1,5 +1,5 @@
 # The JupyterHub configuration of the integration tests with the simple local-process spawner
-# (tests/hub.py fills the environment).
+# (support/hub_process.py fills the environment).
 import json
 import os
 import sys

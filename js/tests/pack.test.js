@@ -12,7 +12,7 @@ import { dirname, extname, join, normalize } from 'node:path';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 
-import { launchBrowser } from './quota-hub.js';
+import { launchBrowser } from './support/quota-hub.js';
 
 const js = join(dirname(fileURLToPath(import.meta.url)), '..');
 const repo = join(js, '..');
@@ -43,10 +43,10 @@ test('npm pack from a clean checkout installs into an empty project and runs in 
   const [packed] = JSON.parse(run('npm', ['pack', '--json', '--pack-destination', tmp, '--loglevel=error'], join(checkout, 'js')));
   const files = packed.files.map((f) => f.path);
   for (const f of ['LICENSE', 'package.json', 'src/node.js', 'src/browser.js', 'gen/quota-engine.js', 'gen/modules.json',
-    'gen/quota-engine.core.wasm', 'pages/admin.html', 'pages/admin-main.html', 'pages/spawn.js']) {
+    'gen/quota-engine.core.wasm', 'pages/shell.html', 'pages/admin-main.html', 'pages/spawn.js']) {
     assert.ok(files.includes(f), `${f} is not in the package: ${files.join(', ')}`);
   }
-  assert.ok(!files.some((f) => f.startsWith('gen-fault/') || f.startsWith('test/')), files.join(', '));
+  assert.ok(!files.some((f) => f.startsWith('gen-fault/') || f.startsWith('tests/')), files.join(', '));
   assert.deepEqual(packed.bundled ?? [], []);
 
   const app = join(tmp, 'app');

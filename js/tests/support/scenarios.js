@@ -5,7 +5,7 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-export const REPO = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
+export const REPO = join(dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
 export const SCENARIOS = join(REPO, 'tests', 'scenarios');
 
 const FIXTURE = {

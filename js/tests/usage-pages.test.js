@@ -7,7 +7,7 @@ import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { after, before, test } from 'node:test';
 
-import { QuotaHub, launchBrowser, screenshotPath } from './quota-hub.js';
+import { QuotaHub, launchBrowser, screenshotPath } from './support/quota-hub.js';
 import { LEDGER_COLUMNS, csvField } from '../pages/usage-panel.js';
 
 const VALUES = {

@@ -1,4 +1,4 @@
-"""What the stand-ins of python/tests/walk/bin share: the walk's state directory (WALK_STATE),
+"""What the stand-ins of python/tests/support/walk/bin share: the walk's state directory (WALK_STATE),
 where the images they built, the registry they pushed to and the cluster objects they applied
 live, and the repository (WALK_REPO). See test_docs_walk.py."""
 

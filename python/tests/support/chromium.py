@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 
-from hub import DEADLINE_S, Hub
+from .hub_process import DEADLINE_S, Hub
 
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",

@@ -12,7 +12,7 @@ from typing import Optional
 
 import jsonschema
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 DOCUMENT = json.loads((REPO / "core" / "src" / "api" / "openapi.json").read_text())
 
 

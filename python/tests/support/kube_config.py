@@ -3,7 +3,7 @@
 # like z2jh's, applies the parts of it that z2jh applies and the tests use (the spawner class, the
 # failure limit, singleuser.profileList, scheduling.userPods.nodeAffinity), then runs
 # hub.extraConfig in order, as z2jh does. What z2jh takes from the cluster (the namespace, the
-# API server) the test gives: a fake Kubernetes API on loopback (tests/fake_k8s.py, through
+# API server) the test gives: a fake Kubernetes API on loopback (support/fake_k8s.py, through
 # KUBECONFIG) whose kubelet runs each pod's container as a local process.
 import json
 import os

@@ -75,6 +75,19 @@ test('engines in several processes opening one new file at once all come up in W
   }
 });
 
+test('a connection is set up with the wait and durability it was opened with (the contract’s unless given)', () => {
+  const plain = new LocalEngine(tmp(), VALUES);
+  const pragma = (e, name) => e.db.conn.pragma(name, { simple: true });
+  assert.equal(pragma(plain, 'busy_timeout'), plain.contract.busyWaitMs);
+  assert.equal(pragma(plain, 'synchronous'), 2, 'FULL');
+  const chosen = new LocalEngine(tmp(), VALUES, { busyTimeoutMs: 1234, durability: 'normal' });
+  assert.equal(pragma(chosen, 'busy_timeout'), 1234);
+  assert.equal(pragma(chosen, 'synchronous'), 1, 'NORMAL');
+  assert.equal(pragma(chosen, 'journal_mode'), 'wal');
+  // A thread's start waits as long as the contract allows for the set-up, migration and configuration.
+  assert.ok(chosen.contract.startDeadlineMs(1234) >= chosen.contract.migrationDeadlineMs + chosen.contract.callDeadlineMs + 1234);
+});
+
 test('a busy database fails the call as busy and changes nothing', () => {
   const db = tmp();
   const e = new QuotaEngine(db, VALUES, { busyTimeoutMs: 50 });

@@ -6,7 +6,7 @@ import { after, before, test } from 'node:test';
 
 import Database from 'better-sqlite3';
 
-import { QuotaHub, launchBrowser, screenshotPath } from './quota-hub.js';
+import { QuotaHub, launchBrowser, screenshotPath } from './support/quota-hub.js';
 
 const VALUES = { custom: { authMode: 'github', quota: { enabled: true, cpuRate: 1, minimumToStart: 1, defaultQuota: 10 } } };
 let hub;

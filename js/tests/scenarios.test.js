@@ -8,8 +8,8 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 
 import { QuotaEngine } from '../src/node.js';
-import { problems } from './openapi-check.js';
-import { REPO, files, load, nativeTranscripts, replay, rustBin } from './scenarios.js';
+import { problems } from './support/openapi-check.js';
+import { REPO, files, load, nativeTranscripts, replay, rustBin } from './support/scenarios.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'quota-js-'));
 

@@ -11,9 +11,9 @@ from typing import Any, Callable, Optional
 
 from jupyterhub_quota import Caller, ConfigError, QuotaEngine
 
-from openapi_check import assert_conforms
+from .openapi_check import assert_conforms
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 SCENARIOS = REPO / "tests" / "scenarios"
 
 FIXTURE = {

@@ -8,7 +8,7 @@ import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 
 import { QuotaEngine } from '../src/node.js';
-import { launchBrowser } from './quota-hub.js';
+import { launchBrowser } from './support/quota-hub.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const TYPES = { '.html': 'text/html', '.js': 'text/javascript', '.wasm': 'application/wasm', '.json': 'application/json' };
@@ -32,7 +32,7 @@ test('the pure functions run in Chromium and answer as the Node bridge does', as
   const browser = await launchBrowser();
   try {
     const page = await browser.newPage();
-    await page.goto(`http://127.0.0.1:${server.address().port}/test/fixtures/pure.html`);
+    await page.goto(`http://127.0.0.1:${server.address().port}/tests/fixtures/pure.html`);
     await page.waitForFunction(() => window.result !== undefined);
     const got = await page.evaluate(() => window.result);
     assert.equal(got.error, undefined, got.error);

@@ -1,5 +1,5 @@
 // The published API contract (core/src/api/openapi.json) applied to exchanges, as
-// tests/support/src/openapi_check.rs does for the Rust hosts and python/tests/openapi_check.py for Python:
+// tests/support/src/openapi_check.rs does for the Rust hosts and python/tests/support/openapi_check.py for Python:
 // every status is documented for its operation and its body validates against that status's
 // schema; a request the engine accepted (2xx) validates against the operation's request schema and
 // names only documented query parameters.
