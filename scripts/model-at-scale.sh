@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The model-based test (core/tests/model.rs) at scale: random operations over every engine
+# The model-based test (core/tests/model/) at scale: random operations over every engine
 # operation, checked step by step against a reference model and the ledger invariants.
 #   scripts/model-at-scale.sh [OPERATIONS] [FIRST_SEED]
 # OPERATIONS defaults to 10,000,000 (runs of 1,000 operations, one seed each); CI runs 110,000.

@@ -1,4 +1,4 @@
-//! Writes each fuzz target's seeds (`quota_scenarios::surfaces::seeds`) into `corpus/<target>/`.
+//! Writes each fuzz target's seeds (`quota_scenarios::fuzz_seeds::seeds`) into `corpus/<target>/`.
 //! Usage: make-seeds <corpus dir>
 
 fn main() {
@@ -6,7 +6,7 @@ fn main() {
     for target in quota_scenarios::surfaces::targets {
         let d = dir.join(target);
         std::fs::create_dir_all(&d).expect("the corpus directory can be created");
-        let seeds = quota_scenarios::surfaces::seeds(target);
+        let seeds = quota_scenarios::fuzz_seeds::seeds(target);
         for (name, data) in &seeds {
             std::fs::write(d.join(format!("seed-{name}")), data).expect("a seed can be written");
         }

@@ -35,17 +35,24 @@ fn native(n: usize) -> (Vec<Row>, Vec<UserRecord>) {
     let req = quota_core::api::refresh_request_from_json(BODY).expect("body");
     quota_core::refresh::refresh(&mut s, &req, T0).expect("refresh");
     let rows = s
-        .scan_transactions(None, (Timestamp(0), Timestamp(i64::MAX)), 0, usize::MAX)
+        .scan_transactions(&quota_core::store::LedgerPage {
+            username: None,
+            since: Timestamp(0),
+            until: Timestamp(i64::MAX),
+            after_id: 0,
+            limit: usize::MAX,
+        })
         .expect("scan")
         .into_iter()
         .map(|t| {
+            let (id, e) = t.into_parts();
             (
-                t.id,
-                t.username,
-                t.amount,
-                t.balance_before,
-                t.balance_after,
-                t.description,
+                id,
+                e.username,
+                e.amount,
+                e.balance_before,
+                e.balance_after,
+                e.description,
             )
         })
         .collect();

@@ -6,9 +6,13 @@
 
 use std::collections::BTreeMap;
 
+pub mod fuzz_seeds;
 pub mod openapi_check;
+mod scenario_files;
 #[allow(non_upper_case_globals)]
 pub mod surfaces;
+
+pub use scenario_files::{files, fixture_values, scenario_dir};
 
 use serde_json::{json, Value};
 
@@ -24,39 +28,6 @@ pub trait ScenarioHost {
     fn reconfigure(&mut self, values: &Value, now: Timestamp) -> Result<(), String>;
     /// One request (path below the base URL, query without `?`).
     fn handle(&mut self, req: &Request<'_>, now: Timestamp) -> Result<Response, String>;
-}
-
-/// `tests/scenarios/` of this workspace.
-pub fn scenario_dir() -> std::path::PathBuf {
-    std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../scenarios")
-}
-
-/// The scenario files (`*.json`) of a directory, sorted by name.
-pub fn files(dir: &std::path::Path) -> std::io::Result<Vec<std::path::PathBuf>> {
-    let mut files = Vec::new();
-    for entry in std::fs::read_dir(dir)? {
-        let path = entry?.path();
-        if path.extension().is_some_and(|x| x == "json") {
-            files.push(path);
-        }
-    }
-    files.sort();
-    Ok(files)
-}
-
-/// The values document every scenario starts from unless it gives its own (`values`); `quota`
-/// keys of a scenario are merged into `custom.quota`.
-pub fn fixture_values() -> Value {
-    json!({
-        "custom": {
-            "authMode": "github",
-            "quota": { "cpuRate": 1, "minimumToStart": 10, "defaultQuota": 0 },
-            "accelerators": {
-                "phx": { "displayName": "PHX", "description": "PHX accelerator", "nodeSelector": {"accel": "phx"}, "quotaRate": 2 },
-                "dgpu": { "displayName": "DGPU", "description": "Discrete GPU", "nodeSelector": {"accel": "dgpu"}, "quotaRate": 4 }
-            }
-        }
-    })
 }
 
 /// The identity behind an `as` value. Strings: `admin` (admin user), `hub` (scope quota:sessions),

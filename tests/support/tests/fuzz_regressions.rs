@@ -6,7 +6,7 @@ use quota_scenarios::surfaces;
 #[test]
 fn every_seed_passes_its_targets_checks() {
     for target in surfaces::targets {
-        let seeds = surfaces::seeds(target);
+        let seeds = quota_scenarios::fuzz_seeds::seeds(target);
         assert!(!seeds.is_empty(), "{target} has no seeds");
         for (name, data) in seeds {
             let r = std::panic::catch_unwind(|| surfaces::check(target, &data));

@@ -19,9 +19,7 @@ use quota_core::gate::{check_start, StartDecision, StartRequest};
 use quota_core::sessions::{end_session, EndRequest, EndTarget, Outcome};
 use quota_core::store::{Store, UserRecord};
 use quota_core::{Config, MemStore, Timestamp};
-use quota_host::{
-    Checkpointer, Database, Durability, Limits, Runtime, SqlValue, SqliteDb, SqliteOptions, Worker,
-};
+use quota_host::{Database, Limits, Runtime, SqlValue, SqliteDb, Worker};
 
 const USERS: usize = 1000;
 const ROUNDS: usize = 100;
@@ -214,56 +212,7 @@ fn rest_gate(rt: &std::sync::Arc<Runtime>, names: &[String]) -> f64 {
     median(per_call)
 }
 
-fn bare_commits_per_second(path: &std::path::Path) -> f64 {
-    // The same settings as the engine's SQLite connections (Durability::Full).
-    let c = rusqlite::Connection::open(path).unwrap();
-    c.execute_batch("PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL;")
-        .unwrap();
-    c.execute_batch(
-        "CREATE TABLE IF NOT EXISTS bench_counter (n INTEGER); INSERT INTO bench_counter VALUES (0);",
-    )
-    .unwrap();
-    let n = 2000;
-    let t = Instant::now();
-    for _ in 0..n {
-        c.execute_batch("BEGIN IMMEDIATE; UPDATE bench_counter SET n = n + 1; COMMIT;")
-            .unwrap();
-    }
-    n as f64 / t.elapsed().as_secs_f64()
-}
-
-/// Fills a fresh database with REFRESH_USERS users, then times one refresh through the component.
-fn refresh_run(
-    rt: &std::sync::Arc<Runtime>,
-    rdb: &std::path::Path,
-    background: bool,
-    t0: Timestamp,
-) -> (f64, u64) {
-    let options = SqliteOptions {
-        durability: Some(Durability::Full),
-        no_auto_checkpoint: background,
-        ..SqliteOptions::default()
-    };
-    let b = SqliteDb::open(rt, rdb, options).unwrap();
-    let mut w = Worker::new(rt.clone(), Box::new(b), &values().to_string()).unwrap();
-    let names: Vec<String> = (0..REFRESH_USERS).map(|i| format!("u{i:06}")).collect();
-    seed_sql(
-        w.db(),
-        names
-            .iter()
-            .enumerate()
-            .map(|(i, n)| (n.as_str(), (i % 500) as i64)),
-    );
-    quota_host::checkpoint::checkpoint(&mut SqliteDb::open(rt, rdb, SqliteOptions::default()).unwrap())
-        .unwrap();
-    let _checkpointer =
-        background.then(|| Checkpointer::start(rt, rdb, std::time::Duration::from_millis(100)).unwrap());
-    let t = Instant::now();
-    let r = w
-        .refresh(r#"{"action":"add","amount":10,"rule_name":"bench"}"#, t0)
-        .unwrap();
-    (t.elapsed().as_secs_f64(), r.users_updated)
-}
+mod durable;
 
 fn main() {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -277,7 +226,8 @@ fn main() {
         let dir = std::env::temp_dir().join(format!("quota-bench-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         for i in 0..5 {
-            let (el, _) = refresh_run(&rt, &dir.join(format!("p{i}.db")), true, Timestamp(1_795_000_000));
+            let (el, _) =
+                durable::refresh_run(&rt, &dir.join(format!("p{i}.db")), true, Timestamp(1_795_000_000));
             println!("refresh {el:.3} s");
         }
         let _ = std::fs::remove_dir_all(&dir);
@@ -348,81 +298,7 @@ fn main() {
 
     let dir = std::env::temp_dir().join(format!("quota-bench-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let bare = bare_commits_per_second(&dir.join("bare.db"));
-    let db = dir.join("cycles.db");
-    let mut w = Worker::new(
-        rt.clone(),
-        Box::new(SqliteDb::open(&rt, &db, SqliteOptions::default()).unwrap()),
-        &values().to_string(),
-    )
-    .unwrap();
-    let t0 = Timestamp(1_795_000_000);
-    let admin = quota_core::Caller {
-        name: "bench".into(),
-        admin: true,
-        scopes: vec![],
-    };
-    for n in names.iter().take(50) {
-        let r = w
-            .handle_request(
-                &quota_core::Request {
-                    method: "POST",
-                    path: &format!("/admin/api/quota/users/{n}"),
-                    query: "",
-                    body: r#"{"action":"set","amount":10000000}"#,
-                    caller: Some(&admin),
-                },
-                t0,
-            )
-            .unwrap();
-        assert_eq!(r.status, 200);
-    }
-    let reqs: Vec<StartRequest> = names.iter().take(50).map(|n| start_req(n, "")).collect();
-    let t = Instant::now();
-    for i in 0..CYCLES {
-        let now = t0.plus_seconds(i as i64 * 60);
-        let id = start(&mut w, &reqs[i % reqs.len()], now);
-        end(&mut w, id, now.plus_seconds(61));
-    }
-    let cps = CYCLES as f64 / t.elapsed().as_secs_f64();
-    println!("SQLite WAL synchronous=FULL, {CYCLES} cycles (check_start + end_session, each committed):");
-    println!(
-        "  {cps:.0} cycles/s = {:.0} commits/s; bare commits on this disk {bare:.0}/s; {:.0}% of what the disk allows",
-        cps * 2.0,
-        100.0 * cps * 2.0 / bare
-    );
-
-    println!("refresh of {REFRESH_USERS} users on SQLite (one audit row each, one transaction):");
-    for (label, background) in [
-        ("inline auto-checkpoint", false),
-        ("background checkpointer", true),
-    ] {
-        let rdb = dir.join(format!("refresh-{background}.db"));
-        let (el, updated) = refresh_run(&rt, &rdb, background, t0);
-        println!(
-            "  component, {label:<24} {el:.3} s ({updated} updated, {:.2} us/user)",
-            el * 1e6 / REFRESH_USERS as f64
-        );
-    }
-    // The same decisions by the native core over its in-memory store: the floor without storage.
-    let mut m = MemStore::new();
-    for i in 0..REFRESH_USERS {
-        m.put_user(&UserRecord {
-            username: format!("u{i:06}"),
-            balance: (i % 500) as i64,
-            unlimited: false,
-            updated_at: t0,
-        })
-        .unwrap();
-    }
-    let req =
-        quota_core::api::refresh_request_from_json(r#"{"action":"add","amount":10,"rule_name":"native"}"#)
-            .unwrap();
-    let t = Instant::now();
-    quota_core::refresh::refresh(&mut m, &req, t0).unwrap();
-    println!(
-        "  native core, in-memory store            {:.3} s",
-        t.elapsed().as_secs_f64()
-    );
+    durable::cycles(&rt, &names, &dir);
+    durable::refresh(&rt, &dir);
     let _ = std::fs::remove_dir_all(&dir);
 }

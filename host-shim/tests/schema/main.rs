@@ -2,58 +2,16 @@
 //! written by quota-hub 0.1.0 (schema 2) is migrated without losing a row, ids are never reused, a
 //! newer schema is refused, and two processes starting at once agree.
 
+#[path = "../common/mod.rs"]
 mod common;
+mod tables;
 
-use std::collections::BTreeMap;
+use tables::{int, rows, tables, worker, SchemaVersion};
 
 use quota_core::Timestamp;
-use quota_host::{Database, SqlValue, SqliteDb, SqliteOptions, Worker};
+use quota_host::{SqlValue, SqliteDb, SqliteOptions, Worker};
 
 const NOW: Timestamp = Timestamp(1_795_300_000);
-
-fn worker(path: &std::path::Path) -> Worker {
-    let db = SqliteDb::open(&common::runtime(), path, SqliteOptions::default()).expect("open");
-    Worker::new(common::runtime(), Box::new(db), &common::fixture_json()).expect("worker")
-}
-
-fn rows(db: &mut dyn Database, sql: &str) -> Vec<Vec<SqlValue>> {
-    db.query(sql, &[]).expect(sql)
-}
-
-fn int(v: &SqlValue) -> i64 {
-    v.as_int().expect("integer")
-}
-
-/// `PRAGMA user_version`, which the engine's SQLite migrations set.
-trait SchemaVersion {
-    fn schema_version(&mut self) -> Result<i64, quota_host::SqlError>;
-}
-
-impl<D: Database> SchemaVersion for D {
-    fn schema_version(&mut self) -> Result<i64, quota_host::SqlError> {
-        Ok(int(&self.query("PRAGMA user_version", &[])?[0][0]))
-    }
-}
-
-/// Every table's rows (whatever their schema: before a migration too) keyed by table, each in
-/// the order of all its columns, for comparing before and after a migration.
-fn tables(db: &mut dyn Database) -> BTreeMap<String, Vec<String>> {
-    let names = rows(
-        db,
-        "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name",
-    );
-    let mut out: BTreeMap<String, Vec<String>> = BTreeMap::new();
-    for name in names.iter().filter_map(|r| r[0].as_text()) {
-        let n = rows(db, &format!("SELECT COUNT(*) FROM pragma_table_info('{name}')"))[0][0]
-            .as_int()
-            .expect("columns");
-        let order: Vec<String> = (1..=n).map(|i| i.to_string()).collect();
-        let sql = format!("SELECT * FROM \"{name}\" ORDER BY {}", order.join(", "));
-        let rows = rows(db, &sql).into_iter().map(|r| format!("{r:?}")).collect();
-        out.insert(name.to_string(), rows);
-    }
-    out
-}
 
 #[test]
 fn a_fresh_database_gets_the_current_schema_once() {

@@ -1,0 +1,52 @@
+//! What the schema tests read a database with: a worker over a file, rows, the schema version, and
+//! every table's rows whatever its schema (to compare before and after a migration).
+
+use std::collections::BTreeMap;
+
+use quota_host::{Database, SqlValue, SqliteDb, SqliteOptions, Worker};
+
+use crate::common;
+
+pub fn worker(path: &std::path::Path) -> Worker {
+    let db = SqliteDb::open(&common::runtime(), path, SqliteOptions::default()).expect("open");
+    Worker::new(common::runtime(), Box::new(db), &common::fixture_json()).expect("worker")
+}
+
+pub fn rows(db: &mut dyn Database, sql: &str) -> Vec<Vec<SqlValue>> {
+    db.query(sql, &[]).expect(sql)
+}
+
+pub fn int(v: &SqlValue) -> i64 {
+    v.as_int().expect("integer")
+}
+
+/// `PRAGMA user_version`, which the engine's SQLite migrations set.
+pub trait SchemaVersion {
+    fn schema_version(&mut self) -> Result<i64, quota_host::SqlError>;
+}
+
+impl<D: Database> SchemaVersion for D {
+    fn schema_version(&mut self) -> Result<i64, quota_host::SqlError> {
+        Ok(int(&self.query("PRAGMA user_version", &[])?[0][0]))
+    }
+}
+
+/// Every table's rows (whatever their schema: before a migration too) keyed by table, each in
+/// the order of all its columns, for comparing before and after a migration.
+pub fn tables(db: &mut dyn Database) -> BTreeMap<String, Vec<String>> {
+    let names = rows(
+        db,
+        "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name",
+    );
+    let mut out: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for name in names.iter().filter_map(|r| r[0].as_text()) {
+        let n = rows(db, &format!("SELECT COUNT(*) FROM pragma_table_info('{name}')"))[0][0]
+            .as_int()
+            .expect("columns");
+        let order: Vec<String> = (1..=n).map(|i| i.to_string()).collect();
+        let sql = format!("SELECT * FROM \"{name}\" ORDER BY {}", order.join(", "));
+        let rows = rows(db, &sql).into_iter().map(|r| format!("{r:?}")).collect();
+        out.insert(name.to_string(), rows);
+    }
+    out
+}
