@@ -25,15 +25,16 @@ pub struct MyTransaction {
 
 impl From<Transaction> for MyTransaction {
     fn from(t: Transaction) -> MyTransaction {
+        let (id, e) = t.into_parts();
         MyTransaction {
-            id: t.id,
-            amount: t.amount,
-            transaction_type: t.transaction_type,
-            resource_type: t.resource_type,
-            description: t.description,
-            balance_before: t.balance_before,
-            balance_after: t.balance_after,
-            created_at: t.created_at,
+            id,
+            amount: e.amount,
+            transaction_type: e.transaction_type,
+            resource_type: e.resource_type,
+            description: e.description,
+            balance_before: e.balance_before,
+            balance_after: e.balance_after,
+            created_at: e.created_at,
         }
     }
 }
@@ -72,16 +73,16 @@ fn my_session(s: Session, unlimited: bool, now: Timestamp) -> MySession {
         ends_at: running.then(|| s.start_time.plus_seconds(s.runtime_minutes * 60)),
         cost_so_far: running.then(so_far),
         session_id: s.id,
-        server_name: s.server_name,
-        resource_type: s.resource_type,
+        server_name: s.start.server_name,
+        resource_type: s.start.resource_type,
         status: s.status,
-        start_time: s.start_time,
+        start_time: s.start.start_time,
         end_time: s.end_time,
         duration_minutes: s.duration_minutes,
         cost: s.cost,
-        rate: s.rate,
-        runtime_minutes: s.runtime_minutes,
-        estimated_cost: s.estimated_cost,
+        rate: s.start.rate,
+        runtime_minutes: s.start.runtime_minutes,
+        estimated_cost: s.start.estimated_cost,
     }
 }
 

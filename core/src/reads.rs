@@ -12,7 +12,7 @@ use crate::limits;
 use crate::milli::Milli;
 use crate::names::normalize_username;
 use crate::sessions::SessionView;
-use crate::store::{SessionStatus, Store, Transaction, UserRecord};
+use crate::store::{LedgerPage, SessionPage, SessionStatus, Store, Transaction, UserRecord};
 
 /// A user's record as the lists show it, with their groups (left out when none).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -203,7 +203,12 @@ pub fn list_sessions(
 ) -> Result<(Vec<SessionView>, Option<i64>), QuotaError> {
     let username = username.map(|u| normalize_username("username", u)).transpose()?;
     let limit = limit.min(limits::sessions_list_max);
-    let mut sessions = store.scan_sessions(username.as_deref(), status, after_id, limit + 1)?;
+    let mut sessions = store.scan_sessions(&SessionPage {
+        username: username.as_deref(),
+        status,
+        after_id,
+        limit: limit + 1,
+    })?;
     let next = if sessions.len() > limit {
         sessions.truncate(limit);
         sessions.last().map(|s| s.id)
@@ -222,12 +227,13 @@ pub fn ledger(
     limit: usize,
 ) -> Result<Vec<Transaction>, QuotaError> {
     let username = username.map(|u| normalize_username("username", u)).transpose()?;
-    Ok(store.scan_transactions(
-        username.as_deref(),
-        range,
+    Ok(store.scan_transactions(&LedgerPage {
+        username: username.as_deref(),
+        since: range.0,
+        until: range.1,
         after_id,
-        limit.min(limits::ledger_page_max),
-    )?)
+        limit: limit.min(limits::ledger_page_max),
+    })?)
 }
 
 /// Active sessions counted by resource type, for a host's gauge (read a page at a time).
@@ -237,12 +243,12 @@ pub fn active_sessions_by_type(
     let mut counts = std::collections::BTreeMap::new();
     let mut after_id = 0;
     loop {
-        let page = store.scan_sessions(
-            None,
-            Some(SessionStatus::Active),
+        let page = store.scan_sessions(&SessionPage {
+            username: None,
+            status: Some(SessionStatus::Active),
             after_id,
-            limits::sessions_list_max,
-        )?;
+            limit: limits::sessions_list_max,
+        })?;
         for s in &page {
             *counts.entry(s.resource_type.clone()).or_insert(0) += 1;
         }

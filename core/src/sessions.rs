@@ -154,16 +154,16 @@ pub fn close(
             minutes,
             sessions: 1,
         };
-        store.record_usage(
-            &session.username,
-            crate::usage::day_of(now),
-            &session.resource_type,
-            &usage,
-        )?;
+        let key = crate::store::UsageKey {
+            username: &session.username,
+            day: crate::usage::day_of(now),
+            resource_type: &session.resource_type,
+        };
+        store.record_usage(&key, &usage)?;
     }
     events::record(Event::SessionsEnded {
         status,
-        resource_type: session.resource_type,
+        resource_type: session.start.resource_type,
         sessions: 1,
         credits: cost,
     });
@@ -201,9 +201,9 @@ pub fn cleanup_stale(store: &mut dyn Store, now: Timestamp) -> Result<Vec<Cleane
         store.update_session(&s)?;
         cleaned.push(CleanedSession {
             session_id: s.id,
-            username: s.username,
-            server_name: s.server_name,
-            start_time: s.start_time,
+            username: s.start.username,
+            server_name: s.start.server_name,
+            start_time: s.start.start_time,
             duration_minutes: minutes,
         });
     }

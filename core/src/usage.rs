@@ -6,7 +6,7 @@
 //! running sums kept beside the ledger: per (day, resource type) and per (user, day, resource
 //! type). The reports read those sums, so a month of a ten-million-row ledger is a few hundred rows
 //! read, not a scan. The credits equal the ledger's `usage` rows of the same days by construction
-//! (`core/tests/model.rs` holds them to it); a session that was not charged (an unlimited user,
+//! (`core/tests/model/` holds them to it); a session that was not charged (an unlimited user,
 //! quota disabled) adds its minutes with 0 credits.
 
 use serde::Serialize;

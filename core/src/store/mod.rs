@@ -28,15 +28,8 @@ pub trait Store {
     fn record_changes(&mut self, changes: &[Change]) -> Result<(), StoreError>;
     /// A user's newest transactions, newest first (ties by id desc).
     fn recent_transactions(&mut self, username: &str, limit: usize) -> Result<Vec<Transaction>, StoreError>;
-    /// Up to `limit` transactions with `id > after_id` and `since <= created_at < until`, by id;
-    /// only `username`'s when given.
-    fn scan_transactions(
-        &mut self,
-        username: Option<&str>,
-        range: (Timestamp, Timestamp),
-        after_id: i64,
-        limit: usize,
-    ) -> Result<Vec<Transaction>, StoreError>;
+    /// A page of the ledger by id (see [`LedgerPage`]).
+    fn scan_transactions(&mut self, page: &LedgerPage<'_>) -> Result<Vec<Transaction>, StoreError>;
 
     /// Records a new active session and returns its id (ids increase).
     fn insert_session(&mut self, session: &NewSession) -> Result<i64, StoreError>;
@@ -52,14 +45,8 @@ pub trait Store {
     }
     /// Active sessions that started strictly before `cutoff`, by id.
     fn stale_sessions(&mut self, cutoff: Timestamp) -> Result<Vec<Session>, StoreError>;
-    /// Up to `limit` sessions with `id > after_id`, by id, filtered by username and status when given.
-    fn scan_sessions(
-        &mut self,
-        username: Option<&str>,
-        status: Option<SessionStatus>,
-        after_id: i64,
-        limit: usize,
-    ) -> Result<Vec<Session>, StoreError>;
+    /// A page of the sessions by id (see [`SessionPage`]).
+    fn scan_sessions(&mut self, page: &SessionPage<'_>) -> Result<Vec<Session>, StoreError>;
 
     fn get_refresh_run(&mut self, run_id: &str) -> Result<Option<RefreshRun>, StoreError>;
 
@@ -120,13 +107,7 @@ pub trait Store {
 
     /// Adds a completed session's usage to the running sums of its UTC day `day` (see `usage`):
     /// per (day, resource type) and per (user, day, resource type).
-    fn record_usage(
-        &mut self,
-        username: &str,
-        day: i64,
-        resource_type: &str,
-        usage: &Usage,
-    ) -> Result<(), StoreError>;
+    fn record_usage(&mut self, key: &UsageKey<'_>, usage: &Usage) -> Result<(), StoreError>;
     /// (day, resource type, sums) of the days `first` to `last` (both included), by day, then
     /// resource type.
     fn usage_by_day(&mut self, first: i64, last: i64) -> Result<Vec<(i64, String, Usage)>, StoreError>;

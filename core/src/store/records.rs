@@ -74,7 +74,7 @@ impl TransactionType {
 }
 
 /// An audit-log entry before the store gives it an id.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct NewTransaction {
     pub username: String,
     pub amount: i64,
@@ -94,53 +94,34 @@ pub struct Change {
     pub entry: NewTransaction,
 }
 
-/// An audit-log entry as stored. Invariant: `amount == balance_after - balance_before`.
+/// An audit-log entry as stored: its id and the entry (read through as if its fields were the
+/// transaction's own; on the wire the id comes first, then the entry's fields). Invariant:
+/// `amount == balance_after - balance_before`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Transaction {
     pub id: i64,
-    pub username: String,
-    pub amount: i64,
-    pub transaction_type: TransactionType,
-    pub resource_type: Option<String>,
-    pub description: String,
-    pub balance_before: i64,
-    pub balance_after: i64,
-    pub created_at: Timestamp,
-    pub created_by: Option<String>,
+    #[serde(flatten)]
+    pub entry: NewTransaction,
+}
+
+impl std::ops::Deref for Transaction {
+    type Target = NewTransaction;
+
+    fn deref(&self) -> &NewTransaction {
+        &self.entry
+    }
 }
 
 impl NewTransaction {
     pub fn with_id(self, id: i64) -> Transaction {
-        Transaction {
-            id,
-            username: self.username,
-            amount: self.amount,
-            transaction_type: self.transaction_type,
-            resource_type: self.resource_type,
-            description: self.description,
-            balance_before: self.balance_before,
-            balance_after: self.balance_after,
-            created_at: self.created_at,
-            created_by: self.created_by,
-        }
+        Transaction { id, entry: self }
     }
 }
 
 impl Transaction {
     /// The id and the entry: the inverse of [`NewTransaction::with_id`].
     pub fn into_parts(self) -> (i64, NewTransaction) {
-        let entry = NewTransaction {
-            username: self.username,
-            amount: self.amount,
-            transaction_type: self.transaction_type,
-            resource_type: self.resource_type,
-            description: self.description,
-            balance_before: self.balance_before,
-            balance_after: self.balance_after,
-            created_at: self.created_at,
-            created_by: self.created_by,
-        };
-        (self.id, entry)
+        (self.id, self.entry)
     }
 }
 
@@ -190,18 +171,12 @@ pub struct NewSession {
     pub billable: bool,
 }
 
-/// A usage session as stored.
+/// A usage session as stored: what was recorded at start (`start`, read through as if its fields
+/// were the session's own), its id and how it ended.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Session {
     pub id: i64,
-    pub username: String,
-    pub server_name: String,
-    pub resource_type: String,
-    pub rate: Milli,
-    pub runtime_minutes: i64,
-    pub estimated_cost: Milli,
-    pub start_time: Timestamp,
-    pub billable: bool,
+    pub start: NewSession,
     pub status: SessionStatus,
     pub end_time: Option<Timestamp>,
     pub duration_minutes: Option<i64>,
@@ -209,38 +184,23 @@ pub struct Session {
     pub cost: i64,
 }
 
+impl std::ops::Deref for Session {
+    type Target = NewSession;
+
+    fn deref(&self) -> &NewSession {
+        &self.start
+    }
+}
+
 impl NewSession {
     pub fn with_id(self, id: i64) -> Session {
         Session {
             id,
-            username: self.username,
-            server_name: self.server_name,
-            resource_type: self.resource_type,
-            rate: self.rate,
-            runtime_minutes: self.runtime_minutes,
-            estimated_cost: self.estimated_cost,
-            start_time: self.start_time,
-            billable: self.billable,
+            start: self,
             status: SessionStatus::Active,
             end_time: None,
             duration_minutes: None,
             cost: 0,
-        }
-    }
-}
-
-impl Session {
-    /// What was recorded at start: the inverse of [`NewSession::with_id`], without the ending.
-    pub fn start_record(&self) -> NewSession {
-        NewSession {
-            username: self.username.clone(),
-            server_name: self.server_name.clone(),
-            resource_type: self.resource_type.clone(),
-            rate: self.rate,
-            runtime_minutes: self.runtime_minutes,
-            estimated_cost: self.estimated_cost,
-            start_time: self.start_time,
-            billable: self.billable,
         }
     }
 }
@@ -263,4 +223,34 @@ pub struct RefreshRun {
     /// chunks, where it stopped (see `refresh::refresh_step`).
     pub result: String,
     pub created_at: Timestamp,
+}
+
+/// A page of the ledger: up to `limit` transactions with `id > after_id` and
+/// `since <= created_at < until`, by id; only `username`'s when given.
+#[derive(Clone, Copy, Debug)]
+pub struct LedgerPage<'a> {
+    pub username: Option<&'a str>,
+    pub since: Timestamp,
+    pub until: Timestamp,
+    pub after_id: i64,
+    pub limit: usize,
+}
+
+/// A page of the sessions: up to `limit` with `id > after_id`, by id, filtered by username and
+/// status when given.
+#[derive(Clone, Copy, Debug)]
+pub struct SessionPage<'a> {
+    pub username: Option<&'a str>,
+    pub status: Option<SessionStatus>,
+    pub after_id: i64,
+    pub limit: usize,
+}
+
+/// Whose usage of what on which day a completed session adds to the running sums.
+#[derive(Clone, Copy, Debug)]
+pub struct UsageKey<'a> {
+    pub username: &'a str,
+    /// The UTC day (days since 1970-01-01) the session ended.
+    pub day: i64,
+    pub resource_type: &'a str,
 }

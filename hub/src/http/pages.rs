@@ -47,8 +47,8 @@ pub fn answer(method: &str, path: &str, base: &str) -> Option<Response> {
         return Some(r);
     }
     Some(match asset {
-        None if path == user_path => page(base, "pages/user.html", "pages/user-main.html"),
-        None => page(base, "pages/admin.html", "pages/admin-main.html"),
+        None if path == user_path => page(base, "My quota", "user.js", "pages/user-main.html"),
+        None => page(base, "Users", "admin.js", "pages/admin-main.html"),
         Some(name) => match assets.iter().find(|(n, _)| *n == name) {
             Some((n, bytes)) => (
                 [
@@ -64,9 +64,17 @@ pub fn answer(method: &str, path: &str, base: &str) -> Option<Response> {
     })
 }
 
-fn page(base: &str, shell: &str, main: &str) -> Response {
-    // The page's content is shared with JupyterHub, which puts it inside its own page template.
-    let template = asset_text(shell).replace("{{main}}", asset_text(main));
+/// quota-hub's one page shell around a page's content (`main`), which is shared with JupyterHub
+/// (it puts the content inside its own page template): the title, the page's script.
+fn shell(title: &str, script: &str, main: &str) -> String {
+    asset_text("pages/shell.html")
+        .replace("{{title}}", title)
+        .replace("{{script}}", script)
+        .replace("{{main}}", asset_text(main))
+}
+
+fn page(base: &str, title: &str, script: &str, main: &str) -> Response {
+    let template = shell(title, script, main);
     let statics = format!("{base}{static_prefix}");
     let config = serde_json::json!({ "base": base, "auth": "token", "static": statics });
     let html = fill(&template, &statics, &config);
@@ -136,8 +144,7 @@ mod tests {
 
     #[test]
     fn the_page_is_its_shell_with_the_shared_content_in_it() {
-        let template =
-            asset_text("pages/admin.html").replace("{{main}}", asset_text("pages/admin-main.html"));
+        let template = shell("Users", "admin.js", "pages/admin-main.html");
         let html = fill(&template, "/hub/quota-static/", &serde_json::json!({}));
         assert!(!html.contains("{{"), "a hole is left: {html}");
         assert!(html.contains(r#"<table id="users""#), "{html}");
@@ -147,11 +154,10 @@ mod tests {
     #[test]
     fn every_asset_the_page_loads_is_built_in() {
         for name in [
-            "pages/admin.html",
+            "pages/shell.html",
             "pages/admin-main.html",
             "pages/admin.js",
             "pages/quota.css",
-            "pages/user.html",
             "pages/user-main.html",
             "pages/user.js",
             "pages/usage-chart.js",

@@ -25,8 +25,8 @@ if TYPE_CHECKING:
 STATIC = Path(__file__).resolve().parent / "static"
 
 
-#: The hub-side templates (page.html: the navigation links; quota-admin.html: the admin page;
-#: quota-user.html: a user's own page).
+#: The hub-side templates (page.html: the navigation links; quota-page.html: the admin page and a
+#: user's own page).
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 
 
@@ -65,7 +65,7 @@ class AdminPageHandler(BaseHandler):
 
     def get_template(self, name: str, sync: bool = False):
         """The hub's templates, then this package's (the hub's page.html, or an operator's, wins;
-        quota-admin.html is found here even if `template_paths` was replaced after configure())."""
+        quota-page.html is found here even if `template_paths` was replaced after configure())."""
         key = "jinja2_env_sync" if sync else "jinja2_env"
         env = self.settings[key]
         overlay = self._overlays.get(id(env))
@@ -85,7 +85,8 @@ class AdminPageHandler(BaseHandler):
         config = {"base": base, "auth": "hub", "xsrf": self.xsrf_token.decode() if isinstance(self.xsrf_token, bytes) else self.xsrf_token,
                   "static": statics, "hubUsers": names, "hubServers": server_states(self.users)}
         page = await self.render_template(
-            "quota-admin.html", quota_static=statics, quota_config=json_for_script(config), quota_main=_main(),
+            "quota-page.html", quota_title="Quota", quota_script="admin.js", quota_static=statics,
+            quota_config=json_for_script(config), quota_main=_main(),
         )
         self.set_header("Cache-Control", "no-store")
         self.finish(page)
@@ -103,7 +104,8 @@ class UserPageHandler(AdminPageHandler):
         xsrf = self.xsrf_token.decode() if isinstance(self.xsrf_token, bytes) else self.xsrf_token
         config = {"base": base, "auth": "hub", "xsrf": xsrf, "static": statics}
         page = await self.render_template(
-            "quota-user.html", quota_static=statics, quota_config=json_for_script(config), quota_main=_main("user-main.html"),
+            "quota-page.html", quota_title="My quota", quota_script="user.js", quota_static=statics,
+            quota_config=json_for_script(config), quota_main=_main("user-main.html"),
         )
         self.set_header("Cache-Control", "no-store")
         self.finish(page)

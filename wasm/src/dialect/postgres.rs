@@ -99,52 +99,38 @@ const postgres_create: &[&str] = &[
 ];
 
 /// Schema 5's additions: the running usage sums (see the SQLite dialect).
+/// The columns both usage tables end with: a day, a resource type and the three sums.
+macro_rules! postgres_usage_columns {
+    () => {
+        concat!(
+            "day BIGINT NOT NULL, resource_type ",
+            pg_text!(),
+            " NOT NULL, credits BIGINT NOT NULL, minutes BIGINT NOT NULL, sessions BIGINT NOT NULL,"
+        )
+    };
+}
 const postgres_usage_tables: [&str; 3] = [
     concat!(
-        "CREATE TABLE IF NOT EXISTS usage_days (
-        day BIGINT NOT NULL,
-        resource_type ",
-        pg_text!(),
-        " NOT NULL,
-        credits BIGINT NOT NULL,
-        minutes BIGINT NOT NULL,
-        sessions BIGINT NOT NULL,
-        PRIMARY KEY (day, resource_type)
-     )"
+        "CREATE TABLE IF NOT EXISTS usage_days (",
+        postgres_usage_columns!(),
+        " PRIMARY KEY (day, resource_type))"
     ),
     concat!(
-        "CREATE TABLE IF NOT EXISTS user_usage_days (
-        username ",
+        "CREATE TABLE IF NOT EXISTS user_usage_days (username ",
         pg_text!(),
-        " NOT NULL,
-        day BIGINT NOT NULL,
-        resource_type ",
-        pg_text!(),
-        " NOT NULL,
-        credits BIGINT NOT NULL,
-        minutes BIGINT NOT NULL,
-        sessions BIGINT NOT NULL,
-        PRIMARY KEY (username, day, resource_type)
-     )"
+        " NOT NULL, ",
+        postgres_usage_columns!(),
+        " PRIMARY KEY (username, day, resource_type))"
     ),
     "CREATE INDEX IF NOT EXISTS user_usage_days_by_day ON user_usage_days (day)",
 ];
 
 /// Schema 4 to 5: the usage sums, rebuilt from the ledger.
-const postgres_from_4: &[&str] = &{
-    let b = usage_backfill!("SUM", "COMMENT ON TABLE users IS 'quota-engine schema 5'");
-    [
-        postgres_usage_tables[0],
-        postgres_usage_tables[1],
-        postgres_usage_tables[2],
-        b[0],
-        b[1],
-        b[2],
-        b[3],
-        b[4],
-        b[5],
-    ]
-};
+const postgres_from_4: &[&str] = &usage_migration!(
+    postgres_usage_tables,
+    "SUM",
+    "COMMENT ON TABLE users IS 'quota-engine schema 5'"
+);
 
 /// Schema 4's additions: each user's groups as the host reported them (the names joined by
 /// newlines, sorted), and the same as an index of members by group.
@@ -179,21 +165,11 @@ const postgres_from_3: &[&str] = &[
     "COMMENT ON TABLE users IS 'quota-engine schema 4'",
 ];
 
-fn postgres_migration(from: u32) -> Option<&'static [&'static str]> {
-    match from {
-        0 => Some(postgres_create),
-        3 => Some(postgres_from_3),
-        4 => Some(postgres_from_4),
-        5 => Some(&[]),
-        _ => None,
-    }
-}
-
 pub const postgres: Dialect = Dialect {
     current_version: 5,
     read_version: "SELECT COALESCE(substring(obj_description(to_regclass('users'), 'pg_class')
          FROM 'quota-engine schema ([0-9]+)')::bigint, 0)",
-    migration: postgres_migration,
+    migrations: &[(0, postgres_create), (3, postgres_from_3), (4, postgres_from_4), (5, &[])],
 
     get_user: concat!("SELECT ", user_columns!(), " FROM users WHERE username = $1"),
     update_user: "UPDATE users SET balance = $2, unlimited = $3, updated_at = $4 WHERE username = $1",

@@ -2,47 +2,37 @@
 
 use super::statements::Dialect;
 
-/// Table definitions of schema 3, shared by a fresh database and the migration from 1 and 2.
-macro_rules! sqlite_transactions_table {
-    ($name:literal) => {
+/// Table definitions of schema 3, shared by a fresh database and the migration from 1 and 2: each
+/// an AUTOINCREMENT id (never reused), the username, then its own columns.
+macro_rules! sqlite_user_rows_table {
+    ($name:literal, $columns:literal) => {
         concat!(
             "CREATE TABLE ",
             $name,
-            " (
-                id INTEGER PRIMARY KEY AUTOINCREMENT,
-                username TEXT NOT NULL,
-                amount INTEGER NOT NULL,
-                transaction_type TEXT NOT NULL,
-                resource_type TEXT,
-                description TEXT NOT NULL,
-                balance_before INTEGER NOT NULL,
-                balance_after INTEGER NOT NULL,
-                created_at INTEGER NOT NULL,
-                created_by TEXT
-            )"
+            " (id INTEGER PRIMARY KEY AUTOINCREMENT, username TEXT NOT NULL, ",
+            $columns,
+            ")"
+        )
+    };
+}
+macro_rules! sqlite_transactions_table {
+    ($name:literal) => {
+        sqlite_user_rows_table!(
+            $name,
+            "amount INTEGER NOT NULL, transaction_type TEXT NOT NULL, resource_type TEXT,
+             description TEXT NOT NULL, balance_before INTEGER NOT NULL, balance_after INTEGER NOT NULL,
+             created_at INTEGER NOT NULL, created_by TEXT"
         )
     };
 }
 macro_rules! sqlite_sessions_table {
     ($name:literal) => {
-        concat!(
-            "CREATE TABLE ",
+        sqlite_user_rows_table!(
             $name,
-            " (
-                id INTEGER PRIMARY KEY AUTOINCREMENT,
-                username TEXT NOT NULL,
-                server_name TEXT NOT NULL,
-                resource_type TEXT NOT NULL,
-                rate_milli INTEGER NOT NULL,
-                runtime_minutes INTEGER NOT NULL,
-                estimated_cost_milli INTEGER NOT NULL,
-                start_time INTEGER NOT NULL,
-                billable INTEGER NOT NULL,
-                status TEXT NOT NULL,
-                end_time INTEGER,
-                duration_minutes INTEGER,
-                cost INTEGER NOT NULL
-            )"
+            "server_name TEXT NOT NULL, resource_type TEXT NOT NULL, rate_milli INTEGER NOT NULL,
+             runtime_minutes INTEGER NOT NULL, estimated_cost_milli INTEGER NOT NULL,
+             start_time INTEGER NOT NULL, billable INTEGER NOT NULL, status TEXT NOT NULL,
+             end_time INTEGER, duration_minutes INTEGER, cost INTEGER NOT NULL"
         )
     };
 }
@@ -126,20 +116,7 @@ const sqlite_create: &[&str] = &[
 ];
 
 /// Schema 4 to 5: the usage sums, rebuilt from the ledger.
-const sqlite_from_4: &[&str] = &{
-    let b = usage_backfill!("SUM", "PRAGMA user_version = 5");
-    [
-        sqlite_usage_tables[0],
-        sqlite_usage_tables[1],
-        sqlite_usage_tables[2],
-        b[0],
-        b[1],
-        b[2],
-        b[3],
-        b[4],
-        b[5],
-    ]
-};
+const sqlite_from_4: &[&str] = &usage_migration!(sqlite_usage_tables, "SUM", "PRAGMA user_version = 5");
 
 /// Schema 3 to 4: the membership tables.
 const sqlite_from_3: &[&str] = &[
@@ -180,21 +157,17 @@ const sqlite_from_1_or_2: &[&str] = &[
     "PRAGMA user_version = 3",
 ];
 
-fn sqlite_migration(from: u32) -> Option<&'static [&'static str]> {
-    match from {
-        0 => Some(sqlite_create),
-        1 | 2 => Some(sqlite_from_1_or_2),
-        3 => Some(sqlite_from_3),
-        4 => Some(sqlite_from_4),
-        5 => Some(&[]),
-        _ => None,
-    }
-}
-
 pub const sqlite: Dialect = Dialect {
     current_version: 5,
     read_version: "PRAGMA user_version",
-    migration: sqlite_migration,
+    migrations: &[
+        (0, sqlite_create),
+        (1, sqlite_from_1_or_2),
+        (2, sqlite_from_1_or_2),
+        (3, sqlite_from_3),
+        (4, sqlite_from_4),
+        (5, &[]),
+    ],
 
     get_user: concat!("SELECT ", user_columns!(), " FROM users WHERE username = ?1"),
     // A user row is written as UPDATE, then INSERT for the rows that did not exist: nearly every write

@@ -7,10 +7,10 @@ pub struct Dialect {
     pub current_version: u32,
     /// One row, one integer: the database's schema version (0 for an empty database).
     pub read_version: &'static str,
-    /// How to bring a database at a given version to a later one (`current_version`, or a step on
-    /// the way there), one statement each (the last one records the new version). `None`: a
-    /// version this engine does not know.
-    pub migration: fn(from: u32) -> Option<&'static [&'static str]>,
+    /// How to bring a database at each version it knows to a later one (`current_version`, or a
+    /// step on the way there): (from version, statements; the last one records the new version).
+    /// A version not listed is one this engine does not know.
+    pub migrations: &'static [(u32, &'static [&'static str])],
 
     pub get_user: &'static str,
     pub update_user: &'static str,
@@ -189,4 +189,14 @@ macro_rules! usage_backfill {
             $end,
         ]
     };
+}
+
+/// Schema 4 to 5 in either dialect: the dialect's three usage tables, then the backfill.
+macro_rules! usage_migration {
+    ($tables:expr, $sum:literal, $end:literal) => {{
+        let b = usage_backfill!($sum, $end);
+        [
+            $tables[0], $tables[1], $tables[2], b[0], b[1], b[2], b[3], b[4], b[5],
+        ]
+    }};
 }

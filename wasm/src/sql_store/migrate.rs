@@ -23,14 +23,15 @@ impl SqlStore {
         // last statement, until the current one.
         let mut at = version;
         while at != self.d.current_version {
-            let steps = (self.d.migration)(at).ok_or_else(|| {
+            let steps = self.d.migrations.iter().find(|(from, _)| *from == at);
+            let (_, steps) = steps.ok_or_else(|| {
                 StoreError(format!(
                     "the database has schema version {at}, which this engine (schema {}) does not \
                      know: it was written by a newer release",
                     self.d.current_version
                 ))
             })?;
-            for step in steps {
+            for step in *steps {
                 query(step, Params::new())?;
             }
             let now = self.schema_version()?;

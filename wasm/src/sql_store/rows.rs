@@ -2,7 +2,8 @@
 
 use quota_core::milli::Milli;
 use quota_core::store::{
-    Membership, Session, SessionStatus, Transaction, TransactionType, Usage, UserRecord,
+    Membership, NewSession, NewTransaction, Session, SessionStatus, Transaction, TransactionType, Usage,
+    UserRecord,
 };
 use quota_core::{StoreError, Timestamp};
 
@@ -28,8 +29,8 @@ pub(super) fn user(row: &mut [Cell]) -> Result<UserRecord, StoreError> {
 pub(super) fn transaction(row: &mut [Cell]) -> Result<Transaction, StoreError> {
     let mut c = Columns::new(row, "transactions", dialect::transaction_column_count)?;
     let kind = c.text(3)?;
-    Ok(Transaction {
-        id: c.int(0)?,
+    let id = c.int(0)?;
+    Ok(NewTransaction {
         username: c.text(1)?,
         amount: c.int(2)?,
         transaction_type: TransactionType::parse(&kind)
@@ -40,7 +41,8 @@ pub(super) fn transaction(row: &mut [Cell]) -> Result<Transaction, StoreError> {
         balance_after: c.int(7)?,
         created_at: Timestamp(c.int(8)?),
         created_by: c.opt_text(9)?,
-    })
+    }
+    .with_id(id))
 }
 
 pub(super) fn session(row: &mut [Cell]) -> Result<Session, StoreError> {
@@ -48,14 +50,16 @@ pub(super) fn session(row: &mut [Cell]) -> Result<Session, StoreError> {
     let status = c.text(9)?;
     Ok(Session {
         id: c.int(0)?,
-        username: c.text(1)?,
-        server_name: c.text(2)?,
-        resource_type: c.text(3)?,
-        rate: Milli(c.int(4)?),
-        runtime_minutes: c.int(5)?,
-        estimated_cost: Milli(c.int(6)?),
-        start_time: Timestamp(c.int(7)?),
-        billable: c.flag(8)?,
+        start: NewSession {
+            username: c.text(1)?,
+            server_name: c.text(2)?,
+            resource_type: c.text(3)?,
+            rate: Milli(c.int(4)?),
+            runtime_minutes: c.int(5)?,
+            estimated_cost: Milli(c.int(6)?),
+            start_time: Timestamp(c.int(7)?),
+            billable: c.flag(8)?,
+        },
         status: SessionStatus::parse(&status)
             .ok_or_else(|| StoreError(format!("sessions: unknown status `{status}`")))?,
         end_time: c.opt_int(10)?.map(Timestamp),

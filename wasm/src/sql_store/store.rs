@@ -1,7 +1,8 @@
 //! `quota_core::Store` over the host's SQL bridge: every query of the engine, once, for every host.
 
 use quota_core::store::{
-    Change, Membership, NewSession, RefreshRun, Session, SessionStatus, Store, Transaction, Usage, UserRecord,
+    Change, LedgerPage, Membership, NewSession, RefreshRun, Session, SessionPage, SessionStatus, Store,
+    Transaction, Usage, UsageKey, UserRecord,
 };
 use quota_core::{StoreError, Timestamp};
 
@@ -85,13 +86,9 @@ impl Store for SqlStore {
         all(query(self.d.recent_transactions, p)?, transaction)
     }
 
-    fn scan_transactions(
-        &mut self,
-        username: Option<&str>,
-        (since, until): (Timestamp, Timestamp),
-        after_id: i64,
-        n: usize,
-    ) -> Result<Vec<Transaction>, StoreError> {
+    fn scan_transactions(&mut self, page: &LedgerPage<'_>) -> Result<Vec<Transaction>, StoreError> {
+        let (username, since, until) = (page.username, page.since, page.until);
+        let (after_id, n) = (page.after_id, page.limit);
         let bound = |t: Timestamp| {
             t.seconds()
                 .clamp(-crate::sql_json::json_int_max, crate::sql_json::json_int_max)
@@ -155,13 +152,8 @@ impl Store for SqlStore {
         )
     }
 
-    fn scan_sessions(
-        &mut self,
-        username: Option<&str>,
-        status: Option<SessionStatus>,
-        after_id: i64,
-        n: usize,
-    ) -> Result<Vec<Session>, StoreError> {
+    fn scan_sessions(&mut self, page: &SessionPage<'_>) -> Result<Vec<Session>, StoreError> {
+        let (username, status, after_id, n) = (page.username, page.status, page.after_id, page.limit);
         let p = Params::new()
             .int(after_id)?
             .opt_text(username)
@@ -315,13 +307,8 @@ impl Store for SqlStore {
             .int(run.created_at.seconds())?;
         query(self.d.put_refresh_run, p).map(|_| ())
     }
-    fn record_usage(
-        &mut self,
-        username: &str,
-        day: i64,
-        resource_type: &str,
-        u: &Usage,
-    ) -> Result<(), StoreError> {
+    fn record_usage(&mut self, key: &UsageKey<'_>, u: &Usage) -> Result<(), StoreError> {
+        let (username, day, resource_type) = (key.username, key.day, key.resource_type);
         let sums =
             |p: Params| -> Result<Params, StoreError> { p.int(u.credits)?.int(u.minutes)?.int(u.sessions) };
         query(

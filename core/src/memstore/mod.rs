@@ -1,10 +1,14 @@
-//! An in-memory `Store` for tests, benchmarks and hosts that need no persistence.
+//! An in-memory `Store` for tests, benchmarks and hosts that need no persistence. Putting records
+//! back after a failed call (and the active-session index that follows them) is `undo.rs`.
+
+mod undo;
 
 use std::collections::BTreeMap;
 
 use crate::error::StoreError;
 use crate::store::{
-    Change, Membership, NewSession, RefreshRun, Session, SessionStatus, Store, Transaction, Usage, UserRecord,
+    Change, LedgerPage, Membership, NewSession, RefreshRun, Session, SessionPage, SessionStatus, Store,
+    Transaction, Usage, UsageKey, UserRecord,
 };
 use crate::time::Timestamp;
 
@@ -26,49 +30,6 @@ pub struct MemStore {
 impl MemStore {
     pub fn new() -> MemStore {
         MemStore::default()
-    }
-
-    /// Puts a user record back as it was (`None`: absent). For hosts that undo a failed call.
-    pub fn restore_user(&mut self, username: &str, prev: Option<UserRecord>) {
-        match prev {
-            Some(u) => {
-                self.users.insert(username.to_string(), u);
-            }
-            None => {
-                self.users.remove(username);
-            }
-        }
-    }
-
-    /// Puts a session back as it was (`None`: absent). For hosts that undo a failed call.
-    pub fn restore_session(&mut self, id: i64, prev: Option<Session>) {
-        if let Some(old) = self.sessions.remove(&id) {
-            if let Some(ids) = self.active_by_user.get_mut(&old.username) {
-                ids.retain(|i| *i != id);
-            }
-        }
-        if let Some(s) = prev {
-            self.reindex(&s);
-            self.sessions.insert(id, s);
-        }
-    }
-
-    fn reindex(&mut self, session: &Session) {
-        // Look the user up before inserting, so the common case allocates no key.
-        if !self.active_by_user.contains_key(&session.username) {
-            if session.status != SessionStatus::Active {
-                return;
-            }
-            self.active_by_user.insert(session.username.clone(), Vec::new());
-        }
-        let Some(ids) = self.active_by_user.get_mut(&session.username) else {
-            return;
-        };
-        ids.retain(|id| *id != session.id);
-        if session.status == SessionStatus::Active {
-            ids.push(session.id);
-            ids.sort_unstable();
-        }
     }
 }
 
@@ -120,13 +81,9 @@ impl Store for MemStore {
         Ok(out)
     }
 
-    fn scan_transactions(
-        &mut self,
-        username: Option<&str>,
-        (since, until): (Timestamp, Timestamp),
-        after_id: i64,
-        limit: usize,
-    ) -> Result<Vec<Transaction>, StoreError> {
+    fn scan_transactions(&mut self, page: &LedgerPage<'_>) -> Result<Vec<Transaction>, StoreError> {
+        let (username, since, until) = (page.username, page.since, page.until);
+        let (after_id, limit) = (page.after_id, page.limit);
         let start = usize::try_from(after_id.max(0)).unwrap_or(usize::MAX);
         Ok(self
             .transactions
@@ -181,13 +138,8 @@ impl Store for MemStore {
             .collect())
     }
 
-    fn scan_sessions(
-        &mut self,
-        username: Option<&str>,
-        status: Option<SessionStatus>,
-        after_id: i64,
-        limit: usize,
-    ) -> Result<Vec<Session>, StoreError> {
+    fn scan_sessions(&mut self, page: &SessionPage<'_>) -> Result<Vec<Session>, StoreError> {
+        let (username, status, after_id, limit) = (page.username, page.status, page.after_id, page.limit);
         Ok(self
             .sessions
             .range(after_id.saturating_add(1)..)
@@ -339,13 +291,8 @@ impl Store for MemStore {
         Ok(counts.into_iter().collect())
     }
 
-    fn record_usage(
-        &mut self,
-        username: &str,
-        day: i64,
-        resource_type: &str,
-        usage: &Usage,
-    ) -> Result<(), StoreError> {
+    fn record_usage(&mut self, key: &UsageKey<'_>, usage: &Usage) -> Result<(), StoreError> {
+        let (username, day, resource_type) = (key.username, key.day, key.resource_type);
         self.usage_days
             .entry((day, resource_type.to_string()))
             .or_default()
