@@ -26,6 +26,7 @@ pub mod inputs;
 pub mod json;
 pub mod ledger;
 pub mod limits;
+pub mod lots;
 pub mod memstore;
 pub mod milli;
 pub mod mine;

@@ -76,3 +76,5 @@ pub const cron_search_horizon_days: i64 = 366 * 8;
 /// 9999-12-31T23:59:59Z, so formatting never fails.
 pub const timestamp_seconds_min: i64 = 0;
 pub const timestamp_seconds_max: i64 = 253_402_300_799;
+/// How far ahead a dated grant may expire (`expires_at`, `expires_after`), in days: ten years.
+pub const grant_days_max: i64 = 3660;
