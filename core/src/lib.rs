@@ -15,6 +15,7 @@
 pub mod accelerators;
 pub mod admin;
 pub mod api;
+pub mod budgets;
 pub mod config;
 pub mod cron;
 pub mod error;

@@ -35,6 +35,8 @@ pub struct Config {
     pub refresh_rules: BTreeMap<String, RefreshRule>,
     /// `custom.quota.groups`: per-group grants and accelerator access.
     pub groups: GroupRules,
+    /// `custom.quota.budgets`: the budgets the values file defines.
+    pub budgets: BTreeMap<String, crate::budgets::BudgetDefinition>,
 }
 
 /// One `custom.quota.refreshRules.<name>` entry.
@@ -105,6 +107,7 @@ impl Config {
         let default_quota = q.opt_int("defaultQuota", 0, limits::amount_abs_max).unwrap_or(0);
         let rules_value = q.raw("refreshRules");
         let groups_value = q.raw("groups");
+        let budgets_value = q.raw("budgets");
         // What a gating host does when its database fails at the gate (the JupyterHub package:
         // refuse the spawn, or let it start unbilled); read by the hosts, checked here.
         if let Some(p) = q.opt_str("onStorageError") {
@@ -142,6 +145,7 @@ impl Config {
         let accelerators = read_accelerators(accels, &mut problems);
         let refresh_rules = read_rules(rules_value, &mut problems);
         let groups = crate::groups::settings::read(groups_value, &accelerators, &mut problems);
+        let budgets = crate::budgets::read(budgets_value, &accelerators, &mut problems);
 
         if problems.is_empty() {
             Ok(Config {
@@ -153,6 +157,7 @@ impl Config {
                 accelerators,
                 refresh_rules,
                 groups,
+                budgets,
             })
         } else {
             Err(ConfigError(problems))
