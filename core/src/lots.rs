@@ -5,29 +5,8 @@
 
 use crate::error::QuotaError;
 use crate::limits;
+pub use crate::store::Grant;
 use crate::time::Timestamp;
-
-/// A dated grant as stored: credit that lapses at `expires_at`. `0 <= remaining <= amount`.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Grant {
-    pub grant_id: i64,
-    pub amount: i64,
-    pub remaining: i64,
-    pub granted_at: Timestamp,
-    pub expires_at: Timestamp,
-}
-
-impl Grant {
-    /// Counts at time `t`: not yet expired, credit left.
-    pub fn live_at(&self, t: Timestamp) -> bool {
-        self.expires_at > t && self.remaining > 0
-    }
-
-    /// Its expiry has come by `t` and credit is left: an `expire` transaction is owed.
-    pub fn due_at(&self, t: Timestamp) -> bool {
-        self.expires_at <= t && self.remaining > 0
-    }
-}
 
 /// The spending order: live grants by `expires_at`, soonest first, ties by `grant_id`.
 fn spending_order(grants: &[Grant], t: Timestamp) -> Vec<&Grant> {

@@ -349,6 +349,7 @@ impl From<wit::HostingContract> for HostingContract {
                     name: t.name,
                     columns: t.columns,
                     key: t.key,
+                    identity: t.identity,
                 })
                 .collect(),
         }

@@ -6,6 +6,7 @@ mod undo;
 use std::collections::BTreeMap;
 
 use crate::error::StoreError;
+use crate::store::{AccountKey, Grant, NewGrant};
 use crate::store::{
     Change, LedgerPage, Membership, NewSession, RefreshRun, Session, SessionPage, SessionStatus, Store,
     Transaction, Usage, UsageKey, UserRecord,
@@ -24,7 +25,10 @@ pub struct MemStore {
     /// The running usage sums (see `usage`): by (day, resource type) and (user, day, resource type).
     pub usage_days: BTreeMap<(i64, String), Usage>,
     pub user_usage_days: BTreeMap<(String, i64, String), Usage>,
+    /// Dated grants by id, each with its account.
+    pub grants: BTreeMap<i64, (AccountKey, Grant)>,
     next_session_id: i64,
+    next_grant_id: i64,
 }
 
 impl MemStore {
@@ -302,6 +306,52 @@ impl Store for MemStore {
             .or_default()
             .add(usage);
         Ok(())
+    }
+
+    fn account_grants(&mut self, account: &AccountKey) -> Result<Vec<Grant>, StoreError> {
+        Ok(self
+            .grants
+            .values()
+            .filter(|(a, g)| a == account && g.remaining > 0)
+            .map(|(_, g)| g.clone())
+            .collect())
+    }
+
+    fn insert_grant(&mut self, account: &AccountKey, grant: &NewGrant) -> Result<i64, StoreError> {
+        self.next_grant_id += 1;
+        let g = Grant {
+            grant_id: self.next_grant_id,
+            amount: grant.amount,
+            remaining: grant.amount,
+            granted_at: grant.granted_at,
+            expires_at: grant.expires_at,
+        };
+        self.grants.insert(g.grant_id, (account.clone(), g));
+        Ok(self.next_grant_id)
+    }
+
+    fn set_grants_remaining(&mut self, changes: &[(i64, i64)]) -> Result<(), StoreError> {
+        for (id, remaining) in changes {
+            match self.grants.get_mut(id) {
+                Some((_, g)) => g.remaining = *remaining,
+                None => return Err(StoreError(format!("no grant {id}"))),
+            }
+        }
+        Ok(())
+    }
+
+    fn accounts_with_due_grants(
+        &mut self,
+        now: Timestamp,
+        limit: usize,
+    ) -> Result<Vec<AccountKey>, StoreError> {
+        let due: std::collections::BTreeSet<&AccountKey> = self
+            .grants
+            .values()
+            .filter(|(_, g)| g.due_at(now))
+            .map(|(a, _)| a)
+            .collect();
+        Ok(due.into_iter().take(limit).cloned().collect())
     }
 
     fn usage_by_day(&mut self, first: i64, last: i64) -> Result<Vec<(i64, String, Usage)>, StoreError> {

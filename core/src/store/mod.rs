@@ -108,6 +108,20 @@ pub trait Store {
     /// Adds a completed session's usage to the running sums of its UTC day `day` (see `usage`):
     /// per (day, resource type) and per (user, day, resource type).
     fn record_usage(&mut self, key: &UsageKey<'_>, usage: &Usage) -> Result<(), StoreError>;
+
+    /// An account's grants that still hold credit (`remaining > 0`), by grant id.
+    fn account_grants(&mut self, account: &AccountKey) -> Result<Vec<Grant>, StoreError>;
+    /// Records a new dated grant of `account` (all of it remaining); returns its id (ids increase).
+    fn insert_grant(&mut self, account: &AccountKey, grant: &NewGrant) -> Result<i64, StoreError>;
+    /// Sets grants' remaining credit: `(grant_id, remaining)`.
+    fn set_grants_remaining(&mut self, changes: &[(i64, i64)]) -> Result<(), StoreError>;
+    /// Up to `limit` accounts holding a grant due by `now` (`remaining > 0`, `expires_at <= now`),
+    /// users first, each by name.
+    fn accounts_with_due_grants(
+        &mut self,
+        now: Timestamp,
+        limit: usize,
+    ) -> Result<Vec<AccountKey>, StoreError>;
     /// (day, resource type, sums) of the days `first` to `last` (both included), by day, then
     /// resource type.
     fn usage_by_day(&mut self, first: i64, last: i64) -> Result<Vec<(i64, String, Usage)>, StoreError>;

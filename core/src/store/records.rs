@@ -254,3 +254,40 @@ pub struct UsageKey<'a> {
     pub day: i64,
     pub resource_type: &'a str,
 }
+
+/// Whose credit: a user's personal account, or a budget.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum AccountKey {
+    User(String),
+    Budget(String),
+}
+
+/// A dated grant before the store gives it an id: all of `amount` remains.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NewGrant {
+    pub amount: i64,
+    pub granted_at: Timestamp,
+    pub expires_at: Timestamp,
+}
+
+/// A dated grant as stored: credit that lapses at `expires_at`. `0 <= remaining <= amount`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Grant {
+    pub grant_id: i64,
+    pub amount: i64,
+    pub remaining: i64,
+    pub granted_at: Timestamp,
+    pub expires_at: Timestamp,
+}
+
+impl Grant {
+    /// Counts at time `t`: not yet expired, credit left.
+    pub fn live_at(&self, t: Timestamp) -> bool {
+        self.expires_at > t && self.remaining > 0
+    }
+
+    /// Its expiry has come by `t` and credit is left: an `expire` transaction is owed.
+    pub fn due_at(&self, t: Timestamp) -> bool {
+        self.expires_at <= t && self.remaining > 0
+    }
+}

@@ -23,11 +23,11 @@ fn a_fresh_database_gets_the_current_schema_once() {
             .unwrap()
             .schema_version()
             .unwrap(),
-        5
+        6
     );
     // Idempotent: a second migrate finds the current version and does nothing.
     let m = w.migrate().expect("again");
-    assert_eq!((m.from_version, m.to_version), (5, 5));
+    assert_eq!((m.from_version, m.to_version), (6, 6));
 }
 
 #[test]
@@ -52,7 +52,7 @@ fn a_schema_3_database_gains_the_memberships_table_and_keeps_its_rows() {
     w.db().query("PRAGMA user_version = 3", &[]).expect("version");
     let before = tables(w.db());
     let m = w.migrate().expect("migrate");
-    assert_eq!((m.from_version, m.to_version), (3, 5));
+    assert_eq!((m.from_version, m.to_version), (3, 6));
     let mut after = tables(w.db());
     assert_eq!(after.remove("memberships"), Some(Vec::new()));
     assert_eq!(after.remove("group_members"), Some(Vec::new()));
@@ -117,7 +117,7 @@ fn a_schema_4_database_gets_the_usage_sums_the_engine_would_have_kept() {
     w.db().query("DROP TABLE user_usage_days", &[]).expect("drop");
     w.db().query("PRAGMA user_version = 4", &[]).expect("version");
     let m = w.migrate().expect("migrate");
-    assert_eq!((m.from_version, m.to_version), (4, 5));
+    assert_eq!((m.from_version, m.to_version), (4, 6));
     assert_eq!(
         tables(w.db()),
         kept,
@@ -196,7 +196,7 @@ fn a_quota_hub_0_1_0_file_migrates_without_losing_a_row() {
             .unwrap()
             .schema_version()
             .unwrap(),
-        5
+        6
     );
     let mut after = tables(w.db());
     // Schema 5's usage sums are built from the ledger: the credits of every `usage` row, by user.
@@ -226,6 +226,7 @@ fn a_quota_hub_0_1_0_file_migrates_without_losing_a_row() {
         Some(Vec::new()),
         "and group_members"
     );
+    assert_eq!(after.remove("grants"), Some(Vec::new()), "schema 6 adds grants");
     assert_eq!(before, after, "every row of every table, ids included, is kept");
     for table in [
         "users",
@@ -316,7 +317,7 @@ fn hosts_starting_at_once_on_one_new_file_both_come_up() {
         h.join().expect("thread").expect("worker came up");
     }
     let mut db = SqliteDb::open(&common::runtime(), &path, SqliteOptions::default()).expect("open");
-    assert_eq!(db.schema_version().unwrap(), 5);
+    assert_eq!(db.schema_version().unwrap(), 6);
     assert_eq!(
         rows(&mut db, "SELECT COUNT(*) FROM users"),
         vec![vec![SqlValue::Int(0)]]
@@ -360,5 +361,5 @@ fn a_long_migration_is_not_stopped_at_the_call_deadline() {
     let mut w = Worker::new(rt, Box::new(db), &common::fixture_json()).expect("migrated within its deadline");
     let sums = rows(w.db(), "SELECT SUM(credits) FROM user_usage_days");
     assert_eq!(sums, vec![vec![SqlValue::Int(300_000)]]);
-    assert_eq!(rows(w.db(), "PRAGMA user_version"), vec![vec![SqlValue::Int(5)]]);
+    assert_eq!(rows(w.db(), "PRAGMA user_version"), vec![vec![SqlValue::Int(6)]]);
 }

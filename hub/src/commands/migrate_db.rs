@@ -165,11 +165,11 @@ fn copy_all(
             offset += rows.len() as i64;
             eprintln!("{table}: {offset} / {total}");
         }
-        if dialect == quota_host::Dialect::Postgres && (table == "transactions" || table == "sessions") {
+        if let (quota_host::Dialect::Postgres, Some(id)) = (dialect, &t.identity) {
             // Ids continue after the largest one copied (never reused).
             dst.query(
                 &format!(
-                    "SELECT setval(pg_get_serial_sequence('{table}', 'id'), COALESCE((SELECT MAX(id) FROM {table}), 0) + 1, false)"
+                    "SELECT setval(pg_get_serial_sequence('{table}', '{id}'), COALESCE((SELECT MAX({id}) FROM {table}), 0) + 1, false)"
                 ),
                 &[],
             )

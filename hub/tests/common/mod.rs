@@ -292,6 +292,7 @@ pub fn dump(db: &Path) -> String {
         name: name.into(),
         columns: vec!["*".into()],
         key: key.iter().map(|k| k.to_string()).collect(),
+        identity: None,
     };
     let host = [
         table("api_tokens", &["hash"]),

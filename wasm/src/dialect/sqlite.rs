@@ -87,7 +87,23 @@ const sqlite_usage_tables: [&str; 3] = [
     "CREATE INDEX IF NOT EXISTS user_usage_days_by_day ON user_usage_days (day)",
 ];
 
-/// Schema 5 in an empty database.
+/// Schema 6's addition: dated grants (credit that lapses), each an account's (a user's, `budget`
+/// empty, or a budget's, `username` empty). The partial indexes hold only grants with credit left.
+const sqlite_grants_tables: [&str; 3] = [
+    "CREATE TABLE IF NOT EXISTS grants (
+        grant_id INTEGER PRIMARY KEY AUTOINCREMENT,
+        username TEXT NOT NULL,
+        budget TEXT NOT NULL,
+        amount INTEGER NOT NULL,
+        remaining INTEGER NOT NULL,
+        granted_at INTEGER NOT NULL,
+        expires_at INTEGER NOT NULL
+     )",
+    "CREATE INDEX IF NOT EXISTS grants_held ON grants (username, budget) WHERE remaining > 0",
+    "CREATE INDEX IF NOT EXISTS grants_due ON grants (expires_at) WHERE remaining > 0",
+];
+
+/// Schema 6 in an empty database.
 const sqlite_create: &[&str] = &[
     "CREATE TABLE users (
         username TEXT PRIMARY KEY,
@@ -112,7 +128,18 @@ const sqlite_create: &[&str] = &[
     sqlite_usage_tables[0],
     sqlite_usage_tables[1],
     sqlite_usage_tables[2],
-    "PRAGMA user_version = 5",
+    sqlite_grants_tables[0],
+    sqlite_grants_tables[1],
+    sqlite_grants_tables[2],
+    "PRAGMA user_version = 6",
+];
+
+/// Schema 5 to 6: the grants.
+const sqlite_from_5: &[&str] = &[
+    sqlite_grants_tables[0],
+    sqlite_grants_tables[1],
+    sqlite_grants_tables[2],
+    "PRAGMA user_version = 6",
 ];
 
 /// Schema 4 to 5: the usage sums, rebuilt from the ledger.
@@ -158,7 +185,7 @@ const sqlite_from_1_or_2: &[&str] = &[
 ];
 
 pub const sqlite: Dialect = Dialect {
-    current_version: 5,
+    current_version: 6,
     read_version: "PRAGMA user_version",
     migrations: &[
         (0, sqlite_create),
@@ -166,7 +193,8 @@ pub const sqlite: Dialect = Dialect {
         (2, sqlite_from_1_or_2),
         (3, sqlite_from_3),
         (4, sqlite_from_4),
-        (5, &[]),
+        (5, sqlite_from_5),
+        (6, &[]),
     ],
 
     get_user: concat!("SELECT ", user_columns!(), " FROM users WHERE username = ?1"),
@@ -298,5 +326,12 @@ pub const sqlite: Dialect = Dialect {
     user_usage: "SELECT day, resource_type, credits, minutes, sessions FROM user_usage_days
          WHERE username = ?1 AND day >= ?2 AND day <= ?3 ORDER BY day, resource_type",
     // SQLite runs the row-by-row statements in-process, without a round trip each.
+    account_grants: "SELECT grant_id, amount, remaining, granted_at, expires_at FROM grants
+         WHERE username = ?1 AND budget = ?2 AND remaining > 0 ORDER BY grant_id",
+    insert_grant: "INSERT INTO grants (username, budget, amount, remaining, granted_at, expires_at)
+         VALUES (?1, ?2, ?3, ?3, ?4, ?5) RETURNING grant_id",
+    set_grant_remaining: "UPDATE grants SET remaining = ?2 WHERE grant_id = ?1",
+    due_grant_accounts: "SELECT username, budget FROM grants WHERE remaining > 0 AND expires_at <= ?1
+         GROUP BY username, budget ORDER BY budget <> '', username, budget LIMIT ?2",
     bulk: None,
 };

@@ -70,6 +70,15 @@ pub struct Dialect {
     pub usage_top_users: &'static str,
     /// (day, resource type, credits, minutes, sessions) of user `?1` in the days `?2` to `?3`.
     pub user_usage: &'static str,
+    /// (grant id, amount, remaining, granted at, expires at) of the account (`?1` username, `?2`
+    /// budget, `''` for none) with credit left, by id.
+    pub account_grants: &'static str,
+    /// (username, budget, amount, granted at, expires at); answers the new grant's id.
+    pub insert_grant: &'static str,
+    /// (grant id, remaining).
+    pub set_grant_remaining: &'static str,
+    /// (username, budget) of accounts with a grant due by `?1`, users first, at most `?2`.
+    pub due_grant_accounts: &'static str,
     /// Set-based forms of the bulk writes, each taking all rows at once as one JSON text parameter
     /// (`[[...], ...]`, the rows `update_user` and `insert_transaction` take): one statement per
     /// page of a refresh instead of one per row. None: the row-by-row statements above.
@@ -122,24 +131,43 @@ macro_rules! sixteen_times {
 /// 100,000 rows: 16 per statement halves the time SQLite spends on them, more gains little).
 pub const transaction_block_rows: usize = 16;
 
-/// The engine's tables: (name, columns in copy order, the unique key rows are ordered by). The
+/// The engine's tables: (name, columns in copy order, the unique key rows are ordered by, the
+/// column the database assigns, if one does). The
 /// `hosting` export hands them to tools that copy or compare whole databases.
-pub const tables: &[(&str, &str, &str)] = &[
-    ("users", user_columns!(), "username"),
-    ("transactions", transaction_columns!(), "id"),
-    ("sessions", session_columns!(), "id"),
-    ("refresh_runs", "run_id, params, result, created_at", "run_id"),
-    ("memberships", membership_columns!(), "username"),
-    ("group_members", "group_name, username", "group_name, username"),
+pub const tables: &[(&str, &str, &str, Option<&str>)] = &[
+    ("users", user_columns!(), "username", None),
+    (
+        "grants",
+        "grant_id, username, budget, amount, remaining, granted_at, expires_at",
+        "grant_id",
+        Some("grant_id"),
+    ),
+    ("transactions", transaction_columns!(), "id", Some("id")),
+    ("sessions", session_columns!(), "id", Some("id")),
+    (
+        "refresh_runs",
+        "run_id, params, result, created_at",
+        "run_id",
+        None,
+    ),
+    ("memberships", membership_columns!(), "username", None),
+    (
+        "group_members",
+        "group_name, username",
+        "group_name, username",
+        None,
+    ),
     (
         "usage_days",
         "day, resource_type, credits, minutes, sessions",
         "day, resource_type",
+        None,
     ),
     (
         "user_usage_days",
         "username, day, resource_type, credits, minutes, sessions",
         "username, day, resource_type",
+        None,
     ),
 ];
 
@@ -148,6 +176,8 @@ pub const user_column_count: usize = 4;
 pub const transaction_column_count: usize = 10;
 pub const session_column_count: usize = 13;
 pub const membership_column_count: usize = 3;
+/// The columns `account_grants` reads.
+pub const grant_column_count: usize = 5;
 
 /// Schema 5's running usage sums rebuilt from the ledger (the migration from 4, and again if a
 /// file's version was set back by hand): the credits of the `usage` transactions on their day, the

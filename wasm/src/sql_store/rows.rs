@@ -2,8 +2,8 @@
 
 use quota_core::milli::Milli;
 use quota_core::store::{
-    Membership, NewSession, NewTransaction, Session, SessionStatus, Transaction, TransactionType, Usage,
-    UserRecord,
+    AccountKey, Grant, Membership, NewSession, NewTransaction, Session, SessionStatus, Transaction,
+    TransactionType, Usage, UserRecord,
 };
 use quota_core::{StoreError, Timestamp};
 
@@ -170,4 +170,33 @@ pub(super) fn transaction_params(
         None => p.push_null(),
     }
     Ok(())
+}
+
+pub(super) fn grant(row: &mut [Cell]) -> Result<Grant, StoreError> {
+    let c = Columns::new(row, "grants", dialect::grant_column_count)?;
+    Ok(Grant {
+        grant_id: c.int(0)?,
+        amount: c.int(1)?,
+        remaining: c.int(2)?,
+        granted_at: Timestamp(c.int(3)?),
+        expires_at: Timestamp(c.int(4)?),
+    })
+}
+
+/// An account as stored: (username, budget), the one of them that is not the account empty.
+pub(super) fn account_columns(account: &AccountKey) -> (&str, &str) {
+    match account {
+        AccountKey::User(u) => (u.as_str(), ""),
+        AccountKey::Budget(b) => ("", b.as_str()),
+    }
+}
+
+pub(super) fn account(row: &mut [Cell]) -> Result<AccountKey, StoreError> {
+    let mut c = Columns::new(row, "grants", 2)?;
+    let (username, budget) = (c.text(0)?, c.text(1)?);
+    Ok(if budget.is_empty() {
+        AccountKey::User(username)
+    } else {
+        AccountKey::Budget(budget)
+    })
 }

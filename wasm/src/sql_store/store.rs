@@ -1,8 +1,8 @@
 //! `quota_core::Store` over the host's SQL bridge: every query of the engine, once, for every host.
 
 use quota_core::store::{
-    Change, LedgerPage, Membership, NewSession, RefreshRun, Session, SessionPage, SessionStatus, Store,
-    Transaction, Usage, UsageKey, UserRecord,
+    AccountKey, Change, Grant, LedgerPage, Membership, NewGrant, NewSession, RefreshRun, Session,
+    SessionPage, SessionStatus, Store, Transaction, Usage, UsageKey, UserRecord,
 };
 use quota_core::{StoreError, Timestamp};
 
@@ -13,8 +13,8 @@ use crate::sql_json::{Cell, Columns, Params};
 use super::bridge::{err, execute_many, query, SqlStore};
 use super::bulk::{record_changes_set_based, set_based_rows_min};
 use super::rows::{
-    all, day_usage, first, group_text, limit, membership, session, transaction, transaction_params,
-    two_texts, user, user_params, user_usage_row,
+    account, account_columns, all, day_usage, first, grant, group_text, limit, membership, session,
+    transaction, transaction_params, two_texts, user, user_params, user_usage_row,
 };
 
 impl Store for SqlStore {
@@ -360,5 +360,45 @@ impl Store for SqlStore {
     ) -> Result<Vec<(i64, String, Usage)>, StoreError> {
         let p = Params::new().text(username).int(first)?.int(last)?;
         all(query(self.d.user_usage, p)?, day_usage)
+    }
+
+    fn account_grants(&mut self, account: &AccountKey) -> Result<Vec<Grant>, StoreError> {
+        let (username, budget) = account_columns(account);
+        let p = Params::new().text(username).text(budget);
+        all(query(self.d.account_grants, p)?, grant)
+    }
+
+    fn insert_grant(&mut self, account: &AccountKey, g: &NewGrant) -> Result<i64, StoreError> {
+        let (username, budget) = account_columns(account);
+        let p = Params::new()
+            .text(username)
+            .text(budget)
+            .int(g.amount)?
+            .int(g.granted_at.seconds())?
+            .int(g.expires_at.seconds())?;
+        query(self.d.insert_grant, p)?
+            .first()
+            .and_then(|r| r.first())
+            .and_then(Cell::as_int)
+            .ok_or_else(|| StoreError("insert_grant returned no id".into()))
+    }
+
+    fn set_grants_remaining(&mut self, changes: &[(i64, i64)]) -> Result<(), StoreError> {
+        if changes.is_empty() {
+            return Ok(());
+        }
+        let mut rows = Params::new();
+        for (id, remaining) in changes {
+            rows.begin_row();
+            rows.push_int(*id)?;
+            rows.push_int(*remaining)?;
+            rows.end_row();
+        }
+        execute_many(self.d.set_grant_remaining, rows).map(drop)
+    }
+
+    fn accounts_with_due_grants(&mut self, now: Timestamp, n: usize) -> Result<Vec<AccountKey>, StoreError> {
+        let p = Params::new().int(now.seconds())?.int(limit(n))?;
+        all(query(self.d.due_grant_accounts, p)?, account)
     }
 }
