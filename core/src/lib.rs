@@ -22,6 +22,7 @@ pub mod error;
 pub mod events;
 pub mod forecast;
 pub mod gate;
+pub mod grants;
 pub mod groups;
 pub mod inputs;
 pub mod json;

@@ -189,6 +189,7 @@ fn transaction_type(t: types::TransactionType) -> TransactionType {
         types::TransactionType::SetUnlimited => TransactionType::SetUnlimited,
         types::TransactionType::UnsetUnlimited => TransactionType::UnsetUnlimited,
         types::TransactionType::AutoRefresh => TransactionType::AutoRefresh,
+        types::TransactionType::Expire => TransactionType::Expire,
     }
 }
 

@@ -39,6 +39,7 @@ fn tx_type_out(t: TransactionType) -> wit::TransactionType {
         TransactionType::SetUnlimited => wit::TransactionType::SetUnlimited,
         TransactionType::UnsetUnlimited => wit::TransactionType::UnsetUnlimited,
         TransactionType::AutoRefresh => wit::TransactionType::AutoRefresh,
+        TransactionType::Expire => wit::TransactionType::Expire,
     }
 }
 

@@ -42,6 +42,8 @@ pub enum TransactionType {
     SetUnlimited,
     UnsetUnlimited,
     AutoRefresh,
+    /// A dated grant's remaining credit lapsed (dated at the grant's expiry).
+    Expire,
 }
 
 impl TransactionType {
@@ -55,6 +57,7 @@ impl TransactionType {
             TransactionType::SetUnlimited => "set_unlimited",
             TransactionType::UnsetUnlimited => "unset_unlimited",
             TransactionType::AutoRefresh => "auto_refresh",
+            TransactionType::Expire => "expire",
         }
     }
 
@@ -68,6 +71,7 @@ impl TransactionType {
             "set_unlimited" => TransactionType::SetUnlimited,
             "unset_unlimited" => TransactionType::UnsetUnlimited,
             "auto_refresh" => TransactionType::AutoRefresh,
+            "expire" => TransactionType::Expire,
             _ => return None,
         })
     }
