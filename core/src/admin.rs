@@ -3,10 +3,12 @@
 use serde::Serialize;
 
 use crate::error::QuotaError;
+use crate::grants;
 use crate::ledger::{self, Entry};
 use crate::limits;
+use crate::lots;
 use crate::names::normalize_username;
-use crate::store::{Store, TransactionType};
+use crate::store::{AccountKey, NewGrant, Store, TransactionType};
 use crate::time::Timestamp;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -58,6 +60,8 @@ pub struct AdminRequest {
     pub username: String,
     pub action: AdminAction,
     pub description: Option<String>,
+    /// With `add`: the credit is a dated grant expiring then; with `set`: the new credit is.
+    pub expires_at: Option<Timestamp>,
 }
 
 /// `{username, balance, action, amount}`, plus `unlimited` for `set_unlimited` (amount null).
@@ -92,24 +96,48 @@ pub fn admin_update(
     let username = normalize_username("username", &req.username)?;
     req.action.validate()?;
     let description = check_description(req.description.as_deref())?;
-    apply_action(store, &username, req.action, description, caller, now)
+    let expires_at = match (req.expires_at, req.action) {
+        (None, _) => None,
+        (Some(at), AdminAction::Add(a)) => {
+            if a <= 0 {
+                return Err(QuotaError::invalid(
+                    "amount",
+                    format!("must be more than 0 for a dated grant (with `expires_at`), got {a}"),
+                ));
+            }
+            Some(lots::check_expires_at("expires_at", at, now)?)
+        }
+        (Some(at), AdminAction::Set(_)) => Some(lots::check_expires_at("expires_at", at, now)?),
+        (Some(_), other) => {
+            return Err(QuotaError::invalid(
+                "expires_at",
+                format!("is only used with action `add` or `set`, not `{}`", other.name()),
+            ))
+        }
+    };
+    apply_action(store, &username, req.action, expires_at, description, caller, now)
 }
 
 fn apply_action(
     store: &mut dyn Store,
     username: &str,
     action: AdminAction,
+    expires_at: Option<Timestamp>,
     description: String,
     caller: &str,
     now: Timestamp,
 ) -> Result<AdminResult, QuotaError> {
     let mut user = ledger::user_or_new(store, username, now)?;
-    let cur = i128::from(user.balance);
+    // Decided on the balance as of now (due expiries left out), before anything is written: a
+    // refused action writes nothing, the expiries included.
+    let held = store.account_grants(&AccountKey::User(user.username.clone()))?;
+    let effective = lots::balance_at(user.balance, &held, now);
+    let cur = i128::from(effective);
     let (kind, new_balance, amount, unlimited) = match action {
         AdminAction::Set(a) => (TransactionType::Set, i128::from(a), Some(a), None),
         AdminAction::Add(a) => (TransactionType::Add, cur + i128::from(a), Some(a), None),
         AdminAction::Deduct(a) => {
-            if user.balance < a {
+            if effective < a {
                 return Err(QuotaError::InsufficientBalance);
             }
             (TransactionType::Deduct, cur - i128::from(a), Some(a), None)
@@ -125,13 +153,44 @@ fn apply_action(
         }
     };
     let new_balance = ledger::checked_balance(new_balance, "This change")?;
+    // The account's due expiries are written first, dated at their expiries.
+    let live = grants::settle_user_with(store, &mut user, held, now)?;
     let entry = Entry {
         kind,
         resource_type: None,
         description,
         created_by: Some(caller),
     };
-    ledger::apply(store, &mut user, new_balance, entry, now)?;
+    match (action, expires_at) {
+        (AdminAction::Add(a), Some(at)) => {
+            grants::grant_user(store, &mut user, a, at, entry, now)?;
+        }
+        (AdminAction::Set(a), at) => {
+            // The whole credit is replaced: no grant keeps anything; the new credit is one grant
+            // (dated) or the undated lot.
+            grants::drop_all(store, &live)?;
+            ledger::apply(store, &mut user, new_balance, entry, now)?;
+            if let (Some(at), true) = (at, a > 0) {
+                store.insert_grant(
+                    &AccountKey::User(user.username.clone()),
+                    &NewGrant {
+                        amount: a,
+                        granted_at: now,
+                        expires_at: at,
+                    },
+                )?;
+            }
+        }
+        (AdminAction::Add(a), None) if a < 0 => {
+            grants::draw(store, &live, -a, now)?;
+            ledger::apply(store, &mut user, new_balance, entry, now)?;
+        }
+        (AdminAction::Deduct(a), _) => {
+            grants::draw(store, &live, a, now)?;
+            ledger::apply(store, &mut user, new_balance, entry, now)?;
+        }
+        _ => ledger::apply(store, &mut user, new_balance, entry, now)?,
+    }
     Ok(AdminResult {
         username: user.username,
         balance: user.balance,
@@ -245,7 +304,15 @@ fn batch_one(
     let mut last = None;
     for action in actions.chain(e.unlimited.map(AdminAction::SetUnlimited)) {
         let description = batch_description.into();
-        last = Some(apply_action(store, &username, action, description, caller, now)?);
+        last = Some(apply_action(
+            store,
+            &username,
+            action,
+            None,
+            description,
+            caller,
+            now,
+        )?);
     }
     let balance = last.map_or(0, |r| r.balance);
     Ok(BatchDetail {

@@ -23,8 +23,18 @@ pub fn settle_user(
     user: &mut UserRecord,
     now: Timestamp,
 ) -> Result<Vec<Grant>, QuotaError> {
-    let account = AccountKey::User(user.username.clone());
-    let grants = store.account_grants(&account)?;
+    let grants = store.account_grants(&AccountKey::User(user.username.clone()))?;
+    settle_user_with(store, user, grants, now)
+}
+
+/// [`settle_user`] with the account's grants read already (a caller that decided on the balance
+/// as of now before writing anything: a refused request writes nothing, expiries included).
+pub fn settle_user_with(
+    store: &mut dyn Store,
+    user: &mut UserRecord,
+    grants: Vec<Grant>,
+    now: Timestamp,
+) -> Result<Vec<Grant>, QuotaError> {
     let due: Vec<(i64, i64, Timestamp)> = lots::due(&grants, now)
         .iter()
         .map(|g| (g.grant_id, g.remaining, g.expires_at))

@@ -38,6 +38,7 @@ fn admin_add_past_the_exact_range_is_refused_and_changes_nothing() {
         username: "alice".into(),
         action: AdminAction::Add(6),
         description: None,
+        expires_at: None,
     };
     let err = admin_update(&mut store, &req, "root", t0).unwrap_err();
     assert!(matches!(err, QuotaError::OutOfRange(_)), "{err:?}");
@@ -47,6 +48,7 @@ fn admin_add_past_the_exact_range_is_refused_and_changes_nothing() {
         username: "alice".into(),
         action: AdminAction::Add(5),
         description: None,
+        expires_at: None,
     };
     assert_eq!(
         admin_update(&mut store, &req, "root", t0).unwrap().balance,
@@ -126,6 +128,7 @@ fn deduct_more_than_the_balance_is_insufficient_balance() {
         username: "alice".into(),
         action: AdminAction::Deduct(6),
         description: None,
+        expires_at: None,
     };
     assert_eq!(
         admin_update(&mut store, &req, "root", t0).unwrap_err(),

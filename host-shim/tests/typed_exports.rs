@@ -150,6 +150,7 @@ fn typed_exports_agree_with_the_rest_answers() {
         username: "Bob".into(),
         action: AdminAction::Set(30),
         description: Some("hello".into()),
+        expires_at: None,
     };
     let r = w.admin_update(&set, "root", T0).expect("ok");
     assert_eq!(
@@ -160,6 +161,7 @@ fn typed_exports_agree_with_the_rest_answers() {
         username: "bob".into(),
         action: AdminAction::Deduct(31),
         description: None,
+        expires_at: None,
     };
     assert!(matches!(
         w.admin_update(&deduct, "root", T0),

@@ -106,11 +106,22 @@ pub(super) fn end_body(
     Ok((ended_at, outcome, target))
 }
 
-pub(super) fn admin_body(body: &Value) -> Result<(AdminAction, Option<String>), QuotaError> {
+/// An admin action's body: the action, its description, and `expires_at` (a dated grant).
+pub(super) type AdminBody = (AdminAction, Option<String>, Option<Timestamp>);
+
+pub(super) fn admin_body(body: &Value) -> Result<AdminBody, QuotaError> {
     let present = |k: &str| body.get(k).is_some_and(|v| !v.is_null());
     let mut f = Fields::new("", Some(body), false);
     let action = f.req_str("action");
     let description = f.opt_str("description").map(str::to_string);
+    let expires_at = match f.opt_str("expires_at").map(Timestamp::parse) {
+        Some(Ok(t)) => Some(t),
+        Some(Err(e)) => {
+            f.problem("expires_at", e);
+            None
+        }
+        None => None,
+    };
     let amount = f.opt_int("amount", i64::MIN, i64::MAX);
     let unlimited = f.opt_bool("unlimited");
     let parsed = match action {
@@ -153,7 +164,7 @@ pub(super) fn admin_body(body: &Value) -> Result<(AdminAction, Option<String>), 
     };
     first_problem(f.finish())?;
     let action = parsed.ok_or_else(|| QuotaError::invalid("action", "is required"))?;
-    Ok((action, description))
+    Ok((action, description, expires_at))
 }
 
 pub(super) fn batch_body(body: &Value) -> Result<Vec<BatchItem>, QuotaError> {

@@ -88,11 +88,12 @@ fn user_detail(c: &mut Call<'_>, name: &str) -> Result<Response, QuotaError> {
 }
 
 fn change_user(c: &mut Call<'_>, name: &str) -> Result<Response, QuotaError> {
-    let (action, description) = admin_body(&c.body)?;
+    let (action, description, expires_at) = admin_body(&c.body)?;
     let r = AdminRequest {
         username: name.to_string(),
         action,
         description,
+        expires_at,
     };
     Ok(Response::json(
         200,

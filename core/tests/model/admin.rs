@@ -39,6 +39,7 @@ pub fn admin_action(s: Step<'_>) -> Result<Done, String> {
             username: user.clone(),
             action,
             description: None,
+            expires_at: None,
         },
         "root",
         t,

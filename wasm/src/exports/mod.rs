@@ -135,10 +135,12 @@ impl Guest for Component {
             wit::AdminAction::Deduct(a) => AdminAction::Deduct(a),
             wit::AdminAction::SetUnlimited(f) => AdminAction::SetUnlimited(f),
         };
+        // Dated grants are REST's for now (`expires_at` in the body).
         let req = AdminRequest {
             username,
             action,
             description,
+            expires_at: None,
         };
         let r =
             admin::admin_update(&mut SqlStore::host(), &req, &caller, Timestamp(now)).map_err(error_out)?;

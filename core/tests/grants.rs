@@ -1,0 +1,151 @@
+#![allow(non_upper_case_globals)]
+//! Dated grants through the admin actions (credit model 2): `add` with `expires_at` makes a grant,
+//! the next write after its expiry writes it off dated then, `set` replaces the whole credit, and
+//! every refused request changes nothing.
+
+use quota_core::admin::{admin_update, AdminAction, AdminRequest};
+use quota_core::store::{AccountKey, Store, TransactionType};
+use quota_core::{MemStore, QuotaError, Timestamp};
+
+const t0: Timestamp = Timestamp(1_795_000_000);
+const day: i64 = 86_400;
+
+fn act(
+    store: &mut MemStore,
+    action: AdminAction,
+    expires_at: Option<Timestamp>,
+    now: Timestamp,
+) -> Result<i64, QuotaError> {
+    let req = AdminRequest {
+        username: "ann".into(),
+        action,
+        description: None,
+        expires_at,
+    };
+    admin_update(store, &req, "root", now).map(|r| r.balance)
+}
+
+fn ledger(store: &MemStore) -> Vec<(TransactionType, i64, i64)> {
+    store
+        .transactions
+        .iter()
+        .map(|t| {
+            (
+                t.transaction_type,
+                t.amount,
+                t.created_at.seconds() - t0.seconds(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn an_add_with_expiry_lapses_at_its_time_and_is_written_off_by_the_next_write() {
+    let mut s = MemStore::new();
+    assert_eq!(act(&mut s, AdminAction::Set(10), None, t0).unwrap(), 10);
+    assert_eq!(
+        act(&mut s, AdminAction::Add(50), Some(t0.plus_seconds(7 * day)), t0).unwrap(),
+        60
+    );
+    let grants = s.account_grants(&AccountKey::User("ann".into())).unwrap();
+    assert_eq!((grants.len(), grants[0].amount, grants[0].remaining), (1, 50, 50));
+    // A deduct draws from the grant first (it expires before the undated lot, which never does).
+    assert_eq!(
+        act(&mut s, AdminAction::Deduct(20), None, t0.plus_seconds(day)).unwrap(),
+        40
+    );
+    assert_eq!(
+        s.account_grants(&AccountKey::User("ann".into())).unwrap()[0].remaining,
+        30
+    );
+    // Eight days in, the next write first writes the grant off, dated at its expiry.
+    assert_eq!(
+        act(&mut s, AdminAction::Add(1), None, t0.plus_seconds(8 * day)).unwrap(),
+        11
+    );
+    assert_eq!(
+        ledger(&s),
+        vec![
+            (TransactionType::Set, 10, 0),
+            (TransactionType::Add, 50, 0),
+            (TransactionType::Deduct, -20, day),
+            (TransactionType::Expire, -30, 7 * day),
+            (TransactionType::Add, 1, 8 * day),
+        ]
+    );
+    assert!(s
+        .account_grants(&AccountKey::User("ann".into()))
+        .unwrap()
+        .is_empty());
+}
+
+#[test]
+fn a_set_replaces_every_grant_and_a_dated_set_is_one_grant() {
+    let mut s = MemStore::new();
+    act(&mut s, AdminAction::Add(30), Some(t0.plus_seconds(day)), t0).unwrap();
+    act(&mut s, AdminAction::Add(5), None, t0).unwrap();
+    assert_eq!(
+        act(&mut s, AdminAction::Set(100), Some(t0.plus_seconds(2 * day)), t0).unwrap(),
+        100
+    );
+    let grants = s.account_grants(&AccountKey::User("ann".into())).unwrap();
+    assert_eq!(grants.len(), 1, "the old grant holds nothing any more");
+    assert_eq!(
+        (grants[0].amount, grants[0].expires_at),
+        (100, t0.plus_seconds(2 * day))
+    );
+    // Past the new grant's expiry everything lapses: the undated lot was 0 after the set.
+    assert_eq!(
+        act(&mut s, AdminAction::Add(0), None, t0.plus_seconds(3 * day)).unwrap(),
+        0
+    );
+    assert_eq!(
+        s.transactions
+            .iter()
+            .filter(|t| t.transaction_type == TransactionType::Expire)
+            .count(),
+        1
+    );
+}
+
+#[test]
+fn bad_expiries_are_refused_naming_the_field_and_change_nothing() {
+    let mut s = MemStore::new();
+    act(&mut s, AdminAction::Set(10), None, t0).unwrap();
+    let before = s.clone();
+    for (action, at, field) in [
+        (AdminAction::Add(5), t0, "expires_at"),
+        (AdminAction::Add(5), t0.plus_seconds(-1), "expires_at"),
+        (AdminAction::Add(5), t0.plus_seconds(3661 * day), "expires_at"),
+        (AdminAction::Add(0), t0.plus_seconds(day), "amount"),
+        (AdminAction::Add(-5), t0.plus_seconds(day), "amount"),
+        (AdminAction::Deduct(5), t0.plus_seconds(day), "expires_at"),
+        (
+            AdminAction::SetUnlimited(true),
+            t0.plus_seconds(day),
+            "expires_at",
+        ),
+    ] {
+        match act(&mut s, action, Some(at), t0) {
+            Err(QuotaError::Invalid { field: f, .. }) => assert_eq!(f, field, "{action:?} {at:?}"),
+            other => panic!("{action:?} {at:?}: {other:?}"),
+        }
+        assert_eq!(s, before, "{action:?} changed the store");
+    }
+    assert!(act(&mut s, AdminAction::Add(5), Some(t0.plus_seconds(3660 * day)), t0).is_ok());
+}
+
+#[test]
+fn a_deduct_refused_on_the_balance_as_of_now_writes_no_expiry_either() {
+    let mut s = MemStore::new();
+    act(&mut s, AdminAction::Add(50), Some(t0.plus_seconds(day)), t0).unwrap();
+    let before = s.clone();
+    // The stored balance is 50, but the grant has lapsed: as of now there is nothing to deduct.
+    let later = t0.plus_seconds(2 * day);
+    assert_eq!(
+        act(&mut s, AdminAction::Deduct(10), None, later),
+        Err(QuotaError::InsufficientBalance)
+    );
+    assert_eq!(s, before, "the refusal wrote nothing, not even the expiry");
+    assert_eq!(act(&mut s, AdminAction::Add(0), None, later).unwrap(), 0);
+}
