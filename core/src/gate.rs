@@ -13,10 +13,12 @@ use crate::forecast::{next_start_refresh, NextRefresh};
 use crate::groups;
 use crate::ledger::{self, Entry};
 use crate::limits;
+use crate::lots;
 use crate::milli::Milli;
 use crate::names::{normalize_username, validate_server_name};
 use crate::sessions;
-use crate::store::{NewSession, SessionStatus, Store, TransactionType, UserRecord};
+
+use crate::store::{AccountKey, NewSession, SessionStatus, Store, TransactionType, UserRecord};
 use crate::time::Timestamp;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -185,10 +187,14 @@ fn decide(
         } else {
             stored_user
         };
-        let u = match current {
+        let mut u = match current {
             Some(u) => u,
             None => create_record(config, store, &username, &groups, now)?,
         };
+        // The balance as of now: a dated grant whose expiry has come no longer counts (its
+        // `expire` transaction is written by the next write to the account, not by a start).
+        let held_grants = store.account_grants(&AccountKey::User(username.clone()))?;
+        u.balance = lots::balance_at(u.balance, &held_grants, now);
         if !u.unlimited {
             let held: i64 = active
                 .iter()

@@ -132,7 +132,14 @@ pub fn close(
             ))
         })?;
         cost = exact.ceil();
-        let new_balance = ledger::checked_balance(i128::from(u.balance) - i128::from(cost), "This charge")?;
+        // Decided on the balance as of now before anything is written; then the account's due
+        // expiries (dated at their expiries), and the charge draws from the grants live now,
+        // soonest expiry first, the rest from the undated lot.
+        let held = store.account_grants(&crate::store::AccountKey::User(u.username.clone()))?;
+        let effective = crate::lots::balance_at(u.balance, &held, now);
+        let new_balance = ledger::checked_balance(i128::from(effective) - i128::from(cost), "This charge")?;
+        let live = crate::grants::settle_user_with(store, &mut u, held, now)?;
+        crate::grants::draw(store, &live, cost, now)?;
         let description = format!("Session {}: {} min @ {}/min", session.id, minutes, session.rate);
         let entry = Entry {
             kind: TransactionType::Usage,

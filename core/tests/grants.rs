@@ -149,3 +149,51 @@ fn a_deduct_refused_on_the_balance_as_of_now_writes_no_expiry_either() {
     assert_eq!(s, before, "the refusal wrote nothing, not even the expiry");
     assert_eq!(act(&mut s, AdminAction::Add(0), None, later).unwrap(), 0);
 }
+
+#[test]
+fn the_gate_and_the_charge_see_the_balance_as_of_now() {
+    use quota_core::gate::{check_start, StartDecision, StartRequest};
+    use quota_core::sessions::{end_session, EndRequest, EndTarget, Outcome};
+    let cfg: quota_core::Config =
+        serde_json::from_value(serde_json::json!({"custom": {"authMode": "github"}})).expect("config");
+    let mut s = MemStore::new();
+    act(&mut s, AdminAction::Set(5), None, t0).unwrap();
+    act(&mut s, AdminAction::Add(100), Some(t0.plus_seconds(day)), t0).unwrap();
+    let req = StartRequest {
+        username: "ann".into(),
+        resource: None,
+        runtime_minutes: 60,
+        server_name: String::new(),
+        started_at: None,
+        groups: None,
+    };
+    // Within the grant's time 105 credits cover an hour at 1/min; a running server holds 60.
+    let t1 = t0.plus_seconds(3600);
+    let StartDecision::Allowed(started) = check_start(&cfg, &mut s, &req, t1).unwrap() else {
+        panic!("allowed within the grant's time")
+    };
+    assert_eq!(started.balance, 105);
+    // Ended after 30 minutes: the charge draws from the grant, the undated 5 stay.
+    let end = EndRequest {
+        target: EndTarget::Id(started.session_id),
+        outcome: Outcome::Completed,
+        ended_at: None,
+    };
+    end_session(&mut s, &end, t1.plus_seconds(1800)).unwrap();
+    let grants = s.account_grants(&AccountKey::User("ann".into())).unwrap();
+    assert_eq!(grants[0].remaining, 70);
+    // Past the expiry the gate counts only the undated 5: refused, and nothing written by it.
+    let before = s.clone();
+    let t2 = t0.plus_seconds(2 * day);
+    match check_start(&cfg, &mut s, &req, t2).unwrap() {
+        StartDecision::Refused(r) => {
+            assert_eq!(r.balance, 5);
+            assert!(r.message.contains("Current balance: 5,"), "{}", r.message);
+        }
+        other => panic!("refused after the expiry, got {other:?}"),
+    }
+    assert_eq!(
+        s.transactions, before.transactions,
+        "a refused start writes no transaction"
+    );
+}
