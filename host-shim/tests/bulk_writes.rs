@@ -106,7 +106,7 @@ fn component(n: usize) -> (Vec<Row>, Vec<UserRecord>, u64) {
     seed(&mut w, n);
     let result = w.refresh(BODY, T0).expect("refresh");
     let rows = audit_rows(&mut w);
-    let users = w.list_users().expect("users");
+    let users = w.list_users(T0).expect("users");
     (rows, users, result.users_updated)
 }
 
@@ -169,7 +169,7 @@ fn a_refresh_committed_in_chunks_writes_the_native_rows() {
     let result: serde_json::Value = serde_json::from_str(&answer.body).expect("json");
     assert_eq!(result["users_updated"], want_rows.len());
     assert_eq!(audit_rows(&mut w), want_rows);
-    assert_eq!(w.list_users().expect("users"), want_users);
+    assert_eq!(w.list_users(T0).expect("users"), want_users);
     // Sent again: the completed run's answer, nothing written.
     let again = w.handle_request(&req, T0).expect("replay");
     assert_eq!(again.body, answer.body);

@@ -218,7 +218,7 @@ fn typed_exports_agree_with_the_rest_answers() {
     ));
 
     // Reads agree with REST.
-    let users = w.list_users().expect("ok");
+    let users = w.list_users(T0).expect("ok");
     let rest_users = rest(&mut w, "GET", "/admin/api/quota/");
     let pairs: Vec<(String, i64)> = users.iter().map(|u| (u.username.clone(), u.balance)).collect();
     let rest_pairs: Vec<(String, i64)> = rest_users["users"]
@@ -238,7 +238,7 @@ fn typed_exports_agree_with_the_rest_answers() {
         [("ann".to_string(), 22), ("bob".into(), 35), ("cy".into(), 9)]
     );
 
-    let d = w.user_detail("ann").expect("ok");
+    let d = w.user_detail("ann", T0).expect("ok");
     let rest_d = rest(&mut w, "GET", "/admin/api/quota/users/ann");
     let ids: Vec<i64> = d.recent_transactions.iter().map(|t| t.id).collect();
     let rest_ids: Vec<i64> = rest_d["recent_transactions"]
@@ -250,7 +250,7 @@ fn typed_exports_agree_with_the_rest_answers() {
     assert_eq!(ids, rest_ids);
     assert_eq!(d.recent_transactions.len(), 3, "grant, usage, refresh");
 
-    let me = w.me("ANN").expect("ok");
+    let me = w.me("ANN", T0).expect("ok");
     assert_eq!(
         (me.username.as_str(), me.balance, me.unlimited, me.enabled),
         ("ann", 22, false, true)

@@ -31,7 +31,7 @@ pub(super) fn answer(route: Route<'_>, method: &str, c: &mut Call<'_>) -> Result
             no_query(&c.query)?;
             Ok(Response::json(
                 200,
-                &reads::me(c.config, c.store, &c.caller.name, Some(c.now))?,
+                &reads::me(c.config, c.store, &c.caller.name, c.now, true)?,
             ))
         }
         Route::Rates => {
@@ -71,11 +71,11 @@ fn list_users(c: &mut Call<'_>) -> Result<Response, QuotaError> {
     q.finish()?;
     if after.is_none() && limit.is_none() {
         // The spec's shape: every user at once.
-        let users = reads::list_users(c.store)?;
+        let users = reads::list_users(c.store, c.now)?;
         return Ok(Response::json(200, &json!({ "users": users })));
     }
     let limit = limit.map_or(limits::users_page_max, |n| n as usize);
-    let (users, next) = reads::users_page(c.store, after.as_deref(), limit)?;
+    let (users, next) = reads::users_page(c.store, after.as_deref(), limit, c.now)?;
     Ok(Response::json(
         200,
         &json!({ "users": users, "next_after": next }),
@@ -84,7 +84,7 @@ fn list_users(c: &mut Call<'_>) -> Result<Response, QuotaError> {
 
 fn user_detail(c: &mut Call<'_>, name: &str) -> Result<Response, QuotaError> {
     no_query(&c.query)?;
-    Ok(Response::json(200, &reads::user_detail(c.store, name)?))
+    Ok(Response::json(200, &reads::user_detail(c.store, name, c.now)?))
 }
 
 fn change_user(c: &mut Call<'_>, name: &str) -> Result<Response, QuotaError> {

@@ -354,6 +354,23 @@ impl Store for MemStore {
         Ok(due.into_iter().take(limit).cloned().collect())
     }
 
+    fn due_user_credit_between(
+        &mut self,
+        first: &str,
+        last: &str,
+        now: Timestamp,
+    ) -> Result<Vec<(String, i64)>, StoreError> {
+        let mut by: BTreeMap<String, i64> = BTreeMap::new();
+        for (a, g) in self.grants.values() {
+            if let AccountKey::User(u) = a {
+                if first <= u.as_str() && u.as_str() <= last && g.due_at(now) {
+                    *by.entry(u.clone()).or_default() += g.remaining;
+                }
+            }
+        }
+        Ok(by.into_iter().collect())
+    }
+
     fn usage_by_day(&mut self, first: i64, last: i64) -> Result<Vec<(i64, String, Usage)>, StoreError> {
         Ok(self
             .usage_days

@@ -122,6 +122,14 @@ pub trait Store {
         now: Timestamp,
         limit: usize,
     ) -> Result<Vec<AccountKey>, StoreError>;
+    /// The credit of personal grants due by `now` but not yet written off, of the users from
+    /// `first` to `last` (both included) that have some, by username: what reads leave out.
+    fn due_user_credit_between(
+        &mut self,
+        first: &str,
+        last: &str,
+        now: Timestamp,
+    ) -> Result<Vec<(String, i64)>, StoreError>;
     /// (day, resource type, sums) of the days `first` to `last` (both included), by day, then
     /// resource type.
     fn usage_by_day(&mut self, first: i64, last: i64) -> Result<Vec<(i64, String, Usage)>, StoreError>;

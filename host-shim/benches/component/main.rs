@@ -277,7 +277,7 @@ fn main() {
     seed_sql(w1.db(), names[..1].iter().map(|n| (n.as_str(), 0)));
     let t = Instant::now();
     for _ in 0..100_000 {
-        std::hint::black_box(w1.user_detail(&names[0]).unwrap());
+        std::hint::black_box(w1.user_detail(&names[0], Timestamp(1_795_000_000)).unwrap());
     }
     println!(
         "component call with two imports (user-detail, in a read transaction): {:.0} ns",

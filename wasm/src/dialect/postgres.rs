@@ -335,6 +335,9 @@ pub const postgres: Dialect = Dialect {
     set_grant_remaining: "UPDATE grants SET remaining = $2 WHERE grant_id = $1",
     due_grant_accounts: "SELECT username, budget FROM grants WHERE remaining > 0 AND expires_at <= $1
          GROUP BY username, budget ORDER BY budget <> '', username, budget LIMIT $2",
+    due_user_credit_between: "SELECT username, SUM(remaining)::bigint FROM grants WHERE budget = ''
+         AND remaining > 0 AND expires_at <= $3 AND username >= $1 AND username <= $2 GROUP BY username
+         ORDER BY username",
     bulk: Some(Bulk {
         update_users: "UPDATE users AS u SET balance = (e->>1)::bigint, unlimited = (e->>2)::bigint,
              updated_at = (e->>3)::bigint

@@ -333,5 +333,7 @@ pub const sqlite: Dialect = Dialect {
     set_grant_remaining: "UPDATE grants SET remaining = ?2 WHERE grant_id = ?1",
     due_grant_accounts: "SELECT username, budget FROM grants WHERE remaining > 0 AND expires_at <= ?1
          GROUP BY username, budget ORDER BY budget <> '', username, budget LIMIT ?2",
+    due_user_credit_between: "SELECT username, SUM(remaining) FROM grants WHERE budget = '' AND remaining > 0
+         AND expires_at <= ?3 AND username >= ?1 AND username <= ?2 GROUP BY username ORDER BY username",
     bulk: None,
 };

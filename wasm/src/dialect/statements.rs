@@ -79,6 +79,8 @@ pub struct Dialect {
     pub set_grant_remaining: &'static str,
     /// (username, budget) of accounts with a grant due by `?1`, users first, at most `?2`.
     pub due_grant_accounts: &'static str,
+    /// (username, credit due) of users from `?1` to `?2` with personal grants due by `?3`.
+    pub due_user_credit_between: &'static str,
     /// Set-based forms of the bulk writes, each taking all rows at once as one JSON text parameter
     /// (`[[...], ...]`, the rows `update_user` and `insert_transaction` take): one statement per
     /// page of a refresh instead of one per row. None: the row-by-row statements above.

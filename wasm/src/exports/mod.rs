@@ -248,13 +248,15 @@ impl Guest for Component {
         })
     }
 
-    fn list_users() -> Result<Vec<crate::bindings::types::UserRecord>, wit::QuotaError> {
-        let users = quota_core::reads::list_users(&mut SqlStore::host()).map_err(error_out)?;
+    fn list_users(now: i64) -> Result<Vec<crate::bindings::types::UserRecord>, wit::QuotaError> {
+        let users =
+            quota_core::reads::list_users(&mut SqlStore::host(), Timestamp(now)).map_err(error_out)?;
         Ok(users.iter().map(|r| cv::user_out(&r.user)).collect())
     }
 
-    fn user_detail(username: String) -> Result<wit::UserView, wit::QuotaError> {
-        let d = quota_core::reads::user_detail(&mut SqlStore::host(), &username).map_err(error_out)?;
+    fn user_detail(username: String, now: i64) -> Result<wit::UserView, wit::QuotaError> {
+        let d = quota_core::reads::user_detail(&mut SqlStore::host(), &username, Timestamp(now))
+            .map_err(error_out)?;
         Ok(wit::UserView {
             username: d.username,
             balance: d.balance,
@@ -279,9 +281,9 @@ impl Guest for Component {
         })
     }
 
-    fn me(username: String) -> Result<wit::MeView, wit::QuotaError> {
+    fn me(username: String, now: i64) -> Result<wit::MeView, wit::QuotaError> {
         with_config(|cfg| {
-            let m = quota_core::reads::me(cfg, &mut SqlStore::host(), &username, None)?;
+            let m = quota_core::reads::me(cfg, &mut SqlStore::host(), &username, Timestamp(now), false)?;
             Ok(wit::MeView {
                 username: m.username,
                 balance: m.balance,

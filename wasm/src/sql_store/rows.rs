@@ -200,3 +200,8 @@ pub(super) fn account(row: &mut [Cell]) -> Result<AccountKey, StoreError> {
         AccountKey::Budget(budget)
     })
 }
+
+pub(super) fn name_and_int(row: &mut [Cell]) -> Result<(String, i64), StoreError> {
+    let mut c = Columns::new(row, "grants", 2)?;
+    Ok((c.text(0)?, c.int(1)?))
+}

@@ -13,8 +13,8 @@ use crate::sql_json::{Cell, Columns, Params};
 use super::bridge::{err, execute_many, query, SqlStore};
 use super::bulk::{record_changes_set_based, set_based_rows_min};
 use super::rows::{
-    account, account_columns, all, day_usage, first, grant, group_text, limit, membership, session,
-    transaction, transaction_params, two_texts, user, user_params, user_usage_row,
+    account, account_columns, all, day_usage, first, grant, group_text, limit, membership, name_and_int,
+    session, transaction, transaction_params, two_texts, user, user_params, user_usage_row,
 };
 
 impl Store for SqlStore {
@@ -395,6 +395,16 @@ impl Store for SqlStore {
             rows.end_row();
         }
         execute_many(self.d.set_grant_remaining, rows).map(drop)
+    }
+
+    fn due_user_credit_between(
+        &mut self,
+        first: &str,
+        last: &str,
+        now: Timestamp,
+    ) -> Result<Vec<(String, i64)>, StoreError> {
+        let p = Params::new().text(first).text(last).int(now.seconds())?;
+        all(query(self.d.due_user_credit_between, p)?, name_and_int)
     }
 
     fn accounts_with_due_grants(&mut self, now: Timestamp, n: usize) -> Result<Vec<AccountKey>, StoreError> {
