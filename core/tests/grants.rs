@@ -197,3 +197,47 @@ fn the_gate_and_the_charge_see_the_balance_as_of_now() {
         "a refused start writes no transaction"
     );
 }
+
+#[test]
+fn the_sweep_writes_off_every_due_grant_once() {
+    let mut s = MemStore::new();
+    for (name, amount, days) in [("ann", 10, 1), ("bob", 20, 1), ("bob", 5, 3), ("cat", 7, 9)] {
+        let req = AdminRequest {
+            username: name.into(),
+            action: AdminAction::Add(amount),
+            description: None,
+            expires_at: Some(t0.plus_seconds(days * day)),
+        };
+        admin_update(&mut s, &req, "root", t0).unwrap();
+    }
+    let now = t0.plus_seconds(4 * day);
+    let swept = quota_core::grants::sweep(&mut s, now).unwrap();
+    assert_eq!((swept.grants_expired, swept.credits_expired), (3, 35));
+    assert_eq!(
+        quota_core::grants::sweep(&mut s, now).unwrap(),
+        Default::default(),
+        "again: nothing"
+    );
+    let balances: Vec<(String, i64)> = s
+        .users
+        .values()
+        .map(|u| (u.username.clone(), u.balance))
+        .collect();
+    assert_eq!(
+        balances,
+        vec![("ann".into(), 0), ("bob".into(), 0), ("cat".into(), 7)]
+    );
+    for u in s.users.values() {
+        let sum: i64 = s
+            .transactions
+            .iter()
+            .filter(|t| t.username == u.username)
+            .map(|t| t.amount)
+            .sum();
+        assert_eq!(
+            sum, u.balance,
+            "{}: stored = as of now = the ledger's sum after a sweep",
+            u.username
+        );
+    }
+}

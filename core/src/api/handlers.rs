@@ -26,6 +26,7 @@ pub(super) fn answer(route: Route<'_>, method: &str, c: &mut Call<'_>) -> Result
         Route::Batch => batch(c),
         Route::Refresh => refresh(c),
         Route::Cleanup => cleanup(c),
+        Route::Expire => expire(c),
         Route::Ledger => ledger(c),
         Route::Me => {
             no_query(&c.query)?;
@@ -156,6 +157,14 @@ fn cleanup(c: &mut Call<'_>) -> Result<Response, QuotaError> {
         200,
         &json!({ "cleaned": cleaned.len(), "sessions": cleaned }),
     ))
+}
+
+/// The sweep: every expiry due by now written off, each dated at its expiry.
+fn expire(c: &mut Call<'_>) -> Result<Response, QuotaError> {
+    no_query(&c.query)?;
+    let f = Fields::new("", Some(&c.body), true);
+    first_problem(f.finish())?;
+    Ok(Response::json(200, &crate::grants::sweep(c.store, c.now)?))
 }
 
 fn ledger(c: &mut Call<'_>) -> Result<Response, QuotaError> {

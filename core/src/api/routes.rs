@@ -23,6 +23,7 @@ pub(super) enum Route<'p> {
     Batch,
     Refresh,
     Cleanup,
+    Expire,
     Ledger,
     Me,
     Rates,
@@ -48,6 +49,7 @@ pub(super) fn route<'p>(segs: &[&'p str]) -> Option<Route<'p>> {
         ["admin", "api", "quota", "batch"] => Route::Batch,
         ["admin", "api", "quota", "refresh"] => Route::Refresh,
         ["admin", "api", "quota", "cleanup"] => Route::Cleanup,
+        ["admin", "api", "quota", "expire"] => Route::Expire,
         ["admin", "api", "quota", "transactions"] => Route::Ledger,
         ["admin", "api", "quota", "groups"] => Route::Groups,
         ["admin", "api", "quota", "groups", name] => Route::Group(name),
@@ -79,6 +81,7 @@ pub fn route_template(path: &str) -> Option<&'static str> {
         Route::Batch => "/admin/api/quota/batch",
         Route::Refresh => "/admin/api/quota/refresh",
         Route::Cleanup => "/admin/api/quota/cleanup",
+        Route::Expire => "/admin/api/quota/expire",
         Route::Ledger => "/admin/api/quota/transactions",
         Route::Me => "/api/quota/me",
         Route::Rates => "/api/quota/rates",
@@ -111,7 +114,7 @@ pub(super) fn access<'p>(route: &Route<'p>, method: &str) -> (&'static [&'static
             },
         ),
         Route::Batch | Route::Cleanup => (&["POST"], Access::Admin),
-        Route::Refresh => (&["POST"], Access::Refresh),
+        Route::Refresh | Route::Expire => (&["POST"], Access::Refresh),
         Route::Me
         | Route::Rates
         | Route::Accelerators
