@@ -6,7 +6,7 @@
 mod common;
 mod tables;
 
-use tables::{int, rows, tables, worker, SchemaVersion};
+use tables::{int, rows, tables, version_of, worker, SchemaVersion};
 
 use quota_core::Timestamp;
 use quota_host::{SqlValue, SqliteDb, SqliteOptions, Worker};
@@ -18,13 +18,7 @@ fn a_fresh_database_gets_the_current_schema_once() {
     let dir = tempfile::tempdir().expect("dir");
     let path = dir.path().join("q.db");
     let mut w = worker(&path);
-    assert_eq!(
-        SqliteDb::open(&common::runtime(), &path, SqliteOptions::default())
-            .unwrap()
-            .schema_version()
-            .unwrap(),
-        6
-    );
+    assert_eq!(version_of(&path), 6);
     // Idempotent: a second migrate finds the current version and does nothing.
     let m = w.migrate().expect("again");
     assert_eq!((m.from_version, m.to_version), (6, 6));
@@ -191,13 +185,7 @@ fn a_quota_hub_0_1_0_file_migrates_without_losing_a_row() {
     drop(old);
 
     let mut w = worker(&path);
-    assert_eq!(
-        SqliteDb::open(&common::runtime(), &path, SqliteOptions::default())
-            .unwrap()
-            .schema_version()
-            .unwrap(),
-        6
-    );
+    assert_eq!(version_of(&path), 6);
     let mut after = tables(w.db());
     // Schema 5's usage sums are built from the ledger: the credits of every `usage` row, by user.
     let sums = rows(
@@ -284,13 +272,7 @@ fn a_newer_schema_is_refused_with_a_clear_message_and_nothing_changes() {
         .expect("refused");
     assert!(err.to_string().contains("schema version 99"), "{err}");
     assert!(err.to_string().contains("newer release"), "{err}");
-    assert_eq!(
-        SqliteDb::open(&common::runtime(), &path, SqliteOptions::default())
-            .unwrap()
-            .schema_version()
-            .unwrap(),
-        99
-    );
+    assert_eq!(version_of(&path), 99);
 }
 
 #[test]

@@ -12,6 +12,14 @@ pub fn worker(path: &std::path::Path) -> Worker {
     Worker::new(common::runtime(), Box::new(db), &common::fixture_json()).expect("worker")
 }
 
+/// The schema version of the file at `path`, read on a connection of its own.
+pub fn version_of(path: &std::path::Path) -> i64 {
+    SqliteDb::open(&common::runtime(), path, SqliteOptions::default())
+        .expect("open")
+        .schema_version()
+        .expect("schema version")
+}
+
 pub fn rows(db: &mut dyn Database, sql: &str) -> Vec<Vec<SqlValue>> {
     db.query(sql, &[]).expect(sql)
 }
