@@ -49,6 +49,7 @@ fn main() {
                 server_name: String::new(),
                 started_at: None,
                 groups: None,
+                budget: None,
             };
             match check_start(&cfg, &mut store, &req, now).expect("start") {
                 StartDecision::Allowed(s) => ids.push(s.session_id),

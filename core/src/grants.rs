@@ -4,7 +4,7 @@
 //! the sum of the account's transactions; `lots` holds the arithmetic.
 
 use crate::error::QuotaError;
-use crate::ledger::{self, Entry};
+use crate::ledger::{self, Account, BudgetAccount, Entry};
 use crate::lots;
 use crate::store::{AccountKey, Grant, NewGrant, Store, TransactionType, UserRecord};
 use crate::time::Timestamp;
@@ -17,21 +17,22 @@ pub fn expire_description(grant_id: i64) -> String {
 /// Writes the `expire` transactions `user`'s personal account owes at `now`: one per due grant,
 /// in the order the expiries came, each dated at its expiry (`amount = -remaining`), the grant then
 /// holding nothing. Returns the grants still live at `now` (the ones a charge may draw from).
-/// Every write to a personal account calls this first, so its own effect comes after.
+/// Every write to an account calls this (or [`settle_with`]) first, so its own effect comes after.
 pub fn settle_user(
     store: &mut dyn Store,
     user: &mut UserRecord,
     now: Timestamp,
 ) -> Result<Vec<Grant>, QuotaError> {
-    let grants = store.account_grants(&AccountKey::User(user.username.clone()))?;
-    settle_user_with(store, user, grants, now)
+    let grants = store.account_grants(&user.key())?;
+    settle_with(store, user, grants, now)
 }
 
-/// [`settle_user`] with the account's grants read already (a caller that decided on the balance
-/// as of now before writing anything: a refused request writes nothing, expiries included).
-pub fn settle_user_with(
+/// [`settle_user`] for any account, with its grants read already (a caller that decided on the
+/// balance as of now before writing anything: a refused request writes nothing, expiries
+/// included).
+pub fn settle_with<A: Account + ?Sized>(
     store: &mut dyn Store,
-    user: &mut UserRecord,
+    account: &mut A,
     grants: Vec<Grant>,
     now: Timestamp,
 ) -> Result<Vec<Grant>, QuotaError> {
@@ -40,49 +41,45 @@ pub fn settle_user_with(
         .map(|g| (g.grant_id, g.remaining, g.expires_at))
         .collect();
     if !due.is_empty() {
-        let mut changes = Vec::with_capacity(due.len());
         for (grant_id, remaining, at) in &due {
-            let after =
-                ledger::checked_balance(i128::from(user.balance) - i128::from(*remaining), "an expiry")?;
-            let entry = Entry {
-                kind: TransactionType::Expire,
-                resource_type: None,
-                description: expire_description(*grant_id),
-                created_by: None,
-            };
-            changes.push(ledger::change(user, after, entry, *at));
+            let after = ledger::checked_balance(
+                i128::from(account.balance()) - i128::from(*remaining),
+                "an expiry",
+            )?;
+            let entry = Entry::of(TransactionType::Expire, expire_description(*grant_id));
+            ledger::apply(store, account, after, entry, *at)?;
         }
-        store.record_changes(&changes)?;
         let spent: Vec<(i64, i64)> = due.iter().map(|(id, _, _)| (*id, 0)).collect();
         store.set_grants_remaining(&spent)?;
     }
     Ok(grants.into_iter().filter(|g| g.live_at(now)).collect())
 }
 
-/// A dated grant of `amount` credits (`> 0`) to `user`, expiring at `expires_at`: the grant row,
-/// and the `add`-like transaction `entry` names, in one step. `user` must be settled at `now`.
-pub fn grant_user(
+/// A dated grant of `amount` credits (`> 0`) to `account`, expiring at `expires_at`: the grant
+/// row, and the `add`-like transaction `entry` names (carrying the expiry), in one step. `account`
+/// must be settled at `now`.
+pub fn grant<A: Account + ?Sized>(
     store: &mut dyn Store,
-    user: &mut UserRecord,
+    account: &mut A,
     amount: i64,
     expires_at: Timestamp,
-    entry: Entry<'_>,
+    mut entry: Entry<'_>,
     now: Timestamp,
 ) -> Result<i64, QuotaError> {
     if amount <= 0 {
         return Err(QuotaError::invalid("amount", "a dated grant must be more than 0"));
     }
-    let after = ledger::checked_balance(i128::from(user.balance) + i128::from(amount), "the grant")?;
-    let account = AccountKey::User(user.username.clone());
+    let after = ledger::checked_balance(i128::from(account.balance()) + i128::from(amount), "the grant")?;
     let id = store.insert_grant(
-        &account,
+        &account.key(),
         &NewGrant {
             amount,
             granted_at: now,
             expires_at,
         },
     )?;
-    ledger::apply(store, user, after, entry, now)?;
+    entry.expires_at = Some(expires_at);
+    ledger::apply(store, account, after, entry, now)?;
     Ok(id)
 }
 
@@ -138,18 +135,26 @@ pub fn sweep(store: &mut dyn Store, now: Timestamp) -> Result<Swept, QuotaError>
     loop {
         let accounts = store.accounts_with_due_grants(now, sweep_page_accounts)?;
         let mut written = 0;
-        for account in &accounts {
-            // Budgets hold no grant yet; their accounts come with the budgets.
-            let AccountKey::User(name) = account else { continue };
-            let Some(mut user) = store.get_user(name)? else {
-                continue;
+        for key in &accounts {
+            let mut account: Box<dyn Account> = match key {
+                AccountKey::User(name) => match store.get_user(name)? {
+                    Some(u) => Box::new(u),
+                    None => continue,
+                },
+                AccountKey::Budget(name) => match store.get_budget(name)? {
+                    Some(row) => Box::new(BudgetAccount {
+                        row,
+                        member: String::new(),
+                    }),
+                    None => continue,
+                },
             };
-            let grants = store.account_grants(account)?;
+            let grants = store.account_grants(key)?;
             for g in lots::due(&grants, now) {
                 out.grants_expired += 1;
                 out.credits_expired += g.remaining;
             }
-            settle_user_with(store, &mut user, grants, now)?;
+            settle_with(store, account.as_mut(), grants, now)?;
             written += 1;
         }
         if written == 0 || accounts.len() < sweep_page_accounts {
@@ -170,6 +175,7 @@ mod tests {
             resource_type: None,
             description: String::new(),
             created_by: Some("root"),
+            expires_at: None,
         }
     }
 
@@ -194,7 +200,7 @@ mod tests {
         ledger::apply(&mut s, &mut u, 10, entry(TransactionType::Set), t0).unwrap();
         let live = settle_user(&mut s, &mut u, t0).unwrap();
         assert!(live.is_empty());
-        let id = grant_user(
+        let id = grant(
             &mut s,
             &mut u,
             50,
@@ -239,7 +245,7 @@ mod tests {
         let mut s = MemStore::new();
         let t0 = Timestamp(1_000_000);
         let mut u = new_user("bob", t0);
-        grant_user(
+        grant(
             &mut s,
             &mut u,
             5,
@@ -248,7 +254,7 @@ mod tests {
             t0,
         )
         .unwrap();
-        grant_user(
+        grant(
             &mut s,
             &mut u,
             7,
@@ -268,7 +274,7 @@ mod tests {
         );
         assert_eq!(u.balance, -3, "debt in the undated lot");
         assert_eq!(lots::undated(u.balance, &grants), -3);
-        grant_user(
+        grant(
             &mut s,
             &mut u,
             9,
@@ -286,7 +292,7 @@ mod tests {
             .is_empty());
         assert_eq!(u.balance, 20);
         reconciles(&s, "bob");
-        assert!(grant_user(
+        assert!(grant(
             &mut s,
             &mut u,
             0,

@@ -103,6 +103,29 @@ pub fn parse_expires_after(field: &str, text: &str) -> Result<i64, QuotaError> {
     Ok(seconds)
 }
 
+/// The grants that count at `now` (not yet expired, credit left), soonest expiry first, ties by id:
+/// what reads show, in the spending order.
+pub fn live(grants: Vec<Grant>, now: Timestamp) -> Vec<Grant> {
+    let mut out: Vec<Grant> = grants.into_iter().filter(|g| g.live_at(now)).collect();
+    out.sort_by_key(|g| (g.expires_at, g.grant_id));
+    out
+}
+
+/// `{amount, expires_at}` of the soonest live grant.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct ExpiringNext {
+    pub amount: i64,
+    pub expires_at: Timestamp,
+}
+
+/// The soonest of `live` grants (already in the spending order), if any.
+pub fn expiring_next(live: &[Grant]) -> Option<ExpiringNext> {
+    live.first().map(|g| ExpiringNext {
+        amount: g.remaining,
+        expires_at: g.expires_at,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -12,7 +12,9 @@ use crate::limits;
 use crate::milli::Milli;
 use crate::names::normalize_username;
 use crate::sessions::SessionView;
-use crate::store::{LedgerPage, SessionPage, SessionStatus, Store, Transaction, UserRecord};
+use crate::store::{
+    AccountKey, Grant, LedgerPage, SessionPage, SessionStatus, Store, Transaction, UserRecord,
+};
 use crate::time::Timestamp;
 
 /// A user's record as the lists show it, with their groups (left out when none).
@@ -73,7 +75,7 @@ fn as_of(
     now: Timestamp,
 ) -> Result<Option<UserRecord>, QuotaError> {
     let Some(mut u) = user else { return Ok(None) };
-    let grants = store.account_grants(&crate::store::AccountKey::User(u.username.clone()))?;
+    let grants = store.account_grants(&AccountKey::User(u.username.clone()))?;
     u.balance = crate::lots::balance_at(u.balance, &grants, now);
     Ok(Some(u))
 }
@@ -120,6 +122,8 @@ pub struct UserDetail {
     /// The user's groups (left out when none).
     #[serde(skip_serializing_if = "BTreeSet::is_empty")]
     pub groups: BTreeSet<String>,
+    /// Live dated grants with credit left, soonest expiry first.
+    pub grants: Vec<Grant>,
 }
 
 /// A user's balance (as of now) and newest 20 transactions; an unknown user reads as zeros
@@ -130,8 +134,10 @@ pub fn user_detail(store: &mut dyn Store, username: &str, now: Timestamp) -> Res
     let user = as_of(store, stored, now)?;
     let recent_transactions = store.recent_transactions(&username, limits::recent_transactions_max)?;
     let groups = crate::groups::of(store, &username)?;
+    let grants = crate::lots::live(store.account_grants(&AccountKey::User(username.clone()))?, now);
     Ok(UserDetail {
         groups,
+        grants,
         balance: user.as_ref().map_or(0, |u| u.balance),
         unlimited: user.as_ref().is_some_and(|u| u.unlimited),
         username,
@@ -150,6 +156,12 @@ pub struct Me {
     pub next_refresh: Option<crate::forecast::NextRefresh>,
     /// Minutes the free balance buys, per resource the user may start (null: unlimited).
     pub lasts_minutes: Option<indexmap::IndexMap<String, Option<i64>>>,
+    /// Live dated grants with credit left, soonest expiry first.
+    pub grants: Vec<Grant>,
+    /// The soonest of them (null: none).
+    pub expiring_next: Option<crate::lots::ExpiringNext>,
+    /// The budgets the user may charge, by name.
+    pub budgets: Vec<crate::budgets::MyBudget>,
 }
 
 /// What a user sees of their own quota, as of `now`; with `forecast`, the next refresh too.
@@ -168,12 +180,22 @@ pub fn me(
         .values()
         .any(|r| r.enabled && r.params.targets.uses_groups())
         || !config.groups.restricted.is_empty();
-    let groups = if uses_groups {
+    let any_budget = !config.budgets.is_empty() || !store.budgets()?.is_empty();
+    let groups = if uses_groups || any_budget {
         crate::groups::of(store, &username)?
     } else {
         BTreeSet::new()
     };
+    let grants = crate::lots::live(store.account_grants(&AccountKey::User(username.clone()))?, now);
+    let budgets = if any_budget {
+        crate::budgets::mine(config, store, &username, &groups, now)?
+    } else {
+        Vec::new()
+    };
     Ok(Me {
+        expiring_next: crate::lots::expiring_next(&grants),
+        grants,
+        budgets,
         next_refresh: forecast
             .then(|| crate::forecast::next_refresh(config, user.as_ref(), &groups, now))
             .flatten(),
@@ -254,10 +276,12 @@ pub fn list_sessions(
     Ok((sessions.iter().map(SessionView::from).collect(), next))
 }
 
-/// The audit log by id, oldest first, a page at a time.
+/// The audit log by id, oldest first, a page at a time: everything, a user's personal account, or
+/// a budget's (a member's rows of it with both).
 pub fn ledger(
     store: &mut dyn Store,
     username: Option<&str>,
+    budget: Option<&str>,
     range: (crate::Timestamp, crate::Timestamp),
     after_id: i64,
     limit: usize,
@@ -265,6 +289,7 @@ pub fn ledger(
     let username = username.map(|u| normalize_username("username", u)).transpose()?;
     Ok(store.scan_transactions(&LedgerPage {
         username: username.as_deref(),
+        budget,
         since: range.0,
         until: range.1,
         after_id,

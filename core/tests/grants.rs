@@ -166,6 +166,7 @@ fn the_gate_and_the_charge_see_the_balance_as_of_now() {
         server_name: String::new(),
         started_at: None,
         groups: None,
+        budget: None,
     };
     // Within the grant's time 105 credits cover an hour at 1/min; a running server holds 60.
     let t1 = t0.plus_seconds(3600);

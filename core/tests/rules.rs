@@ -101,6 +101,7 @@ fn usage_charge_past_the_exact_range_is_refused_and_the_session_stays_active() {
         server_name: String::new(),
         started_at: None,
         groups: None,
+        budget: None,
     };
     let StartDecision::Allowed(s) = check_start(&cfg, &mut store, &req, t0).unwrap() else {
         panic!("allowed")
@@ -147,6 +148,7 @@ fn refusal_message_is_byte_exact() {
         server_name: String::new(),
         started_at: None,
         groups: None,
+        budget: None,
     };
     let StartDecision::Refused(r) = check_start(&config(), &mut store, &req, t0).unwrap() else {
         panic!("refused")

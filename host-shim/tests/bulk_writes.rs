@@ -41,6 +41,7 @@ fn native(n: usize) -> (Vec<Row>, Vec<UserRecord>) {
             until: Timestamp(i64::MAX),
             after_id: 0,
             limit: usize::MAX,
+            budget: None,
         })
         .expect("scan")
         .into_iter()

@@ -84,6 +84,7 @@ fn typed_exports_agree_with_the_rest_answers() {
         server_name: "gpu".into(),
         started_at: None,
         groups: None,
+        budget: None,
     };
     let StartDecision::Allowed(s) = w.check_start(&start, T0).expect("ok") else {
         panic!("refused")
@@ -172,11 +173,13 @@ fn typed_exports_agree_with_the_rest_answers() {
             username: "cy".into(),
             amount: Some(3),
             unlimited: None,
+            expires_at: None,
         },
         BatchEntry {
             username: "dee".into(),
             amount: None,
             unlimited: None,
+            expires_at: None,
         },
     ];
     let r = w.batch(&entries, "root", T0).expect("ok");
@@ -280,6 +283,7 @@ fn typed_exports_agree_with_the_rest_answers() {
         server_name: String::new(),
         started_at: None,
         groups: None,
+        budget: None,
     };
     assert!(matches!(
         w.check_start(&s2, T0).expect("ok"),

@@ -61,6 +61,7 @@ pub(super) fn start_body(body: &Value) -> Result<StartRequest, QuotaError> {
     let server_name = f.opt_str("server_name").unwrap_or("").to_string();
     let started_at = timestamp(&mut f, "started_at");
     let groups = f.opt_str_list("groups", limits::user_groups_max);
+    let budget = f.opt_str("budget").map(str::to_string);
     first_problem(f.finish())?;
     let groups = groups
         .map(|g| crate::groups::validate_groups("groups", g))
@@ -72,6 +73,7 @@ pub(super) fn start_body(body: &Value) -> Result<StartRequest, QuotaError> {
         server_name,
         started_at,
         groups,
+        budget,
     })
 }
 
@@ -196,11 +198,13 @@ pub(super) fn batch_body(body: &Value) -> Result<Vec<BatchItem>, QuotaError> {
             let username = e.req_str("username").map(str::to_string);
             let amount = e.opt_int("amount", i64::MIN, i64::MAX);
             let unlimited = e.opt_bool("unlimited");
+            let expires_at = timestamp(&mut e, "expires_at");
             match (e.finish().into_iter().next(), username) {
                 (None, Some(username)) => Ok(BatchEntry {
                     username,
                     amount,
                     unlimited,
+                    expires_at,
                 }),
                 (problem, username) => Err(RejectedEntry {
                     username: username.unwrap_or_default(),

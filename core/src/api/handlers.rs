@@ -54,6 +54,8 @@ pub(super) fn answer(route: Route<'_>, method: &str, c: &mut Call<'_>) -> Result
         Route::Usage => usage_routes::report(c),
         Route::Memberships if method == "GET" => group_routes::list_memberships(c),
         Route::Memberships => group_routes::memberships(c),
+        Route::Budgets => budget_routes::list(c),
+        Route::Budget(name) => budget_routes::budget(c, method, name),
     }
 }
 
@@ -170,13 +172,21 @@ fn expire(c: &mut Call<'_>) -> Result<Response, QuotaError> {
 fn ledger(c: &mut Call<'_>) -> Result<Response, QuotaError> {
     let mut q = QueryFields::new(&c.query);
     let username = q.take("username");
+    let budget = q.take("budget");
     let after_id = q.int("after_id", 0, limits::json_int_abs_max)?.unwrap_or(0);
     let limit = q
         .int("limit", 1, limits::ledger_page_max as i64)?
         .unwrap_or(limits::ledger_page_max as i64);
     let range = usage_routes::ledger_range(&mut q)?;
     q.finish()?;
-    let txs = reads::ledger(c.store, username.as_deref(), range, after_id, limit as usize)?;
+    let txs = reads::ledger(
+        c.store,
+        username.as_deref(),
+        budget.as_deref(),
+        range,
+        after_id,
+        limit as usize,
+    )?;
     let next = if txs.len() == limit as usize {
         txs.last().map(|t| t.id)
     } else {

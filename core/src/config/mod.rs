@@ -36,7 +36,7 @@ pub struct Config {
     /// `custom.quota.groups`: per-group grants and accelerator access.
     pub groups: GroupRules,
     /// `custom.quota.budgets`: the budgets the values file defines.
-    pub budgets: BTreeMap<String, crate::budgets::BudgetDefinition>,
+    pub budgets: BTreeMap<String, crate::budgets::definition::BudgetDefinition>,
 }
 
 /// One `custom.quota.refreshRules.<name>` entry.
@@ -145,7 +145,7 @@ impl Config {
         let accelerators = read_accelerators(accels, &mut problems);
         let refresh_rules = read_rules(rules_value, &mut problems);
         let groups = crate::groups::settings::read(groups_value, &accelerators, &mut problems);
-        let budgets = crate::budgets::read(budgets_value, &accelerators, &mut problems);
+        let budgets = crate::budgets::definition::read(budgets_value, &accelerators, &mut problems);
 
         if problems.is_empty() {
             Ok(Config {

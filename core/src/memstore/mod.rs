@@ -1,12 +1,13 @@
 //! An in-memory `Store` for tests, benchmarks and hosts that need no persistence. Putting records
 //! back after a failed call (and the active-session index that follows them) is `undo.rs`.
 
+mod budgets;
 mod undo;
 
 use std::collections::BTreeMap;
 
 use crate::error::StoreError;
-use crate::store::{AccountKey, Grant, NewGrant};
+use crate::store::{AccountKey, BudgetChange, BudgetRow, BudgetUsage, Grant, NewGrant};
 use crate::store::{
     Change, LedgerPage, Membership, NewSession, RefreshRun, Session, SessionPage, SessionStatus, Store,
     Transaction, Usage, UsageKey, UserRecord,
@@ -27,6 +28,9 @@ pub struct MemStore {
     pub user_usage_days: BTreeMap<(String, i64, String), Usage>,
     /// Dated grants by id, each with its account.
     pub grants: BTreeMap<i64, (AccountKey, Grant)>,
+    /// Budgets' rows by name, and their usage sums by (budget, user, day, resource type).
+    pub budgets: BTreeMap<String, BudgetRow>,
+    pub budget_usage_days: BTreeMap<(String, String, i64, String), Usage>,
     next_session_id: i64,
     next_grant_id: i64,
 }
@@ -77,7 +81,7 @@ impl Store for MemStore {
         let mut out: Vec<Transaction> = self
             .transactions
             .iter()
-            .filter(|t| t.username == username)
+            .filter(|t| t.username == username && t.budget.is_none())
             .cloned()
             .collect();
         out.sort_by(|a, b| b.created_at.cmp(&a.created_at).then(b.id.cmp(&a.id)));
@@ -93,7 +97,11 @@ impl Store for MemStore {
             .transactions
             .iter()
             .skip(start)
-            .filter(|t| username.is_none_or(|u| t.username == u))
+            .filter(|t| match (username, page.budget) {
+                (u, Some(b)) => t.budget.as_deref() == Some(b) && u.is_none_or(|u| t.username == u),
+                (Some(u), None) => t.budget.is_none() && t.username == u,
+                (None, None) => true,
+            })
             .filter(|t| since <= t.created_at && t.created_at < until)
             .take(limit)
             .cloned()
@@ -173,7 +181,7 @@ impl Store for MemStore {
             .transactions
             .iter()
             .rev()
-            .filter(|t| t.username == username && before.is_none_or(|b| t.id < b))
+            .filter(|t| t.username == username && t.budget.is_none() && before.is_none_or(|b| t.id < b))
             .take(limit)
             .cloned()
             .collect())
@@ -305,7 +313,61 @@ impl Store for MemStore {
             .entry((username.to_string(), day, resource_type.to_string()))
             .or_default()
             .add(usage);
+        self.budget_usage_add(key, usage);
         Ok(())
+    }
+
+    fn get_budget(&mut self, name: &str) -> Result<Option<BudgetRow>, StoreError> {
+        Ok(self.budgets.get(name).cloned())
+    }
+
+    fn put_budget(&mut self, budget: &BudgetRow) -> Result<(), StoreError> {
+        self.budgets.insert(budget.name.clone(), budget.clone());
+        Ok(())
+    }
+
+    fn delete_budget(&mut self, name: &str) -> Result<(), StoreError> {
+        self.budget_delete(name);
+        Ok(())
+    }
+
+    fn budgets(&mut self) -> Result<Vec<BudgetRow>, StoreError> {
+        Ok(self.budgets.values().cloned().collect())
+    }
+
+    fn record_budget_change(&mut self, change: &BudgetChange) -> Result<(), StoreError> {
+        self.budget_change(change);
+        Ok(())
+    }
+
+    fn budget_sessions(&mut self, budget: &str) -> Result<Vec<Session>, StoreError> {
+        Ok(self.budget_active(budget))
+    }
+
+    fn budget_spent(
+        &mut self,
+        budget: &str,
+        since: Timestamp,
+        username: Option<&str>,
+    ) -> Result<Vec<(String, i64)>, StoreError> {
+        Ok(self.budget_spent_by(budget, since, username))
+    }
+
+    fn recent_budget_transactions(
+        &mut self,
+        budget: &str,
+        limit: usize,
+    ) -> Result<Vec<Transaction>, StoreError> {
+        Ok(self.budget_recent(budget, limit))
+    }
+
+    fn budget_usage(
+        &mut self,
+        first: i64,
+        last: i64,
+        budget: Option<&str>,
+    ) -> Result<Vec<BudgetUsage>, StoreError> {
+        Ok(self.budget_usage_rows(first, last, budget))
     }
 
     fn account_grants(&mut self, account: &AccountKey) -> Result<Vec<Grant>, StoreError> {

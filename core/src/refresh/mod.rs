@@ -335,6 +335,7 @@ fn apply(
             resource_type: None,
             description: description.clone(),
             created_by: None,
+            expires_at: None,
         };
         page.push(ledger::change(&mut user, new, entry, now));
         if page.len() == limits::scan_page_users {

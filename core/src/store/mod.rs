@@ -130,6 +130,45 @@ pub trait Store {
         last: &str,
         now: Timestamp,
     ) -> Result<Vec<(String, i64)>, StoreError>;
+    /// A budget's row (`None`: never written: balance 0, values-defined or unknown).
+    fn get_budget(&mut self, name: &str) -> Result<Option<BudgetRow>, StoreError>;
+    /// The same, held against other writers until the call's transaction ends: a start charging
+    /// the budget reads its reservations after this, so concurrent starts never overspend it.
+    fn lock_budget(&mut self, name: &str) -> Result<Option<BudgetRow>, StoreError> {
+        self.get_budget(name)
+    }
+    /// Inserts or replaces a budget's row (a definition stored over REST, or its balance).
+    fn put_budget(&mut self, budget: &BudgetRow) -> Result<(), StoreError>;
+    /// Deletes a budget's row and its grants; its transactions stay in the ledger.
+    fn delete_budget(&mut self, name: &str) -> Result<(), StoreError>;
+    /// Every stored budget row, by name.
+    fn budgets(&mut self) -> Result<Vec<BudgetRow>, StoreError>;
+    /// Writes the budget's row and appends its transaction (one change, as `record_changes`).
+    fn record_budget_change(&mut self, change: &BudgetChange) -> Result<(), StoreError>;
+    /// The active sessions charging `budget`, by id.
+    fn budget_sessions(&mut self, budget: &str) -> Result<Vec<Session>, StoreError>;
+    /// The credits each member charged `budget` (its `usage` transactions) with `created_at >=
+    /// since`, by username; only `username`'s when given.
+    fn budget_spent(
+        &mut self,
+        budget: &str,
+        since: Timestamp,
+        username: Option<&str>,
+    ) -> Result<Vec<(String, i64)>, StoreError>;
+    /// A budget's newest transactions, newest first (ties by id desc).
+    fn recent_budget_transactions(
+        &mut self,
+        budget: &str,
+        limit: usize,
+    ) -> Result<Vec<Transaction>, StoreError>;
+    /// (budget, username, day, resource type, sums) of the budgets' usage in the days `first` to
+    /// `last`, only `budget`'s when given; by budget, username, day, resource type.
+    fn budget_usage(
+        &mut self,
+        first: i64,
+        last: i64,
+        budget: Option<&str>,
+    ) -> Result<Vec<BudgetUsage>, StoreError>;
     /// (day, resource type, sums) of the days `first` to `last` (both included), by day, then
     /// resource type.
     fn usage_by_day(&mut self, first: i64, last: i64) -> Result<Vec<(i64, String, Usage)>, StoreError>;

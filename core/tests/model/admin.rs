@@ -86,6 +86,7 @@ pub fn admin_batch(s: Step<'_>) -> Result<Done, String> {
             username: rng.pick(&users).to_string(),
             amount: rng.chance(70).then(|| *rng.pick(&[-1i64, 0, 3, 50])),
             unlimited: rng.chance(30).then(|| rng.chance(50)),
+            expires_at: None,
         })
         .collect();
     let what: String = format!("batch({entries:?})");

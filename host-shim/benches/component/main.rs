@@ -84,6 +84,7 @@ fn native(names: &[String]) -> (f64, f64) {
                 server_name: String::new(),
                 started_at: None,
                 groups: None,
+                budget: None,
             };
             let StartDecision::Allowed(s) = check_start(&cfg, &mut b, &req, now).unwrap() else {
                 panic!("refused")
@@ -118,6 +119,7 @@ fn start_req(name: &str, server: &str) -> StartRequest {
         server_name: server.to_string(),
         started_at: None,
         groups: None,
+        budget: None,
     }
 }
 

@@ -122,9 +122,11 @@ pub fn handle_request(data: &[u8]) {
                 assert!(named, "{method} {target}: a 400 that names no field: {msg}");
             }
             // The one refusal that may write (semantics.md, gate 4 and 8): an insufficient-quota 403
-            // still creates a first-time user's record and closes an orphaned session.
-            let spawn_refusal =
-                resp.status == 403 && msg.starts_with("Cannot start container: Insufficient quota.");
+            // (or a budget's refusal) still creates a first-time user's record and closes an
+            // orphaned session.
+            let spawn_refusal = resp.status == 403
+                && (msg.starts_with("Cannot start container: Insufficient quota")
+                    || msg.contains(" budget "));
             assert!(
                 spawn_refusal || store == before,
                 "{method} {target}: refused with {} {} but the store changed",
@@ -137,7 +139,9 @@ pub fn handle_request(data: &[u8]) {
 }
 
 fn ledger_reconciles(store: &mut MemStore, after: &str) {
+    // Per account: a personal account's rows by username, a budget's by budget.
     let mut sums = std::collections::BTreeMap::<&str, i64>::new();
+    let mut budget_sums = std::collections::BTreeMap::<&str, i64>::new();
     for t in &store.transactions {
         assert_eq!(
             t.amount,
@@ -145,7 +149,17 @@ fn ledger_reconciles(store: &mut MemStore, after: &str) {
             "after {after}: transaction {} does not move its amount",
             t.id
         );
-        *sums.entry(&t.username).or_default() += t.amount;
+        match &t.budget {
+            Some(b) => *budget_sums.entry(b).or_default() += t.amount,
+            None => *sums.entry(&t.username).or_default() += t.amount,
+        }
+    }
+    for (name, b) in &store.budgets {
+        let sum = budget_sums.get(name.as_str()).copied().unwrap_or(0);
+        assert_eq!(
+            b.balance, sum,
+            "after {after}: budget {name}'s balance is not the sum of its ledger"
+        );
     }
     for (name, u) in &store.users {
         let sum = sums.get(name.as_str()).copied().unwrap_or(0);

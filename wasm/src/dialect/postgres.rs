@@ -98,6 +98,13 @@ const postgres_create: &[&str] = &[
     postgres_grants_tables[0],
     postgres_grants_tables[1],
     postgres_grants_tables[2],
+    postgres_budget_tables[0],
+    postgres_budget_tables[1],
+    postgres_budget_tables[2],
+    postgres_budget_tables[3],
+    postgres_budget_tables[4],
+    postgres_budget_tables[5],
+    postgres_budget_tables[6],
     "COMMENT ON TABLE users IS 'quota-engine schema 6'",
 ];
 
@@ -175,11 +182,51 @@ const postgres_grants_tables: [&str; 3] = [
     "CREATE INDEX IF NOT EXISTS grants_due ON grants (expires_at) WHERE remaining > 0",
 ];
 
-/// Schema 5 to 6: the grants.
+/// Schema 6's budgets (see the SQLite dialect).
+const postgres_budget_tables: [&str; 7] = [
+    concat!(
+        "CREATE TABLE IF NOT EXISTS budgets (name ",
+        pg_text!(),
+        " PRIMARY KEY, balance BIGINT NOT NULL, updated_at BIGINT NOT NULL, definition ",
+        pg_text!(),
+        ")"
+    ),
+    concat!(
+        "ALTER TABLE transactions ADD COLUMN IF NOT EXISTS budget ",
+        pg_text!()
+    ),
+    "ALTER TABLE transactions ADD COLUMN IF NOT EXISTS expires_at BIGINT",
+    concat!(
+        "ALTER TABLE sessions ADD COLUMN IF NOT EXISTS budget ",
+        pg_text!()
+    ),
+    "CREATE INDEX IF NOT EXISTS transactions_by_budget ON transactions (budget, created_at, id)
+     WHERE budget IS NOT NULL",
+    "CREATE INDEX IF NOT EXISTS sessions_active_by_budget ON sessions (budget)
+     WHERE status = 'active' AND budget IS NOT NULL",
+    concat!(
+        "CREATE TABLE IF NOT EXISTS budget_usage_days (budget ",
+        pg_text!(),
+        " NOT NULL, username ",
+        pg_text!(),
+        " NOT NULL, ",
+        postgres_usage_columns!(),
+        " PRIMARY KEY (budget, username, day, resource_type))"
+    ),
+];
+
+/// Schema 5 to 6: the grants and the budgets.
 const postgres_from_5: &[&str] = &[
     postgres_grants_tables[0],
     postgres_grants_tables[1],
     postgres_grants_tables[2],
+    postgres_budget_tables[0],
+    postgres_budget_tables[1],
+    postgres_budget_tables[2],
+    postgres_budget_tables[3],
+    postgres_budget_tables[4],
+    postgres_budget_tables[5],
+    postgres_budget_tables[6],
     "COMMENT ON TABLE users IS 'quota-engine schema 6'",
 ];
 
@@ -217,27 +264,30 @@ pub const postgres: Dialect = Dialect {
         " FROM users WHERE username > $1 ORDER BY username LIMIT $2"
     ),
     insert_transaction: "INSERT INTO transactions (username, amount, transaction_type, resource_type,
-         description, balance_before, balance_after, created_at, created_by)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+         description, balance_before, balance_after, created_at, created_by, budget, expires_at)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
     insert_transaction_block: concat!(
         "INSERT INTO transactions (username, amount, transaction_type, resource_type, description,
-         balance_before, balance_after, created_at, created_by) VALUES ",
-        "($1, $2, $3, $4, $5, $6, $7, $8, $9),($10, $11, $12, $13, $14, $15, $16, $17, $18),($19, $20, $21, $22, $23, $24, $25, $26, $27),($28, $29, $30, $31, $32, $33, $34, $35, $36),($37, $38, $39, $40, $41, $42, $43, $44, $45),($46, $47, $48, $49, $50, $51, $52, $53, $54),($55, $56, $57, $58, $59, $60, $61, $62, $63),($64, $65, $66, $67, $68, $69, $70, $71, $72),($73, $74, $75, $76, $77, $78, $79, $80, $81),($82, $83, $84, $85, $86, $87, $88, $89, $90),($91, $92, $93, $94, $95, $96, $97, $98, $99),($100, $101, $102, $103, $104, $105, $106, $107, $108),($109, $110, $111, $112, $113, $114, $115, $116, $117),($118, $119, $120, $121, $122, $123, $124, $125, $126),($127, $128, $129, $130, $131, $132, $133, $134, $135),($136, $137, $138, $139, $140, $141, $142, $143, $144)"
+         balance_before, balance_after, created_at, created_by, budget, expires_at) VALUES ",
+        "($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11),($12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22),($23, $24, $25, $26, $27, $28, $29, $30, $31, $32, $33),($34, $35, $36, $37, $38, $39, $40, $41, $42, $43, $44),($45, $46, $47, $48, $49, $50, $51, $52, $53, $54, $55),($56, $57, $58, $59, $60, $61, $62, $63, $64, $65, $66),($67, $68, $69, $70, $71, $72, $73, $74, $75, $76, $77),($78, $79, $80, $81, $82, $83, $84, $85, $86, $87, $88),($89, $90, $91, $92, $93, $94, $95, $96, $97, $98, $99),($100, $101, $102, $103, $104, $105, $106, $107, $108, $109, $110),($111, $112, $113, $114, $115, $116, $117, $118, $119, $120, $121),($122, $123, $124, $125, $126, $127, $128, $129, $130, $131, $132),($133, $134, $135, $136, $137, $138, $139, $140, $141, $142, $143),($144, $145, $146, $147, $148, $149, $150, $151, $152, $153, $154),($155, $156, $157, $158, $159, $160, $161, $162, $163, $164, $165),($166, $167, $168, $169, $170, $171, $172, $173, $174, $175, $176)"
     ),
     recent_transactions: concat!(
         "SELECT ",
         transaction_columns!(),
-        " FROM transactions WHERE username = $1 ORDER BY created_at DESC, id DESC LIMIT $2"
+        " FROM transactions WHERE username = $1 AND budget IS NULL
+         ORDER BY created_at DESC, id DESC LIMIT $2"
     ),
     scan_transactions: concat!(
         "SELECT ",
         transaction_columns!(),
-        " FROM transactions WHERE id > $1 AND ($2::text IS NULL OR username = $2)
+        " FROM transactions WHERE id > $1
+         AND (($6::text IS NULL AND ($2::text IS NULL OR (username = $2 AND budget IS NULL)))
+              OR (budget = $6 AND ($2::text IS NULL OR username = $2)))
          AND created_at >= $4 AND created_at < $5 ORDER BY id LIMIT $3"
     ),
     insert_session: "INSERT INTO sessions (username, server_name, resource_type, rate_milli,
-         runtime_minutes, estimated_cost_milli, start_time, billable, status, cost)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'active', 0) RETURNING id",
+         runtime_minutes, estimated_cost_milli, start_time, billable, status, cost, budget)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'active', 0, $9) RETURNING id",
     get_session: concat!("SELECT ", session_columns!(), " FROM sessions WHERE id = $1"),
     update_session: "UPDATE sessions SET status = $2, end_time = $3, duration_minutes = $4, cost = $5
          WHERE id = $1",
@@ -264,7 +314,7 @@ pub const postgres: Dialect = Dialect {
     user_transactions: concat!(
         "SELECT ",
         transaction_columns!(),
-        " FROM transactions WHERE username = $1 AND id < $2 ORDER BY id DESC LIMIT $3"
+        " FROM transactions WHERE username = $1 AND budget IS NULL AND id < $2 ORDER BY id DESC LIMIT $3"
     ),
     user_sessions: concat!(
         "SELECT ",
@@ -338,6 +388,41 @@ pub const postgres: Dialect = Dialect {
     due_user_credit_between: "SELECT username, SUM(remaining)::bigint FROM grants WHERE budget = ''
          AND remaining > 0 AND expires_at <= $3 AND username >= $1 AND username <= $2 GROUP BY username
          ORDER BY username",
+    get_budget: concat!("SELECT ", budget_columns!(), " FROM budgets WHERE name = $1"),
+    // A start charging a budget locks its row first: two starts on one budget wait for each other
+    // (its reservations and its check one step), instead of both failing to serialize.
+    lock_budget: concat!(
+        "SELECT ",
+        budget_columns!(),
+        " FROM budgets WHERE name = $1 FOR UPDATE"
+    ),
+    put_budget: "INSERT INTO budgets (name, balance, updated_at, definition) VALUES ($1, $2, $3, $4)
+         ON CONFLICT (name) DO UPDATE SET balance = excluded.balance, updated_at = excluded.updated_at,
+         definition = excluded.definition",
+    delete_budget: "DELETE FROM budgets WHERE name = $1",
+    delete_budget_grants: "DELETE FROM grants WHERE username = '' AND budget = $1",
+    budgets: concat!("SELECT ", budget_columns!(), " FROM budgets ORDER BY name"),
+    budget_sessions: concat!(
+        "SELECT ",
+        session_columns!(),
+        " FROM sessions WHERE budget = $1 AND status = 'active' ORDER BY id"
+    ),
+    budget_spent: "SELECT username, (-SUM(amount))::bigint FROM transactions WHERE budget = $1
+         AND transaction_type = 'usage' AND created_at >= $2 AND ($3::text IS NULL OR username = $3)
+         GROUP BY username ORDER BY username",
+    recent_budget_transactions: concat!(
+        "SELECT ",
+        transaction_columns!(),
+        " FROM transactions WHERE budget = $1 ORDER BY created_at DESC, id DESC LIMIT $2"
+    ),
+    record_budget_usage_day: "INSERT INTO budget_usage_days AS t (budget, username, day, resource_type,
+         credits, minutes, sessions) VALUES ($1, $2, $3, $4, $5, $6, $7)
+         ON CONFLICT (budget, username, day, resource_type) DO UPDATE SET
+         credits = t.credits + excluded.credits, minutes = t.minutes + excluded.minutes,
+         sessions = t.sessions + excluded.sessions",
+    budget_usage: "SELECT budget, username, day, resource_type, credits, minutes, sessions
+         FROM budget_usage_days WHERE day >= $1 AND day <= $2 AND ($3::text IS NULL OR budget = $3)
+         ORDER BY budget, username, day, resource_type",
     bulk: Some(Bulk {
         update_users: "UPDATE users AS u SET balance = (e->>1)::bigint, unlimited = (e->>2)::bigint,
              updated_at = (e->>3)::bigint
@@ -346,9 +431,10 @@ pub const postgres: Dialect = Dialect {
              SELECT e->>0, (e->>1)::bigint, (e->>2)::bigint, (e->>3)::bigint
              FROM jsonb_array_elements($1::text::jsonb) AS e ON CONFLICT (username) DO NOTHING",
         insert_transactions: "INSERT INTO transactions (username, amount, transaction_type,
-             resource_type, description, balance_before, balance_after, created_at, created_by)
+             resource_type, description, balance_before, balance_after, created_at, created_by,
+             budget, expires_at)
              SELECT e->>0, (e->>1)::bigint, e->>2, e->>3, e->>4, (e->>5)::bigint, (e->>6)::bigint,
-             (e->>7)::bigint, e->>8
+             (e->>7)::bigint, e->>8, e->>9, (e->>10)::bigint
              FROM jsonb_array_elements($1::text::jsonb) WITH ORDINALITY AS r(e, n) ORDER BY n",
     }),
 };

@@ -81,6 +81,29 @@ pub struct Dialect {
     pub due_grant_accounts: &'static str,
     /// (username, credit due) of users from `?1` to `?2` with personal grants due by `?3`.
     pub due_user_credit_between: &'static str,
+    /// A budget's row by name.
+    pub get_budget: &'static str,
+    /// The same, locking the row until the transaction ends (a start charging the budget).
+    pub lock_budget: &'static str,
+    /// (name, balance, updated at, definition): inserts or replaces the row.
+    pub put_budget: &'static str,
+    pub delete_budget: &'static str,
+    /// A deleted budget's grants go with it.
+    pub delete_budget_grants: &'static str,
+    /// Every budget row, by name.
+    pub budgets: &'static str,
+    /// The active sessions charging budget `?1`.
+    pub budget_sessions: &'static str,
+    /// (username, credits) of budget `?1`'s usage since `?2`, only user `?3`'s when not null.
+    pub budget_spent: &'static str,
+    /// Budget `?1`'s newest transactions, at most `?2`.
+    pub recent_budget_transactions: &'static str,
+    /// Adds to a budget's member's day's sum of one resource type: (budget, username, day,
+    /// resource type, credits, minutes, sessions).
+    pub record_budget_usage_day: &'static str,
+    /// (budget, username, day, resource type, sums) in the days `?1` to `?2`, only budget `?3`'s
+    /// when not null.
+    pub budget_usage: &'static str,
     /// Set-based forms of the bulk writes, each taking all rows at once as one JSON text parameter
     /// (`[[...], ...]`, the rows `update_user` and `insert_transaction` take): one statement per
     /// page of a refresh instead of one per row. None: the row-by-row statements above.
@@ -100,16 +123,33 @@ macro_rules! user_columns {
         "username, balance, unlimited, updated_at"
     };
 }
-macro_rules! transaction_columns {
+/// The columns of schema 3's ledger and sessions (what the migration from 1 and 2 copies).
+macro_rules! transaction_columns_v3 {
     () => {
         "id, username, amount, transaction_type, resource_type, description, balance_before, \
          balance_after, created_at, created_by"
     };
 }
-macro_rules! session_columns {
+macro_rules! session_columns_v3 {
     () => {
         "id, username, server_name, resource_type, rate_milli, runtime_minutes, estimated_cost_milli, \
          start_time, billable, status, end_time, duration_minutes, cost"
+    };
+}
+/// Schema 6 added a transaction's budget and grant expiry, and a session's budget.
+macro_rules! transaction_columns {
+    () => {
+        concat!(transaction_columns_v3!(), ", budget, expires_at")
+    };
+}
+macro_rules! session_columns {
+    () => {
+        concat!(session_columns_v3!(), ", budget")
+    };
+}
+macro_rules! budget_columns {
+    () => {
+        "name, balance, updated_at, definition"
     };
 }
 
@@ -144,6 +184,7 @@ pub const tables: &[(&str, &str, &str, Option<&str>)] = &[
         "grant_id",
         Some("grant_id"),
     ),
+    ("budgets", budget_columns!(), "name", None),
     ("transactions", transaction_columns!(), "id", Some("id")),
     ("sessions", session_columns!(), "id", Some("id")),
     (
@@ -171,12 +212,19 @@ pub const tables: &[(&str, &str, &str, Option<&str>)] = &[
         "username, day, resource_type",
         None,
     ),
+    (
+        "budget_usage_days",
+        "budget, username, day, resource_type, credits, minutes, sessions",
+        "budget, username, day, resource_type",
+        None,
+    ),
 ];
 
 /// Column counts, checked on every row read.
 pub const user_column_count: usize = 4;
-pub const transaction_column_count: usize = 10;
-pub const session_column_count: usize = 13;
+pub const transaction_column_count: usize = 12;
+pub const session_column_count: usize = 14;
+pub const budget_column_count: usize = 4;
 pub const membership_column_count: usize = 3;
 /// The columns `account_grants` reads.
 pub const grant_column_count: usize = 5;

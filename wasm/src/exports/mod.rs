@@ -53,6 +53,7 @@ impl Guest for Component {
                 .map(|g| quota_core::groups::validate_owned_groups("groups", g))
                 .transpose()
                 .map_err(error_out)?,
+            budget: req.budget,
         };
         with_config(|cfg| {
             Ok(
@@ -165,6 +166,7 @@ impl Guest for Component {
                     username: e.username,
                     amount: e.amount,
                     unlimited: e.unlimited,
+                    expires_at: e.expires_at.map(Timestamp),
                 })
             })
             .collect();
@@ -263,6 +265,7 @@ impl Guest for Component {
             unlimited: d.unlimited,
             recent_transactions: d.recent_transactions.iter().map(cv::tx_out).collect(),
             groups: d.groups.into_iter().collect(),
+            grants: d.grants.iter().map(cv::grant_out).collect(),
         })
     }
 
@@ -290,6 +293,7 @@ impl Guest for Component {
                 unlimited: m.unlimited,
                 enabled: m.enabled,
                 rates: rates_list(cfg),
+                grants: m.grants.iter().map(cv::grant_out).collect(),
             })
         })
     }

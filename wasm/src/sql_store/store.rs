@@ -1,8 +1,9 @@
 //! `quota_core::Store` over the host's SQL bridge: every query of the engine, once, for every host.
 
 use quota_core::store::{
-    AccountKey, Change, Grant, LedgerPage, Membership, NewGrant, NewSession, RefreshRun, Session,
-    SessionPage, SessionStatus, Store, Transaction, Usage, UsageKey, UserRecord,
+    AccountKey, BudgetChange, BudgetRow, BudgetUsage, Change, Grant, LedgerPage, Membership, NewGrant,
+    NewSession, RefreshRun, Session, SessionPage, SessionStatus, Store, Transaction, Usage, UsageKey,
+    UserRecord,
 };
 use quota_core::{StoreError, Timestamp};
 
@@ -13,8 +14,9 @@ use crate::sql_json::{Cell, Columns, Params};
 use super::bridge::{err, execute_many, query, SqlStore};
 use super::bulk::{record_changes_set_based, set_based_rows_min};
 use super::rows::{
-    account, account_columns, all, day_usage, first, grant, group_text, limit, membership, name_and_int,
-    session, transaction, transaction_params, two_texts, user, user_params, user_usage_row,
+    account, account_columns, all, budget, budget_params, budget_usage, day_usage, first, grant, group_text,
+    limit, membership, name_and_int, session, transaction, transaction_params, two_texts, user, user_params,
+    user_usage_row,
 };
 
 impl Store for SqlStore {
@@ -98,7 +100,8 @@ impl Store for SqlStore {
             .opt_text(username)
             .int(limit(n))?
             .int(bound(since))?
-            .int(bound(until))?;
+            .int(bound(until))?
+            .opt_text(page.budget);
         all(query(self.d.scan_transactions, p)?, transaction)
     }
 
@@ -111,7 +114,8 @@ impl Store for SqlStore {
             .int(s.runtime_minutes)?
             .int(s.estimated_cost.raw())?
             .int(s.start_time.seconds())?
-            .flag(s.billable);
+            .flag(s.billable)
+            .opt_text(s.budget.as_deref());
         let rows = query(self.d.insert_session, p)?;
         rows.first()
             .and_then(|r| r.first())
@@ -319,6 +323,18 @@ impl Store for SqlStore {
             self.d.record_user_usage_day,
             sums(Params::new().text(username).int(day)?.text(resource_type))?,
         )?;
+        if !key.budget.is_empty() {
+            query(
+                self.d.record_budget_usage_day,
+                sums(
+                    Params::new()
+                        .text(key.budget)
+                        .text(username)
+                        .int(day)?
+                        .text(resource_type),
+                )?,
+            )?;
+        }
         Ok(())
     }
 
@@ -410,5 +426,74 @@ impl Store for SqlStore {
     fn accounts_with_due_grants(&mut self, now: Timestamp, n: usize) -> Result<Vec<AccountKey>, StoreError> {
         let p = Params::new().int(now.seconds())?.int(limit(n))?;
         all(query(self.d.due_grant_accounts, p)?, account)
+    }
+
+    fn get_budget(&mut self, name: &str) -> Result<Option<BudgetRow>, StoreError> {
+        first(query(self.d.get_budget, Params::new().text(name))?, budget)
+    }
+
+    fn lock_budget(&mut self, name: &str) -> Result<Option<BudgetRow>, StoreError> {
+        first(query(self.d.lock_budget, Params::new().text(name))?, budget)
+    }
+
+    fn put_budget(&mut self, b: &BudgetRow) -> Result<(), StoreError> {
+        self.write_budget(b)
+    }
+
+    fn delete_budget(&mut self, name: &str) -> Result<(), StoreError> {
+        query(self.d.delete_budget_grants, Params::new().text(name))?;
+        query(self.d.delete_budget, Params::new().text(name)).map(drop)
+    }
+
+    fn budgets(&mut self) -> Result<Vec<BudgetRow>, StoreError> {
+        all(query(self.d.budgets, Params::new())?, budget)
+    }
+
+    fn record_budget_change(&mut self, c: &BudgetChange) -> Result<(), StoreError> {
+        self.write_budget(&c.budget)?;
+        let mut entries = Params::new();
+        entries.begin_row();
+        transaction_params(&mut entries, &c.entry)?;
+        entries.end_row();
+        execute_many(self.d.insert_transaction, entries).map(drop)
+    }
+
+    fn budget_sessions(&mut self, name: &str) -> Result<Vec<Session>, StoreError> {
+        all(query(self.d.budget_sessions, Params::new().text(name))?, session)
+    }
+
+    fn budget_spent(
+        &mut self,
+        name: &str,
+        since: Timestamp,
+        username: Option<&str>,
+    ) -> Result<Vec<(String, i64)>, StoreError> {
+        let p = Params::new().text(name).int(since.seconds())?.opt_text(username);
+        all(query(self.d.budget_spent, p)?, name_and_int)
+    }
+
+    fn recent_budget_transactions(&mut self, name: &str, n: usize) -> Result<Vec<Transaction>, StoreError> {
+        let p = Params::new().text(name).int(limit(n))?;
+        all(query(self.d.recent_budget_transactions, p)?, transaction)
+    }
+
+    fn budget_usage(
+        &mut self,
+        first_day: i64,
+        last_day: i64,
+        name: Option<&str>,
+    ) -> Result<Vec<BudgetUsage>, StoreError> {
+        let p = Params::new().int(first_day)?.int(last_day)?.opt_text(name);
+        all(query(self.d.budget_usage, p)?, budget_usage)
+    }
+}
+
+impl SqlStore {
+    fn write_budget(&mut self, b: &BudgetRow) -> Result<(), StoreError> {
+        let mut p = Params::new();
+        p.begin_row();
+        budget_params(&mut p, b)?;
+        p.end_row();
+        execute_many(self.d.put_budget, p).map(drop)
     }
 }

@@ -1,4 +1,4 @@
-//! Shared budgets (credit model 2, "Shared budgets"): what a budget is and who may charge it for
+//! A budget's definition (credit model 2, "Shared budgets"): who may charge it for
 //! what. Read from `custom.quota.budgets.<name>` in the values file (camelCase keys), or from the
 //! body of `PUT .../budgets/<name>` (snake_case keys); every problem with its key path.
 
@@ -117,12 +117,46 @@ pub fn from_body(
     accelerators: &IndexMap<String, Accelerator>,
 ) -> Result<BudgetDefinition, QuotaError> {
     let mut problems = Vec::new();
-    match definition("body", body, &body_keys, accelerators, &mut problems) {
+    match definition("", body, &body_keys, accelerators, &mut problems) {
         Some(d) if problems.is_empty() => Ok(d),
         _ => Err(problems
             .into_iter()
             .next()
             .unwrap_or_else(|| QuotaError::invalid("body", "is not a budget definition"))),
+    }
+}
+
+/// The canonical JSON a `PUT` stores (snake_case keys, every key present).
+pub fn to_json(d: &BudgetDefinition) -> String {
+    serde_json::json!({
+        "description": d.description,
+        "users": d.users,
+        "groups": d.groups,
+        "accelerators": d.accelerators,
+        "member_limit": d.member_limit,
+    })
+    .to_string()
+}
+
+/// A stored definition read back ([`to_json`]'s text). An accelerator removed from the
+/// configuration since stays listed: the budget no longer pays for anything of that name.
+pub fn stored(text: &str) -> BudgetDefinition {
+    #[derive(serde::Deserialize, Default)]
+    #[serde(default)]
+    struct Stored {
+        description: String,
+        users: BTreeSet<String>,
+        groups: BTreeSet<String>,
+        accelerators: Option<BTreeSet<String>>,
+        member_limit: Option<i64>,
+    }
+    let s: Stored = serde_json::from_str(text).unwrap_or_default();
+    BudgetDefinition {
+        description: s.description,
+        users: s.users,
+        groups: s.groups,
+        accelerators: s.accelerators,
+        member_limit: s.member_limit,
     }
 }
 
@@ -135,7 +169,7 @@ fn definition(
 ) -> Option<BudgetDefinition> {
     if !entry.is_object() {
         problems.push(QuotaError::invalid(
-            p,
+            if p.is_empty() { "body" } else { p },
             format!(
                 "must be a mapping (description, {}, {}, {}, {}), got {}",
                 keys.users,
@@ -302,18 +336,14 @@ mod tests {
         assert_eq!(d.description, "");
         assert_eq!(d.accelerators, None);
         let e = from_body(&json!({"memberLimit": 50}), &accelerators).unwrap_err();
-        assert!(
-            e.to_string().starts_with("body.memberLimit: unknown field"),
-            "{e}"
-        );
+        assert!(e.to_string().starts_with("memberLimit: unknown field"), "{e}");
         let e = from_body(
             &json!({"member_limit": null, "accelerators": ["gpu"]}),
             &accelerators,
         )
         .unwrap_err();
         assert!(
-            e.to_string()
-                .starts_with("body.accelerators[0]: unknown accelerator"),
+            e.to_string().starts_with("accelerators[0]: unknown accelerator"),
             "{e}"
         );
     }
