@@ -98,9 +98,11 @@ fn main() {
         max_balance: Some(1000),
         min_balance: None,
         targets: Targets::default(),
+        expires_after: None,
     };
     let t = Instant::now();
     let r = refresh(
+        &quota_core::Config::default(),
         &mut big,
         &RefreshRequest {
             params,

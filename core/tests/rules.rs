@@ -75,8 +75,10 @@ fn refresh_that_would_overflow_for_one_user_changes_nobody() {
         max_balance: None,
         min_balance: None,
         targets: Targets::default(),
+        expires_after: None,
     };
     let err = refresh(
+        &quota_core::Config::default(),
         &mut store,
         &RefreshRequest {
             params,

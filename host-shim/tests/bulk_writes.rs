@@ -33,7 +33,7 @@ fn native(n: usize) -> (Vec<Row>, Vec<UserRecord>) {
         s.put_user(&u).expect("seed");
     }
     let req = quota_core::api::refresh_request_from_json(BODY).expect("body");
-    quota_core::refresh::refresh(&mut s, &req, T0).expect("refresh");
+    quota_core::refresh::refresh(&quota_core::Config::default(), &mut s, &req, T0).expect("refresh");
     let rows = s
         .scan_transactions(&quota_core::store::LedgerPage {
             username: None,

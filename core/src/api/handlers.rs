@@ -142,7 +142,7 @@ fn refresh_not_ambiguous(store: &mut dyn Store, body: &Value) -> Result<(), Quot
 fn refresh(c: &mut Call<'_>) -> Result<Response, QuotaError> {
     let r = refresh_body(&c.body)?;
     refresh_not_ambiguous(c.store, &c.body)?;
-    match refresh::refresh_step(c.store, &r, c.now, c.chunk_users)? {
+    match refresh::refresh_step(c.config, c.store, &r, c.now, c.chunk_users)? {
         Step::Done(result) => Ok(Response::json(200, &result)),
         Step::More => {
             c.more = true;

@@ -57,6 +57,14 @@ pub const values_schema: &str = include_str!("schema.json");
 /// default), or lets it start unbilled.
 pub const on_storage_error_choices: [&str; 2] = ["refuse", "allow"];
 
+impl Default for Config {
+    /// The configuration of an empty values file: every default, no accelerator, rule or budget.
+    fn default() -> Config {
+        Config::from_values(&serde_json::json!({"custom": {"authMode": "dummy"}}))
+            .unwrap_or_else(|e| panic!("the defaults are valid: {e}"))
+    }
+}
+
 /// Every problem found while loading, each with its key path.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ConfigError(pub Vec<QuotaError>);
@@ -253,6 +261,18 @@ fn read_rules(v: Option<&Value>, problems: &mut Vec<QuotaError>) -> BTreeMap<Str
         let max_balance = f.opt_int("maxBalance", 0, limits::balance_abs_max);
         let min_balance = f.opt_int("minBalance", 0, limits::balance_abs_max);
         let mut target_problems = Vec::new();
+        let expires_path = f.path_of("expiresAfter");
+        let expires_after = f.opt_str("expiresAfter").and_then(|text| {
+            crate::lots::parse_expires_after(&expires_path, text)
+                .map_err(|e| target_problems.push(e))
+                .ok()
+        });
+        if expires_after.is_some() && action == Some(RefreshAction::Add) && amount.is_some_and(|a| a <= 0) {
+            target_problems.push(QuotaError::invalid(
+                &expires_path,
+                "makes the credit a run gives a dated grant: only with a top-up (`add` above 0) or `set`",
+            ));
+        }
         let targets_value = f.raw("targets");
         let targets = Targets::read(&f.path_of("targets"), targets_value, &mut target_problems);
         let mut errs = f.finish();
@@ -266,6 +286,7 @@ fn read_rules(v: Option<&Value>, problems: &mut Vec<QuotaError>) -> BTreeMap<Str
                     max_balance,
                     min_balance,
                     targets,
+                    expires_after,
                 };
                 out.insert(
                     name.clone(),

@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 
 use super::MemStore;
-use crate::store::{AccountKey, BudgetChange, BudgetUsage, Session, SessionStatus, Transaction};
+use crate::store::{AccountKey, BudgetChange, BudgetUsage, Grant, Session, SessionStatus, Transaction};
 use crate::store::{TransactionType, Usage, UsageKey};
 use crate::time::Timestamp;
 
@@ -87,5 +87,20 @@ impl MemStore {
                 usage: *usage,
             })
             .collect()
+    }
+
+    pub(super) fn user_grants_in(&self, first: &str, last: &str) -> Vec<(String, Grant)> {
+        let mut out: Vec<(String, Grant)> = self
+            .grants
+            .values()
+            .filter_map(|(a, g)| match a {
+                AccountKey::User(u) if u.as_str() >= first && u.as_str() <= last && g.remaining > 0 => {
+                    Some((u.clone(), g.clone()))
+                }
+                _ => None,
+            })
+            .collect();
+        out.sort_by(|a, b| a.0.cmp(&b.0).then(a.1.grant_id.cmp(&b.1.grant_id)));
+        out
     }
 }

@@ -317,6 +317,10 @@ impl Store for MemStore {
         Ok(())
     }
 
+    fn user_grants_between(&mut self, first: &str, last: &str) -> Result<Vec<(String, Grant)>, StoreError> {
+        Ok(self.user_grants_in(first, last))
+    }
+
     fn get_budget(&mut self, name: &str) -> Result<Option<BudgetRow>, StoreError> {
         Ok(self.budgets.get(name).cloned())
     }

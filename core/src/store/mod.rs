@@ -169,6 +169,9 @@ pub trait Store {
         last: i64,
         budget: Option<&str>,
     ) -> Result<Vec<BudgetUsage>, StoreError>;
+    /// The personal grants holding credit (`remaining > 0`) of the users from `first` to `last`
+    /// (both included), by username, then grant id: what a refresh page needs of its users' lots.
+    fn user_grants_between(&mut self, first: &str, last: &str) -> Result<Vec<(String, Grant)>, StoreError>;
     /// (day, resource type, sums) of the days `first` to `last` (both included), by day, then
     /// resource type.
     fn usage_by_day(&mut self, first: i64, last: i64) -> Result<Vec<(i64, String, Usage)>, StoreError>;

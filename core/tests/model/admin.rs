@@ -166,9 +166,11 @@ pub fn refresh_run(s: Step<'_>) -> Result<Done, String> {
         max_balance,
         min_balance,
         targets: targets.clone(),
+        expires_after: None,
     };
     let what: String = format!("refresh({params:?}, {run_id:?}, dry={dry_run})");
     let got = refresh(
+        &quota_core::Config::default(),
         &mut *store,
         &RefreshRequest {
             params: params.clone(),

@@ -92,7 +92,7 @@ pub fn refresh(rt: &Arc<Runtime>, dir: &Path) {
         quota_core::api::refresh_request_from_json(r#"{"action":"add","amount":10,"rule_name":"native"}"#)
             .unwrap();
     let t = Instant::now();
-    quota_core::refresh::refresh(&mut m, &req, t0).unwrap();
+    quota_core::refresh::refresh(&quota_core::Config::default(), &mut m, &req, t0).unwrap();
     println!(
         "  native core, in-memory store            {:.3} s",
         t.elapsed().as_secs_f64()

@@ -388,6 +388,9 @@ pub const postgres: Dialect = Dialect {
     due_user_credit_between: "SELECT username, SUM(remaining)::bigint FROM grants WHERE budget = ''
          AND remaining > 0 AND expires_at <= $3 AND username >= $1 AND username <= $2 GROUP BY username
          ORDER BY username",
+    user_grants_between: "SELECT username, grant_id, amount, remaining, granted_at, expires_at FROM grants
+         WHERE budget = '' AND remaining > 0 AND username >= $1 AND username <= $2
+         ORDER BY username, grant_id",
     get_budget: concat!("SELECT ", budget_columns!(), " FROM budgets WHERE name = $1"),
     // A start charging a budget locks its row first: two starts on one budget wait for each other
     // (its reservations and its check one step), instead of both failing to serialize.

@@ -381,6 +381,9 @@ pub const sqlite: Dialect = Dialect {
          GROUP BY username, budget ORDER BY budget <> '', username, budget LIMIT ?2",
     due_user_credit_between: "SELECT username, SUM(remaining) FROM grants WHERE budget = '' AND remaining > 0
          AND expires_at <= ?3 AND username >= ?1 AND username <= ?2 GROUP BY username ORDER BY username",
+    user_grants_between: "SELECT username, grant_id, amount, remaining, granted_at, expires_at FROM grants
+         WHERE budget = '' AND remaining > 0 AND username >= ?1 AND username <= ?2
+         ORDER BY username, grant_id",
     get_budget: concat!("SELECT ", budget_columns!(), " FROM budgets WHERE name = ?1"),
     // The write transaction already holds the database's one write lock.
     lock_budget: concat!("SELECT ", budget_columns!(), " FROM budgets WHERE name = ?1"),

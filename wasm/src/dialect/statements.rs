@@ -81,6 +81,9 @@ pub struct Dialect {
     pub due_grant_accounts: &'static str,
     /// (username, credit due) of users from `?1` to `?2` with personal grants due by `?3`.
     pub due_user_credit_between: &'static str,
+    /// (username, grant id, amount, remaining, granted at, expires at) of the personal grants
+    /// holding credit of the users from `?1` to `?2`.
+    pub user_grants_between: &'static str,
     /// A budget's row by name.
     pub get_budget: &'static str,
     /// The same, locking the row until the transaction ends (a start charging the budget).

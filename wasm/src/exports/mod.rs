@@ -189,11 +189,15 @@ impl Guest for Component {
     }
 
     fn refresh(body_json: String, now: i64) -> Result<wit::RefreshResult, wit::QuotaError> {
-        let run = || {
+        with_config(|cfg| {
             let req = core_api::refresh_request_from_json(&body_json)?;
-            refresh_out(refresh::refresh(&mut SqlStore::host(), &req, Timestamp(now))?)
-        };
-        run().map_err(error_out)
+            refresh_out(refresh::refresh(
+                cfg,
+                &mut SqlStore::host(),
+                &req,
+                Timestamp(now),
+            )?)
+        })
     }
 
     fn run_rule(
@@ -204,7 +208,12 @@ impl Guest for Component {
     ) -> Result<wit::RefreshResult, wit::QuotaError> {
         with_config(|cfg| {
             let req = cfg.rule_request(&name, run_id, dry_run)?;
-            refresh_out(refresh::refresh(&mut SqlStore::host(), &req, Timestamp(now))?)
+            refresh_out(refresh::refresh(
+                cfg,
+                &mut SqlStore::host(),
+                &req,
+                Timestamp(now),
+            )?)
         })
     }
 
@@ -217,7 +226,7 @@ impl Guest for Component {
         with_config(|cfg| {
             let req = cfg.rule_request(&name, Some(run_id), false)?;
             Ok(
-                match refresh::refresh_step(&mut SqlStore::host(), &req, Timestamp(now), chunk_users)? {
+                match refresh::refresh_step(cfg, &mut SqlStore::host(), &req, Timestamp(now), chunk_users)? {
                     Step::Done(r) => wit::RefreshStep::Done(refresh_out(r)?),
                     Step::More => wit::RefreshStep::More,
                 },

@@ -230,6 +230,21 @@ pub(super) fn grant(row: &mut [Cell]) -> Result<Grant, StoreError> {
     })
 }
 
+/// (username, grant) of `user_grants_between`.
+pub(super) fn named_grant(row: &mut [Cell]) -> Result<(String, Grant), StoreError> {
+    let mut c = Columns::new(row, "grants", 6)?;
+    Ok((
+        c.text(0)?,
+        Grant {
+            grant_id: c.int(1)?,
+            amount: c.int(2)?,
+            remaining: c.int(3)?,
+            granted_at: Timestamp(c.int(4)?),
+            expires_at: Timestamp(c.int(5)?),
+        },
+    ))
+}
+
 /// An account as stored: (username, budget), the one of them that is not the account empty.
 pub(super) fn account_columns(account: &AccountKey) -> (&str, &str) {
     match account {

@@ -15,8 +15,8 @@ use super::bridge::{err, execute_many, query, SqlStore};
 use super::bulk::{record_changes_set_based, set_based_rows_min};
 use super::rows::{
     account, account_columns, all, budget, budget_params, budget_usage, day_usage, first, grant, group_text,
-    limit, membership, name_and_int, session, transaction, transaction_params, two_texts, user, user_params,
-    user_usage_row,
+    limit, membership, name_and_int, named_grant, session, transaction, transaction_params, two_texts, user,
+    user_params, user_usage_row,
 };
 
 impl Store for SqlStore {
@@ -426,6 +426,15 @@ impl Store for SqlStore {
     fn accounts_with_due_grants(&mut self, now: Timestamp, n: usize) -> Result<Vec<AccountKey>, StoreError> {
         let p = Params::new().int(now.seconds())?.int(limit(n))?;
         all(query(self.d.due_grant_accounts, p)?, account)
+    }
+
+    fn user_grants_between(
+        &mut self,
+        first_name: &str,
+        last_name: &str,
+    ) -> Result<Vec<(String, Grant)>, StoreError> {
+        let p = Params::new().text(first_name).text(last_name);
+        all(query(self.d.user_grants_between, p)?, named_grant)
     }
 
     fn get_budget(&mut self, name: &str) -> Result<Option<BudgetRow>, StoreError> {
