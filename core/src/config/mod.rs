@@ -17,7 +17,7 @@ use crate::groups::settings::GroupRules;
 use crate::json::{kind, Fields};
 use crate::limits;
 use crate::milli::Milli;
-use crate::refresh::{RefreshAction, RefreshParams};
+use crate::refresh::params::{RefreshAction, RefreshParams, RefreshRequest};
 use crate::targets::Targets;
 use crate::values_read::{entry_fields, mapping};
 
@@ -187,12 +187,12 @@ impl Config {
         name: &str,
         run_id: Option<String>,
         dry_run: bool,
-    ) -> Result<crate::refresh::RefreshRequest, QuotaError> {
+    ) -> Result<RefreshRequest, QuotaError> {
         let rule = self
             .refresh_rules
             .get(name)
             .ok_or_else(|| QuotaError::NotFound(format!("No refresh rule named `{name}`")))?;
-        Ok(crate::refresh::RefreshRequest {
+        Ok(RefreshRequest {
             params: rule.params.clone(),
             run_id,
             dry_run,

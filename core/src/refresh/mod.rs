@@ -16,7 +16,7 @@ use crate::lots;
 use crate::store::{Grant, NewGrant, RefreshRun, Store, TransactionType, UserRecord};
 use crate::time::Timestamp;
 
-mod params;
+pub mod params;
 pub use params::{params_from_body, RefreshAction, RefreshParams, RefreshRequest};
 
 /// One user's change, reported by a dry run.
