@@ -397,13 +397,16 @@ fn budget_accounts(
 }
 
 /// The time a run gives its dated credit from: the minute a scheduled run id names
-/// (`<rule>@YYYY-MM-DDTHH:MMZ`, as the hosts' schedulers write them), else the run's first time.
+/// (`<rule>@YYYY-MM-DDTHH:MM:SSZ`, as the hosts' schedulers write them; seconds may be left out),
+/// else the run's first time.
 fn run_time(run_id: Option<&str>, first: Timestamp) -> Timestamp {
     run_id
         .and_then(|id| id.rsplit_once('@'))
         .and_then(|(_, minute)| {
             let minute = minute.strip_suffix('Z')?;
-            chrono::NaiveDateTime::parse_from_str(minute, "%Y-%m-%dT%H:%M").ok()
+            chrono::NaiveDateTime::parse_from_str(minute, "%Y-%m-%dT%H:%M:%S")
+                .or_else(|_| chrono::NaiveDateTime::parse_from_str(minute, "%Y-%m-%dT%H:%M"))
+                .ok()
         })
         .map_or(first, Timestamp::from_naive)
 }
