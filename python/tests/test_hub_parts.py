@@ -120,6 +120,33 @@ def test_the_scheduler_runs_each_fire_time_once_even_across_a_restart(tmp_path):
     assert runs == ["hourly@2026-11-18T12:00:00Z"]
 
 
+def test_a_grant_that_lapsed_while_no_hub_ran_is_written_off_when_the_scheduler_starts(tmp_path):
+    db = str(tmp_path / "q.db")
+    seed = QuotaEngine(db, VALUES)
+    r = seed.handle_request("POST", "/admin/api/quota/users/ann",
+                            body='{"action":"add","amount":50,"expires_at":"2026-11-18T12:00:00Z"}',
+                            caller=Caller("admin", admin=True), now=T0)
+    assert r.status == 200, r.body
+    seed.close()
+
+    async def start_and_sweep_again() -> dict:
+        clock = Clock(T0 + 86_400)
+        clock.parked = asyncio.Event()
+        s = Scheduler(QuotaService(lambda: QuotaEngine(db, VALUES)), clock=clock, sleep=clock.sleep)
+        await s.start()
+        again = await s.sweep()
+        s.stop()
+        return again
+
+    assert asyncio.run(start_and_sweep_again()) == {"grants_expired": 0, "credits_expired": 0}
+    with sqlite3.connect(db) as c:
+        rows = c.execute("SELECT transaction_type, amount, created_at, description FROM transactions"
+                         " WHERE username = 'ann' ORDER BY id").fetchall()
+    # Written once, at start, dated at the grant's expiry (12:00:00), not at the sweep's time.
+    assert rows[-1] == ("expire", -50, 1_795_003_200, "Grant 1 expired")
+    assert [r[0] for r in rows].count("expire") == 1
+
+
 def test_without_the_hubs_ready_signal_a_stop_is_billed_not_free(tmp_path):
     db = str(tmp_path / "q.db")
     q = quota_hub(db)
