@@ -30,7 +30,8 @@ fn reconciles(db: &std::path::Path) -> (Vec<String>, String) {
     let c = rusqlite::Connection::open(db).expect("open");
     let mut s = c
         .prepare(
-            "SELECT u.username FROM users u LEFT JOIN transactions t ON t.username = u.username
+            "SELECT u.username FROM users u
+             LEFT JOIN transactions t ON t.username = u.username AND t.budget IS NULL
              GROUP BY u.username, u.balance HAVING u.balance <> COALESCE(SUM(t.amount), 0)",
         )
         .expect("prepare");

@@ -50,7 +50,7 @@ fn scalar(db: &mut PgDb, sql: &str) -> i64 {
 fn ledger_mismatches(db: &mut PgDb) -> Vec<Vec<SqlValue>> {
     db.query(
         "SELECT u.username, u.balance, COALESCE(SUM(t.amount), 0) FROM users u
-         LEFT JOIN transactions t ON t.username = u.username
+         LEFT JOIN transactions t ON t.username = u.username AND t.budget IS NULL
          GROUP BY u.username, u.balance HAVING u.balance <> COALESCE(SUM(t.amount), 0)",
         &[],
     )
