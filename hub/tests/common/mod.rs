@@ -305,6 +305,7 @@ pub fn json(s: &str) -> serde_json::Value {
     serde_json::from_str(s).unwrap_or_else(|e| panic!("not JSON ({e}): {s}"))
 }
 
+pub mod budget_load;
 pub mod metrics;
 
 /// A test's place: a temporary directory (removed when this is dropped), a database file in it not
