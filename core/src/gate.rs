@@ -239,7 +239,7 @@ fn decide(
             if !u.unlimited {
                 let held: i64 = active
                     .iter()
-                    .filter(|s| s.billable)
+                    .filter(|s| s.billable && s.budget.is_none())
                     .map(|s| s.estimated_cost.raw())
                     .sum();
                 let ask = Ask {
