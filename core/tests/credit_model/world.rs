@@ -1,109 +1,19 @@
-//! Randomized model test of credit model 2: dated grants (personal and a budget's, with expiries
-//! at random times), a shared budget with members and a monthly limit, reservations, charges, the
-//! admin actions and the sweep, all through the REST front door, checked after every step against
-//! a simple reference (`Lots`: an undated lot and grants per account, spent soonest expiry first).
-//! Every balance and every grant's `remaining` must match, and every account's balance must be the
-//! sum of its ledger. The same runs against a reference that spends the latest expiry first must
-//! fail: the test sees a wrong spending order. A failure prints its seed
-//! (`QUOTA_CREDIT_SEED=<seed> cargo test -p quota-core --test credit_model`).
-
-#![allow(non_upper_case_globals)]
-
-#[path = "rng/mod.rs"]
-mod rng;
+//! The reference world: every account's lots, the running sessions and each member's month; one
+//! random step through the REST front door, and the comparison of every account with the engine.
 
 use std::collections::BTreeMap;
 
 use quota_core::api::{handle_request, Caller, Request};
 use quota_core::{Config, MemStore, Timestamp};
-use rng::Rng;
 use serde_json::{json, Value};
 
-const users: [&str; 3] = ["ann", "bob", "cat"];
-/// ann and bob may charge the budget; cat may not.
-const members: [&str; 2] = ["ann", "bob"];
-const member_limit: i64 = 120;
-const ops_per_run: usize = 600;
-const runs: u64 = 20;
+use crate::lots::{Lots, Order};
+use crate::rng::Rng;
+use crate::{member_limit, members, users};
 
-fn config() -> Config {
-    Config::from_values(&json!({"custom": {"authMode": "github", "quota": {
-        "cpuRate": 1, "minimumToStart": 1, "defaultQuota": 0,
-        "budgets": {"lab": {"users": members, "memberLimit": member_limit}}}}}))
-    .expect("config")
-}
-
-/// Which grant a reference spends first: the engine's order, or a wrong one to see the test fail.
-#[derive(Clone, Copy, PartialEq)]
-enum Order {
-    SoonestFirst,
-    LatestFirst,
-}
-
-/// One account's credit as the reference keeps it.
-#[derive(Clone, Debug, Default)]
-struct Lots {
-    undated: i64,
-    /// grant id -> (remaining, expires at); spent or lapsed grants are removed.
-    grants: BTreeMap<i64, (i64, i64)>,
-}
-
-impl Lots {
-    fn live(&self, now: i64) -> i64 {
-        self.grants
-            .values()
-            .filter(|(_, at)| *at > now)
-            .map(|(r, _)| r)
-            .sum()
-    }
-    fn balance(&self, now: i64) -> i64 {
-        self.undated + self.live(now)
-    }
-    /// Due grants written off (the engine's settle before any write, or the sweep).
-    fn settle(&mut self, now: i64) {
-        self.grants.retain(|_, (_, at)| *at > now);
-    }
-    fn draw(&mut self, mut amount: i64, now: i64, order: Order) {
-        let mut live: Vec<(i64, i64)> = self
-            .grants
-            .iter()
-            .filter(|(_, (_, at))| *at > now)
-            .map(|(id, (_, at))| (*at, *id))
-            .collect();
-        live.sort();
-        if order == Order::LatestFirst {
-            live.reverse();
-        }
-        for (_, id) in live {
-            if amount == 0 {
-                break;
-            }
-            let g = self.grants.get_mut(&id).expect("grant");
-            let took = g.0.min(amount);
-            g.0 -= took;
-            amount -= took;
-            if g.0 == 0 {
-                self.grants.remove(&id);
-            }
-        }
-        self.undated -= amount;
-    }
-}
-
-struct Session {
-    user: String,
-    budget: bool,
-    start: i64,
-    est: i64,
-}
-
-struct World {
-    order: Order,
-    accounts: BTreeMap<String, Lots>,
-    next_grant: i64,
-    sessions: BTreeMap<i64, Session>,
-    /// (member, month start) -> credits charged to the budget.
-    spent: BTreeMap<(String, i64), i64>,
+thread_local! {
+    /// Each session's server name (the model's sessions leave it out).
+    pub static SERVERS: std::cell::RefCell<BTreeMap<i64, String>> = Default::default();
 }
 
 fn month_start(t: i64) -> i64 {
@@ -153,13 +63,29 @@ fn paths(account: &str) -> (String, String) {
     }
 }
 
+pub struct Session {
+    user: String,
+    budget: bool,
+    start: i64,
+    est: i64,
+}
+
+pub struct World {
+    pub order: Order,
+    pub accounts: BTreeMap<String, Lots>,
+    pub next_grant: i64,
+    pub sessions: BTreeMap<i64, Session>,
+    /// (member, month start) -> credits charged to the budget.
+    pub spent: BTreeMap<(String, i64), i64>,
+}
+
 impl World {
     fn lots(&mut self, account: &str) -> &mut Lots {
         self.accounts.entry(account.to_string()).or_default()
     }
 
     /// One random step; returns what it did, or the first difference from the engine.
-    fn step(
+    pub fn step(
         &mut self,
         rng: &mut Rng,
         cfg: &Config,
@@ -399,7 +325,7 @@ impl World {
     }
 
     /// Every account's balance and grants as the engine reads them, and its ledger's sum.
-    fn compare(&mut self, cfg: &Config, store: &mut MemStore, now: i64) -> Result<(), String> {
+    pub fn compare(&mut self, cfg: &Config, store: &mut MemStore, now: i64) -> Result<(), String> {
         for account in ["ann", "bob", "cat", "lab"] {
             let (_, read) = paths(account);
             let (st, v) = call(cfg, store, "GET", &read, Value::Null, now);
@@ -451,62 +377,4 @@ impl World {
         }
         Ok(())
     }
-}
-
-thread_local! {
-    /// Each session's server name (the model's sessions leave it out).
-    static SERVERS: std::cell::RefCell<BTreeMap<i64, String>> = Default::default();
-}
-
-fn run(seed: u64, order: Order) -> Result<(), String> {
-    SERVERS.with(|m| m.borrow_mut().clear());
-    let cfg = config();
-    let mut store = MemStore::new();
-    let mut rng = Rng(seed);
-    let mut world = World {
-        order,
-        accounts: BTreeMap::new(),
-        next_grant: 0,
-        sessions: BTreeMap::new(),
-        spent: BTreeMap::new(),
-    };
-    // 2026-11-30T20:00:00Z: the runs cross into December, a new month for the member limit.
-    let mut now: i64 = 1_796_068_800;
-    for step in 0..ops_per_run {
-        now += 60 * rng.below(40) as i64;
-        let what = world
-            .step(&mut rng, &cfg, &mut store, now)
-            .map_err(|e| format!("step {step}: {e}"))?;
-        world
-            .compare(&cfg, &mut store, now)
-            .map_err(|e| format!("step {step} ({what}): {e}"))?;
-    }
-    Ok(())
-}
-
-#[test]
-fn grants_budgets_and_limits_match_the_reference() {
-    let seeds: Vec<u64> = match std::env::var("QUOTA_CREDIT_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-    {
-        Some(s) => vec![s],
-        None => (0..runs).map(|i| 0xC0FF_EE00 + i).collect(),
-    };
-    for seed in &seeds {
-        if let Err(e) = run(*seed, Order::SoonestFirst) {
-            panic!("seed {seed} (replay: QUOTA_CREDIT_SEED={seed} cargo test -p quota-core --test credit_model)\n{e}");
-        }
-    }
-    println!(
-        "{} runs of {ops_per_run} operations matched the reference",
-        seeds.len()
-    );
-}
-
-#[test]
-fn a_reference_that_spends_the_latest_expiry_first_is_caught() {
-    let first = (0..runs).find(|i| run(0xC0FF_EE00 + i, Order::LatestFirst).is_err());
-    assert!(first.is_some(), "no run told the spending orders apart");
-    println!("run {} of {runs} caught the wrong spending order", first.unwrap_or(0) + 1);
 }
