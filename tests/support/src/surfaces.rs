@@ -56,13 +56,20 @@ const statuses: [u16; 10] = [200, 201, 202, 400, 401, 403, 404, 405, 409, 413];
 
 /// Every request over one in-memory store: no panic, a known status, a JSON body, an error body
 /// `{"error": "<non-empty>"}` (a 400's naming its field), nothing changed by a refused request (but the spawn refusal, which
-/// may record a first start and close an orphan), and the ledger reconciled
-/// (each amount = after - before, each balance = the sum of its user's amounts) after every one.
+/// may record a first start and close an orphan), and the ledger reconciled per account
+/// (each amount = after - before, each user's and each budget's balance = the sum of its amounts)
+/// after every one. The fixture has two budgets, so grants, budgets and the sweep are reached.
 pub fn handle_request(data: &[u8]) {
     let Ok(text) = std::str::from_utf8(data) else {
         return;
     };
-    let config = Config::from_values(&crate::fixture_values()).expect("the fixture values load");
+    // The fixture, with the budgets the scenarios charge (values-defined; others come over REST).
+    let mut values = crate::fixture_values();
+    values["custom"]["quota"]["budgets"] = serde_json::json!({
+        "course-101": {"users": ["teacher"], "groups": ["course-101"], "accelerators": ["cpu", "phx"], "memberLimit": 100},
+        "lab": {"users": ["ann"]}
+    });
+    let config = Config::from_values(&values).expect("the fixture values load");
     let mut store = MemStore::new();
     let mut now = Timestamp::parse("2026-11-22T10:00:00Z").expect("a timestamp");
     for part in text.split(request_separator).take(64) {
