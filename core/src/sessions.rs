@@ -172,6 +172,7 @@ pub fn close(
         resource_type: session.start.resource_type,
         sessions: 1,
         credits: cost,
+        budget: session.start.budget,
     });
     Ok(EndResult {
         session_id: session.id,
@@ -257,6 +258,7 @@ pub fn cleanup_stale(store: &mut dyn Store, now: Timestamp) -> Result<Vec<Cleane
             resource_type,
             sessions,
             credits: 0,
+            budget: None,
         });
     }
     Ok(cleaned)

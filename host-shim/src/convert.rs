@@ -302,6 +302,7 @@ pub fn event(e: api::Event) -> quota_core::events::Event {
             resource_type: s.resource_type,
             sessions: s.sessions,
             credits: s.credits,
+            budget: s.budget,
         },
         api::Event::Refreshed(r) => Event::Refreshed {
             rule_name: r.rule_name,

@@ -164,3 +164,29 @@ def test_without_the_hubs_ready_signal_a_stop_is_billed_not_free(tmp_path):
     asyncio.run(c.Spawner.post_stop_hook(spawner("dan")))
     with sqlite3.connect(db) as conn:
         assert [r[0] for r in conn.execute("SELECT status FROM sessions WHERE username = 'dan' ORDER BY id")] == ["completed", "failed"]
+
+
+def test_budget_balances_and_charges_are_counted_as_quota_hub_counts_them(tmp_path):
+    from prometheus_client import CollectorRegistry, generate_latest
+
+    from jupyterhub_quota.metrics import Metrics
+
+    values = {"custom": {"authMode": "github", "quota": {"cpuRate": 1, "minimumToStart": 1, "defaultQuota": 0,
+                                                          "budgets": {"lab": {"users": ["ann"]}, "course": {}}}}}
+    registry = CollectorRegistry()
+    metrics = Metrics(registry=registry)
+    engine = QuotaEngine(str(tmp_path / "q.db"), values)
+    engine.observer = metrics
+    admin, hub = Caller("admin", admin=True), Caller("hub", scopes=("quota:sessions",))
+    assert engine.handle_request("POST", "/admin/api/quota/budgets/lab", body='{"action":"set","amount":100}',
+                                 caller=admin, now=T0).status == 200
+    r = engine.handle_request("POST", "/api/quota/sessions", body='{"username":"ann","runtime_minutes":30,"budget":"lab"}',
+                              caller=hub, now=T0)
+    assert r.status == 201, r.body
+    sid = r.json()["session_id"]
+    assert engine.handle_request("POST", f"/api/quota/sessions/{sid}/end", body="{}", caller=hub, now=T0 + 600).status == 200
+    metrics.after_call(engine)
+    text = generate_latest(registry).decode()
+    assert 'quota_budget_credits_charged_total{budget="lab"} 10.0' in text, text
+    assert 'quota_budget_balance{budget="lab"} 90.0' in text and 'quota_budget_balance{budget="course"} 0.0' in text, text
+    engine.close()

@@ -91,11 +91,13 @@ pub fn event_out(e: quota_core::events::Event) -> crate::bindings::api::Event {
             resource_type,
             sessions,
             credits,
+            budget,
         } => w::Event::SessionsEnded(w::SessionsEndedEvent {
             status: status_out(status),
             resource_type,
             sessions,
             credits,
+            budget,
         }),
         Event::Refreshed {
             rule_name,
