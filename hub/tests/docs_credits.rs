@@ -64,12 +64,17 @@ fn the_course_example_runs_as_written() {
         outputs.push(out);
     }
     assert!(
-        outputs[1].contains("course-101  balance 2000 (0 reserved), 1 members, 300 per member a month  [values]"),
+        outputs[1]
+            .contains("course-101  balance 2000 (0 reserved), 1 members, 300 per member a month  [values]"),
         "{}",
         outputs[1]
     );
     let shown: serde_json::Value = serde_json::from_str(&outputs[4]).expect("JSON");
     assert_eq!(shown["grants"][0]["remaining"], 2000, "{shown}");
-    assert_eq!(shown["members"].as_array().map(Vec::len), Some(4), "the teacher and the three students");
+    assert_eq!(
+        shown["members"].as_array().map(Vec::len),
+        Some(4),
+        "the teacher and the three students"
+    );
     assert_eq!(shown["recent_transactions"][0]["description"], "Winter term");
 }

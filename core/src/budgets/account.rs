@@ -113,15 +113,21 @@ pub fn account(
 
 /// A budget's balance as of now, and what its running sessions hold (thousandths).
 pub fn balance_and_held(store: &mut dyn Store, name: &str, now: Timestamp) -> Result<(i64, i64), QuotaError> {
-    let stored = store.get_budget(name)?.map_or(0, |r| r.balance);
+    let row = store.get_budget(name)?;
+    balance_and_held_of(store, row.as_ref(), name, now)
+}
+
+/// [`balance_and_held`] with the budget's row read already (the gate's, locked).
+pub fn balance_and_held_of(
+    store: &mut dyn Store,
+    row: Option<&BudgetRow>,
+    name: &str,
+    now: Timestamp,
+) -> Result<(i64, i64), QuotaError> {
+    let stored = row.map_or(0, |r| r.balance);
     let grants = store.account_grants(&AccountKey::Budget(name.to_string()))?;
     let balance = lots::balance_at(stored, &grants, now);
-    let held = store
-        .budget_sessions(name)?
-        .iter()
-        .filter(|s| s.billable)
-        .map(|s| s.estimated_cost.raw())
-        .sum();
+    let held = store.budget_held(name, None)?;
     Ok((balance, held))
 }
 
@@ -146,11 +152,6 @@ pub fn member_month(
         .into_iter()
         .map(|(_, c)| c)
         .sum();
-    let reserved = store
-        .budget_sessions(name)?
-        .iter()
-        .filter(|s| s.billable && s.username == username)
-        .map(|s| s.estimated_cost.raw())
-        .sum();
+    let reserved = store.budget_held(name, Some(username))?;
     Ok((spent, reserved))
 }

@@ -5,7 +5,7 @@
 
 use std::collections::BTreeSet;
 
-use super::account::{balance_and_held, member_month, Budget};
+use super::account::{balance_and_held_of, member_month, Budget};
 use crate::config::Config;
 use crate::error::QuotaError;
 use crate::milli::Milli;
@@ -62,8 +62,8 @@ pub fn check_start(
         ))));
     }
     // The budget's row locked first: its reservations and this check are one serialized step.
-    store.lock_budget(name)?;
-    let (balance, held) = balance_and_held(store, name, now)?;
+    let row = store.lock_budget(name)?;
+    let (balance, held) = balance_and_held_of(store, row.as_ref(), name, now)?;
     let available = i128::from(balance) * 1000 - i128::from(held);
     let needed = i128::from(s.estimated_cost.raw()).max(i128::from(config.minimum_to_start.raw()));
     let cost = s.estimated_cost;

@@ -147,6 +147,16 @@ pub trait Store {
     fn record_budget_change(&mut self, change: &BudgetChange) -> Result<(), StoreError>;
     /// The active sessions charging `budget`, by id.
     fn budget_sessions(&mut self, budget: &str) -> Result<Vec<Session>, StoreError>;
+    /// What the billable active sessions charging `budget` hold (thousandths), only `username`'s
+    /// when given: the gate's one read of a budget's reservations, however many are running.
+    fn budget_held(&mut self, budget: &str, username: Option<&str>) -> Result<i64, StoreError> {
+        Ok(self
+            .budget_sessions(budget)?
+            .iter()
+            .filter(|s| s.billable && username.is_none_or(|u| s.username == u))
+            .map(|s| s.estimated_cost.raw())
+            .sum())
+    }
     /// The credits each member charged `budget` (its `usage` transactions) with `created_at >=
     /// since`, by username; only `username`'s when given.
     fn budget_spent(

@@ -65,6 +65,7 @@ pub fn back_to_schema_5(db: &mut dyn Database) {
     for sql in [
         "DROP INDEX transactions_by_budget",
         "DROP INDEX sessions_active_by_budget",
+        "DROP INDEX transactions_by_budget_member",
         "ALTER TABLE transactions DROP COLUMN budget",
         "ALTER TABLE transactions DROP COLUMN expires_at",
         "ALTER TABLE sessions DROP COLUMN budget",

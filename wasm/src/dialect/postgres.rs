@@ -105,6 +105,7 @@ const postgres_create: &[&str] = &[
     postgres_budget_tables[4],
     postgres_budget_tables[5],
     postgres_budget_tables[6],
+    postgres_budget_tables[7],
     "COMMENT ON TABLE users IS 'quota-engine schema 6'",
 ];
 
@@ -183,7 +184,7 @@ const postgres_grants_tables: [&str; 3] = [
 ];
 
 /// Schema 6's budgets (see the SQLite dialect).
-const postgres_budget_tables: [&str; 7] = [
+const postgres_budget_tables: [&str; 8] = [
     concat!(
         "CREATE TABLE IF NOT EXISTS budgets (name ",
         pg_text!(),
@@ -204,6 +205,9 @@ const postgres_budget_tables: [&str; 7] = [
      WHERE budget IS NOT NULL",
     "CREATE INDEX IF NOT EXISTS sessions_active_by_budget ON sessions (budget)
      WHERE status = 'active' AND budget IS NOT NULL",
+    // A member's month on a budget (the gate's limit check) reads only that member's rows.
+    "CREATE INDEX IF NOT EXISTS transactions_by_budget_member ON transactions (budget, username, created_at)
+     WHERE budget IS NOT NULL",
     concat!(
         "CREATE TABLE IF NOT EXISTS budget_usage_days (budget ",
         pg_text!(),
@@ -227,6 +231,7 @@ const postgres_from_5: &[&str] = &[
     postgres_budget_tables[4],
     postgres_budget_tables[5],
     postgres_budget_tables[6],
+    postgres_budget_tables[7],
     "COMMENT ON TABLE users IS 'quota-engine schema 6'",
 ];
 
@@ -410,6 +415,8 @@ pub const postgres: Dialect = Dialect {
         session_columns!(),
         " FROM sessions WHERE budget = $1 AND status = 'active' ORDER BY id"
     ),
+    budget_held: "SELECT COALESCE(SUM(estimated_cost_milli), 0)::bigint FROM sessions WHERE budget = $1
+         AND status = 'active' AND billable = 1 AND ($2::text IS NULL OR username = $2)",
     budget_spent: "SELECT username, (-SUM(amount))::bigint FROM transactions WHERE budget = $1
          AND transaction_type = 'usage' AND created_at >= $2 AND ($3::text IS NULL OR username = $3)
          GROUP BY username ORDER BY username",

@@ -106,7 +106,7 @@ const sqlite_grants_tables: [&str; 3] = [
 /// Schema 6's budgets: each budget's row (its balance; its definition when made over REST), the
 /// budget and grant expiry of a transaction and the budget of a session (null: personal), and the
 /// budgets' running usage sums by member.
-const sqlite_budget_tables: [&str; 7] = [
+const sqlite_budget_tables: [&str; 8] = [
     "CREATE TABLE IF NOT EXISTS budgets (
         name TEXT PRIMARY KEY,
         balance INTEGER NOT NULL,
@@ -120,6 +120,9 @@ const sqlite_budget_tables: [&str; 7] = [
      WHERE budget IS NOT NULL",
     "CREATE INDEX IF NOT EXISTS sessions_active_by_budget ON sessions (budget)
      WHERE status = 'active' AND budget IS NOT NULL",
+    // A member's month on a budget (the gate's limit check) reads only that member's rows.
+    "CREATE INDEX IF NOT EXISTS transactions_by_budget_member ON transactions (budget, username, created_at)
+     WHERE budget IS NOT NULL",
     "CREATE TABLE IF NOT EXISTS budget_usage_days (
         budget TEXT NOT NULL,
         username TEXT NOT NULL,
@@ -167,6 +170,7 @@ const sqlite_create: &[&str] = &[
     sqlite_budget_tables[4],
     sqlite_budget_tables[5],
     sqlite_budget_tables[6],
+    sqlite_budget_tables[7],
     "PRAGMA user_version = 6",
 ];
 
@@ -182,6 +186,7 @@ const sqlite_from_5: &[&str] = &[
     sqlite_budget_tables[4],
     sqlite_budget_tables[5],
     sqlite_budget_tables[6],
+    sqlite_budget_tables[7],
     "PRAGMA user_version = 6",
 ];
 
@@ -398,6 +403,8 @@ pub const sqlite: Dialect = Dialect {
         session_columns!(),
         " FROM sessions WHERE budget = ?1 AND status = 'active' ORDER BY id"
     ),
+    budget_held: "SELECT COALESCE(SUM(estimated_cost_milli), 0) FROM sessions WHERE budget = ?1
+         AND status = 'active' AND billable = 1 AND (?2 IS NULL OR username = ?2)",
     budget_spent: "SELECT username, -SUM(amount) FROM transactions WHERE budget = ?1
          AND transaction_type = 'usage' AND created_at >= ?2 AND (?3 IS NULL OR username = ?3)
          GROUP BY username ORDER BY username",

@@ -97,6 +97,9 @@ pub struct Dialect {
     pub budgets: &'static str,
     /// The active sessions charging budget `?1`.
     pub budget_sessions: &'static str,
+    /// One integer: what the billable active sessions charging `?1` hold, only user `?2`'s when
+    /// not null.
+    pub budget_held: &'static str,
     /// (username, credits) of budget `?1`'s usage since `?2`, only user `?3`'s when not null.
     pub budget_spent: &'static str,
     /// Budget `?1`'s newest transactions, at most `?2`.

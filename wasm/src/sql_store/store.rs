@@ -471,6 +471,14 @@ impl Store for SqlStore {
         all(query(self.d.budget_sessions, Params::new().text(name))?, session)
     }
 
+    fn budget_held(&mut self, name: &str, username: Option<&str>) -> Result<i64, StoreError> {
+        let rows = query(self.d.budget_held, Params::new().text(name).opt_text(username))?;
+        rows.first()
+            .and_then(|r| r.first())
+            .and_then(Cell::as_int)
+            .ok_or_else(|| StoreError("budget_held returned no sum".into()))
+    }
+
     fn budget_spent(
         &mut self,
         name: &str,
