@@ -19,6 +19,7 @@ const VALUES = {
       minimumToStart: 5,
       defaultQuota: 0,
       refreshRules: { weekly: { enabled: true, schedule: '0 6 * * 1', action: 'add', amount: 100, maxBalance: 2000 } },
+      budgets: { lab: { description: 'the lab', users: ['ann'], memberLimit: 500 } },
     },
     accelerators: { gpu: { displayName: 'GPU A', description: 'a GPU', nodeSelector: { accel: 'gpu' }, quotaRate: 3 } },
   },
@@ -52,6 +53,12 @@ before(async () => {
     assert.equal(end.status, 200, JSON.stringify(end));
   }
   await session('ann', 'gpu', 60);
+  // Credit that lapses in 30 days, and a budget ann may charge.
+  const lapses = new Date(Date.now() + 30 * 86_400_000).toISOString().replace(/\.\d+Z$/, 'Z');
+  const grant = await hub.call('POST', '/admin/api/quota/users/ann', { action: 'add', amount: 25, expires_at: lapses });
+  assert.equal(grant.status, 200, JSON.stringify(grant));
+  const funded = await hub.call('POST', '/admin/api/quota/budgets/lab', { action: 'set', amount: 300 });
+  assert.equal(funded.status, 200, JSON.stringify(funded));
   browser = await launchBrowser();
 });
 
@@ -119,8 +126,16 @@ test('the user page: balance, next top-up, lasts, running server, chart = table 
   const running = await page.$$eval('#running tbody tr', (rows) => rows.map((r) => [...r.cells].map((c) => c.textContent)));
   assert.equal(running.length, 1);
   assert.equal(running[0][1], 'GPU A');
+  assert.equal(running[0][2], 'my credits');
   const mine = (await hub.call('GET', '/api/quota/me/sessions', undefined, annToken)).json.sessions.find((s) => s.status === 'active');
-  assert.equal(running[0][4], mine.ends_at.replace('T', ' '), 'the auto-stop time');
+  assert.equal(running[0][5], mine.ends_at.replace('T', ' '), 'the auto-stop time');
+
+  // The credit that lapses, and the budget ann may charge, as /api/quota/me says.
+  assert.equal(await page.locator('#expiring').textContent(), `25 credits expire on ${me.expiring_next.expires_at.replace('T', ' ')} UTC.`);
+  const grants = await page.$$eval('#grants tbody tr', (rows) => rows.map((r) => [...r.cells].map((c) => c.textContent)));
+  assert.deepEqual(grants, me.grants.map((g) => [g.granted_at.replace('T', ' '), String(g.amount), String(g.remaining), g.expires_at.replace('T', ' ')]));
+  const budgets = await page.$$eval('#budgets tbody tr', (rows) => rows.map((r) => [...r.cells].map((c) => c.textContent)));
+  assert.deepEqual(budgets, [['lab: the lab', '300', '300', '0', '500', '']]);
 
   // The chart, the table and the API agree, bar by bar; only ann's usage is there.
   const usage = (await hub.call('GET', '/api/quota/me/usage', undefined, annToken)).json;
