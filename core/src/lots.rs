@@ -85,11 +85,15 @@ pub fn parse_expires_after(field: &str, text: &str) -> Result<i64, QuotaError> {
             ),
         )
     };
-    let (digits, unit) = text.split_at(text.len().saturating_sub(1));
+    // The unit is the last character (not byte: the text is anyone's).
+    let Some(unit) = text.chars().last() else {
+        return Err(bad());
+    };
+    let digits = &text[..text.len() - unit.len_utf8()];
     let unit_seconds = match unit {
-        "m" => 60,
-        "h" => 3600,
-        "d" => 86_400,
+        'm' => 60,
+        'h' => 3600,
+        'd' => 86_400,
         _ => return Err(bad()),
     };
     if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) || digits.len() > 9 {
@@ -202,6 +206,9 @@ mod tests {
             "1.5h",
             " 7d",
             "99999999999d",
+            "ӛ",
+            "7ӛ",
+            "ӛd",
         ] {
             let e = parse_expires_after("targets.expiresAfter", bad).unwrap_err();
             assert!(e.to_string().contains("expiresAfter"), "{bad}: {e}");
