@@ -217,3 +217,51 @@ test('the admin usage view: chart = table = API, top users and resources, the CS
   assert.deepEqual(errors, []);
   await page.close();
 });
+
+test('the admin Budgets view: the list, the grants and members of a budget, a dated add; the grants of a user beside their ledger', async () => {
+  const { page, errors } = await newPage();
+  await page.goto(`${hub.url}/admin/users`);
+  await page.getByRole('textbox', { name: 'API token' }).fill(hub.admin);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.waitForFunction(() => window.quotaPage.state === 'ready');
+  await page.getByRole('button', { name: 'Budgets' }).click();
+  await page.waitForFunction(() => window.quotaPage.budgets?.state === 'ready');
+  const list = await page.$$eval('#b-list tbody tr', (rows) => rows.map((r) => [...r.cells].slice(0, 8).map((c) => c.textContent)));
+  assert.deepEqual(list, [['lab', 'the lab', '300', '0', '1', '500', 'all', 'values']]);
+
+  await page.getByRole('button', { name: 'Details of budget lab' }).click();
+  await page.waitForFunction(() => window.quotaPage.budgets?.shown === 'lab');
+  assert.equal(await page.locator('#b-title').textContent(), 'Budget lab: balance 300, 0 reserved');
+  const members = await page.$$eval('#b-members tbody tr', (rows) => rows.map((r) => [...r.cells].map((c) => c.textContent)));
+  assert.deepEqual(members, [['ann', '0', '0']]);
+
+  // A dated add: a grant appears with its expiry, and the balance follows.
+  const lapses = new Date(Date.now() + 10 * 86_400_000).toISOString().slice(0, 16);
+  await page.locator('#b-action').selectOption('add');
+  await page.locator('#b-amount').fill('50');
+  await page.locator('#b-expires').fill(lapses);
+  await page.getByRole('button', { name: 'Apply' }).click();
+  await page.waitForFunction(() => window.quotaPage.budgets?.balance === 350);
+  const grants = await page.$$eval('#b-grants tbody tr', (rows) => rows.map((r) => [...r.cells].slice(2).map((c) => c.textContent)));
+  assert.deepEqual(grants, [['50', '50', `${lapses.replace('T', ' ')}:00`]]);
+  const detail = (await hub.call('GET', '/admin/api/quota/budgets/lab')).json;
+  assert.equal(detail.balance, 350);
+  assert.equal(detail.recent_transactions[0].expires_at, `${lapses}:00`);
+
+  // A bad amount is refused before any request, naming the field.
+  await page.locator('#b-amount').fill('ten');
+  await page.getByRole('button', { name: 'Apply' }).click();
+  await page.getByRole('alert').filter({ hasText: 'amount: a whole number of credits' }).waitFor();
+
+  // ann's ledger shows her credit that lapses.
+  await page.getByRole('button', { name: 'Close' }).first().click();
+  await page.locator('#users button.ledger').first().click();
+  await page.locator('#ledger-grants tbody tr').first().waitFor();
+  const mine = (await hub.call('GET', '/admin/api/quota/users/ann')).json.grants;
+  assert.equal(await page.locator('#ledger-grants tbody tr').count(), mine.length);
+
+  await page.screenshot({ path: screenshotPath('admin-budgets.png'), fullPage: true });
+  assert.deepEqual(await page.evaluate(() => window.cspViolations), [], 'the page keeps its CSP');
+  assert.deepEqual(errors, []);
+  await page.close();
+});
