@@ -118,48 +118,85 @@ pub fn drop_all(store: &mut dyn Store, live: &[Grant]) -> Result<(), QuotaError>
     Ok(())
 }
 
-/// What a sweep wrote off.
+/// What a sweep wrote off; a sweep in chunks also says whether more accounts remain.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
 pub struct Swept {
     pub grants_expired: u64,
     pub credits_expired: i64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub more: Option<bool>,
 }
 
-/// Accounts read per page of a sweep.
-const sweep_page_accounts: usize = 1000;
+/// Grants written off per page of a sweep: one read of the grants, one of their users, one bulk
+/// write of the `expire` rows and one of the grants.
+const sweep_page_grants: usize = 1000;
 
 /// Writes every expiry due by `now` (`POST .../expire`): each account's `expire` transactions, as
-/// its next write would. Running it again writes nothing.
-pub fn sweep(store: &mut dyn Store, now: Timestamp) -> Result<Swept, QuotaError> {
+/// its next write would. Running it again writes nothing. With `limit`, at most that many grants,
+/// and `more` says whether others are still due (the caller commits and calls again: the sweep
+/// resumes from what is still due).
+pub fn sweep(store: &mut dyn Store, now: Timestamp, limit: Option<usize>) -> Result<Swept, QuotaError> {
     let mut out = Swept::default();
-    loop {
-        let accounts = store.accounts_with_due_grants(now, sweep_page_accounts)?;
-        let mut written = 0;
-        for key in &accounts {
-            let mut account: Box<dyn Account> = match key {
-                AccountKey::User(name) => match store.get_user(name)? {
-                    Some(u) => Box::new(u),
-                    None => continue,
-                },
-                AccountKey::Budget(name) => match store.get_budget(name)? {
-                    Some(row) => Box::new(BudgetAccount {
-                        row,
-                        member: String::new(),
-                    }),
-                    None => continue,
-                },
-            };
-            let grants = store.account_grants(key)?;
-            for g in lots::due(&grants, now) {
-                out.grants_expired += 1;
-                out.credits_expired += g.remaining;
-            }
-            settle_with(store, account.as_mut(), grants, now)?;
-            written += 1;
+    let mut done = 0usize;
+    // Budgets first (few accounts), each through its own settle.
+    for name in store.due_budgets(now)? {
+        let key = AccountKey::Budget(name.clone());
+        let Some(row) = store.get_budget(&name)? else {
+            continue;
+        };
+        let mut account = BudgetAccount {
+            row,
+            member: String::new(),
+        };
+        let grants = store.account_grants(&key)?;
+        for g in lots::due(&grants, now) {
+            out.grants_expired += 1;
+            out.credits_expired += g.remaining;
+            done += 1;
         }
-        if written == 0 || accounts.len() < sweep_page_accounts {
+        settle_with(store, &mut account, grants, now)?;
+    }
+    // Users a page of grants at a time, set-based.
+    loop {
+        let page = match limit {
+            Some(l) => l.saturating_sub(done).min(sweep_page_grants),
+            None => sweep_page_grants,
+        };
+        if page == 0 {
+            out.more = Some(!store.due_user_grants(now, 1)?.is_empty());
             return Ok(out);
         }
+        let due = store.due_user_grants(now, page)?;
+        if due.is_empty() {
+            if limit.is_some() {
+                out.more = Some(false);
+            }
+            return Ok(out);
+        }
+        let mut names: Vec<String> = due.iter().map(|(u, _)| u.clone()).collect();
+        names.sort_unstable();
+        names.dedup();
+        let mut users: std::collections::BTreeMap<String, UserRecord> = store
+            .users_named(&names)?
+            .into_iter()
+            .map(|u| (u.username.clone(), u))
+            .collect();
+        let mut changes = Vec::with_capacity(due.len());
+        let mut ids = Vec::with_capacity(due.len());
+        for (name, g) in &due {
+            ids.push(g.grant_id);
+            // A grant whose user has no row (never written by the engine) holds nothing to write.
+            let Some(user) = users.get_mut(name) else { continue };
+            let after =
+                ledger::checked_balance(i128::from(user.balance) - i128::from(g.remaining), "an expiry")?;
+            let entry = Entry::of(TransactionType::Expire, expire_description(g.grant_id));
+            changes.push(ledger::change(user, after, entry, g.expires_at));
+            out.grants_expired += 1;
+            out.credits_expired += g.remaining;
+        }
+        store.record_changes(&changes)?;
+        store.zero_grants(&ids)?;
+        done += due.len();
     }
 }
 

@@ -212,10 +212,10 @@ fn the_sweep_writes_off_every_due_grant_once() {
         admin_update(&mut s, &req, "root", t0).unwrap();
     }
     let now = t0.plus_seconds(4 * day);
-    let swept = quota_core::grants::sweep(&mut s, now).unwrap();
+    let swept = quota_core::grants::sweep(&mut s, now, None).unwrap();
     assert_eq!((swept.grants_expired, swept.credits_expired), (3, 35));
     assert_eq!(
-        quota_core::grants::sweep(&mut s, now).unwrap(),
+        quota_core::grants::sweep(&mut s, now, None).unwrap(),
         Default::default(),
         "again: nothing"
     );
@@ -241,4 +241,41 @@ fn the_sweep_writes_off_every_due_grant_once() {
             u.username
         );
     }
+}
+
+#[test]
+fn a_sweep_in_chunks_writes_what_one_call_writes_and_says_when_it_is_done() {
+    let make = || {
+        let mut s = MemStore::new();
+        for i in 0..5 {
+            let req = AdminRequest {
+                username: format!("u{i}"),
+                action: AdminAction::Add(10 + i),
+                description: None,
+                expires_at: Some(t0.plus_seconds(day)),
+            };
+            admin_update(&mut s, &req, "root", t0).unwrap();
+        }
+        s
+    };
+    let now = t0.plus_seconds(2 * day);
+    let mut whole = make();
+    let all = quota_core::grants::sweep(&mut whole, now, None).unwrap();
+    let mut chunked = make();
+    let (mut grants, mut credits, mut calls) = (0, 0, 0);
+    loop {
+        let step = quota_core::grants::sweep(&mut chunked, now, Some(2)).unwrap();
+        calls += 1;
+        grants += step.grants_expired;
+        credits += step.credits_expired;
+        if step.more != Some(true) {
+            break;
+        }
+    }
+    assert_eq!((grants, credits), (all.grants_expired, all.credits_expired));
+    assert_eq!(calls, 3, "5 accounts, 2 a call");
+    assert_eq!(
+        chunked.transactions, whole.transactions,
+        "the same rows, in the same order"
+    );
 }

@@ -164,9 +164,13 @@ fn cleanup(c: &mut Call<'_>) -> Result<Response, QuotaError> {
 /// The sweep: every expiry due by now written off, each dated at its expiry.
 fn expire(c: &mut Call<'_>) -> Result<Response, QuotaError> {
     no_query(&c.query)?;
-    let f = Fields::new("", Some(&c.body), true);
+    let mut f = Fields::new("", Some(&c.body), true);
+    // `{"in_chunks": true}`: at most one chunk of accounts per call (each call its own
+    // transaction, so locks are held briefly), the answer saying whether `more` remain.
+    let in_chunks = f.opt_bool("in_chunks").unwrap_or(false);
     first_problem(f.finish())?;
-    Ok(Response::json(200, &crate::grants::sweep(c.store, c.now)?))
+    let limit = in_chunks.then_some(limits::sweep_chunk_grants);
+    Ok(Response::json(200, &crate::grants::sweep(c.store, c.now, limit)?))
 }
 
 fn ledger(c: &mut Call<'_>) -> Result<Response, QuotaError> {

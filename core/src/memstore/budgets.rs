@@ -89,6 +89,20 @@ impl MemStore {
             .collect()
     }
 
+    pub(super) fn due_user_grants_page(&self, now: Timestamp, limit: usize) -> Vec<(String, Grant)> {
+        let mut out: Vec<(String, Grant)> = self
+            .grants
+            .values()
+            .filter_map(|(a, g)| match a {
+                AccountKey::User(u) if g.due_at(now) => Some((u.clone(), g.clone())),
+                _ => None,
+            })
+            .collect();
+        out.sort_by_key(|(_, g)| (g.expires_at, g.grant_id));
+        out.truncate(limit);
+        out
+    }
+
     pub(super) fn user_grants_in(&self, first: &str, last: &str) -> Vec<(String, Grant)> {
         let mut out: Vec<(String, Grant)> = self
             .grants

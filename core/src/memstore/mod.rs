@@ -317,6 +317,29 @@ impl Store for MemStore {
         Ok(())
     }
 
+    fn due_user_grants(&mut self, now: Timestamp, limit: usize) -> Result<Vec<(String, Grant)>, StoreError> {
+        Ok(self.due_user_grants_page(now, limit))
+    }
+
+    fn due_budgets(&mut self, now: Timestamp) -> Result<Vec<String>, StoreError> {
+        let due: std::collections::BTreeSet<String> = self
+            .grants
+            .values()
+            .filter_map(|(a, g)| match a {
+                AccountKey::Budget(b) if g.due_at(now) => Some(b.clone()),
+                _ => None,
+            })
+            .collect();
+        Ok(due.into_iter().collect())
+    }
+
+    fn users_named(&mut self, names: &[String]) -> Result<Vec<UserRecord>, StoreError> {
+        let mut names = names.to_vec();
+        names.sort();
+        names.dedup();
+        Ok(names.iter().filter_map(|n| self.users.get(n).cloned()).collect())
+    }
+
     fn user_grants_between(&mut self, first: &str, last: &str) -> Result<Vec<(String, Grant)>, StoreError> {
         Ok(self.user_grants_in(first, last))
     }

@@ -179,6 +179,18 @@ pub trait Store {
         last: i64,
         budget: Option<&str>,
     ) -> Result<Vec<BudgetUsage>, StoreError>;
+    /// The budgets holding a grant due by `now` (credit left), by name.
+    fn due_budgets(&mut self, now: Timestamp) -> Result<Vec<String>, StoreError>;
+    /// Up to `limit` personal grants due by `now` with credit left, by expiry, then id: a page of
+    /// the sweep, written off together.
+    fn due_user_grants(&mut self, now: Timestamp, limit: usize) -> Result<Vec<(String, Grant)>, StoreError>;
+    /// The records of these users (those that exist), by username.
+    fn users_named(&mut self, names: &[String]) -> Result<Vec<UserRecord>, StoreError>;
+    /// Sets these grants' remaining credit to 0 (written off), in one write.
+    fn zero_grants(&mut self, ids: &[i64]) -> Result<(), StoreError> {
+        let zero: Vec<(i64, i64)> = ids.iter().map(|id| (*id, 0)).collect();
+        self.set_grants_remaining(&zero)
+    }
     /// The personal grants holding credit (`remaining > 0`) of the users from `first` to `last`
     /// (both included), by username, then grant id: what a refresh page needs of its users' lots.
     fn user_grants_between(&mut self, first: &str, last: &str) -> Result<Vec<(String, Grant)>, StoreError>;

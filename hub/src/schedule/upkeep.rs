@@ -148,35 +148,40 @@ fn sweeper() -> quota_core::Caller {
     }
 }
 
-/// Writes every expiry due now (`POST .../admin/api/quota/expire`), logging what it wrote off.
+/// Writes every expiry due now (`POST .../admin/api/quota/expire` in chunks, each its own
+/// transaction, so writers never wait long behind it), logging what it wrote off.
 pub async fn sweep(app: &Arc<App>) -> Result<(), String> {
     let now = app.clock.now();
-    let r = app
-        .pool
-        .run(Kind::Write, move |w| {
-            let caller = sweeper();
-            let req = quota_core::Request {
-                method: "POST",
-                path: "/admin/api/quota/expire",
-                query: "",
-                body: "",
-                caller: Some(&caller),
-            };
-            w.handle_request(&req, now)
-        })
-        .await
-        .map_err(|e| e.to_string())?
-        .map_err(|e| e.to_string())?;
-    if r.status != 200 {
-        return Err(format!("{} {}", r.status, r.body));
+    let (mut grants, mut credits) = (0u64, 0i64);
+    loop {
+        let r = app
+            .pool
+            .run(Kind::Write, move |w| {
+                let caller = sweeper();
+                let req = quota_core::Request {
+                    method: "POST",
+                    path: "/admin/api/quota/expire",
+                    query: "",
+                    body: r#"{"in_chunks": true}"#,
+                    caller: Some(&caller),
+                };
+                w.handle_request(&req, now)
+            })
+            .await
+            .map_err(|e| e.to_string())?
+            .map_err(|e| e.to_string())?;
+        if r.status != 200 {
+            return Err(format!("{} {}", r.status, r.body));
+        }
+        let swept: serde_json::Value = serde_json::from_str(&r.body).map_err(|e| e.to_string())?;
+        grants += swept["grants_expired"].as_u64().unwrap_or(0);
+        credits += swept["credits_expired"].as_i64().unwrap_or(0);
+        if swept["more"] != true {
+            break;
+        }
     }
-    let swept: serde_json::Value = serde_json::from_str(&r.body).map_err(|e| e.to_string())?;
-    let n = swept["grants_expired"].as_u64().unwrap_or(0);
-    if n > 0 {
-        info!(
-            "expired {n} grant(s): {} credits written off",
-            swept["credits_expired"]
-        );
+    if grants > 0 {
+        info!("expired {grants} grant(s): {credits} credits written off");
     }
     Ok(())
 }

@@ -106,17 +106,24 @@ class Scheduler:
         self.tasks.append(asyncio.ensure_future(self._sweep_forever()))
 
     async def sweep(self, now: Optional[int] = None) -> dict:
-        """Writes every expiry due now (``POST .../admin/api/quota/expire``); what it wrote off."""
+        """Writes every expiry due now (``POST .../admin/api/quota/expire`` in chunks, each its own
+        transaction, so the hub's writes never wait long behind it); what it wrote off."""
         at = int(self.clock()) if now is None else now
-        r = await self.service.run(
-            lambda e: e.handle_request("POST", "/admin/api/quota/expire", "", "", SWEEPER, at)
-        )
-        if r.status != 200:
-            raise RuntimeError(f"{r.status} {r.body}")
-        swept = r.json()
-        if swept.get("grants_expired"):
-            log.info("quota: expired %s grant(s): %s credits written off", swept["grants_expired"], swept["credits_expired"])
-        return swept
+        total = {"grants_expired": 0, "credits_expired": 0}
+        while True:
+            r = await self.service.run(
+                lambda e: e.handle_request("POST", "/admin/api/quota/expire", "", '{"in_chunks":true}', SWEEPER, at)
+            )
+            if r.status != 200:
+                raise RuntimeError(f"{r.status} {r.body}")
+            swept = r.json()
+            total["grants_expired"] += swept["grants_expired"]
+            total["credits_expired"] += swept["credits_expired"]
+            if not swept.get("more"):
+                break
+        if total["grants_expired"]:
+            log.info("quota: expired %s grant(s): %s credits written off", total["grants_expired"], total["credits_expired"])
+        return total
 
     async def _sweep_forever(self) -> None:
         while True:

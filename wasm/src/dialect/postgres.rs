@@ -388,11 +388,23 @@ pub const postgres: Dialect = Dialect {
     insert_grant: "INSERT INTO grants (username, budget, amount, remaining, granted_at, expires_at)
          VALUES ($1, $2, $3, $3, $4, $5) RETURNING grant_id",
     set_grant_remaining: "UPDATE grants SET remaining = $2 WHERE grant_id = $1",
+    // Budgets' grants have an empty username: the held index finds them without the users' grants.
+    due_budgets: "SELECT DISTINCT budget FROM grants WHERE username = '' AND budget <> '' AND remaining > 0
+         AND expires_at <= $1 ORDER BY budget",
     due_grant_accounts: "SELECT username, budget FROM grants WHERE remaining > 0 AND expires_at <= $1
          GROUP BY username, budget ORDER BY budget <> '', username, budget LIMIT $2",
     due_user_credit_between: "SELECT username, SUM(remaining)::bigint FROM grants WHERE budget = ''
          AND remaining > 0 AND expires_at <= $3 AND username >= $1 AND username <= $2 GROUP BY username
          ORDER BY username",
+    due_user_grants: "SELECT username, grant_id, amount, remaining, granted_at, expires_at FROM grants
+         WHERE budget = '' AND remaining > 0 AND expires_at <= $1 ORDER BY expires_at, grant_id LIMIT $2",
+    users_named: concat!(
+        "SELECT ",
+        user_columns!(),
+        " FROM users WHERE username = ANY (ARRAY(SELECT jsonb_array_elements_text($1::text::jsonb))) ORDER BY username"
+    ),
+    zero_grants: "UPDATE grants SET remaining = 0
+         WHERE grant_id = ANY (ARRAY(SELECT (jsonb_array_elements_text($1::text::jsonb))::bigint))",
     user_grants_between: "SELECT username, grant_id, amount, remaining, granted_at, expires_at FROM grants
          WHERE budget = '' AND remaining > 0 AND username >= $1 AND username <= $2
          ORDER BY username, grant_id",

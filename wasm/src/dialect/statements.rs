@@ -77,10 +77,19 @@ pub struct Dialect {
     pub insert_grant: &'static str,
     /// (grant id, remaining).
     pub set_grant_remaining: &'static str,
+    /// The budgets with a grant due by `?1`, by name.
+    pub due_budgets: &'static str,
     /// (username, budget) of accounts with a grant due by `?1`, users first, at most `?2`.
     pub due_grant_accounts: &'static str,
     /// (username, credit due) of users from `?1` to `?2` with personal grants due by `?3`.
     pub due_user_credit_between: &'static str,
+    /// (username, grant id, amount, remaining, granted at, expires at) of up to `?2` personal
+    /// grants due by `?1` with credit left, by expiry, then id (the due index's own order).
+    pub due_user_grants: &'static str,
+    /// The users named in `?1` (a JSON list of names).
+    pub users_named: &'static str,
+    /// Sets the remaining credit of the grants in `?1` (a JSON list of ids) to 0.
+    pub zero_grants: &'static str,
     /// (username, grant id, amount, remaining, granted at, expires at) of the personal grants
     /// holding credit of the users from `?1` to `?2`.
     pub user_grants_between: &'static str,

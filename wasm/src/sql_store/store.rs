@@ -428,6 +428,29 @@ impl Store for SqlStore {
         all(query(self.d.due_grant_accounts, p)?, account)
     }
 
+    fn due_user_grants(&mut self, now: Timestamp, n: usize) -> Result<Vec<(String, Grant)>, StoreError> {
+        let p = Params::new().int(now.seconds())?.int(limit(n))?;
+        all(query(self.d.due_user_grants, p)?, named_grant)
+    }
+
+    fn due_budgets(&mut self, now: Timestamp) -> Result<Vec<String>, StoreError> {
+        let rows = query(self.d.due_budgets, Params::new().int(now.seconds())?)?;
+        all(rows, |r| Columns::new(r, "grants", 1)?.text(0))
+    }
+
+    fn users_named(&mut self, names: &[String]) -> Result<Vec<UserRecord>, StoreError> {
+        let list = serde_json::to_string(names).map_err(|e| StoreError(e.to_string()))?;
+        all(query(self.d.users_named, Params::new().text(&list))?, user)
+    }
+
+    fn zero_grants(&mut self, ids: &[i64]) -> Result<(), StoreError> {
+        if ids.is_empty() {
+            return Ok(());
+        }
+        let list = serde_json::to_string(ids).map_err(|e| StoreError(e.to_string()))?;
+        query(self.d.zero_grants, Params::new().text(&list)).map(drop)
+    }
+
     fn user_grants_between(
         &mut self,
         first_name: &str,
