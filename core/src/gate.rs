@@ -168,7 +168,12 @@ fn decide(
     // Group access first: a forbidden start records nothing (not even the reported groups).
     let groups = match &req.groups {
         Some(g) => Cow::Borrowed(g),
-        None if config.groups.matter_for_start() || budget.is_some() => {
+        // A budget's membership needs the groups only when the user is not listed by name.
+        None if config.groups.matter_for_start()
+            || budget
+                .as_ref()
+                .is_some_and(|b| !b.def.groups.is_empty() && !b.def.users.contains(&username)) =>
+        {
             Cow::Owned(groups::of(store, &username)?)
         }
         None => Cow::Owned(BTreeSet::new()),
@@ -196,6 +201,7 @@ fn decide(
 
     let mut user: Option<UserRecord> = None;
     let mut billable = false;
+    let mut budget_balance: Option<i64> = None;
     if config.enabled {
         // Closing an orphan may have charged the user: re-read only in that case.
         let current = if orphan_closed {
@@ -219,8 +225,8 @@ fn decide(
                 estimated_cost,
             };
             match budgets::check_start(config, store, &ask, now)? {
-                Some(budgets::BudgetRefusal::Forbidden(m)) => return Ok(StartDecision::Forbidden(m)),
-                Some(budgets::BudgetRefusal::Refused(r)) => {
+                Err(budgets::BudgetRefusal::Forbidden(m)) => return Ok(StartDecision::Forbidden(m)),
+                Err(budgets::BudgetRefusal::Refused(r)) => {
                     return Ok(StartDecision::Refused(Refusal {
                         message: r.message,
                         balance: r.balance,
@@ -229,7 +235,10 @@ fn decide(
                         next_refresh: None,
                     }))
                 }
-                None => billable = true,
+                Ok(balance) => {
+                    billable = true;
+                    budget_balance = Some(balance);
+                }
             }
         } else {
             // The balance as of now: a dated grant whose expiry has come no longer counts (its
@@ -260,6 +269,7 @@ fn decide(
     // The answer's balance is the paying account's, as of now (quota disabled: the budget was
     // validated and nothing is billed).
     let balance = match (&budget, user) {
+        (Some(_), _) if budget_balance.is_some() => budget_balance.unwrap_or_default(),
         (Some(b), _) => budgets::balance_and_held(store, &b.name, now)?.0,
         (None, Some(u)) => u.balance,
         (None, None) => store.get_user(&username)?.map_or(0, |u| u.balance),

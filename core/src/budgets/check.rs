@@ -40,23 +40,24 @@ pub enum BudgetRefusal {
     Refused(Refused),
 }
 
-/// Checks 2 to 5 of a start charging a budget; `None`: it may start (the caller records the
-/// session, whose estimated cost is then the budget's reservation).
+/// Checks 2 to 5 of a start charging a budget: the budget's balance as of now when it may start
+/// (the caller records the session, whose estimated cost is then the budget's reservation), else
+/// the refusal.
 pub fn check_start(
     config: &Config,
     store: &mut dyn Store,
     s: &BudgetStart<'_>,
     now: Timestamp,
-) -> Result<Option<BudgetRefusal>, QuotaError> {
+) -> Result<Result<i64, BudgetRefusal>, QuotaError> {
     let name = &s.budget.name;
     if !s.budget.def.is_member(s.username, s.groups) {
-        return Ok(Some(BudgetRefusal::Forbidden(format!(
+        return Ok(Err(BudgetRefusal::Forbidden(format!(
             "Cannot start container: {} is not a member of budget {name}.",
             s.username
         ))));
     }
     if !s.budget.def.pays_for(s.resource) {
-        return Ok(Some(BudgetRefusal::Forbidden(format!(
+        return Ok(Err(BudgetRefusal::Forbidden(format!(
             "Cannot start container: budget {name} does not pay for {}.",
             s.resource
         ))));
@@ -78,7 +79,7 @@ pub fn check_start(
             "Cannot start container: Insufficient quota in budget {name}. Current balance: {balance_text}, estimated cost: {cost} ({} quota/min x {} min). Please contact administrator to add quota.",
             s.rate, s.runtime_minutes
         );
-        return Ok(Some(BudgetRefusal::Refused(Refused {
+        return Ok(Err(BudgetRefusal::Refused(Refused {
             message,
             balance,
             held: held.ceil(),
@@ -98,7 +99,7 @@ pub fn check_start(
             let message = format!(
                 "Cannot start container: monthly limit of budget {name} reached. Spent this month: {spent}{reserved_text}, limit: {limit}, estimated cost: {cost}."
             );
-            return Ok(Some(BudgetRefusal::Refused(Refused {
+            return Ok(Err(BudgetRefusal::Refused(Refused {
                 message,
                 balance,
                 held: Milli(held).ceil(),
@@ -106,5 +107,5 @@ pub fn check_start(
             })));
         }
     }
-    Ok(None)
+    Ok(Ok(balance))
 }

@@ -167,7 +167,7 @@ fn component_budget(rt: &std::sync::Arc<Runtime>, names: &[String], limit: bool)
     let mut values = values();
     let mut lab = serde_json::json!({ "users": names });
     if limit {
-        lab["memberLimit"] = serde_json::json!(1_000_000_000);
+        lab["memberLimit"] = serde_json::json!(10_000_000);
     }
     values["custom"]["quota"] = serde_json::json!({ "budgets": { "lab": lab } });
     let mut w = Worker::new(

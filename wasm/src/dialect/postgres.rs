@@ -428,10 +428,13 @@ pub const postgres: Dialect = Dialect {
         " FROM sessions WHERE budget = $1 AND status = 'active' ORDER BY id"
     ),
     budget_held: "SELECT COALESCE(SUM(estimated_cost_milli), 0)::bigint FROM sessions WHERE budget = $1
-         AND status = 'active' AND billable = 1 AND ($2::text IS NULL OR username = $2)",
+         AND status = 'active' AND billable = 1",
+    budget_member_held: "SELECT COALESCE(SUM(estimated_cost_milli), 0)::bigint FROM sessions WHERE username = $2
+         AND status = 'active' AND budget = $1 AND billable = 1",
     budget_spent: "SELECT username, (-SUM(amount))::bigint FROM transactions WHERE budget = $1
-         AND transaction_type = 'usage' AND created_at >= $2 AND ($3::text IS NULL OR username = $3)
-         GROUP BY username ORDER BY username",
+         AND transaction_type = 'usage' AND created_at >= $2 GROUP BY username ORDER BY username",
+    budget_member_spent: "SELECT username, (-SUM(amount))::bigint FROM transactions WHERE budget = $1
+         AND username = $3 AND created_at >= $2 AND transaction_type = 'usage' GROUP BY username",
     recent_budget_transactions: concat!(
         "SELECT ",
         transaction_columns!(),

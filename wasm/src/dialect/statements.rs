@@ -106,11 +106,14 @@ pub struct Dialect {
     pub budgets: &'static str,
     /// The active sessions charging budget `?1`.
     pub budget_sessions: &'static str,
-    /// One integer: what the billable active sessions charging `?1` hold, only user `?2`'s when
-    /// not null.
+    /// One integer: what the billable active sessions charging `?1` hold.
     pub budget_held: &'static str,
-    /// (username, credits) of budget `?1`'s usage since `?2`, only user `?3`'s when not null.
+    /// The same, only user `?2`'s.
+    pub budget_member_held: &'static str,
+    /// (username, credits) of budget `?1`'s usage since `?2`.
     pub budget_spent: &'static str,
+    /// The same, only user `?3`'s.
+    pub budget_member_spent: &'static str,
     /// Budget `?1`'s newest transactions, at most `?2`.
     pub recent_budget_transactions: &'static str,
     /// Adds to a budget's member's day's sum of one resource type: (budget, username, day,

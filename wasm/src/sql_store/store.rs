@@ -495,7 +495,10 @@ impl Store for SqlStore {
     }
 
     fn budget_held(&mut self, name: &str, username: Option<&str>) -> Result<i64, StoreError> {
-        let rows = query(self.d.budget_held, Params::new().text(name).opt_text(username))?;
+        let rows = match username {
+            None => query(self.d.budget_held, Params::new().text(name))?,
+            Some(u) => query(self.d.budget_member_held, Params::new().text(name).text(u))?,
+        };
         rows.first()
             .and_then(|r| r.first())
             .and_then(Cell::as_int)
@@ -508,8 +511,12 @@ impl Store for SqlStore {
         since: Timestamp,
         username: Option<&str>,
     ) -> Result<Vec<(String, i64)>, StoreError> {
-        let p = Params::new().text(name).int(since.seconds())?.opt_text(username);
-        all(query(self.d.budget_spent, p)?, name_and_int)
+        let p = Params::new().text(name).int(since.seconds())?;
+        let rows = match username {
+            None => query(self.d.budget_spent, p)?,
+            Some(u) => query(self.d.budget_member_spent, p.text(u))?,
+        };
+        all(rows, name_and_int)
     }
 
     fn recent_budget_transactions(&mut self, name: &str, n: usize) -> Result<Vec<Transaction>, StoreError> {
