@@ -2,6 +2,8 @@
 //! its `sh` block run with, each line in order from an operator's directory, and each does what
 //! the page says. The example's date is moved ahead of the clock the test runs on.
 
+#![allow(non_upper_case_globals)]
+
 mod common;
 
 use common::cli_in;
