@@ -57,7 +57,7 @@ def reconcile(db: Path) -> list[str]:
         ):
             if amount != after - before:
                 problems.append(f"transaction {tid} ({user}) has amount {amount} but moves {before} -> {after}")
-        sums = dict(con.execute("SELECT username, SUM(amount) FROM transactions GROUP BY username"))
+        sums = dict(con.execute("SELECT username, SUM(amount) FROM transactions WHERE budget IS NULL GROUP BY username"))
         users = list(con.execute("SELECT username, balance FROM users"))
         for user, balance in users:
             if sums.get(user, 0) != balance:

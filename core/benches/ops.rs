@@ -49,6 +49,7 @@ fn main() {
                 server_name: String::new(),
                 started_at: None,
                 groups: None,
+                budget: None,
             };
             match check_start(&cfg, &mut store, &req, now).expect("start") {
                 StartDecision::Allowed(s) => ids.push(s.session_id),
@@ -97,9 +98,11 @@ fn main() {
         max_balance: Some(1000),
         min_balance: None,
         targets: Targets::default(),
+        expires_after: None,
     };
     let t = Instant::now();
     let r = refresh(
+        &quota_core::Config::default(),
         &mut big,
         &RefreshRequest {
             params,

@@ -3,10 +3,12 @@
 use serde::Serialize;
 
 use crate::error::QuotaError;
-use crate::ledger::{self, Entry};
+use crate::grants;
+use crate::ledger::{self, Account, Entry};
 use crate::limits;
+use crate::lots;
 use crate::names::normalize_username;
-use crate::store::{Store, TransactionType};
+use crate::store::{NewGrant, Store, TransactionType};
 use crate::time::Timestamp;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -58,6 +60,8 @@ pub struct AdminRequest {
     pub username: String,
     pub action: AdminAction,
     pub description: Option<String>,
+    /// With `add`: the credit is a dated grant expiring then; with `set`: the new credit is.
+    pub expires_at: Option<Timestamp>,
 }
 
 /// `{username, balance, action, amount}`, plus `unlimited` for `set_unlimited` (amount null).
@@ -90,55 +94,146 @@ pub fn admin_update(
     now: Timestamp,
 ) -> Result<AdminResult, QuotaError> {
     let username = normalize_username("username", &req.username)?;
-    req.action.validate()?;
-    let description = check_description(req.description.as_deref())?;
-    apply_action(store, &username, req.action, description, caller, now)
+    let mut user = ledger::user_or_new(store, &username, now)?;
+    let balance = apply_checked(
+        store,
+        &mut user,
+        req.action,
+        req.description.clone(),
+        req.expires_at,
+        caller,
+        now,
+    )?;
+    Ok(AdminResult {
+        username: user.username,
+        balance,
+        action: req.action.name(),
+        amount: match req.action {
+            AdminAction::Set(a) | AdminAction::Add(a) | AdminAction::Deduct(a) => Some(a),
+            AdminAction::SetUnlimited(_) => None,
+        },
+        unlimited: match req.action {
+            AdminAction::SetUnlimited(f) => Some(f),
+            _ => None,
+        },
+    })
 }
 
-fn apply_action(
+/// Checks an admin action (amount, description, expiry: each a 400 naming its field) and applies
+/// it to `account` (a user's or a budget's); answers the new balance.
+pub fn apply_checked<A: Account + ?Sized>(
     store: &mut dyn Store,
-    username: &str,
+    account: &mut A,
     action: AdminAction,
+    description: Option<String>,
+    expires_at: Option<Timestamp>,
+    caller: &str,
+    now: Timestamp,
+) -> Result<i64, QuotaError> {
+    action.validate()?;
+    let description = check_description(description.as_deref())?;
+    let expires_at = match (expires_at, action) {
+        (None, _) => None,
+        (Some(at), AdminAction::Add(a)) => {
+            if a <= 0 {
+                return Err(QuotaError::invalid(
+                    "amount",
+                    format!("must be more than 0 for a dated grant (with `expires_at`), got {a}"),
+                ));
+            }
+            Some(lots::check_expires_at("expires_at", at, now)?)
+        }
+        (Some(at), AdminAction::Set(_)) => Some(lots::check_expires_at("expires_at", at, now)?),
+        (Some(_), other) => {
+            return Err(QuotaError::invalid(
+                "expires_at",
+                format!("is only used with action `add` or `set`, not `{}`", other.name()),
+            ))
+        }
+    };
+    apply_action(store, account, action, expires_at, description, caller, now)
+}
+
+fn apply_action<A: Account + ?Sized>(
+    store: &mut dyn Store,
+    account: &mut A,
+    action: AdminAction,
+    expires_at: Option<Timestamp>,
     description: String,
     caller: &str,
     now: Timestamp,
-) -> Result<AdminResult, QuotaError> {
-    let mut user = ledger::user_or_new(store, username, now)?;
-    let cur = i128::from(user.balance);
-    let (kind, new_balance, amount, unlimited) = match action {
-        AdminAction::Set(a) => (TransactionType::Set, i128::from(a), Some(a), None),
-        AdminAction::Add(a) => (TransactionType::Add, cur + i128::from(a), Some(a), None),
+) -> Result<i64, QuotaError> {
+    // Decided on the balance as of now (due expiries left out), before anything is written: a
+    // refused action writes nothing, the expiries included.
+    let key = account.key();
+    let held = store.account_grants(&key)?;
+    let effective = lots::balance_at(account.balance(), &held, now);
+    let cur = i128::from(effective);
+    let (kind, new_balance) = match action {
+        AdminAction::Set(a) => (TransactionType::Set, i128::from(a)),
+        AdminAction::Add(a) => (TransactionType::Add, cur + i128::from(a)),
         AdminAction::Deduct(a) => {
-            if user.balance < a {
+            if effective < a {
                 return Err(QuotaError::InsufficientBalance);
             }
-            (TransactionType::Deduct, cur - i128::from(a), Some(a), None)
+            (TransactionType::Deduct, cur - i128::from(a))
         }
         AdminAction::SetUnlimited(flag) => {
-            user.unlimited = flag;
+            account.set_unlimited(flag);
             let kind = if flag {
                 TransactionType::SetUnlimited
             } else {
                 TransactionType::UnsetUnlimited
             };
-            (kind, cur, None, Some(flag))
+            (kind, cur)
         }
     };
     let new_balance = ledger::checked_balance(new_balance, "This change")?;
+    // The account's due expiries are written first, dated at their expiries.
+    let live = grants::settle_with(store, account, held, now)?;
     let entry = Entry {
         kind,
         resource_type: None,
         description,
         created_by: Some(caller),
+        expires_at: None,
     };
-    ledger::apply(store, &mut user, new_balance, entry, now)?;
-    Ok(AdminResult {
-        username: user.username,
-        balance: user.balance,
-        action: action.name(),
-        amount,
-        unlimited,
-    })
+    match (action, expires_at) {
+        (AdminAction::Add(a), Some(at)) => {
+            grants::grant(store, account, a, at, entry, now)?;
+        }
+        (AdminAction::Set(a), at) => {
+            // The whole credit is replaced: no grant keeps anything; the new credit is one grant
+            // (dated) or the undated lot.
+            grants::drop_all(store, &live)?;
+            let dated = at.filter(|_| a > 0);
+            let entry = Entry {
+                expires_at: dated,
+                ..entry
+            };
+            ledger::apply(store, account, new_balance, entry, now)?;
+            if let Some(at) = dated {
+                store.insert_grant(
+                    &key,
+                    &NewGrant {
+                        amount: a,
+                        granted_at: now,
+                        expires_at: at,
+                    },
+                )?;
+            }
+        }
+        (AdminAction::Add(a), None) if a < 0 => {
+            grants::draw(store, &live, -a, now)?;
+            ledger::apply(store, account, new_balance, entry, now)?;
+        }
+        (AdminAction::Deduct(a), _) => {
+            grants::draw(store, &live, a, now)?;
+            ledger::apply(store, account, new_balance, entry, now)?;
+        }
+        _ => ledger::apply(store, account, new_balance, entry, now)?,
+    }
+    Ok(account.balance())
 }
 
 /// One entry of a batch: set the balance, the unlimited flag, or both (balance first).
@@ -147,6 +242,8 @@ pub struct BatchEntry {
     pub username: String,
     pub amount: Option<i64>,
     pub unlimited: Option<bool>,
+    /// With `amount`: the new balance is one dated grant expiring then (a dated `set`).
+    pub expires_at: Option<Timestamp>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -240,14 +337,29 @@ fn batch_one(
     if let Some(a) = e.amount {
         AdminAction::Set(a).validate()?;
     }
+    let expires_at = match (e.expires_at, e.amount) {
+        (None, _) => None,
+        (Some(at), Some(_)) => Some(lots::check_expires_at("expires_at", at, now)?),
+        (Some(_), None) => {
+            return Err(QuotaError::invalid(
+                "expires_at",
+                "is only used with `amount` (a dated balance)",
+            ))
+        }
+    };
     // The amount first, then the flag: the balance answered is the last action's.
     let actions = e.amount.map(AdminAction::Set).into_iter();
-    let mut last = None;
+    let mut user = ledger::user_or_new(store, &username, now)?;
+    let mut balance = 0;
     for action in actions.chain(e.unlimited.map(AdminAction::SetUnlimited)) {
         let description = batch_description.into();
-        last = Some(apply_action(store, &username, action, description, caller, now)?);
+        let at = if let AdminAction::Set(_) = action {
+            expires_at
+        } else {
+            None
+        };
+        balance = apply_action(store, &mut user, action, at, description, caller, now)?;
     }
-    let balance = last.map_or(0, |r| r.balance);
     Ok(BatchDetail {
         username,
         status: "success",

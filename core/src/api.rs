@@ -21,6 +21,7 @@ use crate::time::Timestamp;
 use std::collections::{BTreeMap, BTreeSet};
 
 mod bodies;
+mod budget_routes;
 mod group_routes;
 mod handlers;
 mod me_routes;

@@ -50,6 +50,8 @@ pub enum Event {
         resource_type: String,
         sessions: u64,
         credits: i64,
+        /// The budget they charged (None: personal accounts, or a cleanup's count).
+        budget: Option<String>,
     },
     /// A refresh was applied to the end (not a dry run, not a replay).
     Refreshed { rule_name: String, users_updated: u64 },

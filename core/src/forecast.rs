@@ -122,7 +122,7 @@ pub fn lasts_minutes(
     let balance = user.map_or(0, |u| u.balance);
     let held: i128 = active
         .iter()
-        .filter(|s| s.billable)
+        .filter(|s| s.billable && s.budget.is_none())
         .map(|s| i128::from(s.estimated_cost.raw()))
         .sum();
     let free = (i128::from(balance) * 1000 - held).max(0);

@@ -6,6 +6,7 @@ use std::collections::BTreeSet;
 use serde::Serialize;
 
 use crate::accelerators::cpu_resource;
+use crate::budgets;
 use crate::config::Config;
 use crate::error::QuotaError;
 use crate::events::{self, Event, GateResult};
@@ -13,10 +14,12 @@ use crate::forecast::{next_start_refresh, NextRefresh};
 use crate::groups;
 use crate::ledger::{self, Entry};
 use crate::limits;
+use crate::lots;
 use crate::milli::Milli;
 use crate::names::{normalize_username, validate_server_name};
 use crate::sessions;
-use crate::store::{NewSession, SessionStatus, Store, TransactionType, UserRecord};
+
+use crate::store::{AccountKey, NewSession, SessionStatus, Store, TransactionType, UserRecord};
 use crate::time::Timestamp;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -32,6 +35,8 @@ pub struct StartRequest {
     /// The user's groups as the host knows them now (validated names): stored when they changed,
     /// and used for this decision. `None`: the stored ones.
     pub groups: Option<BTreeSet<String>>,
+    /// The budget to charge; `None`: the user's personal account.
+    pub budget: Option<String>,
 }
 
 /// A started session, in its wire form.
@@ -44,8 +49,11 @@ pub struct Started {
     pub rate: Milli,
     pub runtime_minutes: i64,
     pub estimated_cost: Milli,
+    /// The paying account's balance as of now (the budget's, for a start charging one).
     pub balance: i64,
     pub status: SessionStatus,
+    /// The budget charged; null: the personal account.
+    pub budget: Option<String>,
 }
 
 /// A refused start: nothing was started. `message` is the byte-exact 403 text.
@@ -148,11 +156,26 @@ fn decide(
     let resource = req.resource.as_deref().unwrap_or(cpu_resource);
     let Estimate { rate, estimated_cost } = estimate(config, resource, req.runtime_minutes)?;
     let start = req.started_at.unwrap_or(now);
+    // Check 1 of a start charging a budget: it exists (a 400, like every bad field).
+    let budget = match &req.budget {
+        None => None,
+        Some(name) => Some(
+            budgets::find(config, store, name)?
+                .ok_or_else(|| QuotaError::invalid("budget", format!("unknown budget {name}")))?,
+        ),
+    };
 
     // Group access first: a forbidden start records nothing (not even the reported groups).
     let groups = match &req.groups {
         Some(g) => Cow::Borrowed(g),
-        None if config.groups.matter_for_start() => Cow::Owned(groups::of(store, &username)?),
+        // A budget's membership needs the groups only when the user is not listed by name.
+        None if config.groups.matter_for_start()
+            || budget
+                .as_ref()
+                .is_some_and(|b| !b.def.groups.is_empty() && !b.def.users.contains(&username)) =>
+        {
+            Cow::Owned(groups::of(store, &username)?)
+        }
         None => Cow::Owned(BTreeSet::new()),
     };
     if !config.groups.may_start(resource, &groups) {
@@ -178,6 +201,7 @@ fn decide(
 
     let mut user: Option<UserRecord> = None;
     let mut billable = false;
+    let mut budget_balance: Option<i64> = None;
     if config.enabled {
         // Closing an orphan may have charged the user: re-read only in that case.
         let current = if orphan_closed {
@@ -185,53 +209,70 @@ fn decide(
         } else {
             stored_user
         };
-        let u = match current {
+        let mut u = match current {
             Some(u) => u,
             None => create_record(config, store, &username, &groups, now)?,
         };
-        if !u.unlimited {
-            let held: i64 = active
-                .iter()
-                .filter(|s| s.billable)
-                .map(|s| s.estimated_cost.raw())
-                .sum();
-            let available = i128::from(u.balance) * 1000 - i128::from(held);
-            let needed = i128::from(estimated_cost.raw()).max(i128::from(config.minimum_to_start.raw()));
-            if available < needed {
-                let held = Milli(held);
-                let balance_text = if held.raw() > 0 {
-                    format!("{} ({held} reserved by running servers)", u.balance)
-                } else {
-                    u.balance.to_string()
-                };
-                let message = format!(
-                    "Cannot start container: Insufficient quota. Current balance: {balance_text}, estimated cost: {estimated_cost} ({rate} quota/min x {} min). Please contact administrator to add quota.",
-                    req.runtime_minutes
-                );
-                // Refresh targets may name groups the gate did not need to read.
-                let member_of = match (&req.groups, config.groups.matter_for_start()) {
-                    (None, false) => Cow::Owned(groups::of(store, &username)?),
-                    _ => groups.clone(),
-                };
-                let next_refresh = i64::try_from(needed)
-                    .ok()
-                    .and_then(|n| next_start_refresh(config, &u, &member_of, held.raw(), n, now));
-                return Ok(StartDecision::Refused(Refusal {
-                    message,
-                    balance: u.balance,
-                    held: held.ceil(),
-                    estimated_cost,
-                    next_refresh,
-                }));
+        if let Some(b) = &budget {
+            // Checks 2 to 5; an unlimited user charging a budget is charged.
+            let ask = budgets::BudgetStart {
+                budget: b,
+                username: &username,
+                groups: &groups,
+                resource,
+                rate,
+                runtime_minutes: req.runtime_minutes,
+                estimated_cost,
+            };
+            match budgets::check_start(config, store, &ask, now)? {
+                Err(budgets::BudgetRefusal::Forbidden(m)) => return Ok(StartDecision::Forbidden(m)),
+                Err(budgets::BudgetRefusal::Refused(r)) => {
+                    return Ok(StartDecision::Refused(Refusal {
+                        message: r.message,
+                        balance: r.balance,
+                        held: r.held,
+                        estimated_cost: r.estimated_cost,
+                        next_refresh: None,
+                    }))
+                }
+                Ok(balance) => {
+                    billable = true;
+                    budget_balance = Some(balance);
+                }
             }
-            billable = true;
+        } else {
+            // The balance as of now: a dated grant whose expiry has come no longer counts (its
+            // `expire` transaction is written by the next write to the account, not by a start).
+            let held_grants = store.account_grants(&AccountKey::User(username.clone()))?;
+            u.balance = lots::balance_at(u.balance, &held_grants, now);
+            if !u.unlimited {
+                let held: i64 = active
+                    .iter()
+                    .filter(|s| s.billable && s.budget.is_none())
+                    .map(|s| s.estimated_cost.raw())
+                    .sum();
+                let ask = Ask {
+                    rate,
+                    runtime_minutes: req.runtime_minutes,
+                    estimated_cost,
+                    held,
+                };
+                if let Some(r) = personal_refusal(config, store, req, &u, &groups, &ask, now)? {
+                    return Ok(StartDecision::Refused(r));
+                }
+                billable = true;
+            }
+            user = Some(u);
         }
-        user = Some(u);
     }
 
-    let balance = match user {
-        Some(u) => u.balance,
-        None => store.get_user(&username)?.map_or(0, |u| u.balance),
+    // The answer's balance is the paying account's, as of now (quota disabled: the budget was
+    // validated and nothing is billed).
+    let balance = match (&budget, user) {
+        (Some(_), _) if budget_balance.is_some() => budget_balance.unwrap_or_default(),
+        (Some(b), _) => budgets::balance_and_held(store, &b.name, now)?.0,
+        (None, Some(u)) => u.balance,
+        (None, None) => store.get_user(&username)?.map_or(0, |u| u.balance),
     };
     let session = NewSession {
         username,
@@ -242,6 +283,7 @@ fn decide(
         estimated_cost,
         start_time: start,
         billable,
+        budget: budget.map(|b| b.name),
     };
     let session_id = store.insert_session(&session)?;
     // The session's strings move into the answer: no copies on the hot path.
@@ -255,6 +297,62 @@ fn decide(
         estimated_cost,
         balance,
         status: SessionStatus::Active,
+        budget: session.budget,
+    }))
+}
+
+/// What a start asks of the personal account: its price, and what running servers hold.
+struct Ask {
+    rate: Milli,
+    runtime_minutes: i64,
+    estimated_cost: Milli,
+    held: i64,
+}
+
+/// The personal account's refusal, if `u` (as of now) cannot afford the start.
+fn personal_refusal(
+    config: &Config,
+    store: &mut dyn Store,
+    req: &StartRequest,
+    u: &UserRecord,
+    groups: &BTreeSet<String>,
+    ask: &Ask,
+    now: Timestamp,
+) -> Result<Option<Refusal>, QuotaError> {
+    let Ask {
+        rate,
+        runtime_minutes,
+        estimated_cost,
+        held,
+    } = *ask;
+    let available = i128::from(u.balance) * 1000 - i128::from(held);
+    let needed = i128::from(estimated_cost.raw()).max(i128::from(config.minimum_to_start.raw()));
+    if available >= needed {
+        return Ok(None);
+    }
+    let held = Milli(held);
+    let balance_text = if held.raw() > 0 {
+        format!("{} ({held} reserved by running servers)", u.balance)
+    } else {
+        u.balance.to_string()
+    };
+    let message = format!(
+        "Cannot start container: Insufficient quota. Current balance: {balance_text}, estimated cost: {estimated_cost} ({rate} quota/min x {runtime_minutes} min). Please contact administrator to add quota."
+    );
+    // Refresh targets may name groups the gate did not need to read.
+    let member_of = match (&req.groups, config.groups.matter_for_start()) {
+        (None, false) => groups::of(store, &u.username)?,
+        _ => groups.clone(),
+    };
+    let next_refresh = i64::try_from(needed)
+        .ok()
+        .and_then(|n| next_start_refresh(config, u, &member_of, held.raw(), n, now));
+    Ok(Some(Refusal {
+        message,
+        balance: u.balance,
+        held: held.ceil(),
+        estimated_cost,
+        next_refresh,
     }))
 }
 
@@ -297,6 +395,7 @@ fn create_record(
             resource_type: None,
             description: "Default quota for new user".to_string(),
             created_by: None,
+            expires_at: None,
         };
         ledger::apply(store, &mut u, grant, entry, now)?;
     } else {

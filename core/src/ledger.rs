@@ -1,10 +1,13 @@
-//! The one place a balance changes: every change writes the user row and its audit transaction
-//! together, so `amount == balance_after - balance_before` and "balance == sum of amounts" hold by
-//! construction.
+//! The one place a balance changes: every change writes the account's row (a user's record or a
+//! budget's) and its audit transaction together, so `amount == balance_after - balance_before` and
+//! "balance == sum of amounts" hold by construction, per account.
 
 use crate::error::QuotaError;
+use crate::error::StoreError;
 use crate::limits;
-use crate::store::{Change, NewTransaction, Store, TransactionType, UserRecord};
+use crate::store::{
+    AccountKey, BudgetChange, BudgetRow, Change, NewTransaction, Store, TransactionType, UserRecord,
+};
 use crate::time::Timestamp;
 
 /// Narrows an exact result to a balance, refusing values outside the exact range.
@@ -44,18 +47,139 @@ pub struct Entry<'a> {
     pub resource_type: Option<&'a str>,
     pub description: String,
     pub created_by: Option<&'a str>,
+    /// The expiry of the grant this change makes, if it makes one.
+    pub expires_at: Option<Timestamp>,
 }
 
-/// Moves `user` to `new_balance`, writing the row and its transaction in one storage call.
-pub fn apply(
+impl<'a> Entry<'a> {
+    /// An entry of `kind` with `description`, no resource type, creator or expiry.
+    pub fn of(kind: TransactionType, description: String) -> Entry<'a> {
+        Entry {
+            kind,
+            resource_type: None,
+            description,
+            created_by: None,
+            expires_at: None,
+        }
+    }
+}
+
+/// An account whose balance the ledger moves: a user's personal record, or a budget's row (with
+/// the member a charge names).
+pub trait Account {
+    fn key(&self) -> AccountKey;
+    fn balance(&self) -> i64;
+    /// Moves the account to `new_balance` and writes its row and transaction in one storage call.
+    fn write(
+        &mut self,
+        store: &mut dyn Store,
+        new_balance: i64,
+        entry: Entry<'_>,
+        now: Timestamp,
+    ) -> Result<(), StoreError>;
+    /// Sets the unlimited flag (a user's; a budget is never unlimited).
+    fn set_unlimited(&mut self, _flag: bool) {}
+}
+
+impl Account for UserRecord {
+    fn key(&self) -> AccountKey {
+        AccountKey::User(self.username.clone())
+    }
+
+    fn balance(&self) -> i64 {
+        self.balance
+    }
+
+    fn set_unlimited(&mut self, flag: bool) {
+        self.unlimited = flag;
+    }
+
+    fn write(
+        &mut self,
+        store: &mut dyn Store,
+        new_balance: i64,
+        entry: Entry<'_>,
+        now: Timestamp,
+    ) -> Result<(), StoreError> {
+        let c = change(self, new_balance, entry, now);
+        store.record_changes(std::slice::from_ref(&c))
+    }
+}
+
+/// A budget's account: its row, and the member whose session a charge is for (`""` for the
+/// budget's own changes: admin actions, refresh, expiry).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BudgetAccount {
+    pub row: BudgetRow,
+    pub member: String,
+}
+
+impl Account for BudgetAccount {
+    fn key(&self) -> AccountKey {
+        AccountKey::Budget(self.row.name.clone())
+    }
+
+    fn balance(&self) -> i64 {
+        self.row.balance
+    }
+
+    fn write(
+        &mut self,
+        store: &mut dyn Store,
+        new_balance: i64,
+        entry: Entry<'_>,
+        now: Timestamp,
+    ) -> Result<(), StoreError> {
+        let before = self.row.balance;
+        self.row.balance = new_balance;
+        self.row.updated_at = now;
+        let tx = transaction(
+            &self.member,
+            Some(&self.row.name),
+            before,
+            new_balance,
+            entry,
+            now,
+        );
+        store.record_budget_change(&BudgetChange {
+            budget: self.row.clone(),
+            entry: tx,
+        })
+    }
+}
+
+fn transaction(
+    username: &str,
+    budget: Option<&str>,
+    before: i64,
+    after: i64,
+    entry: Entry<'_>,
+    now: Timestamp,
+) -> NewTransaction {
+    NewTransaction {
+        username: username.to_string(),
+        amount: after - before,
+        transaction_type: entry.kind,
+        resource_type: entry.resource_type.map(str::to_string),
+        description: entry.description,
+        balance_before: before,
+        balance_after: after,
+        created_at: now,
+        created_by: entry.created_by.map(str::to_string),
+        budget: budget.map(str::to_string),
+        expires_at: entry.expires_at,
+    }
+}
+
+/// Moves `account` to `new_balance`, writing the row and its transaction in one storage call.
+pub fn apply<A: Account + ?Sized>(
     store: &mut dyn Store,
-    user: &mut UserRecord,
+    account: &mut A,
     new_balance: i64,
     entry: Entry<'_>,
     now: Timestamp,
 ) -> Result<(), QuotaError> {
-    let c = change(user, new_balance, entry, now);
-    store.record_changes(std::slice::from_ref(&c))?;
+    account.write(store, new_balance, entry, now)?;
     Ok(())
 }
 
@@ -64,17 +188,7 @@ pub fn change(user: &mut UserRecord, new_balance: i64, entry: Entry<'_>, now: Ti
     let before = user.balance;
     user.balance = new_balance;
     user.updated_at = now;
-    let tx = NewTransaction {
-        username: user.username.clone(),
-        amount: new_balance - before,
-        transaction_type: entry.kind,
-        resource_type: entry.resource_type.map(str::to_string),
-        description: entry.description,
-        balance_before: before,
-        balance_after: new_balance,
-        created_at: now,
-        created_by: entry.created_by.map(str::to_string),
-    };
+    let tx = transaction(&user.username, None, before, new_balance, entry, now);
     Change {
         user: user.clone(),
         entry: tx,

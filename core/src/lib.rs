@@ -15,12 +15,14 @@
 pub mod accelerators;
 pub mod admin;
 pub mod api;
+pub mod budgets;
 pub mod config;
 pub mod cron;
 pub mod error;
 pub mod events;
 pub mod forecast;
 pub mod gate;
+pub mod grants;
 pub mod groups;
 pub mod inputs;
 pub mod json;

@@ -78,3 +78,8 @@ pub const timestamp_seconds_min: i64 = 0;
 pub const timestamp_seconds_max: i64 = 253_402_300_799;
 /// How far ahead a dated grant may expire (`expires_at`, `expires_after`), in days: ten years.
 pub const grant_days_max: i64 = 3660;
+
+/// Grants a sweep in chunks (`{"in_chunks": true}`) writes off per call: each call is one
+/// transaction, short enough that no writer waits long behind it (measured by
+/// `host-shim/benches/postgres.rs`, section 4: under 100 ms a chunk on SQLite and PostgreSQL).
+pub const sweep_chunk_grants: usize = 1000;

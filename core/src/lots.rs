@@ -5,29 +5,8 @@
 
 use crate::error::QuotaError;
 use crate::limits;
+pub use crate::store::Grant;
 use crate::time::Timestamp;
-
-/// A dated grant as stored: credit that lapses at `expires_at`. `0 <= remaining <= amount`.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Grant {
-    pub grant_id: i64,
-    pub amount: i64,
-    pub remaining: i64,
-    pub granted_at: Timestamp,
-    pub expires_at: Timestamp,
-}
-
-impl Grant {
-    /// Counts at time `t`: not yet expired, credit left.
-    pub fn live_at(&self, t: Timestamp) -> bool {
-        self.expires_at > t && self.remaining > 0
-    }
-
-    /// Its expiry has come by `t` and credit is left: an `expire` transaction is owed.
-    pub fn due_at(&self, t: Timestamp) -> bool {
-        self.expires_at <= t && self.remaining > 0
-    }
-}
 
 /// The spending order: live grants by `expires_at`, soonest first, ties by `grant_id`.
 fn spending_order(grants: &[Grant], t: Timestamp) -> Vec<&Grant> {
@@ -106,11 +85,15 @@ pub fn parse_expires_after(field: &str, text: &str) -> Result<i64, QuotaError> {
             ),
         )
     };
-    let (digits, unit) = text.split_at(text.len().saturating_sub(1));
+    // The unit is the last character (not byte: the text is anyone's).
+    let Some(unit) = text.chars().last() else {
+        return Err(bad());
+    };
+    let digits = &text[..text.len() - unit.len_utf8()];
     let unit_seconds = match unit {
-        "m" => 60,
-        "h" => 3600,
-        "d" => 86_400,
+        'm' => 60,
+        'h' => 3600,
+        'd' => 86_400,
         _ => return Err(bad()),
     };
     if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) || digits.len() > 9 {
@@ -122,6 +105,29 @@ pub fn parse_expires_after(field: &str, text: &str) -> Result<i64, QuotaError> {
         return Err(bad());
     }
     Ok(seconds)
+}
+
+/// The grants that count at `now` (not yet expired, credit left), soonest expiry first, ties by id:
+/// what reads show, in the spending order.
+pub fn live(grants: Vec<Grant>, now: Timestamp) -> Vec<Grant> {
+    let mut out: Vec<Grant> = grants.into_iter().filter(|g| g.live_at(now)).collect();
+    out.sort_by_key(|g| (g.expires_at, g.grant_id));
+    out
+}
+
+/// `{amount, expires_at}` of the soonest live grant.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct ExpiringNext {
+    pub amount: i64,
+    pub expires_at: Timestamp,
+}
+
+/// The soonest of `live` grants (already in the spending order), if any.
+pub fn expiring_next(live: &[Grant]) -> Option<ExpiringNext> {
+    live.first().map(|g| ExpiringNext {
+        amount: g.remaining,
+        expires_at: g.expires_at,
+    })
 }
 
 #[cfg(test)]
@@ -200,6 +206,9 @@ mod tests {
             "1.5h",
             " 7d",
             "99999999999d",
+            "ӛ",
+            "7ӛ",
+            "ӛd",
         ] {
             let e = parse_expires_after("targets.expiresAfter", bad).unwrap_err();
             assert!(e.to_string().contains("expiresAfter"), "{bad}: {e}");

@@ -58,12 +58,15 @@ pub struct MySession {
     pub ends_at: Option<Timestamp>,
     /// Running: the credits ending it now would charge (0 when it is not billed).
     pub cost_so_far: Option<i64>,
+    /// The budget it charges (null: the personal account).
+    pub budget: Option<String>,
 }
 
 fn my_session(s: Session, unlimited: bool, now: Timestamp) -> MySession {
     let running = s.status == SessionStatus::Active;
     let so_far = || {
-        if !s.billable || unlimited {
+        // An unlimited user's own sessions cost nothing; a budget's are charged whoever runs them.
+        if !s.billable || (unlimited && s.budget.is_none()) {
             return 0;
         }
         let minutes = billed_minutes(now.seconds() - s.start_time.seconds()).min(s.runtime_minutes);
@@ -72,6 +75,7 @@ fn my_session(s: Session, unlimited: bool, now: Timestamp) -> MySession {
     MySession {
         ends_at: running.then(|| s.start_time.plus_seconds(s.runtime_minutes * 60)),
         cost_so_far: running.then(so_far),
+        budget: s.budget.clone(),
         session_id: s.id,
         server_name: s.start.server_name,
         resource_type: s.start.resource_type,

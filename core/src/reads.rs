@@ -12,7 +12,10 @@ use crate::limits;
 use crate::milli::Milli;
 use crate::names::normalize_username;
 use crate::sessions::SessionView;
-use crate::store::{LedgerPage, SessionPage, SessionStatus, Store, Transaction, UserRecord};
+use crate::store::{
+    AccountKey, Grant, LedgerPage, SessionPage, SessionStatus, Store, Transaction, UserRecord,
+};
+use crate::time::Timestamp;
 
 /// A user's record as the lists show it, with their groups (left out when none).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -24,13 +27,28 @@ pub struct UserRow {
 }
 
 /// A page of records with their groups (one more read per page, only when someone has groups).
-fn with_groups(store: &mut dyn Store, page: Vec<UserRecord>) -> Result<Vec<UserRow>, QuotaError> {
-    let mut memberships = match (page.first(), page.last()) {
-        (Some(first), Some(last)) => store.memberships_between(&first.username, &last.username)?,
-        _ => Vec::new(),
+fn with_groups(
+    store: &mut dyn Store,
+    mut page: Vec<UserRecord>,
+    now: Timestamp,
+) -> Result<Vec<UserRow>, QuotaError> {
+    let (mut memberships, due) = match (page.first(), page.last()) {
+        (Some(first), Some(last)) => (
+            store.memberships_between(&first.username, &last.username)?,
+            store.due_user_credit_between(&first.username, &last.username, now)?,
+        ),
+        _ => (Vec::new(), Vec::new()),
+    };
+    // Balances as of now: the credit of grants whose expiry has come is left out.
+    if !due.is_empty() {
+        let due: std::collections::BTreeMap<String, i64> = due.into_iter().collect();
+        for u in &mut page {
+            if let Some(d) = due.get(&u.username) {
+                u.balance -= d;
+            }
+        }
     }
-    .into_iter()
-    .peekable();
+    let mut memberships = std::mem::take(&mut memberships).into_iter().peekable();
     Ok(page
         .into_iter()
         .map(|user| {
@@ -49,15 +67,28 @@ fn with_groups(store: &mut dyn Store, page: Vec<UserRecord>) -> Result<Vec<UserR
         .collect())
 }
 
+/// A user's record with its balance as of `now`: the credit of grants whose expiry has come is
+/// left out (their `expire` transactions are written by the account's next write).
+fn as_of(
+    store: &mut dyn Store,
+    user: Option<UserRecord>,
+    now: Timestamp,
+) -> Result<Option<UserRecord>, QuotaError> {
+    let Some(mut u) = user else { return Ok(None) };
+    let grants = store.account_grants(&AccountKey::User(u.username.clone()))?;
+    u.balance = crate::lots::balance_at(u.balance, &grants, now);
+    Ok(Some(u))
+}
+
 /// Every record, sorted by username (read page by page).
-pub fn list_users(store: &mut dyn Store) -> Result<Vec<UserRow>, QuotaError> {
+pub fn list_users(store: &mut dyn Store, now: Timestamp) -> Result<Vec<UserRow>, QuotaError> {
     let mut out = Vec::new();
     let mut after: Option<String> = None;
     loop {
         let page = store.scan_users(after.as_deref(), limits::scan_page_users)?;
         let full = page.len() == limits::scan_page_users;
         after = page.last().map(|u| u.username.clone());
-        out.extend(with_groups(store, page)?);
+        out.extend(with_groups(store, page, now)?);
         if !full {
             return Ok(out);
         }
@@ -70,6 +101,7 @@ pub fn users_page(
     store: &mut dyn Store,
     after: Option<&str>,
     limit: usize,
+    now: Timestamp,
 ) -> Result<(Vec<UserRow>, Option<String>), QuotaError> {
     let mut page = store.scan_users(after, limit.saturating_add(1))?;
     let next = if page.len() > limit {
@@ -78,7 +110,7 @@ pub fn users_page(
     } else {
         None
     };
-    Ok((with_groups(store, page)?, next))
+    Ok((with_groups(store, page, now)?, next))
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -90,16 +122,22 @@ pub struct UserDetail {
     /// The user's groups (left out when none).
     #[serde(skip_serializing_if = "BTreeSet::is_empty")]
     pub groups: BTreeSet<String>,
+    /// Live dated grants with credit left, soonest expiry first.
+    pub grants: Vec<Grant>,
 }
 
-/// A user's balance and newest 20 transactions; an unknown user reads as zeros (nothing created).
-pub fn user_detail(store: &mut dyn Store, username: &str) -> Result<UserDetail, QuotaError> {
+/// A user's balance (as of now) and newest 20 transactions; an unknown user reads as zeros
+/// (nothing created).
+pub fn user_detail(store: &mut dyn Store, username: &str, now: Timestamp) -> Result<UserDetail, QuotaError> {
     let username = normalize_username("username", username)?;
-    let user = store.get_user(&username)?;
+    let stored = store.get_user(&username)?;
+    let user = as_of(store, stored, now)?;
     let recent_transactions = store.recent_transactions(&username, limits::recent_transactions_max)?;
     let groups = crate::groups::of(store, &username)?;
+    let grants = crate::lots::live(store.account_grants(&AccountKey::User(username.clone()))?, now);
     Ok(UserDetail {
         groups,
+        grants,
         balance: user.as_ref().map_or(0, |u| u.balance),
         unlimited: user.as_ref().is_some_and(|u| u.unlimited),
         username,
@@ -118,29 +156,49 @@ pub struct Me {
     pub next_refresh: Option<crate::forecast::NextRefresh>,
     /// Minutes the free balance buys, per resource the user may start (null: unlimited).
     pub lasts_minutes: Option<indexmap::IndexMap<String, Option<i64>>>,
+    /// Live dated grants with credit left, soonest expiry first.
+    pub grants: Vec<Grant>,
+    /// The soonest of them (null: none).
+    pub expiring_next: Option<crate::lots::ExpiringNext>,
+    /// The budgets the user may charge, by name.
+    pub budgets: Vec<crate::budgets::MyBudget>,
 }
 
-/// What a user sees of their own quota; with `now`, the forecast of the next refresh too.
+/// What a user sees of their own quota, as of `now`; with `forecast`, the next refresh too.
 pub fn me(
     config: &Config,
     store: &mut dyn Store,
     username: &str,
-    now: Option<crate::Timestamp>,
+    now: Timestamp,
+    forecast: bool,
 ) -> Result<Me, QuotaError> {
     let username = normalize_username("username", username)?;
     let (user, active) = store.gate_state(&username)?;
+    let user = as_of(store, user, now)?;
     let uses_groups = config
         .refresh_rules
         .values()
         .any(|r| r.enabled && r.params.targets.uses_groups())
         || !config.groups.restricted.is_empty();
-    let groups = if uses_groups {
+    let any_budget = !config.budgets.is_empty() || !store.budgets()?.is_empty();
+    let groups = if uses_groups || any_budget {
         crate::groups::of(store, &username)?
     } else {
         BTreeSet::new()
     };
+    let grants = crate::lots::live(store.account_grants(&AccountKey::User(username.clone()))?, now);
+    let budgets = if any_budget {
+        crate::budgets::mine(config, store, &username, &groups, now)?
+    } else {
+        Vec::new()
+    };
     Ok(Me {
-        next_refresh: now.and_then(|t| crate::forecast::next_refresh(config, user.as_ref(), &groups, t)),
+        expiring_next: crate::lots::expiring_next(&grants),
+        grants,
+        budgets,
+        next_refresh: forecast
+            .then(|| crate::forecast::next_refresh(config, user.as_ref(), &groups, now))
+            .flatten(),
         lasts_minutes: crate::forecast::lasts_minutes(config, user.as_ref(), &active, &groups),
         balance: user.as_ref().map_or(0, |u| u.balance),
         // With quota disabled nothing limits the user: `unlimited` says so, whatever is stored (the
@@ -218,10 +276,12 @@ pub fn list_sessions(
     Ok((sessions.iter().map(SessionView::from).collect(), next))
 }
 
-/// The audit log by id, oldest first, a page at a time.
+/// The audit log by id, oldest first, a page at a time: everything, a user's personal account, or
+/// a budget's (a member's rows of it with both).
 pub fn ledger(
     store: &mut dyn Store,
     username: Option<&str>,
+    budget: Option<&str>,
     range: (crate::Timestamp, crate::Timestamp),
     after_id: i64,
     limit: usize,
@@ -229,6 +289,7 @@ pub fn ledger(
     let username = username.map(|u| normalize_username("username", u)).transpose()?;
     Ok(store.scan_transactions(&LedgerPage {
         username: username.as_deref(),
+        budget,
         since: range.0,
         until: range.1,
         after_id,

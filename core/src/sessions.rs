@@ -4,7 +4,7 @@ use serde::Serialize;
 
 use crate::error::QuotaError;
 use crate::events::{self, Event};
-use crate::ledger::{self, Entry};
+use crate::ledger::{self, Account, Entry};
 use crate::limits;
 use crate::names::{normalize_username, validate_server_name};
 use crate::store::{Session, SessionStatus, Store, TransactionType};
@@ -74,7 +74,10 @@ pub fn end_session(store: &mut dyn Store, req: &EndRequest, now: Timestamp) -> R
         }
     };
     if session.status != SessionStatus::Active {
-        let balance = store.get_user(&session.username)?.map_or(0, |u| u.balance);
+        let balance = match &session.budget {
+            Some(b) => store.get_budget(b)?.map_or(0, |r| r.balance),
+            None => store.get_user(&session.username)?.map_or(0, |u| u.balance),
+        };
         return Ok(EndResult {
             session_id: session.id,
             status: session.status,
@@ -115,34 +118,36 @@ pub fn close(
     now: Timestamp,
 ) -> Result<EndResult, QuotaError> {
     let mut cost = 0;
-    let mut balance = 0;
-    let user = store.get_user(&session.username)?;
-    if let Some(u) = &user {
-        balance = u.balance;
-    }
-    let charge =
-        session.billable && status == SessionStatus::Completed && !user.as_ref().is_some_and(|u| u.unlimited);
-    if charge {
-        // The row read above (one read per call, not two); a user without a row starts at zero.
-        let mut u = user.unwrap_or_else(|| ledger::new_user(&session.username, now));
-        let exact = session.rate.times(minutes).ok_or_else(|| {
-            QuotaError::OutOfRange(format!(
-                "Session {} cost is too large; nothing was changed",
-                session.id
-            ))
-        })?;
-        cost = exact.ceil();
-        let new_balance = ledger::checked_balance(i128::from(u.balance) - i128::from(cost), "This charge")?;
-        let description = format!("Session {}: {} min @ {}/min", session.id, minutes, session.rate);
-        let entry = Entry {
-            kind: TransactionType::Usage,
-            resource_type: Some(&session.resource_type),
-            description,
-            created_by: None,
-        };
-        ledger::apply(store, &mut u, new_balance, entry, now)?;
-        balance = u.balance;
-    }
+    let charge_budget = session.billable && status == SessionStatus::Completed;
+    let balance = if let Some(name) = session.budget.clone() {
+        // A budget's session: the charge goes to the budget (whoever ran it, unlimited or not),
+        // drawn in the spending order; the personal balance is untouched.
+        let mut acct = crate::budgets::account(store, &name, &session.username, now)?;
+        if charge_budget {
+            cost = session_cost(&session, minutes)?;
+            charge(store, &mut acct, &session, minutes, cost, now)?;
+        }
+        acct.row.balance
+    } else {
+        let user = store.get_user(&session.username)?;
+        let charge_user = charge_budget && !user.as_ref().is_some_and(|u| u.unlimited);
+        match user {
+            // The row read above (one read per call, not two); a user without a row starts at zero.
+            Some(mut u) if charge_user => {
+                cost = session_cost(&session, minutes)?;
+                charge(store, &mut u, &session, minutes, cost, now)?;
+                u.balance
+            }
+            None if charge_user => {
+                let mut u = ledger::new_user(&session.username, now);
+                cost = session_cost(&session, minutes)?;
+                charge(store, &mut u, &session, minutes, cost, now)?;
+                u.balance
+            }
+            Some(u) => u.balance,
+            None => 0,
+        }
+    };
     session.status = status;
     session.end_time = Some(end);
     session.duration_minutes = Some(minutes);
@@ -156,6 +161,7 @@ pub fn close(
         };
         let key = crate::store::UsageKey {
             username: &session.username,
+            budget: session.budget.as_deref().unwrap_or(""),
             day: crate::usage::day_of(now),
             resource_type: &session.resource_type,
         };
@@ -166,6 +172,7 @@ pub fn close(
         resource_type: session.start.resource_type,
         sessions: 1,
         credits: cost,
+        budget: session.start.budget,
     });
     Ok(EndResult {
         session_id: session.id,
@@ -174,6 +181,44 @@ pub fn close(
         cost,
         balance,
     })
+}
+
+/// What `minutes` of `session` cost, rounded up to whole credits.
+fn session_cost(session: &Session, minutes: i64) -> Result<i64, QuotaError> {
+    let exact = session.rate.times(minutes).ok_or_else(|| {
+        QuotaError::OutOfRange(format!(
+            "Session {} cost is too large; nothing was changed",
+            session.id
+        ))
+    })?;
+    Ok(exact.ceil())
+}
+
+/// Charges `cost` to the paying account: decided on its balance as of now before anything is
+/// written; then its due expiries (dated at their expiries), and the charge drawn from the grants
+/// live now, soonest expiry first, the rest from the undated lot (which may go negative).
+fn charge<A: Account + ?Sized>(
+    store: &mut dyn Store,
+    account: &mut A,
+    session: &Session,
+    minutes: i64,
+    cost: i64,
+    now: Timestamp,
+) -> Result<(), QuotaError> {
+    let held = store.account_grants(&account.key())?;
+    let effective = crate::lots::balance_at(account.balance(), &held, now);
+    let new_balance = ledger::checked_balance(i128::from(effective) - i128::from(cost), "This charge")?;
+    let live = crate::grants::settle_with(store, account, held, now)?;
+    crate::grants::draw(store, &live, cost, now)?;
+    let entry = Entry {
+        kind: TransactionType::Usage,
+        resource_type: Some(&session.resource_type),
+        description: format!("Session {}: {} min @ {}/min", session.id, minutes, session.rate),
+        created_by: None,
+        expires_at: None,
+    };
+    ledger::apply(store, account, new_balance, entry, now)?;
+    Ok(())
 }
 
 /// A session closed by stale cleanup, for the host's log line.
@@ -213,6 +258,7 @@ pub fn cleanup_stale(store: &mut dyn Store, now: Timestamp) -> Result<Vec<Cleane
             resource_type,
             sessions,
             credits: 0,
+            budget: None,
         });
     }
     Ok(cleaned)
@@ -234,6 +280,8 @@ pub struct SessionView {
     /// The runtime asked for at start (a host re-arms its auto-stop timer from it).
     pub runtime_minutes: i64,
     pub estimated_cost: crate::milli::Milli,
+    /// The budget it charges; null: the personal account.
+    pub budget: Option<String>,
 }
 
 impl From<&Session> for SessionView {
@@ -251,6 +299,7 @@ impl From<&Session> for SessionView {
             rate: s.rate,
             runtime_minutes: s.runtime_minutes,
             estimated_cost: s.estimated_cost,
+            budget: s.budget.clone(),
         }
     }
 }

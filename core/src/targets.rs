@@ -22,6 +22,8 @@ pub struct Targets {
     pub include_groups: Option<BTreeSet<String>>,
     /// Members of none of these groups.
     pub exclude_groups: BTreeSet<String>,
+    /// Budgets instead of users: the run updates these budgets' accounts (no user target then).
+    pub budgets: Option<BTreeSet<String>>,
 }
 
 /// A `usernamePattern`: anchored at the start and case-insensitive, as Python's `re.match`.
@@ -41,6 +43,7 @@ impl PartialEq for Targets {
             && self.username_pattern.as_ref().map(|p| &p.text) == o.username_pattern.as_ref().map(|p| &p.text)
             && self.include_groups == o.include_groups
             && self.exclude_groups == o.exclude_groups
+            && self.budgets == o.budgets
     }
 }
 
@@ -117,6 +120,40 @@ impl Targets {
                 }
             }
         }
+        let bp = f.path_of("budgets");
+        if let Some(list) = f.opt_str_list("budgets", limits::target_groups_max) {
+            if list.is_empty() {
+                f.problem(&bp, "must not be empty (omit it to target users)");
+            } else {
+                let mut names = BTreeSet::new();
+                for (i, name) in list.iter().enumerate() {
+                    match crate::budgets::definition::validate_name(&format!("{bp}[{i}]"), name) {
+                        Ok(()) => {
+                            names.insert(name.to_string());
+                        }
+                        Err(e) => f.problems.push(e),
+                    }
+                }
+                let user_only = [
+                    ("includeUsers", t.include_users.is_some()),
+                    ("excludeUsers", !t.exclude_users.is_empty()),
+                    ("usernamePattern", t.username_pattern.is_some()),
+                    ("includeGroups", t.include_groups.is_some()),
+                    ("excludeGroups", !t.exclude_groups.is_empty()),
+                    (
+                        "includeUnlimited",
+                        value.and_then(|v| v.get("includeUnlimited")).is_some(),
+                    ),
+                ];
+                if let Some((key, _)) = user_only.iter().find(|(_, given)| *given) {
+                    f.problem(
+                        &bp,
+                        format!("targets budgets, so it takes no user target (`{key}` is given)"),
+                    );
+                }
+                t.budgets = Some(names);
+            }
+        }
         problems.extend(f.finish());
         t
     }
@@ -183,6 +220,9 @@ impl Targets {
                 "excludeGroups".into(),
                 self.exclude_groups.iter().cloned().collect::<Vec<_>>().into(),
             );
+        }
+        if let Some(b) = &self.budgets {
+            m.insert("budgets".into(), b.iter().cloned().collect::<Vec<_>>().into());
         }
         Value::Object(m)
     }

@@ -108,6 +108,8 @@ pub enum GroupBy {
     User,
     Resource,
     Day,
+    /// The account charged: a budget's name, `""` for personal accounts.
+    Budget,
 }
 
 impl GroupBy {
@@ -116,10 +118,11 @@ impl GroupBy {
             "user" => GroupBy::User,
             "resource" => GroupBy::Resource,
             "day" => GroupBy::Day,
+            "budget" => GroupBy::Budget,
             _ => {
                 return Err(QuotaError::invalid(
                     "group_by",
-                    format!("must be `user`, `resource` or `day`, got `{s}`"),
+                    format!("must be `user`, `resource`, `day` or `budget`, got `{s}`"),
                 ))
             }
         })
@@ -199,13 +202,18 @@ pub fn report(
     order: Order,
     after: Option<&str>,
     limit: usize,
+    budget: Option<&str>,
 ) -> Result<Report, QuotaError> {
+    if budget.is_some() || group_by == GroupBy::Budget {
+        return budget_report(store, days, group_by, order, after, limit, budget);
+    }
     let sums = store.usage_by_day(days.first, days.last)?;
     let mut totals = Usage::default();
     for (_, _, u) in &sums {
         totals.add(u);
     }
-    let mut rows = match group_by {
+    let rows = match group_by {
+        GroupBy::Budget => Vec::new(),
         GroupBy::Day => day_rows(sums, days),
         GroupBy::Resource => {
             let mut by: std::collections::BTreeMap<String, Usage> = Default::default();
@@ -235,6 +243,19 @@ pub fn report(
                 .collect()
         }
     };
+    Ok(page(days, group_by, order, rows, totals, after, limit))
+}
+
+/// Orders, pages and finishes a report's rows (rows by user arrive after `after` already).
+fn page(
+    days: Days,
+    group_by: GroupBy,
+    order: Order,
+    mut rows: Vec<Row>,
+    totals: Usage,
+    after: Option<&str>,
+    limit: usize,
+) -> Report {
     if order == Order::Credits {
         rows.sort_by(|a, b| {
             (b.usage.credits, b.usage.minutes)
@@ -242,7 +263,7 @@ pub fn report(
                 .then_with(|| a.key.cmp(&b.key))
         });
         rows.truncate(limit);
-        return Ok(finish(days, group_by, rows, totals, None));
+        return finish(days, group_by, rows, totals, None);
     }
     if group_by != GroupBy::User {
         if let Some(a) = after {
@@ -253,7 +274,74 @@ pub fn report(
         rows.truncate(limit);
         rows.last().map(|r| r.key.clone())
     });
-    Ok(finish(days, group_by, rows, totals, next.flatten()))
+    finish(days, group_by, rows, totals, next.flatten())
+}
+
+/// A report by budget (`group_by=budget`: the personal accounts' row is the total less the
+/// budgets'), or of one budget's usage (`budget=<name>`) by any key.
+fn budget_report(
+    store: &mut dyn Store,
+    days: Days,
+    group_by: GroupBy,
+    order: Order,
+    after: Option<&str>,
+    limit: usize,
+    budget: Option<&str>,
+) -> Result<Report, QuotaError> {
+    let rows = store.budget_usage(days.first, days.last, budget)?;
+    let mut totals = Usage::default();
+    if budget.is_some() {
+        for r in &rows {
+            totals.add(&r.usage);
+        }
+    } else {
+        for (_, _, u) in store.usage_by_day(days.first, days.last)? {
+            totals.add(&u);
+        }
+    }
+    let mut by: std::collections::BTreeMap<String, Usage> = Default::default();
+    let out = match group_by {
+        GroupBy::Day => day_rows(
+            rows.into_iter()
+                .map(|r| (r.day, r.resource_type, r.usage))
+                .collect(),
+            days,
+        ),
+        _ => {
+            if group_by == GroupBy::Budget && budget.is_none() {
+                let mut personal = totals;
+                for r in &rows {
+                    personal.credits -= r.usage.credits;
+                    personal.minutes -= r.usage.minutes;
+                    personal.sessions -= r.usage.sessions;
+                }
+                if personal != Usage::default() {
+                    by.insert(String::new(), personal);
+                }
+            }
+            for r in rows {
+                let key = match group_by {
+                    GroupBy::User => r.username,
+                    GroupBy::Resource => r.resource_type,
+                    _ => r.budget,
+                };
+                by.entry(key).or_default().add(&r.usage);
+            }
+            by.into_iter()
+                .map(|(key, usage)| Row {
+                    key,
+                    usage,
+                    by_resource: None,
+                })
+                .collect()
+        }
+    };
+    // Rows by user come paged from the store elsewhere; here they are filtered as every key is.
+    let mut out = out;
+    if let (GroupBy::User, Some(a)) = (group_by, after) {
+        out.retain(|r| r.key.as_str() > a);
+    }
+    Ok(page(days, group_by, order, out, totals, after, limit))
 }
 
 fn finish(
@@ -270,6 +358,7 @@ fn finish(
             GroupBy::User => "user",
             GroupBy::Resource => "resource",
             GroupBy::Day => "day",
+            GroupBy::Budget => "budget",
         },
         rows,
         totals,

@@ -33,6 +33,7 @@ fn request(run_id: Option<&str>, amount: i64) -> RefreshRequest {
             max_balance: Some(12),
             min_balance: None,
             targets: Targets::default(),
+            expires_after: None,
         },
         run_id: run_id.map(str::to_string),
         dry_run: false,
@@ -49,13 +50,27 @@ fn refresh_rows(s: &MemStore) -> usize {
 #[test]
 fn chunks_of_any_size_end_where_one_call_ends() {
     let mut whole = store();
-    let expected = refresh(&mut whole, &request(Some("r1"), 5), t0).unwrap();
+    let expected = refresh(
+        &quota_core::Config::default(),
+        &mut whole,
+        &request(Some("r1"), 5),
+        t0,
+    )
+    .unwrap();
     for chunk in [1u32, 7, 1000, 2503, 2504] {
         let mut s = store();
         let mut calls = 0;
         let result = loop {
             calls += 1;
-            match refresh_step(&mut s, &request(Some("r1"), 5), t0, chunk).unwrap() {
+            match refresh_step(
+                &quota_core::Config::default(),
+                &mut s,
+                &request(Some("r1"), 5),
+                t0,
+                chunk,
+            )
+            .unwrap()
+            {
                 Step::Done(r) => break r,
                 Step::More => assert!(!quota_core::refresh::run_completed(&s.refresh_runs["r1"])),
             }
@@ -69,7 +84,14 @@ fn chunks_of_any_size_end_where_one_call_ends() {
         assert_eq!(s.users, whole.users, "chunk {chunk}");
         assert_eq!(refresh_rows(&s), refresh_rows(&whole), "chunk {chunk}");
         // The completed run replays the whole run's answer.
-        let again = refresh_step(&mut s, &request(Some("r1"), 5), t0, chunk).unwrap();
+        let again = refresh_step(
+            &quota_core::Config::default(),
+            &mut s,
+            &request(Some("r1"), 5),
+            t0,
+            chunk,
+        )
+        .unwrap();
         let Step::Done(replayed) = again else {
             panic!("a completed run replays at once")
         };
@@ -82,18 +104,37 @@ fn chunks_of_any_size_end_where_one_call_ends() {
 #[test]
 fn a_run_cut_off_between_chunks_is_completed_once_by_a_whole_call() {
     let mut whole = store();
-    let expected = refresh(&mut whole, &request(Some("r1"), 5), t0).unwrap();
+    let expected = refresh(
+        &quota_core::Config::default(),
+        &mut whole,
+        &request(Some("r1"), 5),
+        t0,
+    )
+    .unwrap();
     let mut s = store();
     for _ in 0..3 {
         assert_eq!(
-            refresh_step(&mut s, &request(Some("r1"), 5), t0, 500).unwrap(),
+            refresh_step(
+                &quota_core::Config::default(),
+                &mut s,
+                &request(Some("r1"), 5),
+                t0,
+                500
+            )
+            .unwrap(),
             Step::More
         );
     }
     let touched = refresh_rows(&s);
     assert!(touched > 0 && touched < refresh_rows(&whole), "{touched}");
     // Another host, which does not chunk, finishes the same run: every user once.
-    let result = refresh(&mut s, &request(Some("r1"), 5), t0).unwrap();
+    let result = refresh(
+        &quota_core::Config::default(),
+        &mut s,
+        &request(Some("r1"), 5),
+        t0,
+    )
+    .unwrap();
     assert_eq!(result, expected);
     assert_eq!(s.users, whole.users);
     assert_eq!(refresh_rows(&s), refresh_rows(&whole));
@@ -111,11 +152,25 @@ fn a_run_cut_off_between_chunks_is_completed_once_by_a_whole_call() {
 fn a_partial_run_resumed_with_other_parameters_is_a_conflict() {
     let mut s = store();
     assert_eq!(
-        refresh_step(&mut s, &request(Some("r1"), 5), t0, 100).unwrap(),
+        refresh_step(
+            &quota_core::Config::default(),
+            &mut s,
+            &request(Some("r1"), 5),
+            t0,
+            100
+        )
+        .unwrap(),
         Step::More
     );
     let before = s.clone();
-    let err = refresh_step(&mut s, &request(Some("r1"), 6), t0, 100).unwrap_err();
+    let err = refresh_step(
+        &quota_core::Config::default(),
+        &mut s,
+        &request(Some("r1"), 6),
+        t0,
+        100,
+    )
+    .unwrap_err();
     assert!(matches!(err, QuotaError::Conflict(_)), "{err:?}");
     assert_eq!(s, before);
 }
@@ -123,14 +178,16 @@ fn a_partial_run_resumed_with_other_parameters_is_a_conflict() {
 #[test]
 fn without_a_run_id_or_in_a_dry_run_the_refresh_is_one_call() {
     let mut s = store();
-    let Step::Done(r) = refresh_step(&mut s, &request(None, 5), t0, 10).unwrap() else {
+    let Step::Done(r) =
+        refresh_step(&quota_core::Config::default(), &mut s, &request(None, 5), t0, 10).unwrap()
+    else {
         panic!("nothing to resume from: one call")
     };
     assert!(r.users_updated > 0);
     let mut s = store();
     let mut dry = request(Some("r2"), 5);
     dry.dry_run = true;
-    let Step::Done(r) = refresh_step(&mut s, &dry, t0, 10).unwrap() else {
+    let Step::Done(r) = refresh_step(&quota_core::Config::default(), &mut s, &dry, t0, 10).unwrap() else {
         panic!("a dry run writes nothing, so it is one call")
     };
     assert_eq!(r.changes.map(|c| c.len() as u64), Some(r.users_updated));

@@ -38,6 +38,7 @@ fn admin_add_past_the_exact_range_is_refused_and_changes_nothing() {
         username: "alice".into(),
         action: AdminAction::Add(6),
         description: None,
+        expires_at: None,
     };
     let err = admin_update(&mut store, &req, "root", t0).unwrap_err();
     assert!(matches!(err, QuotaError::OutOfRange(_)), "{err:?}");
@@ -47,6 +48,7 @@ fn admin_add_past_the_exact_range_is_refused_and_changes_nothing() {
         username: "alice".into(),
         action: AdminAction::Add(5),
         description: None,
+        expires_at: None,
     };
     assert_eq!(
         admin_update(&mut store, &req, "root", t0).unwrap().balance,
@@ -73,8 +75,10 @@ fn refresh_that_would_overflow_for_one_user_changes_nobody() {
         max_balance: None,
         min_balance: None,
         targets: Targets::default(),
+        expires_after: None,
     };
     let err = refresh(
+        &quota_core::Config::default(),
         &mut store,
         &RefreshRequest {
             params,
@@ -99,6 +103,7 @@ fn usage_charge_past_the_exact_range_is_refused_and_the_session_stays_active() {
         server_name: String::new(),
         started_at: None,
         groups: None,
+        budget: None,
     };
     let StartDecision::Allowed(s) = check_start(&cfg, &mut store, &req, t0).unwrap() else {
         panic!("allowed")
@@ -126,6 +131,7 @@ fn deduct_more_than_the_balance_is_insufficient_balance() {
         username: "alice".into(),
         action: AdminAction::Deduct(6),
         description: None,
+        expires_at: None,
     };
     assert_eq!(
         admin_update(&mut store, &req, "root", t0).unwrap_err(),
@@ -144,6 +150,7 @@ fn refusal_message_is_byte_exact() {
         server_name: String::new(),
         started_at: None,
         groups: None,
+        budget: None,
     };
     let StartDecision::Refused(r) = check_start(&config(), &mut store, &req, t0).unwrap() else {
         panic!("refused")

@@ -224,6 +224,7 @@ fn gate(rt: &Arc<Runtime>, mode: Gate) -> f64 {
             server_name: String::new(),
             started_at: None,
             groups: (mode == Gate::Reported).then(|| fifty.clone()),
+            budget: None,
         })
         .collect();
     let hub = quota_core::Caller {

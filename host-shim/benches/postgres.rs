@@ -11,7 +11,9 @@
 //!   bash scripts/build-wasm.sh && bash scripts/with-postgres.sh \
 //!     cargo bench -p quota-host --features postgres --bench postgres
 //!
-//! `BENCH_ISOLATION_ONLY=1` runs section 3 alone.
+//! 4. The sweep (`POST .../expire`, in chunks) over 100,000 users with one grant each, half due.
+//!
+//! `BENCH_ISOLATION_ONLY=1` runs section 3 alone (after 4); `BENCH_SWEEP_ONLY=1` section 4 alone.
 //!
 //! Prints figures; asserts nothing about time.
 
@@ -347,6 +349,64 @@ fn isolation(url: &str, users: i64, serializable: bool) -> (f64, u64) {
     (n as f64 / secs, retries)
 }
 
+/// The sweep over `users` users holding one grant each, half of them due: every call of the
+/// route in chunks (`{"in_chunks": true}`), each its own transaction. Prints the whole time, the
+/// chunks and the longest one (the longest any writer could wait behind the sweep).
+fn sweep(rt: &Arc<Runtime>, target: &Target, users: i64) {
+    let mut w = Worker::new(rt.clone(), target.open(), &values()).expect("worker");
+    {
+        let db = w.db();
+        db.begin().expect("begin");
+        let user = "INSERT INTO users (username, balance, unlimited, updated_at) VALUES ('u' || ?1, 100, 0, 1795000000)";
+        let grant = "INSERT INTO grants (username, budget, amount, remaining, granted_at, expires_at)
+            VALUES ('u' || ?1, '', 100, 100, 1795000000, 1795000000 + 60 + (?1 % 2) * 2592000)";
+        let (user, grant) = match db.dialect() {
+            quota_host::Dialect::Sqlite => (user.to_string(), grant.to_string()),
+            quota_host::Dialect::Postgres => (
+                user.replace("?1", "$1::bigint"),
+                grant.replace("?1", "$1::bigint"),
+            ),
+        };
+        let series: Vec<Vec<quota_host::SqlValue>> = (0..users).map(|i| vec![i.into()]).collect();
+        db.execute_many(&user, &series).expect("users");
+        db.execute_many(&grant, &series).expect("grants");
+        db.commit().expect("commit");
+    }
+    let caller = quota_core::Caller {
+        name: "bench".into(),
+        admin: false,
+        scopes: vec!["quota:refresh".into()],
+    };
+    let req = quota_core::Request {
+        method: "POST",
+        path: "/admin/api/quota/expire",
+        query: "",
+        body: r#"{"in_chunks": true}"#,
+        caller: Some(&caller),
+    };
+    let now = Timestamp(T0 + 3600);
+    let (mut chunks, mut longest, mut expired) = (0, 0f64, 0u64);
+    let t = Instant::now();
+    loop {
+        let c = Instant::now();
+        let r = w.handle_request(&req, now).expect("sweep");
+        longest = longest.max(c.elapsed().as_secs_f64());
+        chunks += 1;
+        assert_eq!(r.status, 200, "{}", r.body);
+        let v: serde_json::Value = serde_json::from_str(&r.body).expect("JSON");
+        expired += v["grants_expired"].as_u64().unwrap_or(0);
+        if v["more"] != true {
+            break;
+        }
+    }
+    println!(
+        "  {}: {expired} grants written off in {:.3} s, {chunks} chunks, the longest {:.0} ms",
+        target.name(),
+        t.elapsed().as_secs_f64(),
+        longest * 1000.0
+    );
+}
+
 fn engine_sections(rt: &Arc<Runtime>, dir: &std::path::Path) {
     println!("1. durable session ends, {WRITERS} concurrent writers");
     session_ends(rt, &Target::Sqlite(dir.join("ends.db")));
@@ -370,6 +430,12 @@ fn engine_sections(rt: &Arc<Runtime>, dir: &std::path::Path) {
 fn main() {
     let _rt = runtime();
     let dir = tempfile::tempdir().expect("dir");
+    println!("4. the sweep of 100,000 users with one grant each, half of them due, in chunks");
+    sweep(&runtime(), &Target::Sqlite(dir.path().join("sweep.db")), 100_000);
+    sweep(&runtime(), &pg_database("bench_sweep"), 100_000);
+    if std::env::var("BENCH_SWEEP_ONLY").is_ok() {
+        return;
+    }
     if std::env::var("BENCH_ISOLATION_ONLY").is_err() {
         engine_sections(&runtime(), dir.path());
     }

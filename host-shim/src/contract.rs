@@ -60,6 +60,8 @@ pub struct Table {
     pub name: String,
     pub columns: Vec<String>,
     pub key: Vec<String>,
+    /// The column the database assigns (an identity id), if one does.
+    pub identity: Option<String>,
 }
 
 /// The contract for one dialect.

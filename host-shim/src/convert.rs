@@ -38,6 +38,7 @@ pub fn start_request(r: &StartRequest) -> api::StartRequest {
         server_name: r.server_name.clone(),
         started_at: r.started_at.map(Timestamp::seconds),
         groups: r.groups.as_ref().map(|g| g.iter().cloned().collect()),
+        budget: r.budget.clone(),
     }
 }
 
@@ -47,6 +48,7 @@ pub fn start_decision(d: api::StartDecision, req: &StartRequest) -> StartDecisio
     match d {
         api::StartDecision::Allowed(s) => StartDecision::Allowed(Started {
             session_id: s.session_id,
+            budget: req.budget.clone(),
             username: quota_core::names::normalize_username("username", &req.username)
                 .unwrap_or_else(|_| req.username.clone()),
             server_name: req.server_name.clone(),
@@ -145,6 +147,7 @@ pub fn batch_entry(e: &BatchEntry) -> api::BatchEntry {
         username: e.username.clone(),
         amount: e.amount,
         unlimited: e.unlimited,
+        expires_at: e.expires_at.map(Timestamp::seconds),
     }
 }
 
@@ -189,6 +192,7 @@ fn transaction_type(t: types::TransactionType) -> TransactionType {
         types::TransactionType::SetUnlimited => TransactionType::SetUnlimited,
         types::TransactionType::UnsetUnlimited => TransactionType::UnsetUnlimited,
         types::TransactionType::AutoRefresh => TransactionType::AutoRefresh,
+        types::TransactionType::Expire => TransactionType::Expire,
     }
 }
 
@@ -203,6 +207,8 @@ pub fn transaction(t: types::Transaction) -> Transaction {
         balance_after: t.balance_after,
         created_at: Timestamp(t.created_at),
         created_by: t.created_by,
+        budget: t.budget,
+        expires_at: t.expires_at.map(Timestamp),
     }
     .with_id(t.id)
 }
@@ -214,6 +220,17 @@ pub fn user_detail(d: api::UserView) -> UserDetail {
         unlimited: d.unlimited,
         recent_transactions: d.recent_transactions.into_iter().map(transaction).collect(),
         groups: d.groups.into_iter().collect(),
+        grants: d.grants.into_iter().map(grant).collect(),
+    }
+}
+
+fn grant(g: api::Grant) -> quota_core::store::Grant {
+    quota_core::store::Grant {
+        grant_id: g.grant_id,
+        amount: g.amount,
+        remaining: g.remaining,
+        granted_at: Timestamp(g.granted_at),
+        expires_at: Timestamp(g.expires_at),
     }
 }
 
@@ -234,9 +251,15 @@ pub fn me(m: api::MeView) -> Me {
         balance: m.balance,
         unlimited: m.unlimited,
         enabled: m.enabled,
-        // The typed view carries no forecast: `GET {base}/api/quota/me` does.
+        // The typed view carries no forecast and no budgets: `GET {base}/api/quota/me` does.
         next_refresh: None,
         lasts_minutes: None,
+        expiring_next: m.grants.first().map(|g| quota_core::lots::ExpiringNext {
+            amount: g.remaining,
+            expires_at: Timestamp(g.expires_at),
+        }),
+        grants: m.grants.into_iter().map(grant).collect(),
+        budgets: Vec::new(),
     }
 }
 
@@ -279,6 +302,7 @@ pub fn event(e: api::Event) -> quota_core::events::Event {
             resource_type: s.resource_type,
             sessions: s.sessions,
             credits: s.credits,
+            budget: s.budget,
         },
         api::Event::Refreshed(r) => Event::Refreshed {
             rule_name: r.rule_name,
@@ -349,6 +373,7 @@ impl From<wit::HostingContract> for HostingContract {
                     name: t.name,
                     columns: t.columns,
                     key: t.key,
+                    identity: t.identity,
                 })
                 .collect(),
         }

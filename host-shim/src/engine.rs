@@ -123,21 +123,21 @@ impl Worker {
         })
     }
 
-    /// Every user record, by username.
-    pub fn list_users(&mut self) -> Result<Vec<UserRecord>, HostError> {
-        let r = self.call_read(|b, s| b.quota_engine_api().call_list_users(s))?;
+    /// Every user record, by username, balances as of `now`.
+    pub fn list_users(&mut self, now: Timestamp) -> Result<Vec<UserRecord>, HostError> {
+        let r = self.call_read(|b, s| b.quota_engine_api().call_list_users(s, now.0))?;
         Ok(decided(r)?.into_iter().map(cv::user).collect())
     }
 
-    /// A user's balance, flag and newest transactions (an unknown user reads as zeros).
-    pub fn user_detail(&mut self, username: &str) -> Result<UserDetail, HostError> {
-        let r = self.call_read(|b, s| b.quota_engine_api().call_user_detail(s, username))?;
+    /// A user's balance as of `now`, flag and newest transactions (an unknown user reads as zeros).
+    pub fn user_detail(&mut self, username: &str, now: Timestamp) -> Result<UserDetail, HostError> {
+        let r = self.call_read(|b, s| b.quota_engine_api().call_user_detail(s, username, now.0))?;
         Ok(cv::user_detail(decided(r)?))
     }
 
-    /// What a user sees of their own quota.
-    pub fn me(&mut self, username: &str) -> Result<Me, HostError> {
-        let r = self.call_read(|b, s| b.quota_engine_api().call_me(s, username))?;
+    /// What a user sees of their own quota, the balance as of `now`.
+    pub fn me(&mut self, username: &str, now: Timestamp) -> Result<Me, HostError> {
+        let r = self.call_read(|b, s| b.quota_engine_api().call_me(s, username, now.0))?;
         Ok(cv::me(decided(r)?))
     }
 

@@ -33,7 +33,7 @@ fn native(n: usize) -> (Vec<Row>, Vec<UserRecord>) {
         s.put_user(&u).expect("seed");
     }
     let req = quota_core::api::refresh_request_from_json(BODY).expect("body");
-    quota_core::refresh::refresh(&mut s, &req, T0).expect("refresh");
+    quota_core::refresh::refresh(&quota_core::Config::default(), &mut s, &req, T0).expect("refresh");
     let rows = s
         .scan_transactions(&quota_core::store::LedgerPage {
             username: None,
@@ -41,6 +41,7 @@ fn native(n: usize) -> (Vec<Row>, Vec<UserRecord>) {
             until: Timestamp(i64::MAX),
             after_id: 0,
             limit: usize::MAX,
+            budget: None,
         })
         .expect("scan")
         .into_iter()
@@ -106,7 +107,7 @@ fn component(n: usize) -> (Vec<Row>, Vec<UserRecord>, u64) {
     seed(&mut w, n);
     let result = w.refresh(BODY, T0).expect("refresh");
     let rows = audit_rows(&mut w);
-    let users = w.list_users().expect("users");
+    let users = w.list_users(T0).expect("users");
     (rows, users, result.users_updated)
 }
 
@@ -169,7 +170,7 @@ fn a_refresh_committed_in_chunks_writes_the_native_rows() {
     let result: serde_json::Value = serde_json::from_str(&answer.body).expect("json");
     assert_eq!(result["users_updated"], want_rows.len());
     assert_eq!(audit_rows(&mut w), want_rows);
-    assert_eq!(w.list_users().expect("users"), want_users);
+    assert_eq!(w.list_users(T0).expect("users"), want_users);
     // Sent again: the completed run's answer, nothing written.
     let again = w.handle_request(&req, T0).expect("replay");
     assert_eq!(again.body, answer.body);

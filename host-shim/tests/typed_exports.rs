@@ -84,6 +84,7 @@ fn typed_exports_agree_with_the_rest_answers() {
         server_name: "gpu".into(),
         started_at: None,
         groups: None,
+        budget: None,
     };
     let StartDecision::Allowed(s) = w.check_start(&start, T0).expect("ok") else {
         panic!("refused")
@@ -150,6 +151,7 @@ fn typed_exports_agree_with_the_rest_answers() {
         username: "Bob".into(),
         action: AdminAction::Set(30),
         description: Some("hello".into()),
+        expires_at: None,
     };
     let r = w.admin_update(&set, "root", T0).expect("ok");
     assert_eq!(
@@ -160,6 +162,7 @@ fn typed_exports_agree_with_the_rest_answers() {
         username: "bob".into(),
         action: AdminAction::Deduct(31),
         description: None,
+        expires_at: None,
     };
     assert!(matches!(
         w.admin_update(&deduct, "root", T0),
@@ -170,11 +173,13 @@ fn typed_exports_agree_with_the_rest_answers() {
             username: "cy".into(),
             amount: Some(3),
             unlimited: None,
+            expires_at: None,
         },
         BatchEntry {
             username: "dee".into(),
             amount: None,
             unlimited: None,
+            expires_at: None,
         },
     ];
     let r = w.batch(&entries, "root", T0).expect("ok");
@@ -216,7 +221,7 @@ fn typed_exports_agree_with_the_rest_answers() {
     ));
 
     // Reads agree with REST.
-    let users = w.list_users().expect("ok");
+    let users = w.list_users(T0).expect("ok");
     let rest_users = rest(&mut w, "GET", "/admin/api/quota/");
     let pairs: Vec<(String, i64)> = users.iter().map(|u| (u.username.clone(), u.balance)).collect();
     let rest_pairs: Vec<(String, i64)> = rest_users["users"]
@@ -236,7 +241,7 @@ fn typed_exports_agree_with_the_rest_answers() {
         [("ann".to_string(), 22), ("bob".into(), 35), ("cy".into(), 9)]
     );
 
-    let d = w.user_detail("ann").expect("ok");
+    let d = w.user_detail("ann", T0).expect("ok");
     let rest_d = rest(&mut w, "GET", "/admin/api/quota/users/ann");
     let ids: Vec<i64> = d.recent_transactions.iter().map(|t| t.id).collect();
     let rest_ids: Vec<i64> = rest_d["recent_transactions"]
@@ -248,7 +253,7 @@ fn typed_exports_agree_with_the_rest_answers() {
     assert_eq!(ids, rest_ids);
     assert_eq!(d.recent_transactions.len(), 3, "grant, usage, refresh");
 
-    let me = w.me("ANN").expect("ok");
+    let me = w.me("ANN", T0).expect("ok");
     assert_eq!(
         (me.username.as_str(), me.balance, me.unlimited, me.enabled),
         ("ann", 22, false, true)
@@ -278,6 +283,7 @@ fn typed_exports_agree_with_the_rest_answers() {
         server_name: String::new(),
         started_at: None,
         groups: None,
+        budget: None,
     };
     assert!(matches!(
         w.check_start(&s2, T0).expect("ok"),

@@ -45,6 +45,11 @@ pub enum Command {
     /// Copy every group of a JupyterHub (its REST API; a token with `read:groups`) as the users'
     /// groups: a user in no hub group is in none afterwards.
     SyncGroups(SyncGroupsArgs),
+    /// Shared budgets: list, show, create (or redefine), set, add, deduct, delete.
+    Budget {
+        #[command(subcommand)]
+        command: BudgetCommand,
+    },
     /// Run one configured refresh rule now.
     Refresh {
         /// The rule's name (a key of `custom.quota.refreshRules`).
@@ -348,6 +353,70 @@ pub enum GroupCommand {
     RemoveMembers(GroupMembersArgs),
 }
 
+#[derive(Subcommand)]
+pub enum BudgetCommand {
+    /// Every budget: balance, reservations, member limit, members, where it is defined.
+    List(Target),
+    /// One budget: its grants, each member's month, its newest transactions.
+    Show {
+        name: String,
+        #[command(flatten)]
+        target: Target,
+    },
+    /// Define a budget over REST, or replace the whole definition of one made so (a budget the
+    /// values file defines is changed there).
+    Create(BudgetDefineArgs),
+    /// Set a budget's balance (the whole credit replaced; dated with `--expires`).
+    Set(BudgetAmountArgs),
+    /// Add credits to a budget (a dated grant with `--expires`).
+    Add(BudgetAmountArgs),
+    /// Deduct credits from a budget (refused when its balance is smaller).
+    Deduct(BudgetAmountArgs),
+    /// Delete a budget made over REST (its balance must be 0 and no running session charge it).
+    Delete {
+        name: String,
+        #[command(flatten)]
+        target: Target,
+    },
+}
+
+#[derive(Args)]
+pub struct BudgetDefineArgs {
+    /// The budget's name (as a group name).
+    pub name: String,
+    #[arg(long, default_value = "")]
+    pub description: String,
+    /// A member by username (repeat for more).
+    #[arg(long = "user")]
+    pub users: Vec<String>,
+    /// Every member of this group is a member (repeat for more).
+    #[arg(long = "group")]
+    pub groups: Vec<String>,
+    /// A resource type it pays for, `cpu` or an accelerator (repeat for more; none given: all).
+    #[arg(long = "accelerator")]
+    pub accelerators: Vec<String>,
+    /// Credits one member may charge it per UTC calendar month (none: no limit).
+    #[arg(long)]
+    pub member_limit: Option<i64>,
+    #[command(flatten)]
+    pub target: Target,
+}
+
+#[derive(Args)]
+pub struct BudgetAmountArgs {
+    pub name: String,
+    #[arg(allow_negative_numbers = true)]
+    pub amount: i64,
+    /// A dated grant lapsing at this time (RFC 3339), with `set` and `add`.
+    #[arg(long)]
+    pub expires: Option<String>,
+    /// What the ledger says of the change.
+    #[arg(long)]
+    pub description: Option<String>,
+    #[command(flatten)]
+    pub target: Target,
+}
+
 #[derive(Args)]
 pub struct GroupMembersArgs {
     /// The group's name (as the hub spells it: case matters).
@@ -387,6 +456,11 @@ pub struct QuotaArgs {
     /// The amount (for `set-quota` with a file, used for rows without a quota).
     #[arg(long, allow_negative_numbers = true)]
     pub amount: Option<i64>,
+    /// The credit given is a dated grant that lapses at this time (RFC 3339, e.g.
+    /// `2026-12-18T17:00:00Z`): with `add-quota` a grant of the amount, with `set-quota` the new
+    /// balance as one grant (the whole credit replaced).
+    #[arg(long)]
+    pub expires: Option<String>,
     #[command(flatten)]
     pub target: Target,
 }

@@ -104,11 +104,110 @@ fn exercise(dir: &Path, db: &Path, where_: &[String]) {
     );
 }
 
+/// A time comfortably ahead of every clock a test run uses (`QUOTA_HUB_TEST_DAYS_AHEAD` moves the
+/// commands' clock by up to a year or so; a grant may lapse at most 3,660 days ahead).
+fn far_ahead() -> String {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("clock")
+        .as_secs() as i64;
+    format!("{}Z", quota_core::Timestamp(now + 1000 * 86_400))
+}
+
+/// `budget create|list|show|set|add|deduct|delete` and `--expires` on the quota commands.
+fn exercise_budgets(dir: &Path, where_: &[String]) {
+    let at = far_ahead();
+    let (code, out, err) = run(
+        dir,
+        &[
+            "budget",
+            "create",
+            "course-101",
+            "--description",
+            "Intro to ML",
+            "--user",
+            "ann",
+            "--group",
+            "students",
+            "--accelerator",
+            "cpu",
+            "--member-limit",
+            "300",
+        ],
+        where_,
+    );
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("budget course-101: created"), "{out}");
+    let (code, out, err) = run(
+        dir,
+        &["budget", "add", "course-101", "500", "--expires", &at],
+        where_,
+    );
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("budget course-101: balance 500"), "{out}");
+    let (code, out, err) = run(dir, &["budget", "deduct", "course-101", "100"], where_);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("balance 400"), "{out}");
+    let (code, _, err) = run(dir, &["budget", "deduct", "course-101", "1000"], where_);
+    assert_ne!(code, 0);
+    assert!(err.contains("Insufficient balance"), "{err}");
+    let (code, out, err) = run(dir, &["budget", "list"], where_);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains("course-101  balance 400 (0 reserved), 1 members, 300 per member a month  [api]"),
+        "{out}"
+    );
+    let (code, out, err) = run(dir, &["budget", "show", "course-101"], where_);
+    assert_eq!(code, 0, "{err}");
+    let shown: serde_json::Value = serde_json::from_str(&out).expect("JSON");
+    assert_eq!(shown["grants"][0]["remaining"], 400, "{out}");
+    let (code, _, err) = run(dir, &["budget", "delete", "course-101"], where_);
+    assert_ne!(code, 0, "a budget holding credit is not deleted");
+    assert!(err.contains("still holds a balance of 400"), "{err}");
+    let (code, _, err) = run(dir, &["budget", "set", "course-101", "0"], where_);
+    assert_eq!(code, 0, "{err}");
+    let (code, out, err) = run(dir, &["budget", "delete", "course-101"], where_);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("budget course-101: deleted"), "{out}");
+    // Dated credit for users: a bad time is refused before anything is written.
+    let (code, _, err) = run(
+        dir,
+        &["add-quota", "dana", "--amount", "5", "--expires", "friday"],
+        where_,
+    );
+    assert_ne!(code, 0);
+    assert!(err.contains("add-quota: --expires:"), "{err}");
+    let (code, _, err) = run(
+        dir,
+        &["add-quota", "dana", "--amount", "5", "--expires", &at],
+        where_,
+    );
+    assert_eq!(code, 0, "{err}");
+    let (code, _, err) = run(
+        dir,
+        &["set-quota", "eve", "--amount", "7", "--expires", &at],
+        where_,
+    );
+    assert_eq!(code, 0, "{err}");
+    let (_, out, _) = run(dir, &["budget", "list"], where_);
+    assert!(out.contains("Budgets (0)"), "the deleted budget is gone: {out}");
+}
+
 #[test]
 fn quota_commands_against_the_database() {
     let dir = tempfile::tempdir().expect("dir");
     let db = dir.path().join("q.db");
     exercise(dir.path(), &db, &[format!("--db=sqlite://{}", db.display())]);
+    exercise_budgets(dir.path(), &[format!("--db=sqlite://{}", db.display())]);
+    let grants = rusqlite::Connection::open(&db)
+        .expect("db")
+        .query_row(
+            "SELECT COUNT(*) FROM grants WHERE username IN ('dana', 'eve') AND remaining > 0",
+            [],
+            |r| r.get::<_, i64>(0),
+        )
+        .expect("grants");
+    assert_eq!(grants, 2, "--expires made dated grants");
 }
 
 #[test]
@@ -119,6 +218,10 @@ fn quota_commands_through_a_running_server() {
     exercise(
         setup.dir.path(),
         &setup.db,
+        &[format!("--url={}", server.url), format!("--token={token}")],
+    );
+    exercise_budgets(
+        setup.dir.path(),
         &[format!("--url={}", server.url), format!("--token={token}")],
     );
     // Audit rows name the token's user.

@@ -6,7 +6,7 @@ mod common;
 
 use common::{cli_in, json};
 
-const COLUMNS: [&str; 10] = [
+const COLUMNS: [&str; 12] = [
     "id",
     "created_at",
     "username",
@@ -17,6 +17,8 @@ const COLUMNS: [&str; 10] = [
     "balance_before",
     "balance_after",
     "created_by",
+    "budget",
+    "expires_at",
 ];
 
 /// The REST ledger, every page, as the export should write it.

@@ -160,3 +160,38 @@ fn group_commit_max_1_commits_each_write_alone() {
     assert_eq!(get(&after, "quota_group_commit_calls_sum", ""), 8.0);
     server.stop();
 }
+
+#[test]
+fn sixteen_members_at_once_never_overspend_a_shared_budget_with_group_commit_on() {
+    use common::budget_load;
+    let dir = tempfile::tempdir().expect("dir");
+    let values = common::write_values(dir.path(), "values.json", &budget_load::values());
+    let db = dir.path().join("q.db");
+    let server = Server::start(&db, &values, &["--busy-timeout-ms", "60000"]);
+    let admin = common::token(&db, "root", true, &[]);
+    let hub = common::token(&db, "hub", false, &["quota:sessions"]);
+    let urls = vec![server.url.clone()];
+    let seen = budget_load::run(&urls, &admin, &hub);
+    let ended = budget_load::check_and_end(&seen, &urls, &hub);
+    let c = rusqlite::Connection::open(&db).expect("db");
+    let wrong: Vec<String> = c
+        .prepare(budget_load::mismatches_sql)
+        .expect("prepare")
+        .query_map([], |r| r.get(0))
+        .expect("query")
+        .map(|r| r.expect("row"))
+        .collect();
+    assert!(wrong.is_empty(), "{wrong:?}");
+    let balance: i64 = c
+        .query_row("SELECT balance FROM budgets WHERE name = 'course'", [], |r| {
+            r.get(0)
+        })
+        .expect("budget");
+    assert_eq!(balance, budget_load::balance_after(ended));
+    println!(
+        "SQLite, group commit on: {} starts allowed, {} refused with an exact text",
+        seen.allowed.len(),
+        seen.refused.len()
+    );
+    server.stop();
+}

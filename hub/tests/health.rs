@@ -38,7 +38,7 @@ fn the_probes_answer_without_a_token_and_stay_out_of_the_access_log() {
     );
     assert_eq!(
         probe(&server, "/readyz"),
-        (200, serde_json::json!({"status": "ready", "schema_version": 5}))
+        (200, serde_json::json!({"status": "ready", "schema_version": 6}))
     );
     let (st, _) = server.call("POST", "/readyz", None, Some("{}"));
     assert_eq!(st, 405);
@@ -115,10 +115,10 @@ fn readyz_names_a_schema_version_this_binary_does_not_write_and_changes_nothing(
     assert_eq!(st, 503, "{body}");
     assert_eq!(
         body["error"],
-        "the database has schema version 2, this server writes version 5"
+        "the database has schema version 2, this server writes version 6"
     );
     assert_eq!(version(), 2, "the check migrated nothing");
-    set_version(5);
+    set_version(6);
     assert_eq!(probe(&server, "/readyz").0, 200);
 }
 

@@ -264,6 +264,69 @@ fn scraped_counters_equal_what_happened() {
 }
 
 #[test]
+fn budgets_balances_and_charges_are_exported() {
+    let setup = common::with_values(serde_json::json!({"custom": {
+        "authMode": "github",
+        "quota": {"cpuRate": 1, "minimumToStart": 1, "defaultQuota": 0,
+                  "budgets": {"lab": {"users": ["ann"]}, "course": {"users": ["bob"]}}}
+    }}));
+    let server = setup.start(&["--test-clock", "--no-scheduler"]);
+    let admin = setup.token("root", true, &[]);
+    let hub = setup.token("hub", false, &["quota:sessions"]);
+    let agent = common::agent();
+    let url = |p: &str| format!("{}{p}", server.url);
+    let post = |token: &str, path: &str, body: &str, at: &str| {
+        http(
+            &agent,
+            "POST",
+            &url(path),
+            Some(token),
+            Some(body),
+            &[("X-Quota-Test-Now", at)],
+        )
+    };
+    let (st, b) = post(
+        &admin,
+        "/admin/api/quota/budgets/lab",
+        r#"{"action":"set","amount":100}"#,
+        t0,
+    );
+    assert_eq!(st, 200, "{b}");
+    let (st, b) = post(
+        &hub,
+        "/api/quota/sessions",
+        r#"{"username":"ann","runtime_minutes":30,"budget":"lab"}"#,
+        t0,
+    );
+    assert_eq!(st, 201, "{b}");
+    let id = json(&b)["session_id"].as_i64().expect("id");
+    let (st, b) = post(&hub, &format!("/api/quota/sessions/{id}/end"), "{}", t10);
+    assert_eq!(st, 200, "{b}");
+    let (status, text) = http(
+        &agent,
+        "GET",
+        &url("/metrics"),
+        Some(&admin),
+        None,
+        &[("X-Quota-Test-Now", t10)],
+    );
+    assert_eq!(status, 200, "{text}");
+    let m = parse(&text);
+    assert_eq!(
+        family(&m, "quota_budget_credits_charged"),
+        BTreeMap::from([("budget=lab".to_string(), 10.0)])
+    );
+    assert_eq!(
+        family(&m, "quota_budget_balance"),
+        BTreeMap::from([
+            ("budget=course".to_string(), 0.0),
+            ("budget=lab".to_string(), 90.0)
+        ])
+    );
+    server.stop();
+}
+
+#[test]
 fn the_refresh_rules_runs_the_build_and_the_process_are_exported() {
     let setup = common::with_values(
         serde_json::json!({"custom": {"authMode": "github", "quota": {"refreshRules": {

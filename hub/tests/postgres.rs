@@ -50,7 +50,7 @@ fn scalar(db: &mut PgDb, sql: &str) -> i64 {
 fn ledger_mismatches(db: &mut PgDb) -> Vec<Vec<SqlValue>> {
     db.query(
         "SELECT u.username, u.balance, COALESCE(SUM(t.amount), 0) FROM users u
-         LEFT JOIN transactions t ON t.username = u.username
+         LEFT JOIN transactions t ON t.username = u.username AND t.budget IS NULL
          GROUP BY u.username, u.balance HAVING u.balance <> COALESCE(SUM(t.amount), 0)",
         &[],
     )
@@ -215,6 +215,37 @@ fn three_replicas_hammered_at_once_keep_the_ledger_exact() {
             .unwrap_or(0);
     }
     println!("3 replicas: {} answers, {ended} sessions billed once each, refresh applied once; {retried} conflict retries", answers.len());
+}
+
+#[test]
+fn sixteen_members_on_three_replicas_never_overspend_a_shared_budget() {
+    use common::budget_load;
+    let dir = tempfile::tempdir().expect("dir");
+    let url = fresh_database("budget_load");
+    let values = common::write_values(dir.path(), "values.yaml", &budget_load::values());
+    let admin = common::token_url(&url, "root", true, &[], &[]);
+    let hub = common::token_url(&url, "hub", false, &["quota:sessions"], &[]);
+    let servers: Vec<Server> = (0..3)
+        .map(|_| Server::start_url(&url, &values, &[], &[]))
+        .collect();
+    let urls: Vec<String> = servers.iter().map(|s| s.url.clone()).collect();
+    let seen = budget_load::run(&urls, &admin, &hub);
+    let ended = budget_load::check_and_end(&seen, &urls, &hub);
+    let mut db = PgDb::connect(&common::runtime(), &url).expect("connect");
+    let wrong = db.query(budget_load::mismatches_sql, &[]).expect("ledger check");
+    assert!(wrong.is_empty(), "{wrong:?}");
+    assert_eq!(
+        scalar(&mut db, "SELECT balance FROM budgets WHERE name = 'course'"),
+        budget_load::balance_after(ended)
+    );
+    println!(
+        "PostgreSQL, 3 replicas: {} starts allowed, {} refused with an exact text",
+        seen.allowed.len(),
+        seen.refused.len()
+    );
+    for s in servers {
+        s.stop();
+    }
 }
 
 #[test]

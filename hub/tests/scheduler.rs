@@ -76,3 +76,50 @@ fn a_rule_fires_once_across_two_servers_and_missed_runs_are_not_replayed() {
     c.stop();
     assert_eq!(auto_refresh_rows(&db), 2, "the missed run was replayed");
 }
+
+#[test]
+fn a_grant_that_lapsed_while_no_server_ran_is_written_off_before_the_first_request() {
+    let dir = tempfile::tempdir().expect("dir");
+    let db = dir.path().join("q.db");
+    let values = common::write_values(
+        dir.path(),
+        "values.yaml",
+        &json!({"custom": {"authMode": "github", "quota": {}}}),
+    );
+    let admin = common::token(&db, "root", true, &[]);
+    let a = Server::start(&db, &values, &["--clock-start", "2026-11-22T10:00:00Z"]);
+    let (st, body) = a.post(
+        "/admin/api/quota/users/ann",
+        &admin,
+        r#"{"action":"add","amount":50,"expires_at":"2026-11-22T12:00:00Z"}"#,
+    );
+    assert_eq!(st, 200, "{body}");
+    a.stop();
+    // A day later: the first request already finds the expiry written, dated at the grant's expiry.
+    let b = Server::start(&db, &values, &["--clock-start", "2026-11-23T10:00:00Z"]);
+    let (st, body) = b.get("/admin/api/quota/transactions?username=ann", &admin);
+    assert_eq!(st, 200, "{body}");
+    let rows = common::json(&body)["transactions"]
+        .as_array()
+        .cloned()
+        .expect("rows");
+    let last = rows.last().expect("a row");
+    assert_eq!(
+        (
+            last["transaction_type"].as_str(),
+            last["amount"].as_i64(),
+            last["created_at"].as_str(),
+            last["created_by"].is_null()
+        ),
+        (Some("expire"), Some(-50), Some("2026-11-22T12:00:00"), true),
+        "{body}"
+    );
+    assert!(
+        b.stderr
+            .all()
+            .iter()
+            .any(|l| l.contains("expired 1 grant(s): 50 credits written off")),
+        "the server says what it wrote off"
+    );
+    b.stop();
+}

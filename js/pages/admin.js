@@ -5,6 +5,7 @@
 // is shown in the alert; nothing fails silently.
 import { loadEngine } from '../src/browser.js';
 import { Api, ApiError, tokenSignIn, userPath } from './api.js';
+import { BudgetsPanel, expiresAt } from './budgets-panel.js';
 import { RefreshPanel } from './refresh-panel.js';
 import { UsagePanel } from './usage-panel.js';
 import { UsersTable } from './users-table.js';
@@ -189,7 +190,21 @@ const actions = {
       const panel = $('ledger');
       panel.setAttribute('aria-label', `Ledger of ${name}`);
       $('ledger-title').textContent = `Ledger of ${name}: ${r.recent_transactions.length} recent transaction(s)`;
-      panel.querySelector('tbody').replaceChildren(rows);
+      panel.querySelector('table:not(#ledger-grants) tbody').replaceChildren(rows);
+      // The user's credit that lapses, soonest first.
+      $('ledger-grants').hidden = !r.grants?.length;
+      $('ledger-grants').tBodies[0].replaceChildren(
+        ...(r.grants ?? []).map((g) => {
+          const tr = document.createElement('tr');
+          for (const [v, num] of [[g.granted_at.replace('T', ' '), false], [g.amount, true], [g.remaining, true], [g.expires_at.replace('T', ' '), false]]) {
+            const td = document.createElement('td');
+            if (num) td.className = 'num';
+            td.textContent = String(v);
+            tr.append(td);
+          }
+          return tr;
+        }),
+      );
       panel.hidden = false;
       $('ledger-close').focus();
     } catch (e) {
@@ -226,8 +241,10 @@ function setQuotaPanel() {
       $('set-value').setAttribute('aria-invalid', 'true');
       return;
     }
+    // With an expiry, the new balance is one dated grant (a dated set).
+    const at = q.unlimited ? null : expiresAt($('set-expires').value);
     const entries = chosen.map((u) => (q.unlimited ? { username: u.username, unlimited: true }
-      : u.unlimited ? { username: u.username, amount: q.set, unlimited: false } : { username: u.username, amount: q.set }));
+      : { username: u.username, amount: q.set, ...(u.unlimited ? { unlimited: false } : {}), ...(at ? { expires_at: at } : {}) }));
     busy = true;
     $('set-apply').disabled = true;
     const failed = [];
@@ -282,6 +299,7 @@ async function start() {
       setQuotaPanel();
       new RefreshPanel(page);
       new UsagePanel(page);
+      new BudgetsPanel(page);
       $('ledger-close').addEventListener('click', () => {
         $('ledger').hidden = true;
       });

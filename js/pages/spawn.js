@@ -1,7 +1,8 @@
 // The spawn form's live price: the engine component in the page computes the estimated cost of
 // the chosen accelerator and runtime as the user types, exactly as the hub's gate will. Below a
 // KubeSpawner profile list, a profile (or a chosen profile option) that names its accelerator
-// prices the spawn by it and hides the accelerator choice, as the gate does.
+// prices the spawn by it and hides the accelerator choice, as the gate does. The cost is checked
+// against the account chosen under "Charge to" (or the budget a profile names).
 import { loadEngine } from '../src/browser.js';
 
 const $ = (id) => document.getElementById(id);
@@ -13,6 +14,10 @@ const choices = $('quota-accelerators');
 const fixedNote = $('quota-profile-accelerator');
 const form = $('quota-spawn').closest('form') ?? document;
 const chosen = () => form.querySelector('#quota-spawn input[name="gpu_selection"]:checked')?.value ?? '';
+const chargeTo = $('quota-charge-to');
+const budgetNote = $('quota-profile-budget');
+/** The budget the start charges: the profile's `quotaBudget`, else the "Charge to" choice ('' : own credit). */
+const budget = () => cfg.profiles?.[profile()]?.budget ?? form.querySelector('#quota-spawn input[name="budget"]:checked')?.value ?? '';
 
 /** The profile the form would start: the checked one (radio or select), else the default. */
 function profile() {
@@ -50,7 +55,21 @@ function profilePrice() {
   return {};
 }
 
+/** A profile that names its budget fixes the "Charge to" choice (the gate charges that budget). */
+function showBudget() {
+  const fixed = cfg.profiles?.[profile()]?.budget;
+  if (budgetNote) {
+    budgetNote.hidden = !fixed;
+    if (fixed) budgetNote.textContent = `This profile is charged to the budget ${fixed}.`;
+  }
+  if (chargeTo) {
+    chargeTo.hidden = !!fixed;
+    for (const r of chargeTo.querySelectorAll('input')) r.disabled = !!fixed;
+  }
+}
+
 function show(engine) {
+  showBudget();
   const price = profilePrice();
   const fixed = price.fixed !== undefined;
   choices.hidden = fixed || !!price.refused;
@@ -73,7 +92,12 @@ function show(engine) {
     const { rate, estimatedCost } = engine.estimateCost(fixed ? price.fixed : chosen(), Number(text));
     cost.textContent = `${estimatedCost} credits (${rate}/min x ${text} min)`;
     if (!cfg.enabled) note.textContent = 'Quota is disabled on this hub: nothing is charged.';
-    else if (cfg.unlimited) note.textContent = 'Your quota is unlimited: nothing is charged.';
+    else if (budget()) {
+      const available = cfg.budgets?.[budget()];
+      note.textContent = available !== undefined && estimatedCost > available
+        ? `This is more than the budget ${budget()} has available to you (${available}): the hub will refuse this start.`
+        : available === undefined ? `Charged to the budget ${budget()}.` : '';
+    } else if (cfg.unlimited) note.textContent = 'Your quota is unlimited: nothing is charged.';
     else if (estimatedCost > cfg.balance) note.textContent = `This is more than your balance (${cfg.balance}): the hub will refuse this start.`;
     else if (cfg.balance - estimatedCost < (cfg.minimumToStart ?? 0)) {
       const next = cfg.nextRefresh ? ` until the next top-up (${cfg.nextRefresh.at.replace('T', ' ')} UTC)` : '';

@@ -6,7 +6,7 @@ import { drawUsage, fillRows } from './usage-chart.js';
 const $ = (id) => document.getElementById(id);
 
 /** The CSV columns, as `quota-hub export-ledger` writes them. */
-export const LEDGER_COLUMNS = ['id', 'created_at', 'username', 'transaction_type', 'amount', 'resource_type', 'description', 'balance_before', 'balance_after', 'created_by'];
+export const LEDGER_COLUMNS = ['id', 'created_at', 'username', 'transaction_type', 'amount', 'resource_type', 'description', 'balance_before', 'balance_after', 'created_by', 'budget', 'expires_at'];
 
 /** One CSV field, as the CLI writes it: quoted when it holds a comma, a quote or a line break. */
 export function csvField(v) {

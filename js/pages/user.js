@@ -1,5 +1,5 @@
-// The user page (`{base}/quota`) in quota-hub and inside JupyterHub: the caller's balance, when the
-// next top-up comes, how long the balance lasts per resource, their running servers with the cost
+// The user page (`{base}/quota`) in quota-hub and inside JupyterHub: the caller's balance, the credit
+// that lapses and when, the budgets they may charge, when the next top-up comes, how long the balance lasts per resource, their running servers with the cost
 // so far and the auto-stop time, the credits spent per day over the last 30 days (chart and table)
 // and their ledger, a page at a time. Every server error is shown in the alert.
 import { Api, tokenSignIn } from './api.js';
@@ -44,6 +44,25 @@ function showMe(me, label) {
   $('who').textContent = me.username;
   $('balance').textContent = `${me.balance} credits`;
   $('balance-note').textContent = !me.enabled ? 'Quota is disabled on this hub: nothing is charged.' : me.unlimited ? 'Your quota is unlimited.' : '';
+  const soon = me.expiring_next;
+  $('expiring').textContent = soon ? `${soon.amount} credits expire on ${when(soon.expires_at)} UTC.` : '';
+  $('grants').hidden = !me.grants?.length;
+  $('grants').tBodies[0].replaceChildren(
+    ...(me.grants ?? []).map((g) => row([td(when(g.granted_at)), td(String(g.amount), 'num'), td(String(g.remaining), 'num'), td(when(g.expires_at))])),
+  );
+  $('budgets-panel').hidden = !me.budgets?.length;
+  $('budgets').tBodies[0].replaceChildren(
+    ...(me.budgets ?? []).map((b) =>
+      row([
+        td(b.description ? `${b.name}: ${b.description}` : b.name),
+        td(String(b.balance), 'num'),
+        td(String(b.available), 'num'),
+        td(String(b.spent_this_month), 'num'),
+        td(b.member_limit === null ? 'none' : String(b.member_limit), 'num'),
+        td(b.expiring_next ? `${b.expiring_next.amount} on ${when(b.expiring_next.expires_at)}` : ''),
+      ]),
+    ),
+  );
   const next = me.next_refresh;
   $('next-refresh').textContent = next
     ? `Next top-up: ${when(next.at)} UTC (rule ${next.rule}), to ${next.balance} credits.`
@@ -62,7 +81,7 @@ function showRunning(sessions, label) {
   $('no-running').hidden = running.length > 0;
   $('running').tBodies[0].replaceChildren(
     ...running.map((s) =>
-      row([td(s.server_name || '(default)'), td(label(s.resource_type)), td(when(s.start_time)), td(String(s.cost_so_far), 'num'), td(when(s.ends_at))]),
+      row([td(s.server_name || '(default)'), td(label(s.resource_type)), td(s.budget ? `budget ${s.budget}` : 'my credits'), td(when(s.start_time)), td(String(s.cost_so_far), 'num'), td(when(s.ends_at))]),
     ),
   );
 }

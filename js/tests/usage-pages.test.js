@@ -19,6 +19,7 @@ const VALUES = {
       minimumToStart: 5,
       defaultQuota: 0,
       refreshRules: { weekly: { enabled: true, schedule: '0 6 * * 1', action: 'add', amount: 100, maxBalance: 2000 } },
+      budgets: { lab: { description: 'the lab', users: ['ann'], memberLimit: 500 } },
     },
     accelerators: { gpu: { displayName: 'GPU A', description: 'a GPU', nodeSelector: { accel: 'gpu' }, quotaRate: 3 } },
   },
@@ -52,6 +53,12 @@ before(async () => {
     assert.equal(end.status, 200, JSON.stringify(end));
   }
   await session('ann', 'gpu', 60);
+  // Credit that lapses in 30 days, and a budget ann may charge.
+  const lapses = new Date(Date.now() + 30 * 86_400_000).toISOString().replace(/\.\d+Z$/, 'Z');
+  const grant = await hub.call('POST', '/admin/api/quota/users/ann', { action: 'add', amount: 25, expires_at: lapses });
+  assert.equal(grant.status, 200, JSON.stringify(grant));
+  const funded = await hub.call('POST', '/admin/api/quota/budgets/lab', { action: 'set', amount: 300 });
+  assert.equal(funded.status, 200, JSON.stringify(funded));
   browser = await launchBrowser();
 });
 
@@ -119,8 +126,16 @@ test('the user page: balance, next top-up, lasts, running server, chart = table 
   const running = await page.$$eval('#running tbody tr', (rows) => rows.map((r) => [...r.cells].map((c) => c.textContent)));
   assert.equal(running.length, 1);
   assert.equal(running[0][1], 'GPU A');
+  assert.equal(running[0][2], 'my credits');
   const mine = (await hub.call('GET', '/api/quota/me/sessions', undefined, annToken)).json.sessions.find((s) => s.status === 'active');
-  assert.equal(running[0][4], mine.ends_at.replace('T', ' '), 'the auto-stop time');
+  assert.equal(running[0][5], mine.ends_at.replace('T', ' '), 'the auto-stop time');
+
+  // The credit that lapses, and the budget ann may charge, as /api/quota/me says.
+  assert.equal(await page.locator('#expiring').textContent(), `25 credits expire on ${me.expiring_next.expires_at.replace('T', ' ')} UTC.`);
+  const grants = await page.$$eval('#grants tbody tr', (rows) => rows.map((r) => [...r.cells].map((c) => c.textContent)));
+  assert.deepEqual(grants, me.grants.map((g) => [g.granted_at.replace('T', ' '), String(g.amount), String(g.remaining), g.expires_at.replace('T', ' ')]));
+  const budgets = await page.$$eval('#budgets tbody tr', (rows) => rows.map((r) => [...r.cells].map((c) => c.textContent)));
+  assert.deepEqual(budgets, [['lab: the lab', '300', '300', '0', '500', '']]);
 
   // The chart, the table and the API agree, bar by bar; only ann's usage is there.
   const usage = (await hub.call('GET', '/api/quota/me/usage', undefined, annToken)).json;
@@ -199,6 +214,54 @@ test('the admin usage view: chart = table = API, top users and resources, the CS
 
   await page.screenshot({ path: screenshotPath('admin-usage.png'), fullPage: true });
   assert.deepEqual(await page.evaluate(() => window.cspViolations), []);
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
+test('the admin Budgets view: the list, the grants and members of a budget, a dated add; the grants of a user beside their ledger', async () => {
+  const { page, errors } = await newPage();
+  await page.goto(`${hub.url}/admin/users`);
+  await page.getByRole('textbox', { name: 'API token' }).fill(hub.admin);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.waitForFunction(() => window.quotaPage.state === 'ready');
+  await page.getByRole('button', { name: 'Budgets' }).click();
+  await page.waitForFunction(() => window.quotaPage.budgets?.state === 'ready');
+  const list = await page.$$eval('#b-list tbody tr', (rows) => rows.map((r) => [...r.cells].slice(0, 8).map((c) => c.textContent)));
+  assert.deepEqual(list, [['lab', 'the lab', '300', '0', '1', '500', 'all', 'values']]);
+
+  await page.getByRole('button', { name: 'Details of budget lab' }).click();
+  await page.waitForFunction(() => window.quotaPage.budgets?.shown === 'lab');
+  assert.equal(await page.locator('#b-title').textContent(), 'Budget lab: balance 300, 0 reserved');
+  const members = await page.$$eval('#b-members tbody tr', (rows) => rows.map((r) => [...r.cells].map((c) => c.textContent)));
+  assert.deepEqual(members, [['ann', '0', '0']]);
+
+  // A dated add: a grant appears with its expiry, and the balance follows.
+  const lapses = new Date(Date.now() + 10 * 86_400_000).toISOString().slice(0, 16);
+  await page.locator('#b-action').selectOption('add');
+  await page.locator('#b-amount').fill('50');
+  await page.locator('#b-expires').fill(lapses);
+  await page.getByRole('button', { name: 'Apply' }).click();
+  await page.waitForFunction(() => window.quotaPage.budgets?.balance === 350);
+  const grants = await page.$$eval('#b-grants tbody tr', (rows) => rows.map((r) => [...r.cells].slice(2).map((c) => c.textContent)));
+  assert.deepEqual(grants, [['50', '50', `${lapses.replace('T', ' ')}:00`]]);
+  const detail = (await hub.call('GET', '/admin/api/quota/budgets/lab')).json;
+  assert.equal(detail.balance, 350);
+  assert.equal(detail.recent_transactions[0].expires_at, `${lapses}:00`);
+
+  // A bad amount is refused before any request, naming the field.
+  await page.locator('#b-amount').fill('ten');
+  await page.getByRole('button', { name: 'Apply' }).click();
+  await page.getByRole('alert').filter({ hasText: 'amount: a whole number of credits' }).waitFor();
+
+  // ann's ledger shows her credit that lapses.
+  await page.getByRole('button', { name: 'Close' }).first().click();
+  await page.locator('#users button.ledger').first().click();
+  await page.locator('#ledger-grants tbody tr').first().waitFor();
+  const mine = (await hub.call('GET', '/admin/api/quota/users/ann')).json.grants;
+  assert.equal(await page.locator('#ledger-grants tbody tr').count(), mine.length);
+
+  await page.screenshot({ path: screenshotPath('admin-budgets.png'), fullPage: true });
+  assert.deepEqual(await page.evaluate(() => window.cspViolations), [], 'the page keeps its CSP');
   assert.deepEqual(errors, []);
   await page.close();
 });

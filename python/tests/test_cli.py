@@ -5,6 +5,7 @@ values where z2jh mounts them, the hub's working directory), and what each did i
 
 from __future__ import annotations
 
+import datetime as dt
 import os
 import re
 import sqlite3
@@ -65,7 +66,7 @@ def test_every_documented_line_runs_as_written(tmp_path):
     assert out["show"].stdout.startswith("alice: balance 150\n"), out["show"].stdout
     ledger = (tmp_path / "ledger.csv").read_text().splitlines()
     assert ledger[0].startswith("id,created_at,username,transaction_type,amount") and len(ledger) == 1 + 4, ledger
-    assert all(row.endswith(",jupyterhub-quota") for row in ledger[1:]), "made by the command line"
+    assert all(row.endswith(",jupyterhub-quota,,") for row in ledger[1:]), "made by the command line (no budget, undated)"
     [backup] = (tmp_path / "srv" / "jupyterhub" / "backups").iterdir()
     assert re.fullmatch(r"quota-\d{8}T\d{6}Z\.db", backup.name)
     with sqlite3.connect(backup) as c:
@@ -81,6 +82,32 @@ def test_a_refused_change_names_the_user_and_exits_1(tmp_path):
     assert r.returncode == 1 and r.stderr.strip() == "jupyterhub-quota: bob: Insufficient balance", r.stderr
     r = run(f"{TOOL} add bob --amount ten", env, tmp_path)
     assert r.returncode == 1 and "--amount: `ten` is not a whole number" in r.stderr, r.stderr
+
+
+def test_budgets_and_dated_credit_from_the_hubs_command_line(tmp_path):
+    env = container(tmp_path)
+    too_far = "2099-01-01T00:00:00Z"  # more than 3,660 days ahead of any clock a test runs on
+    ahead = (dt.datetime.now(dt.timezone.utc) + dt.timedelta(days=1000)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    r = run(f"{TOOL} budget create course-101 --user alice --group students --member-limit 300", env, tmp_path)
+    assert r.returncode == 0 and r.stdout.strip() == "budget course-101: created", (r.stdout, r.stderr)
+    r = run(f"{TOOL} budget add course-101 500", env, tmp_path)
+    assert r.returncode == 0 and r.stdout.strip() == "budget course-101: balance 500", (r.stdout, r.stderr)
+    r = run(f"{TOOL} budget deduct course-101 600", env, tmp_path)
+    assert r.returncode == 1 and "Insufficient balance" in r.stderr, r.stderr
+    r = run(f"{TOOL} budget add course-101 5 --expires {too_far}", env, tmp_path)
+    assert r.returncode == 1 and "expires_at: " in r.stderr, r.stderr
+    r = run(f"{TOOL} budget list", env, tmp_path)
+    assert r.returncode == 0 and re.search(r"^course-101\s+500\s+0\s+1\s+300\s+api$", r.stdout, re.M), r.stdout
+    r = run(f"{TOOL} add carol --amount 20 --expires friday", env, tmp_path)
+    assert r.returncode == 1 and "expires_at: " in r.stderr, r.stderr
+    r = run(f"{TOOL} add carol --amount 20 --expires {ahead}", env, tmp_path)
+    assert r.returncode == 0 and r.stdout.strip() == "carol: 20", (r.stdout, r.stderr)
+    with sqlite3.connect(env["QUOTA_DB_URL"].removeprefix("sqlite://")) as c:
+        assert c.execute("SELECT amount, remaining FROM grants WHERE username = 'carol'").fetchall() == [(20, 20)]
+    r = run(f"{TOOL} check", env, tmp_path)
+    assert r.returncode == 0 and "every balance equals its ledger" in r.stdout, (r.stdout, r.stderr)
+    r = run(f"{TOOL} budget delete course-101", env, tmp_path)
+    assert r.returncode == 1 and "still holds a balance of 500" in r.stderr, r.stderr
 
 
 def test_check_names_a_balance_that_differs_from_its_ledger(tmp_path):

@@ -202,3 +202,60 @@ def test_a_user_reaches_their_own_quota_page_from_the_hub_home(hub, browser):
         assert r == 403
     finally:
         ctx.close()
+
+
+def test_a_course_budget_by_hub_group_two_students_spawn_on_it_the_third_is_past_its_limit(hub, browser):
+    # The course's students are the hub group's members; the budget pays at most 50 a month each.
+    for student in ("sam", "sue", "sid"):
+        hub.token_for(student)
+    status, body = hub.admin("POST", "/hub/api/groups/course-101", {"users": ["sam", "sue", "sid"]})
+    assert status in (201, 409), (status, body)
+    status, body = hub.admin("PUT", "/hub/admin/api/quota/budgets/course-101",
+                             {"description": "Intro to ML", "groups": ["course-101"], "member_limit": 50})
+    assert status == 200, body
+    status, body = hub.admin("POST", "/hub/admin/api/quota/budgets/course-101", {"action": "add", "amount": 1000})
+    assert status == 200, body
+    for student, minutes in (("sam", "30"), ("sue", "40")):
+        ctx, page = login(browser, hub, student, "/hub/spawn")
+        try:
+            page.wait_for_function("window.quotaSpawn && window.quotaSpawn.state !== undefined")
+            assert page.evaluate("window.quotaSpawn.state") == "ready", page.evaluate("window.quotaSpawn.error")
+            # Their own credit is 0: the course pays, chosen under "Charge to".
+            choice = page.get_by_label("course-101", exact=False)
+            assert "50 available to you" in page.locator("#quota-charge-to").text_content()
+            choice.check()
+            page.get_by_label("Runtime (minutes, 1-480)").fill(minutes)
+            page.wait_for_function(f"document.getElementById('quota-cost').textContent.startsWith('{minutes} ')")
+            assert page.locator("#quota-cost-note").text_content() == ""
+            page.get_by_role("button", name="Start").click()
+            wait_for(f"{student}'s server", lambda: hub.server_state(student) is not None)
+        finally:
+            ctx.close()
+        hub.wait_ready(student)
+        hub.stop_server(student)
+    # The third asks more than one month's limit allows: refused with the budget's text, no server.
+    ctx, page = login(browser, hub, "sid", "/hub/spawn")
+    try:
+        page.wait_for_function("window.quotaSpawn && window.quotaSpawn.state === 'ready'")
+        page.get_by_label("course-101", exact=False).check()
+        page.get_by_label("Runtime (minutes, 1-480)").fill("60")
+        page.wait_for_function("document.getElementById('quota-cost').textContent.startsWith('60 ')")
+        assert "more than the budget course-101 has available to you (50)" in page.locator("#quota-cost-note").text_content()
+        page.get_by_role("button", name="Start").click()
+        page.get_by_text("monthly limit of budget course-101 reached").wait_for()
+        assert ("Cannot start container: monthly limit of budget course-101 reached. Spent this month: 0, limit: 50, "
+                "estimated cost: 60.") in page.content()
+    finally:
+        ctx.close()
+    assert hub.server_state("sid") is None
+    conn = sqlite3.connect(hub.quota_db())
+    try:
+        rows = conn.execute("SELECT username, budget, status FROM sessions WHERE budget = 'course-101' ORDER BY id").fetchall()
+        charged = conn.execute("SELECT username, amount FROM transactions WHERE budget = 'course-101' AND transaction_type = 'usage'"
+                               " ORDER BY id").fetchall()
+        own = dict(conn.execute("SELECT username, balance FROM users WHERE username IN ('sam', 'sue', 'sid')").fetchall())
+    finally:
+        conn.close()
+    assert rows == [("sam", "course-101", "completed"), ("sue", "course-101", "completed")], rows
+    assert [u for u, _ in charged] == ["sam", "sue"] and all(a < 0 for _, a in charged), charged
+    assert own == {"sam": 0, "sue": 0, "sid": 0}, "the students' own credit is untouched"

@@ -120,6 +120,33 @@ def test_the_scheduler_runs_each_fire_time_once_even_across_a_restart(tmp_path):
     assert runs == ["hourly@2026-11-18T12:00:00Z"]
 
 
+def test_a_grant_that_lapsed_while_no_hub_ran_is_written_off_when_the_scheduler_starts(tmp_path):
+    db = str(tmp_path / "q.db")
+    seed = QuotaEngine(db, VALUES)
+    r = seed.handle_request("POST", "/admin/api/quota/users/ann",
+                            body='{"action":"add","amount":50,"expires_at":"2026-11-18T12:00:00Z"}',
+                            caller=Caller("admin", admin=True), now=T0)
+    assert r.status == 200, r.body
+    seed.close()
+
+    async def start_and_sweep_again() -> dict:
+        clock = Clock(T0 + 86_400)
+        clock.parked = asyncio.Event()
+        s = Scheduler(QuotaService(lambda: QuotaEngine(db, VALUES)), clock=clock, sleep=clock.sleep)
+        await s.start()
+        again = await s.sweep()
+        s.stop()
+        return again
+
+    assert asyncio.run(start_and_sweep_again()) == {"grants_expired": 0, "credits_expired": 0}
+    with sqlite3.connect(db) as c:
+        rows = c.execute("SELECT transaction_type, amount, created_at, description FROM transactions"
+                         " WHERE username = 'ann' ORDER BY id").fetchall()
+    # Written once, at start, dated at the grant's expiry (12:00:00), not at the sweep's time.
+    assert rows[-1] == ("expire", -50, 1_795_003_200, "Grant 1 expired")
+    assert [r[0] for r in rows].count("expire") == 1
+
+
 def test_without_the_hubs_ready_signal_a_stop_is_billed_not_free(tmp_path):
     db = str(tmp_path / "q.db")
     q = quota_hub(db)
@@ -137,3 +164,29 @@ def test_without_the_hubs_ready_signal_a_stop_is_billed_not_free(tmp_path):
     asyncio.run(c.Spawner.post_stop_hook(spawner("dan")))
     with sqlite3.connect(db) as conn:
         assert [r[0] for r in conn.execute("SELECT status FROM sessions WHERE username = 'dan' ORDER BY id")] == ["completed", "failed"]
+
+
+def test_budget_balances_and_charges_are_counted_as_quota_hub_counts_them(tmp_path):
+    from prometheus_client import CollectorRegistry, generate_latest
+
+    from jupyterhub_quota.metrics import Metrics
+
+    values = {"custom": {"authMode": "github", "quota": {"cpuRate": 1, "minimumToStart": 1, "defaultQuota": 0,
+                                                          "budgets": {"lab": {"users": ["ann"]}, "course": {}}}}}
+    registry = CollectorRegistry()
+    metrics = Metrics(registry=registry)
+    engine = QuotaEngine(str(tmp_path / "q.db"), values)
+    engine.observer = metrics
+    admin, hub = Caller("admin", admin=True), Caller("hub", scopes=("quota:sessions",))
+    assert engine.handle_request("POST", "/admin/api/quota/budgets/lab", body='{"action":"set","amount":100}',
+                                 caller=admin, now=T0).status == 200
+    r = engine.handle_request("POST", "/api/quota/sessions", body='{"username":"ann","runtime_minutes":30,"budget":"lab"}',
+                              caller=hub, now=T0)
+    assert r.status == 201, r.body
+    sid = r.json()["session_id"]
+    assert engine.handle_request("POST", f"/api/quota/sessions/{sid}/end", body="{}", caller=hub, now=T0 + 600).status == 200
+    metrics.after_call(engine)
+    text = generate_latest(registry).decode()
+    assert 'quota_budget_credits_charged_total{budget="lab"} 10.0' in text, text
+    assert 'quota_budget_balance{budget="lab"} 90.0' in text and 'quota_budget_balance{budget="course"} 0.0' in text, text
+    engine.close()

@@ -28,6 +28,8 @@ EXAMPLE = REPO / "examples" / "z2jh" / "config.yaml"
 NODE_PURPOSE = {"key": "hub.jupyter.org/node-purpose", "operator": "In", "values": ["user"]}
 # A profile that moves the server without naming an accelerator (added to the example's list).
 HIGHMEM = {"display_name": "High memory", "slug": "highmem", "kubespawner_override": {"node_selector": {"pool": "highmem"}}}
+# A course's profile: its spawns charge the course's shared budget (made over REST in the test).
+COURSE = {"display_name": "Course 101", "slug": "course", "quotaBudget": "course-101"}
 
 
 class FakeKubernetes:
@@ -73,7 +75,7 @@ def hub(tmp_path_factory, k8s):
     h = Hub(state, EXAMPLE, config=HERE / "kube_config.py", extra_env={
         "KUBECONFIG": str(k8s.kubeconfig),
         "QT_Z2JH_VALUES": str(EXAMPLE),
-        "QT_EXTRA_PROFILES": json.dumps([HIGHMEM]),
+        "QT_EXTRA_PROFILES": json.dumps([HIGHMEM, COURSE]),
         "QT_SINGLEUSER_PORT": str(free_port()),
         "QUOTA_DB_URL": f"sqlite://{state / 'quota.sqlite'}",
     }).start()
@@ -176,6 +178,36 @@ def test_a_profile_that_names_its_accelerator_is_priced_billed_and_placed_by_it(
     resource, rate, runtime, status, cost = session(hub, "dora")
     assert (resource, rate, runtime, status) == ("dgpu", 4000, 10, "completed")
     assert usage(hub, "dora") == [-cost] and cost >= 4
+
+
+def test_a_profile_with_quota_budget_charges_the_course_not_the_student(hub, k8s):
+    status, body = hub.admin("PUT", "/hub/admin/api/quota/budgets/course-101", {"users": ["fred"]})
+    assert status == 200, (status, body)
+    status, body = hub.admin("POST", "/hub/admin/api/quota/budgets/course-101", {"action": "add", "amount": 100})
+    assert status == 200, (status, body)
+    set_quota(hub, "fred", 0)  # nothing of his own: the course pays
+    start_and_stop(hub, k8s, "fred", {"profile": "course", "runtime_minutes": 10})
+    conn = sqlite3.connect(hub.quota_db())
+    try:
+        budget, status_, cost = conn.execute(
+            "SELECT budget, status, cost FROM sessions WHERE username = 'fred' ORDER BY id DESC").fetchone()
+        charged = conn.execute(
+            "SELECT amount FROM transactions WHERE budget = 'course-101' AND transaction_type = 'usage'").fetchall()
+    finally:
+        conn.close()
+    assert (budget, status_) == ("course-101", "completed")
+    assert charged == [(-cost,)] and cost >= 1
+    status, detail = hub.admin("GET", "/hub/admin/api/quota/budgets/course-101")
+    assert status == 200 and detail["balance"] == 100 - cost, detail
+    status, fred = hub.admin("GET", "/hub/admin/api/quota/users/fred")
+    assert fred["balance"] == 0, fred
+    # Not a member: refused with the budget's text, and no pod.
+    set_quota(hub, "gina", 1000)
+    before = len(k8s.created())
+    status, body = hub.spawn("gina", {"profile": "course", "runtime_minutes": 10})
+    assert status == 403, (status, body)
+    assert "gina is not a member of budget course-101" in body["message"], body
+    assert len(k8s.created()) == before
 
 
 @pytest.mark.parametrize(

@@ -78,6 +78,36 @@ def test_options_that_cannot_be_priced_are_refused_naming_the_option(options, st
     assert str(e.value).startswith(starts), str(e.value)
 
 
+COURSE = {"display_name": "Course 101", "slug": "course", "quotaBudget": "course-101"}
+
+
+@pytest.mark.parametrize(
+    "options, budget",
+    [
+        ({}, None),  # the user's own credit
+        ({"budget": ""}, None),
+        ({"budget": "lab"}, "lab"),  # the spawn option
+        ({"profile": "course"}, "course-101"),  # the profile's quotaBudget charges the course
+        ({"profile": "course", "budget": "course-101"}, "course-101"),  # the same: fine
+    ],
+)
+def test_a_spawn_charges_the_budget_its_option_or_profile_names(options, budget):
+    assert pick(options, kube([*PROFILES, COURSE])).budget == budget
+
+
+@pytest.mark.parametrize(
+    "options, starts",
+    [
+        ({"profile": "course", "budget": "lab"}, 'budget: the profile "course" charges budget "course-101"'),
+        ({"budget": 5}, "budget: must be a budget name, got 5"),
+    ],
+)
+def test_a_budget_the_spawn_cannot_charge_is_refused_naming_the_option(options, starts):
+    with pytest.raises(OptionError) as e:
+        pick(options, kube([*PROFILES, COURSE]))
+    assert str(e.value).startswith(starts), str(e.value)
+
+
 def test_profile_lists_as_kubespawner_takes_them():
     by_key = {"b": {"display_name": "B", "slug": "b", "quotaAccelerator": "phx"}, "a": {"display_name": "A", "slug": "a"}}
     assert pick({}, kube(by_key)).profile == "a"  # a dict is sorted by key; the first is the default
@@ -113,8 +143,9 @@ def test_the_spawn_form_gets_what_the_gate_decides_with():
     assert list(p) == ["standard-environment", "gpu", "bigcpu", "tolerant", "image"]
     assert p["gpu"]["accelerator"] == "dgpu" and p["gpu"]["options"]["type"]["default"] == "any"
     assert p["gpu"]["options"]["type"]["choices"]["a100"] == {"accelerator": "a100", "moves": True}
-    assert p["tolerant"] == {"accelerator": None, "moves": True, "options": {}}
+    assert p["tolerant"] == {"accelerator": None, "moves": True, "options": {}, "budget": None}
     assert p["image"]["options"]["image"]["unlisted"] == {"accelerator": "phx", "moves": False}
+    assert page_profiles([COURSE])["course"]["budget"] == "course-101"  # the form shows who pays
 
 
 def pod(*terms) -> m.V1Pod:

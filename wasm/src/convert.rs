@@ -39,6 +39,7 @@ fn tx_type_out(t: TransactionType) -> wit::TransactionType {
         TransactionType::SetUnlimited => wit::TransactionType::SetUnlimited,
         TransactionType::UnsetUnlimited => wit::TransactionType::UnsetUnlimited,
         TransactionType::AutoRefresh => wit::TransactionType::AutoRefresh,
+        TransactionType::Expire => wit::TransactionType::Expire,
     }
 }
 
@@ -54,6 +55,8 @@ pub fn tx_out(t: &Transaction) -> wit::Transaction {
         balance_after: t.balance_after,
         created_at: t.created_at.seconds(),
         created_by: t.created_by.clone(),
+        budget: t.budget.clone(),
+        expires_at: t.expires_at.map(quota_core::Timestamp::seconds),
     }
 }
 
@@ -88,11 +91,13 @@ pub fn event_out(e: quota_core::events::Event) -> crate::bindings::api::Event {
             resource_type,
             sessions,
             credits,
+            budget,
         } => w::Event::SessionsEnded(w::SessionsEndedEvent {
             status: status_out(status),
             resource_type,
             sessions,
             credits,
+            budget,
         }),
         Event::Refreshed {
             rule_name,
@@ -101,5 +106,15 @@ pub fn event_out(e: quota_core::events::Event) -> crate::bindings::api::Event {
             rule_name,
             users_updated,
         }),
+    }
+}
+
+pub fn grant_out(g: &quota_core::store::Grant) -> crate::bindings::api::Grant {
+    crate::bindings::api::Grant {
+        grant_id: g.grant_id,
+        amount: g.amount,
+        remaining: g.remaining,
+        granted_at: g.granted_at.seconds(),
+        expires_at: g.expires_at.seconds(),
     }
 }

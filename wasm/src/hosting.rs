@@ -158,10 +158,11 @@ fn contract(dialect: Dialect) -> HostingContract {
         ],
         tables: tables
             .iter()
-            .map(|(name, columns, key)| Table {
+            .map(|(name, columns, key, identity)| Table {
                 name: name.to_string(),
                 columns: columns.split(", ").map(str::to_string).collect(),
                 key: key.split(", ").map(str::to_string).collect(),
+                identity: identity.map(str::to_string),
             })
             .collect(),
     }

@@ -54,7 +54,8 @@ pub fn refresh_preview(
     for (u, g) in groups {
         store.put_membership(&u, &g, Timestamp(0))?;
     }
-    // A dry run reads only; the time stamps nothing.
-    let r = refresh::refresh(&mut store, &req, Timestamp(0))?;
+    // A dry run reads only; the time stamps nothing. The preview knows the users it is given, not
+    // the configured budgets (a run over budgets is previewed by the hub's own dry run).
+    let r = refresh::refresh(&quota_core::Config::default(), &mut store, &req, Timestamp(0))?;
     serde_json::to_string(&r).map_err(|e| QuotaError::Store(StoreError(e.to_string())))
 }

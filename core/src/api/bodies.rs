@@ -61,6 +61,7 @@ pub(super) fn start_body(body: &Value) -> Result<StartRequest, QuotaError> {
     let server_name = f.opt_str("server_name").unwrap_or("").to_string();
     let started_at = timestamp(&mut f, "started_at");
     let groups = f.opt_str_list("groups", limits::user_groups_max);
+    let budget = f.opt_str("budget").map(str::to_string);
     first_problem(f.finish())?;
     let groups = groups
         .map(|g| crate::groups::validate_groups("groups", g))
@@ -72,6 +73,7 @@ pub(super) fn start_body(body: &Value) -> Result<StartRequest, QuotaError> {
         server_name,
         started_at,
         groups,
+        budget,
     })
 }
 
@@ -106,11 +108,22 @@ pub(super) fn end_body(
     Ok((ended_at, outcome, target))
 }
 
-pub(super) fn admin_body(body: &Value) -> Result<(AdminAction, Option<String>), QuotaError> {
+/// An admin action's body: the action, its description, and `expires_at` (a dated grant).
+pub(super) type AdminBody = (AdminAction, Option<String>, Option<Timestamp>);
+
+pub(super) fn admin_body(body: &Value) -> Result<AdminBody, QuotaError> {
     let present = |k: &str| body.get(k).is_some_and(|v| !v.is_null());
     let mut f = Fields::new("", Some(body), false);
     let action = f.req_str("action");
     let description = f.opt_str("description").map(str::to_string);
+    let expires_at = match f.opt_str("expires_at").map(Timestamp::parse) {
+        Some(Ok(t)) => Some(t),
+        Some(Err(e)) => {
+            f.problem("expires_at", e);
+            None
+        }
+        None => None,
+    };
     let amount = f.opt_int("amount", i64::MIN, i64::MAX);
     let unlimited = f.opt_bool("unlimited");
     let parsed = match action {
@@ -153,7 +166,7 @@ pub(super) fn admin_body(body: &Value) -> Result<(AdminAction, Option<String>), 
     };
     first_problem(f.finish())?;
     let action = parsed.ok_or_else(|| QuotaError::invalid("action", "is required"))?;
-    Ok((action, description))
+    Ok((action, description, expires_at))
 }
 
 pub(super) fn batch_body(body: &Value) -> Result<Vec<BatchItem>, QuotaError> {
@@ -185,11 +198,13 @@ pub(super) fn batch_body(body: &Value) -> Result<Vec<BatchItem>, QuotaError> {
             let username = e.req_str("username").map(str::to_string);
             let amount = e.opt_int("amount", i64::MIN, i64::MAX);
             let unlimited = e.opt_bool("unlimited");
+            let expires_at = timestamp(&mut e, "expires_at");
             match (e.finish().into_iter().next(), username) {
                 (None, Some(username)) => Ok(BatchEntry {
                     username,
                     amount,
                     unlimited,
+                    expires_at,
                 }),
                 (problem, username) => Err(RejectedEntry {
                     username: username.unwrap_or_default(),

@@ -26,12 +26,13 @@ pub(super) fn answer(route: Route<'_>, method: &str, c: &mut Call<'_>) -> Result
         Route::Batch => batch(c),
         Route::Refresh => refresh(c),
         Route::Cleanup => cleanup(c),
+        Route::Expire => expire(c),
         Route::Ledger => ledger(c),
         Route::Me => {
             no_query(&c.query)?;
             Ok(Response::json(
                 200,
-                &reads::me(c.config, c.store, &c.caller.name, Some(c.now))?,
+                &reads::me(c.config, c.store, &c.caller.name, c.now, true)?,
             ))
         }
         Route::Rates => {
@@ -53,6 +54,8 @@ pub(super) fn answer(route: Route<'_>, method: &str, c: &mut Call<'_>) -> Result
         Route::Usage => usage_routes::report(c),
         Route::Memberships if method == "GET" => group_routes::list_memberships(c),
         Route::Memberships => group_routes::memberships(c),
+        Route::Budgets => budget_routes::list(c),
+        Route::Budget(name) => budget_routes::budget(c, method, name),
     }
 }
 
@@ -71,11 +74,11 @@ fn list_users(c: &mut Call<'_>) -> Result<Response, QuotaError> {
     q.finish()?;
     if after.is_none() && limit.is_none() {
         // The spec's shape: every user at once.
-        let users = reads::list_users(c.store)?;
+        let users = reads::list_users(c.store, c.now)?;
         return Ok(Response::json(200, &json!({ "users": users })));
     }
     let limit = limit.map_or(limits::users_page_max, |n| n as usize);
-    let (users, next) = reads::users_page(c.store, after.as_deref(), limit)?;
+    let (users, next) = reads::users_page(c.store, after.as_deref(), limit, c.now)?;
     Ok(Response::json(
         200,
         &json!({ "users": users, "next_after": next }),
@@ -84,15 +87,16 @@ fn list_users(c: &mut Call<'_>) -> Result<Response, QuotaError> {
 
 fn user_detail(c: &mut Call<'_>, name: &str) -> Result<Response, QuotaError> {
     no_query(&c.query)?;
-    Ok(Response::json(200, &reads::user_detail(c.store, name)?))
+    Ok(Response::json(200, &reads::user_detail(c.store, name, c.now)?))
 }
 
 fn change_user(c: &mut Call<'_>, name: &str) -> Result<Response, QuotaError> {
-    let (action, description) = admin_body(&c.body)?;
+    let (action, description, expires_at) = admin_body(&c.body)?;
     let r = AdminRequest {
         username: name.to_string(),
         action,
         description,
+        expires_at,
     };
     Ok(Response::json(
         200,
@@ -138,7 +142,7 @@ fn refresh_not_ambiguous(store: &mut dyn Store, body: &Value) -> Result<(), Quot
 fn refresh(c: &mut Call<'_>) -> Result<Response, QuotaError> {
     let r = refresh_body(&c.body)?;
     refresh_not_ambiguous(c.store, &c.body)?;
-    match refresh::refresh_step(c.store, &r, c.now, c.chunk_users)? {
+    match refresh::refresh_step(c.config, c.store, &r, c.now, c.chunk_users)? {
         Step::Done(result) => Ok(Response::json(200, &result)),
         Step::More => {
             c.more = true;
@@ -157,16 +161,36 @@ fn cleanup(c: &mut Call<'_>) -> Result<Response, QuotaError> {
     ))
 }
 
+/// The sweep: every expiry due by now written off, each dated at its expiry.
+fn expire(c: &mut Call<'_>) -> Result<Response, QuotaError> {
+    no_query(&c.query)?;
+    let mut f = Fields::new("", Some(&c.body), true);
+    // `{"in_chunks": true}`: at most one chunk of accounts per call (each call its own
+    // transaction, so locks are held briefly), the answer saying whether `more` remain.
+    let in_chunks = f.opt_bool("in_chunks").unwrap_or(false);
+    first_problem(f.finish())?;
+    let limit = in_chunks.then_some(limits::sweep_chunk_grants);
+    Ok(Response::json(200, &crate::grants::sweep(c.store, c.now, limit)?))
+}
+
 fn ledger(c: &mut Call<'_>) -> Result<Response, QuotaError> {
     let mut q = QueryFields::new(&c.query);
     let username = q.take("username");
+    let budget = q.take("budget");
     let after_id = q.int("after_id", 0, limits::json_int_abs_max)?.unwrap_or(0);
     let limit = q
         .int("limit", 1, limits::ledger_page_max as i64)?
         .unwrap_or(limits::ledger_page_max as i64);
     let range = usage_routes::ledger_range(&mut q)?;
     q.finish()?;
-    let txs = reads::ledger(c.store, username.as_deref(), range, after_id, limit as usize)?;
+    let txs = reads::ledger(
+        c.store,
+        username.as_deref(),
+        budget.as_deref(),
+        range,
+        after_id,
+        limit as usize,
+    )?;
     let next = if txs.len() == limit as usize {
         txs.last().map(|t| t.id)
     } else {

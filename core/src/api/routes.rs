@@ -23,6 +23,7 @@ pub(super) enum Route<'p> {
     Batch,
     Refresh,
     Cleanup,
+    Expire,
     Ledger,
     Me,
     Rates,
@@ -39,6 +40,8 @@ pub(super) enum Route<'p> {
     MySessions,
     MyUsage,
     Usage,
+    Budgets,
+    Budget(&'p str),
 }
 
 /// The route the decoded path segments name.
@@ -48,11 +51,14 @@ pub(super) fn route<'p>(segs: &[&'p str]) -> Option<Route<'p>> {
         ["admin", "api", "quota", "batch"] => Route::Batch,
         ["admin", "api", "quota", "refresh"] => Route::Refresh,
         ["admin", "api", "quota", "cleanup"] => Route::Cleanup,
+        ["admin", "api", "quota", "expire"] => Route::Expire,
         ["admin", "api", "quota", "transactions"] => Route::Ledger,
         ["admin", "api", "quota", "groups"] => Route::Groups,
         ["admin", "api", "quota", "groups", name] => Route::Group(name),
         ["admin", "api", "quota", "memberships"] => Route::Memberships,
         ["admin", "api", "quota", "usage"] => Route::Usage,
+        ["admin", "api", "quota", "budgets"] => Route::Budgets,
+        ["admin", "api", "quota", "budgets", name] => Route::Budget(name),
         ["admin", "api", "quota", "users", name] | ["admin", "api", "quota", name] => Route::User(name),
         ["api", "quota", "me"] => Route::Me,
         ["api", "quota", "me", "transactions"] => Route::MyTransactions,
@@ -79,6 +85,7 @@ pub fn route_template(path: &str) -> Option<&'static str> {
         Route::Batch => "/admin/api/quota/batch",
         Route::Refresh => "/admin/api/quota/refresh",
         Route::Cleanup => "/admin/api/quota/cleanup",
+        Route::Expire => "/admin/api/quota/expire",
         Route::Ledger => "/admin/api/quota/transactions",
         Route::Me => "/api/quota/me",
         Route::Rates => "/api/quota/rates",
@@ -95,6 +102,8 @@ pub fn route_template(path: &str) -> Option<&'static str> {
         Route::MySessions => "/api/quota/me/sessions",
         Route::MyUsage => "/api/quota/me/usage",
         Route::Usage => "/admin/api/quota/usage",
+        Route::Budgets => "/admin/api/quota/budgets",
+        Route::Budget(_) => "/admin/api/quota/budgets/{name}",
     })
 }
 
@@ -111,7 +120,7 @@ pub(super) fn access<'p>(route: &Route<'p>, method: &str) -> (&'static [&'static
             },
         ),
         Route::Batch | Route::Cleanup => (&["POST"], Access::Admin),
-        Route::Refresh => (&["POST"], Access::Refresh),
+        Route::Refresh | Route::Expire => (&["POST"], Access::Refresh),
         Route::Me
         | Route::Rates
         | Route::Accelerators
@@ -129,7 +138,8 @@ pub(super) fn access<'p>(route: &Route<'p>, method: &str) -> (&'static [&'static
         Route::Session(_) => (&["GET"], Access::Admin),
         Route::EndById(_) | Route::EndByServer => (&["POST"], Access::Sessions),
         Route::OpenApi => (&["GET"], Access::Public),
-        Route::Groups => (&["GET"], Access::Admin),
+        Route::Groups | Route::Budgets => (&["GET"], Access::Admin),
+        Route::Budget(_) => (&["GET", "PUT", "POST", "DELETE"], Access::Admin),
         Route::Group(_) => (&["GET", "PUT", "POST", "DELETE"], Access::Admin),
         Route::Memberships => (&["GET", "PUT"], Access::Admin),
     }

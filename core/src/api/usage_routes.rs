@@ -24,7 +24,7 @@ pub(super) fn ledger_range(q: &mut QueryFields<'_>) -> Result<(Timestamp, Timest
     Ok((since, until))
 }
 
-/// `GET /admin/api/quota/usage?from=&to=&group_by=user|resource|day&order=key|credits&limit=&after=`.
+/// `GET /admin/api/quota/usage?from=&to=&group_by=user|resource|day|budget&order=key|credits&limit=&after=&budget=`.
 pub(super) fn report(c: &mut Call<'_>) -> Result<Response, QuotaError> {
     let mut q = QueryFields::new(&c.query);
     let from = q.take("from");
@@ -32,6 +32,7 @@ pub(super) fn report(c: &mut Call<'_>) -> Result<Response, QuotaError> {
     let group_by = q.take("group_by");
     let order = q.take("order");
     let after = q.take("after");
+    let budget = q.take("budget");
     let limit = q
         .int("limit", 1, limits::usage_page_max as i64)?
         .map_or(limits::usage_page_max, |n| n as usize);
@@ -57,7 +58,15 @@ pub(super) fn report(c: &mut Call<'_>) -> Result<Response, QuotaError> {
     if let (GroupBy::Day, Some(a)) = (group_by, after.as_deref()) {
         usage::parse_day("after", a)?;
     }
-    let report = usage::report(c.store, days, group_by, order, after.as_deref(), limit)?;
+    let report = usage::report(
+        c.store,
+        days,
+        group_by,
+        order,
+        after.as_deref(),
+        limit,
+        budget.as_deref(),
+    )?;
     Ok(Response::json(200, &report))
 }
 

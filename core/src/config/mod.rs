@@ -17,7 +17,7 @@ use crate::groups::settings::GroupRules;
 use crate::json::{kind, Fields};
 use crate::limits;
 use crate::milli::Milli;
-use crate::refresh::{RefreshAction, RefreshParams};
+use crate::refresh::params::{RefreshAction, RefreshParams, RefreshRequest};
 use crate::targets::Targets;
 use crate::values_read::{entry_fields, mapping};
 
@@ -35,6 +35,8 @@ pub struct Config {
     pub refresh_rules: BTreeMap<String, RefreshRule>,
     /// `custom.quota.groups`: per-group grants and accelerator access.
     pub groups: GroupRules,
+    /// `custom.quota.budgets`: the budgets the values file defines.
+    pub budgets: BTreeMap<String, crate::budgets::definition::BudgetDefinition>,
 }
 
 /// One `custom.quota.refreshRules.<name>` entry.
@@ -54,6 +56,14 @@ pub const values_schema: &str = include_str!("schema.json");
 /// `custom.quota.onStorageError`'s values: a gate whose database fails refuses the spawn (the
 /// default), or lets it start unbilled.
 pub const on_storage_error_choices: [&str; 2] = ["refuse", "allow"];
+
+impl Default for Config {
+    /// The configuration of an empty values file: every default, no accelerator, rule or budget.
+    fn default() -> Config {
+        Config::from_values(&serde_json::json!({"custom": {"authMode": "dummy"}}))
+            .unwrap_or_else(|e| panic!("the defaults are valid: {e}"))
+    }
+}
 
 /// Every problem found while loading, each with its key path.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -105,6 +115,7 @@ impl Config {
         let default_quota = q.opt_int("defaultQuota", 0, limits::amount_abs_max).unwrap_or(0);
         let rules_value = q.raw("refreshRules");
         let groups_value = q.raw("groups");
+        let budgets_value = q.raw("budgets");
         // What a gating host does when its database fails at the gate (the JupyterHub package:
         // refuse the spawn, or let it start unbilled); read by the hosts, checked here.
         if let Some(p) = q.opt_str("onStorageError") {
@@ -142,6 +153,7 @@ impl Config {
         let accelerators = read_accelerators(accels, &mut problems);
         let refresh_rules = read_rules(rules_value, &mut problems);
         let groups = crate::groups::settings::read(groups_value, &accelerators, &mut problems);
+        let budgets = crate::budgets::definition::read(budgets_value, &accelerators, &mut problems);
 
         if problems.is_empty() {
             Ok(Config {
@@ -153,6 +165,7 @@ impl Config {
                 accelerators,
                 refresh_rules,
                 groups,
+                budgets,
             })
         } else {
             Err(ConfigError(problems))
@@ -174,12 +187,12 @@ impl Config {
         name: &str,
         run_id: Option<String>,
         dry_run: bool,
-    ) -> Result<crate::refresh::RefreshRequest, QuotaError> {
+    ) -> Result<RefreshRequest, QuotaError> {
         let rule = self
             .refresh_rules
             .get(name)
             .ok_or_else(|| QuotaError::NotFound(format!("No refresh rule named `{name}`")))?;
-        Ok(crate::refresh::RefreshRequest {
+        Ok(RefreshRequest {
             params: rule.params.clone(),
             run_id,
             dry_run,
@@ -248,6 +261,18 @@ fn read_rules(v: Option<&Value>, problems: &mut Vec<QuotaError>) -> BTreeMap<Str
         let max_balance = f.opt_int("maxBalance", 0, limits::balance_abs_max);
         let min_balance = f.opt_int("minBalance", 0, limits::balance_abs_max);
         let mut target_problems = Vec::new();
+        let expires_path = f.path_of("expiresAfter");
+        let expires_after = f.opt_str("expiresAfter").and_then(|text| {
+            crate::lots::parse_expires_after(&expires_path, text)
+                .map_err(|e| target_problems.push(e))
+                .ok()
+        });
+        if expires_after.is_some() && action == Some(RefreshAction::Add) && amount.is_some_and(|a| a <= 0) {
+            target_problems.push(QuotaError::invalid(
+                &expires_path,
+                "makes the credit a run gives a dated grant: only with a top-up (`add` above 0) or `set`",
+            ));
+        }
         let targets_value = f.raw("targets");
         let targets = Targets::read(&f.path_of("targets"), targets_value, &mut target_problems);
         let mut errs = f.finish();
@@ -261,6 +286,7 @@ fn read_rules(v: Option<&Value>, problems: &mut Vec<QuotaError>) -> BTreeMap<Str
                     max_balance,
                     min_balance,
                     targets,
+                    expires_after,
                 };
                 out.insert(
                     name.clone(),

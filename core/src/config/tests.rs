@@ -174,3 +174,52 @@ fn refresh_rules_load() {
     assert_eq!(r.params.max_balance, Some(500));
     assert_eq!(r.schedule.to_string(), "0 0 * * 1");
 }
+
+#[test]
+fn a_rules_dated_credit_and_budget_targets_load_and_bad_ones_name_their_key() {
+    let c = load(
+        r#"{"custom": {"authMode": "github", "quota": {"budgets": {"lab": {}}, "refreshRules": {
+            "monthly": {"schedule": "0 0 1 * *", "action": "set", "amount": 300,
+                        "expiresAfter": "31d", "targets": {"budgets": ["lab"]}}}}}}"#,
+    )
+    .unwrap();
+    let r = &c.refresh_rules["monthly"];
+    assert_eq!(r.params.expires_after, Some(31 * 86_400));
+    assert_eq!(r.params.targets.budgets.as_ref().map(|b| b.len()), Some(1));
+    for (rule, key) in [
+        (
+            r#""expiresAfter": "1w""#,
+            "custom.quota.refreshRules.r.expiresAfter:",
+        ),
+        (
+            r#""expiresAfter": "0d""#,
+            "custom.quota.refreshRules.r.expiresAfter:",
+        ),
+        (
+            r#""expiresAfter": "1d", "amount": -5"#,
+            "custom.quota.refreshRules.r.expiresAfter: makes the credit",
+        ),
+        (
+            r#""targets": {"budgets": ["lab"], "usernamePattern": "a"}"#,
+            "custom.quota.refreshRules.r.targets.budgets: targets budgets",
+        ),
+        (
+            r#""targets": {"budgets": []}"#,
+            "custom.quota.refreshRules.r.targets.budgets:",
+        ),
+    ] {
+        let amount = if rule.contains("amount") {
+            ""
+        } else {
+            r#""amount": 5, "#
+        };
+        let text = format!(
+            r#"{{"custom": {{"authMode": "github", "quota": {{"refreshRules": {{"r": {{"schedule": "0 0 * * *", {amount}{rule}}}}}}}}}}}"#
+        );
+        let errs = load(&text).expect_err(rule).0;
+        assert!(
+            errs.iter().any(|e| e.to_string().starts_with(key)),
+            "{rule}: {errs:?}"
+        );
+    }
+}

@@ -1,11 +1,13 @@
 //! An in-memory `Store` for tests, benchmarks and hosts that need no persistence. Putting records
 //! back after a failed call (and the active-session index that follows them) is `undo.rs`.
 
+mod budgets;
 mod undo;
 
 use std::collections::BTreeMap;
 
 use crate::error::StoreError;
+use crate::store::{AccountKey, BudgetChange, BudgetRow, BudgetUsage, Grant, NewGrant};
 use crate::store::{
     Change, LedgerPage, Membership, NewSession, RefreshRun, Session, SessionPage, SessionStatus, Store,
     Transaction, Usage, UsageKey, UserRecord,
@@ -24,7 +26,13 @@ pub struct MemStore {
     /// The running usage sums (see `usage`): by (day, resource type) and (user, day, resource type).
     pub usage_days: BTreeMap<(i64, String), Usage>,
     pub user_usage_days: BTreeMap<(String, i64, String), Usage>,
+    /// Dated grants by id, each with its account.
+    pub grants: BTreeMap<i64, (AccountKey, Grant)>,
+    /// Budgets' rows by name, and their usage sums by (budget, user, day, resource type).
+    pub budgets: BTreeMap<String, BudgetRow>,
+    pub budget_usage_days: BTreeMap<(String, String, i64, String), Usage>,
     next_session_id: i64,
+    next_grant_id: i64,
 }
 
 impl MemStore {
@@ -73,7 +81,7 @@ impl Store for MemStore {
         let mut out: Vec<Transaction> = self
             .transactions
             .iter()
-            .filter(|t| t.username == username)
+            .filter(|t| t.username == username && t.budget.is_none())
             .cloned()
             .collect();
         out.sort_by(|a, b| b.created_at.cmp(&a.created_at).then(b.id.cmp(&a.id)));
@@ -89,7 +97,11 @@ impl Store for MemStore {
             .transactions
             .iter()
             .skip(start)
-            .filter(|t| username.is_none_or(|u| t.username == u))
+            .filter(|t| match (username, page.budget) {
+                (u, Some(b)) => t.budget.as_deref() == Some(b) && u.is_none_or(|u| t.username == u),
+                (Some(u), None) => t.budget.is_none() && t.username == u,
+                (None, None) => true,
+            })
             .filter(|t| since <= t.created_at && t.created_at < until)
             .take(limit)
             .cloned()
@@ -169,7 +181,7 @@ impl Store for MemStore {
             .transactions
             .iter()
             .rev()
-            .filter(|t| t.username == username && before.is_none_or(|b| t.id < b))
+            .filter(|t| t.username == username && t.budget.is_none() && before.is_none_or(|b| t.id < b))
             .take(limit)
             .cloned()
             .collect())
@@ -301,7 +313,151 @@ impl Store for MemStore {
             .entry((username.to_string(), day, resource_type.to_string()))
             .or_default()
             .add(usage);
+        self.budget_usage_add(key, usage);
         Ok(())
+    }
+
+    fn due_user_grants(&mut self, now: Timestamp, limit: usize) -> Result<Vec<(String, Grant)>, StoreError> {
+        Ok(self.due_user_grants_page(now, limit))
+    }
+
+    fn due_budgets(&mut self, now: Timestamp) -> Result<Vec<String>, StoreError> {
+        let due: std::collections::BTreeSet<String> = self
+            .grants
+            .values()
+            .filter_map(|(a, g)| match a {
+                AccountKey::Budget(b) if g.due_at(now) => Some(b.clone()),
+                _ => None,
+            })
+            .collect();
+        Ok(due.into_iter().collect())
+    }
+
+    fn users_named(&mut self, names: &[String]) -> Result<Vec<UserRecord>, StoreError> {
+        let mut names = names.to_vec();
+        names.sort();
+        names.dedup();
+        Ok(names.iter().filter_map(|n| self.users.get(n).cloned()).collect())
+    }
+
+    fn user_grants_between(&mut self, first: &str, last: &str) -> Result<Vec<(String, Grant)>, StoreError> {
+        Ok(self.user_grants_in(first, last))
+    }
+
+    fn get_budget(&mut self, name: &str) -> Result<Option<BudgetRow>, StoreError> {
+        Ok(self.budgets.get(name).cloned())
+    }
+
+    fn put_budget(&mut self, budget: &BudgetRow) -> Result<(), StoreError> {
+        self.budgets.insert(budget.name.clone(), budget.clone());
+        Ok(())
+    }
+
+    fn delete_budget(&mut self, name: &str) -> Result<(), StoreError> {
+        self.budget_delete(name);
+        Ok(())
+    }
+
+    fn budgets(&mut self) -> Result<Vec<BudgetRow>, StoreError> {
+        Ok(self.budgets.values().cloned().collect())
+    }
+
+    fn record_budget_change(&mut self, change: &BudgetChange) -> Result<(), StoreError> {
+        self.budget_change(change);
+        Ok(())
+    }
+
+    fn budget_sessions(&mut self, budget: &str) -> Result<Vec<Session>, StoreError> {
+        Ok(self.budget_active(budget))
+    }
+
+    fn budget_spent(
+        &mut self,
+        budget: &str,
+        since: Timestamp,
+        username: Option<&str>,
+    ) -> Result<Vec<(String, i64)>, StoreError> {
+        Ok(self.budget_spent_by(budget, since, username))
+    }
+
+    fn recent_budget_transactions(
+        &mut self,
+        budget: &str,
+        limit: usize,
+    ) -> Result<Vec<Transaction>, StoreError> {
+        Ok(self.budget_recent(budget, limit))
+    }
+
+    fn budget_usage(
+        &mut self,
+        first: i64,
+        last: i64,
+        budget: Option<&str>,
+    ) -> Result<Vec<BudgetUsage>, StoreError> {
+        Ok(self.budget_usage_rows(first, last, budget))
+    }
+
+    fn account_grants(&mut self, account: &AccountKey) -> Result<Vec<Grant>, StoreError> {
+        Ok(self
+            .grants
+            .values()
+            .filter(|(a, g)| a == account && g.remaining > 0)
+            .map(|(_, g)| g.clone())
+            .collect())
+    }
+
+    fn insert_grant(&mut self, account: &AccountKey, grant: &NewGrant) -> Result<i64, StoreError> {
+        self.next_grant_id += 1;
+        let g = Grant {
+            grant_id: self.next_grant_id,
+            amount: grant.amount,
+            remaining: grant.amount,
+            granted_at: grant.granted_at,
+            expires_at: grant.expires_at,
+        };
+        self.grants.insert(g.grant_id, (account.clone(), g));
+        Ok(self.next_grant_id)
+    }
+
+    fn set_grants_remaining(&mut self, changes: &[(i64, i64)]) -> Result<(), StoreError> {
+        for (id, remaining) in changes {
+            match self.grants.get_mut(id) {
+                Some((_, g)) => g.remaining = *remaining,
+                None => return Err(StoreError(format!("no grant {id}"))),
+            }
+        }
+        Ok(())
+    }
+
+    fn accounts_with_due_grants(
+        &mut self,
+        now: Timestamp,
+        limit: usize,
+    ) -> Result<Vec<AccountKey>, StoreError> {
+        let due: std::collections::BTreeSet<&AccountKey> = self
+            .grants
+            .values()
+            .filter(|(_, g)| g.due_at(now))
+            .map(|(a, _)| a)
+            .collect();
+        Ok(due.into_iter().take(limit).cloned().collect())
+    }
+
+    fn due_user_credit_between(
+        &mut self,
+        first: &str,
+        last: &str,
+        now: Timestamp,
+    ) -> Result<Vec<(String, i64)>, StoreError> {
+        let mut by: BTreeMap<String, i64> = BTreeMap::new();
+        for (a, g) in self.grants.values() {
+            if let AccountKey::User(u) = a {
+                if first <= u.as_str() && u.as_str() <= last && g.due_at(now) {
+                    *by.entry(u.clone()).or_default() += g.remaining;
+                }
+            }
+        }
+        Ok(by.into_iter().collect())
     }
 
     fn usage_by_day(&mut self, first: i64, last: i64) -> Result<Vec<(i64, String, Usage)>, StoreError> {

@@ -1,18 +1,22 @@
-//! Refresh: one add-or-set over every user the targets pick, at most once per `run_id`.
+//! Refresh: one add-or-set over every user the targets pick (or the budgets they name), at most
+//! once per `run_id`; with `expires_after`, the credit given is a dated grant.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::config::Config;
 use crate::error::QuotaError;
 use crate::events::{self, Event};
-use crate::ledger::{self, Entry};
+use crate::grants;
+use crate::ledger::{self, Account, BudgetAccount, Entry};
 use crate::limits;
-use crate::store::{RefreshRun, Store, TransactionType, UserRecord};
+use crate::lots;
+use crate::store::{Grant, NewGrant, RefreshRun, Store, TransactionType, UserRecord};
 use crate::time::Timestamp;
 
-mod params;
+pub mod params;
 pub use params::{params_from_body, RefreshAction, RefreshParams, RefreshRequest};
 
 /// One user's change, reported by a dry run.
@@ -83,11 +87,12 @@ pub fn run_completed(run: &RefreshRun) -> bool {
 /// The whole refresh in one call (one transaction); a run left between chunks by
 /// [`refresh_step`] is completed from where it stopped.
 pub fn refresh(
+    config: &Config,
     store: &mut dyn Store,
     req: &RefreshRequest,
     now: Timestamp,
 ) -> Result<RefreshResult, QuotaError> {
-    match refresh_step(store, req, now, 0)? {
+    match refresh_step(config, store, req, now, 0)? {
         Step::Done(r) => Ok(r),
         Step::More => Err(QuotaError::Store(crate::StoreError(
             "an unlimited refresh call stopped early".into(),
@@ -104,6 +109,7 @@ pub fn refresh(
 /// Every change of a chunk is decided before any is written, so an out-of-range balance changes
 /// nothing in that chunk (the chunks before it stay applied, and the run stays resumable).
 pub fn refresh_step(
+    config: &Config,
     store: &mut dyn Store,
     req: &RefreshRequest,
     now: Timestamp,
@@ -116,11 +122,20 @@ pub fn refresh_step(
         Resume::Replay(first) => return Ok(Step::Done(first)),
         Resume::From(progress, created_at) => (progress, created_at),
     };
+    // A run's dated credit expires a while after the run's time: the scheduled minute of a
+    // scheduled run (its run id says it), else when the run first ran, so a retried run id makes
+    // the same grant.
+    let expires_at = p
+        .expires_after
+        .map(|d| run_time(req.run_id.as_deref(), created_at).plus_seconds(d));
     let limit = match (chunk_users, &req.run_id, req.dry_run) {
         (n, Some(_), false) if n > 0 => n as usize,
         _ => usize::MAX,
     };
-    let d = decide(store, p, progress.as_ref(), limit)?;
+    let d = match &p.targets.budgets {
+        Some(names) => budget_accounts(config, store, p, names, now)?,
+        None => decide(store, p, progress.as_ref(), limit, now)?,
+    };
     let total_change = ledger::checked_balance(d.total, "The refresh's total change")?;
     let users_updated = progress.as_ref().map_or(0, |at| at.users_updated) + d.changes.len() as u64;
     let mut result = RefreshResult {
@@ -138,16 +153,16 @@ pub fn refresh_step(
         result.changes = Some(
             d.changes
                 .into_iter()
-                .map(|(u, new)| UserChange {
-                    username: u.username,
-                    balance_before: u.balance,
-                    balance_after: new,
+                .map(|c| UserChange {
+                    username: c.name().to_string(),
+                    balance_before: c.before(),
+                    balance_after: c.new,
                 })
                 .collect(),
         );
         return Ok(Step::Done(result));
     }
-    apply(store, p, d.changes, now)?;
+    apply(store, p, d.changes, expires_at, now)?;
     if let Some(run_id) = &req.run_id {
         let stored = if d.finished {
             to_json(&result)?
@@ -222,7 +237,7 @@ fn resume(
 /// The changes of one call, decided before any is written (so an out-of-range result changes
 /// nothing), and where the scan stopped.
 struct Decided {
-    changes: Vec<(UserRecord, i64)>,
+    changes: Vec<Decision>,
     skipped: u64,
     total: i128,
     /// The last username scanned.
@@ -231,12 +246,40 @@ struct Decided {
     finished: bool,
 }
 
+/// One account's decided change: its row (a user's or a budget's), the grants it holds (the due
+/// ones are written off first), its balance as of now and its new balance.
+struct Decision {
+    account: Holder,
+    grants: Vec<Grant>,
+    before: i64,
+    new: i64,
+}
+
+enum Holder {
+    User(UserRecord),
+    Budget(BudgetAccount),
+}
+
+impl Decision {
+    fn name(&self) -> &str {
+        match &self.account {
+            Holder::User(u) => &u.username,
+            Holder::Budget(b) => &b.row.name,
+        }
+    }
+
+    fn before(&self) -> i64 {
+        self.before
+    }
+}
+
 /// Scans at most `limit` users after the progress's last one, page by page, deciding each.
 fn decide(
     store: &mut dyn Store,
     p: &RefreshParams,
     progress: Option<&Progress>,
     limit: usize,
+    now: Timestamp,
 ) -> Result<Decided, QuotaError> {
     let mut d = Decided {
         changes: Vec::new(),
@@ -258,29 +301,114 @@ fn decide(
             d.after = Some(last.username.clone());
         }
         let mut groups = page_groups(store, &p.targets, &page)?;
+        let mut held = page_grants(store, &page)?;
         let none = BTreeSet::new();
         for user in page {
             let of_user = groups.next_for(&user.username).unwrap_or(&none);
-            if !p.targets.matches(&user, of_user) {
+            // Balances as of now: a lapsed grant's credit no longer counts, for the targets too.
+            let grants = held.remove(&user.username).unwrap_or_default();
+            let before = lots::balance_at(user.balance, &grants, now);
+            let as_of_now = UserRecord {
+                balance: before,
+                ..user.clone()
+            };
+            if !p.targets.matches(&as_of_now, of_user) {
                 d.skipped += 1;
                 continue;
             }
-            let new = ledger::checked_balance(
-                p.new_balance(user.balance),
-                &format!("Refresh of {}", user.username),
-            )?;
-            if new == user.balance {
+            let new =
+                ledger::checked_balance(p.new_balance(before), &format!("Refresh of {}", user.username))?;
+            if new == before {
                 d.skipped += 1;
                 continue;
             }
-            d.total += i128::from(new) - i128::from(user.balance);
-            d.changes.push((user, new));
+            d.total += i128::from(new) - i128::from(before);
+            d.changes.push(Decision {
+                account: Holder::User(user),
+                grants,
+                before,
+                new,
+            });
         }
         if got < want {
             break true;
         }
     };
     Ok(d)
+}
+
+/// The personal grants of a page of users (sorted by username), read in one call.
+fn page_grants(
+    store: &mut dyn Store,
+    page: &[UserRecord],
+) -> Result<BTreeMap<String, Vec<Grant>>, QuotaError> {
+    let (Some(first), Some(last)) = (page.first(), page.last()) else {
+        return Ok(BTreeMap::new());
+    };
+    let mut out: BTreeMap<String, Vec<Grant>> = BTreeMap::new();
+    for (u, g) in store.user_grants_between(&first.username, &last.username)? {
+        out.entry(u).or_default().push(g);
+    }
+    Ok(out)
+}
+
+/// A run over budgets (`targets.budgets`): each named budget's account, decided as a user's is
+/// (`balanceBelow`/`balanceAbove` apply; caps and floors too). Every budget in one call.
+fn budget_accounts(
+    config: &Config,
+    store: &mut dyn Store,
+    p: &RefreshParams,
+    names: &BTreeSet<String>,
+    now: Timestamp,
+) -> Result<Decided, QuotaError> {
+    let mut d = Decided {
+        changes: Vec::new(),
+        skipped: 0,
+        total: 0,
+        after: None,
+        finished: true,
+    };
+    for (i, name) in names.iter().enumerate() {
+        if crate::budgets::find(config, store, name)?.is_none() {
+            return Err(QuotaError::invalid(
+                format!("targets.budgets[{i}]"),
+                format!("unknown budget {name}"),
+            ));
+        }
+        let acct = crate::budgets::account(store, name, "", now)?;
+        let grants = store.account_grants(&acct.key())?;
+        let before = lots::balance_at(acct.row.balance, &grants, now);
+        let in_range = p.targets.balance_below.is_none_or(|b| before < b)
+            && p.targets.balance_above.is_none_or(|a| before > a);
+        let new = ledger::checked_balance(p.new_balance(before), &format!("Refresh of budget {name}"))?;
+        if !in_range || new == before {
+            d.skipped += 1;
+            continue;
+        }
+        d.total += i128::from(new) - i128::from(before);
+        d.changes.push(Decision {
+            account: Holder::Budget(acct),
+            grants,
+            before,
+            new,
+        });
+    }
+    Ok(d)
+}
+
+/// The time a run gives its dated credit from: the minute a scheduled run id names
+/// (`<rule>@YYYY-MM-DDTHH:MM:SSZ`, as the hosts' schedulers write them; seconds may be left out),
+/// else the run's first time.
+fn run_time(run_id: Option<&str>, first: Timestamp) -> Timestamp {
+    run_id
+        .and_then(|id| id.rsplit_once('@'))
+        .and_then(|(_, minute)| {
+            let minute = minute.strip_suffix('Z')?;
+            chrono::NaiveDateTime::parse_from_str(minute, "%Y-%m-%dT%H:%M:%S")
+                .or_else(|_| chrono::NaiveDateTime::parse_from_str(minute, "%Y-%m-%dT%H:%M"))
+                .ok()
+        })
+        .map_or(first, Timestamp::from_naive)
 }
 
 /// The groups a page of users (sorted by username) is in among those the targets name, read in one
@@ -320,30 +448,83 @@ impl PageGroups {
     }
 }
 
-/// Writes the decided changes, a page of users per storage call, each with its transaction.
+/// Writes the decided changes: accounts without grants and without a dated credit a page per
+/// storage call (the bulk path), the others one at a time through their grants (due expiries
+/// first, a `set` dropping them, a deduction drawing from them, a dated credit as a grant).
 fn apply(
     store: &mut dyn Store,
     p: &RefreshParams,
-    changes: Vec<(UserRecord, i64)>,
+    changes: Vec<Decision>,
+    expires_at: Option<Timestamp>,
     now: Timestamp,
 ) -> Result<(), QuotaError> {
     let description = format!("Auto {}: {}", p.action.as_str(), p.rule_name);
+    let entry = || Entry::of(TransactionType::AutoRefresh, description.clone());
     let mut page = Vec::with_capacity(limits::scan_page_users.min(changes.len()));
-    for (mut user, new) in changes {
-        let entry = Entry {
-            kind: TransactionType::AutoRefresh,
-            resource_type: None,
-            description: description.clone(),
-            created_by: None,
-        };
-        page.push(ledger::change(&mut user, new, entry, now));
-        if page.len() == limits::scan_page_users {
-            store.record_changes(&page)?;
-            page.clear();
+    for c in changes {
+        match c.account {
+            Holder::User(mut user) if c.grants.is_empty() && expires_at.is_none() => {
+                page.push(ledger::change(&mut user, c.new, entry(), now));
+                if page.len() == limits::scan_page_users {
+                    store.record_changes(&page)?;
+                    page.clear();
+                }
+            }
+            Holder::User(mut user) => one(store, &mut user, p, c.grants, c.new, expires_at, entry(), now)?,
+            Holder::Budget(mut b) => one(store, &mut b, p, c.grants, c.new, expires_at, entry(), now)?,
         }
     }
     if !page.is_empty() {
         store.record_changes(&page)?;
+    }
+    Ok(())
+}
+
+/// One account's change through its grants.
+#[allow(clippy::too_many_arguments)]
+fn one<A: Account + ?Sized>(
+    store: &mut dyn Store,
+    account: &mut A,
+    p: &RefreshParams,
+    grants: Vec<Grant>,
+    new: i64,
+    expires_at: Option<Timestamp>,
+    entry: Entry<'_>,
+    now: Timestamp,
+) -> Result<(), QuotaError> {
+    let live = grants::settle_with(store, account, grants, now)?;
+    let cur = account.balance();
+    match (p.action, expires_at) {
+        (RefreshAction::Set, at) => {
+            grants::drop_all(store, &live)?;
+            let dated = at.filter(|_| new > 0);
+            ledger::apply(
+                store,
+                account,
+                new,
+                Entry {
+                    expires_at: dated,
+                    ..entry
+                },
+                now,
+            )?;
+            if let Some(at) = dated {
+                let g = NewGrant {
+                    amount: new,
+                    granted_at: now,
+                    expires_at: at,
+                };
+                store.insert_grant(&account.key(), &g)?;
+            }
+        }
+        (RefreshAction::Add, Some(at)) if new > cur => {
+            grants::grant(store, account, new - cur, at, entry, now)?;
+        }
+        (RefreshAction::Add, _) if new < cur => {
+            grants::draw(store, &live, cur - new, now)?;
+            ledger::apply(store, account, new, entry, now)?;
+        }
+        _ => ledger::apply(store, account, new, entry, now)?,
     }
     Ok(())
 }

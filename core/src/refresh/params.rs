@@ -35,6 +35,9 @@ pub struct RefreshParams {
     /// Floor for a deduction (`add` with amount < 0); 0 when unset.
     pub min_balance: Option<i64>,
     pub targets: Targets,
+    /// Seconds: the credit a run gives (a top-up, or a `set`'s new balance) is one dated grant
+    /// expiring this long after the run's time.
+    pub expires_after: Option<i64>,
 }
 
 impl RefreshParams {
@@ -59,6 +62,12 @@ impl RefreshParams {
             return Err(QuotaError::invalid(
                 "rule_name",
                 format!("must be 1 to {} characters", limits::rule_name_chars_max),
+            ));
+        }
+        if self.expires_after.is_some() && self.action == RefreshAction::Add && self.amount <= 0 {
+            return Err(QuotaError::invalid(
+                "expires_after",
+                "makes the credit a run gives a dated grant: only with a top-up (`add` above 0) or `set`",
             ));
         }
         for (field, v) in [
@@ -86,6 +95,7 @@ impl RefreshParams {
             "max_balance": self.max_balance,
             "min_balance": self.min_balance,
             "targets": self.targets.to_json(),
+            "expires_after": self.expires_after,
         })
         .to_string()
     }
@@ -142,6 +152,11 @@ pub fn params_from_body(
     let rule_name = f.opt_str("rule_name").unwrap_or("manual").to_string();
     let max_balance = f.opt_int("max_balance", 0, limits::balance_abs_max);
     let min_balance = f.opt_int("min_balance", 0, limits::balance_abs_max);
+    let expires_after = f.opt_str("expires_after").and_then(|text| {
+        crate::lots::parse_expires_after("expires_after", text)
+            .map_err(|e| problems.push(e))
+            .ok()
+    });
     let targets_value: Option<&Value> = f.raw("targets");
     let targets = Targets::read("targets", targets_value, problems);
     Some(RefreshParams {
@@ -151,5 +166,6 @@ pub fn params_from_body(
         max_balance,
         min_balance,
         targets,
+        expires_after,
     })
 }

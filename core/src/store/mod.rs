@@ -108,6 +108,92 @@ pub trait Store {
     /// Adds a completed session's usage to the running sums of its UTC day `day` (see `usage`):
     /// per (day, resource type) and per (user, day, resource type).
     fn record_usage(&mut self, key: &UsageKey<'_>, usage: &Usage) -> Result<(), StoreError>;
+
+    /// An account's grants that still hold credit (`remaining > 0`), by grant id.
+    fn account_grants(&mut self, account: &AccountKey) -> Result<Vec<Grant>, StoreError>;
+    /// Records a new dated grant of `account` (all of it remaining); returns its id (ids increase).
+    fn insert_grant(&mut self, account: &AccountKey, grant: &NewGrant) -> Result<i64, StoreError>;
+    /// Sets grants' remaining credit: `(grant_id, remaining)`.
+    fn set_grants_remaining(&mut self, changes: &[(i64, i64)]) -> Result<(), StoreError>;
+    /// Up to `limit` accounts holding a grant due by `now` (`remaining > 0`, `expires_at <= now`),
+    /// users first, each by name.
+    fn accounts_with_due_grants(
+        &mut self,
+        now: Timestamp,
+        limit: usize,
+    ) -> Result<Vec<AccountKey>, StoreError>;
+    /// The credit of personal grants due by `now` but not yet written off, of the users from
+    /// `first` to `last` (both included) that have some, by username: what reads leave out.
+    fn due_user_credit_between(
+        &mut self,
+        first: &str,
+        last: &str,
+        now: Timestamp,
+    ) -> Result<Vec<(String, i64)>, StoreError>;
+    /// A budget's row (`None`: never written: balance 0, values-defined or unknown).
+    fn get_budget(&mut self, name: &str) -> Result<Option<BudgetRow>, StoreError>;
+    /// The same, held against other writers until the call's transaction ends: a start charging
+    /// the budget reads its reservations after this, so concurrent starts never overspend it.
+    fn lock_budget(&mut self, name: &str) -> Result<Option<BudgetRow>, StoreError> {
+        self.get_budget(name)
+    }
+    /// Inserts or replaces a budget's row (a definition stored over REST, or its balance).
+    fn put_budget(&mut self, budget: &BudgetRow) -> Result<(), StoreError>;
+    /// Deletes a budget's row and its grants; its transactions stay in the ledger.
+    fn delete_budget(&mut self, name: &str) -> Result<(), StoreError>;
+    /// Every stored budget row, by name.
+    fn budgets(&mut self) -> Result<Vec<BudgetRow>, StoreError>;
+    /// Writes the budget's row and appends its transaction (one change, as `record_changes`).
+    fn record_budget_change(&mut self, change: &BudgetChange) -> Result<(), StoreError>;
+    /// The active sessions charging `budget`, by id.
+    fn budget_sessions(&mut self, budget: &str) -> Result<Vec<Session>, StoreError>;
+    /// What the billable active sessions charging `budget` hold (thousandths), only `username`'s
+    /// when given: the gate's one read of a budget's reservations, however many are running.
+    fn budget_held(&mut self, budget: &str, username: Option<&str>) -> Result<i64, StoreError> {
+        Ok(self
+            .budget_sessions(budget)?
+            .iter()
+            .filter(|s| s.billable && username.is_none_or(|u| s.username == u))
+            .map(|s| s.estimated_cost.raw())
+            .sum())
+    }
+    /// The credits each member charged `budget` (its `usage` transactions) with `created_at >=
+    /// since`, by username; only `username`'s when given.
+    fn budget_spent(
+        &mut self,
+        budget: &str,
+        since: Timestamp,
+        username: Option<&str>,
+    ) -> Result<Vec<(String, i64)>, StoreError>;
+    /// A budget's newest transactions, newest first (ties by id desc).
+    fn recent_budget_transactions(
+        &mut self,
+        budget: &str,
+        limit: usize,
+    ) -> Result<Vec<Transaction>, StoreError>;
+    /// (budget, username, day, resource type, sums) of the budgets' usage in the days `first` to
+    /// `last`, only `budget`'s when given; by budget, username, day, resource type.
+    fn budget_usage(
+        &mut self,
+        first: i64,
+        last: i64,
+        budget: Option<&str>,
+    ) -> Result<Vec<BudgetUsage>, StoreError>;
+    /// The budgets holding a grant due by `now` (credit left), by name.
+    fn due_budgets(&mut self, now: Timestamp) -> Result<Vec<String>, StoreError>;
+    /// Up to `limit` personal grants due by `now` with credit left, by expiry, then id: a page of
+    /// the sweep, written off together.
+    fn due_user_grants(&mut self, now: Timestamp, limit: usize) -> Result<Vec<(String, Grant)>, StoreError>;
+    /// The records of these users (those that exist), by username.
+    fn users_named(&mut self, names: &[String]) -> Result<Vec<UserRecord>, StoreError>;
+    /// Sets these grants' remaining credit to 0 (written off), in one write.
+    fn zero_grants(&mut self, ids: &[i64]) -> Result<(), StoreError> {
+        let zero: Vec<(i64, i64)> = ids.iter().map(|id| (*id, 0)).collect();
+        self.set_grants_remaining(&zero)
+    }
+    /// The personal grants holding credit (`remaining > 0`) of the users from `first` to `last`
+    /// (both included), by username, then grant id: what a refresh page needs of its users' lots.
+    fn user_grants_between(&mut self, first: &str, last: &str) -> Result<Vec<(String, Grant)>, StoreError>;
     /// (day, resource type, sums) of the days `first` to `last` (both included), by day, then
     /// resource type.
     fn usage_by_day(&mut self, first: i64, last: i64) -> Result<Vec<(i64, String, Usage)>, StoreError>;

@@ -42,6 +42,8 @@ pub enum TransactionType {
     SetUnlimited,
     UnsetUnlimited,
     AutoRefresh,
+    /// A dated grant's remaining credit lapsed (dated at the grant's expiry).
+    Expire,
 }
 
 impl TransactionType {
@@ -55,6 +57,7 @@ impl TransactionType {
             TransactionType::SetUnlimited => "set_unlimited",
             TransactionType::UnsetUnlimited => "unset_unlimited",
             TransactionType::AutoRefresh => "auto_refresh",
+            TransactionType::Expire => "expire",
         }
     }
 
@@ -68,6 +71,7 @@ impl TransactionType {
             "set_unlimited" => TransactionType::SetUnlimited,
             "unset_unlimited" => TransactionType::UnsetUnlimited,
             "auto_refresh" => TransactionType::AutoRefresh,
+            "expire" => TransactionType::Expire,
             _ => return None,
         })
     }
@@ -76,6 +80,7 @@ impl TransactionType {
 /// An audit-log entry before the store gives it an id.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct NewTransaction {
+    #[serde(serialize_with = "empty_as_null")]
     pub username: String,
     pub amount: i64,
     pub transaction_type: TransactionType,
@@ -85,6 +90,12 @@ pub struct NewTransaction {
     pub balance_after: i64,
     pub created_at: Timestamp,
     pub created_by: Option<String>,
+    /// The budget whose balance moved; `None`: `username`'s personal account. A budget's own
+    /// changes (admin actions, refresh, expiry) have an empty `username` (null on the wire); its
+    /// `usage` names the member who ran the session.
+    pub budget: Option<String>,
+    /// The expiry of the grant this transaction made, if it made one.
+    pub expires_at: Option<Timestamp>,
 }
 
 /// A balance change as storage writes it: the user's new row and its audit entry, together.
@@ -169,6 +180,8 @@ pub struct NewSession {
     pub start_time: Timestamp,
     /// False when quota was disabled or the user unlimited at start: never charged.
     pub billable: bool,
+    /// The budget it charges; `None`: the user's personal account.
+    pub budget: Option<String>,
 }
 
 /// A usage session as stored: what was recorded at start (`start`, read through as if its fields
@@ -226,10 +239,14 @@ pub struct RefreshRun {
 }
 
 /// A page of the ledger: up to `limit` transactions with `id > after_id` and
-/// `since <= created_at < until`, by id; only `username`'s when given.
+/// `since <= created_at < until`, by id; only `username`'s and `budget`'s when given.
 #[derive(Clone, Copy, Debug)]
 pub struct LedgerPage<'a> {
+    /// Only this user's personal account (with `budget` `None`), or this member's rows of the
+    /// budget.
     pub username: Option<&'a str>,
+    /// Only this budget's transactions.
+    pub budget: Option<&'a str>,
     pub since: Timestamp,
     pub until: Timestamp,
     pub after_id: i64,
@@ -250,7 +267,84 @@ pub struct SessionPage<'a> {
 #[derive(Clone, Copy, Debug)]
 pub struct UsageKey<'a> {
     pub username: &'a str,
+    /// The budget charged (`""`: the personal account).
+    pub budget: &'a str,
     /// The UTC day (days since 1970-01-01) the session ended.
     pub day: i64,
     pub resource_type: &'a str,
+}
+
+/// Whose credit: a user's personal account, or a budget.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum AccountKey {
+    User(String),
+    Budget(String),
+}
+
+/// A dated grant before the store gives it an id: all of `amount` remains.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NewGrant {
+    pub amount: i64,
+    pub granted_at: Timestamp,
+    pub expires_at: Timestamp,
+}
+
+/// A dated grant as stored (and as reads show it): credit that lapses at `expires_at`.
+/// `0 <= remaining <= amount`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Grant {
+    pub grant_id: i64,
+    pub amount: i64,
+    pub remaining: i64,
+    pub granted_at: Timestamp,
+    pub expires_at: Timestamp,
+}
+
+impl Grant {
+    /// Counts at time `t`: not yet expired, credit left.
+    pub fn live_at(&self, t: Timestamp) -> bool {
+        self.expires_at > t && self.remaining > 0
+    }
+
+    /// Its expiry has come by `t` and credit is left: an `expire` transaction is owed.
+    pub fn due_at(&self, t: Timestamp) -> bool {
+        self.expires_at <= t && self.remaining > 0
+    }
+}
+
+/// A budget's stored row: its balance, and its definition when it was made over REST.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BudgetRow {
+    pub name: String,
+    pub balance: i64,
+    pub updated_at: Timestamp,
+    /// The definition a `PUT` stored (canonical JSON, snake_case keys); `None` for a budget the
+    /// values file defines, whose row only holds its balance.
+    pub definition: Option<String>,
+}
+
+/// A budget's balance change as storage writes it: the row and its audit entry, together.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BudgetChange {
+    pub budget: BudgetRow,
+    pub entry: NewTransaction,
+}
+
+/// An empty string as JSON null (a budget's own transactions have no user).
+fn empty_as_null<S: serde::Serializer>(s: &str, out: S) -> Result<S::Ok, S::Error> {
+    if s.is_empty() {
+        out.serialize_none()
+    } else {
+        out.serialize_str(s)
+    }
+}
+
+/// One row of a budget's running usage sums: who charged it on which day for what.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BudgetUsage {
+    pub budget: String,
+    pub username: String,
+    pub day: i64,
+    pub resource_type: String,
+    pub usage: Usage,
 }

@@ -39,6 +39,7 @@ pub fn admin_action(s: Step<'_>) -> Result<Done, String> {
             username: user.clone(),
             action,
             description: None,
+            expires_at: None,
         },
         "root",
         t,
@@ -85,6 +86,7 @@ pub fn admin_batch(s: Step<'_>) -> Result<Done, String> {
             username: rng.pick(&users).to_string(),
             amount: rng.chance(70).then(|| *rng.pick(&[-1i64, 0, 3, 50])),
             unlimited: rng.chance(30).then(|| rng.chance(50)),
+            expires_at: None,
         })
         .collect();
     let what: String = format!("batch({entries:?})");
@@ -164,9 +166,11 @@ pub fn refresh_run(s: Step<'_>) -> Result<Done, String> {
         max_balance,
         min_balance,
         targets: targets.clone(),
+        expires_after: None,
     };
     let what: String = format!("refresh({params:?}, {run_id:?}, dry={dry_run})");
     let got = refresh(
+        &quota_core::Config::default(),
         &mut *store,
         &RefreshRequest {
             params: params.clone(),

@@ -110,7 +110,7 @@ pub fn check_usage(store: &mut MemStore, first: i64, last: i64, whole: bool) -> 
         *by_day.entry(usage::day_text(day)).or_default() -= tx.amount;
     }
     let report = |store: &mut MemStore, g: GroupBy| -> Result<BTreeMap<String, i64>, String> {
-        let r = usage::report(store, days, g, Order::Key, None, 1000).map_err(|e| e.to_string())?;
+        let r = usage::report(store, days, g, Order::Key, None, 1000, None).map_err(|e| e.to_string())?;
         Ok(r.rows
             .into_iter()
             .filter(|row| row.usage.credits != 0)
@@ -135,7 +135,7 @@ pub fn check_usage(store: &mut MemStore, first: i64, last: i64, whole: bool) -> 
         }
     }
     if whole {
-        let totals = usage::report(store, days, GroupBy::Day, Order::Key, None, 1)
+        let totals = usage::report(store, days, GroupBy::Day, Order::Key, None, 1, None)
             .map_err(|e| e.to_string())?
             .totals;
         let done: Vec<_> = store

@@ -37,6 +37,7 @@ pub fn start(s: Step<'_>) -> Result<Done, String> {
         server_name: server.clone(),
         started_at: None,
         groups: reported.clone(),
+        budget: None,
     };
     let effective = reported
         .clone()

@@ -14,13 +14,30 @@ use super::{end, seed_sql, start, start_req, values, CYCLES, REFRESH_USERS};
 
 /// Durable start+end cycles on a file, each call committed, beside the bare commit rate.
 pub fn cycles(rt: &Arc<Runtime>, names: &[String], dir: &Path) {
-    let rt = rt.clone();
     let bare = bare_commits_per_second(&dir.join("bare.db"));
-    let db = dir.join("cycles.db");
+    println!("SQLite WAL synchronous=FULL, {CYCLES} cycles (check_start + end_session, each committed):");
+    for budget in [false, true] {
+        let cps = run_cycles(rt, names, &dir.join(format!("cycles-{budget}.db")), budget);
+        println!(
+            "  {}: {cps:.0} cycles/s = {:.0} commits/s; bare commits on this disk {bare:.0}/s; {:.0}% of what the disk allows",
+            if budget { "charging a shared budget" } else { "personal" },
+            cps * 2.0,
+            100.0 * cps * 2.0 / bare
+        );
+    }
+}
+
+/// Durable start+end cycles of 50 users, on their own credit or a budget they all share.
+fn run_cycles(rt: &Arc<Runtime>, names: &[String], db: &Path, budget: bool) -> f64 {
+    let members: Vec<&String> = names.iter().take(50).collect();
+    let mut values = values();
+    if budget {
+        values["custom"]["quota"] = serde_json::json!({"budgets": {"lab": {"users": members}}});
+    }
     let mut w = Worker::new(
         rt.clone(),
-        Box::new(SqliteDb::open(&rt, &db, SqliteOptions::default()).unwrap()),
-        &values().to_string(),
+        Box::new(SqliteDb::open(rt, db, SqliteOptions::default()).unwrap()),
+        &values.to_string(),
     )
     .unwrap();
     let t0 = Timestamp(1_795_000_000);
@@ -29,12 +46,20 @@ pub fn cycles(rt: &Arc<Runtime>, names: &[String], dir: &Path) {
         admin: true,
         scopes: vec![],
     };
-    for n in names.iter().take(50) {
+    let paths: Vec<String> = if budget {
+        vec!["/admin/api/quota/budgets/lab".into()]
+    } else {
+        members
+            .iter()
+            .map(|n| format!("/admin/api/quota/users/{n}"))
+            .collect()
+    };
+    for path in &paths {
         let r = w
             .handle_request(
                 &quota_core::Request {
                     method: "POST",
-                    path: &format!("/admin/api/quota/users/{n}"),
+                    path,
                     query: "",
                     body: r#"{"action":"set","amount":10000000}"#,
                     caller: Some(&admin),
@@ -42,22 +67,22 @@ pub fn cycles(rt: &Arc<Runtime>, names: &[String], dir: &Path) {
                 t0,
             )
             .unwrap();
-        assert_eq!(r.status, 200);
+        assert_eq!(r.status, 200, "{}", r.body);
     }
-    let reqs: Vec<StartRequest> = names.iter().take(50).map(|n| start_req(n, "")).collect();
+    let reqs: Vec<StartRequest> = members
+        .iter()
+        .map(|n| StartRequest {
+            budget: budget.then(|| "lab".to_string()),
+            ..start_req(n, "")
+        })
+        .collect();
     let t = Instant::now();
     for i in 0..CYCLES {
         let now = t0.plus_seconds(i as i64 * 60);
         let id = start(&mut w, &reqs[i % reqs.len()], now);
         end(&mut w, id, now.plus_seconds(61));
     }
-    let cps = CYCLES as f64 / t.elapsed().as_secs_f64();
-    println!("SQLite WAL synchronous=FULL, {CYCLES} cycles (check_start + end_session, each committed):");
-    println!(
-        "  {cps:.0} cycles/s = {:.0} commits/s; bare commits on this disk {bare:.0}/s; {:.0}% of what the disk allows",
-        cps * 2.0,
-        100.0 * cps * 2.0 / bare
-    );
+    CYCLES as f64 / t.elapsed().as_secs_f64()
 }
 
 /// One refresh of REFRESH_USERS users, with the inline and the background checkpoint, and the
@@ -92,7 +117,7 @@ pub fn refresh(rt: &Arc<Runtime>, dir: &Path) {
         quota_core::api::refresh_request_from_json(r#"{"action":"add","amount":10,"rule_name":"native"}"#)
             .unwrap();
     let t = Instant::now();
-    quota_core::refresh::refresh(&mut m, &req, t0).unwrap();
+    quota_core::refresh::refresh(&quota_core::Config::default(), &mut m, &req, t0).unwrap();
     println!(
         "  native core, in-memory store            {:.3} s",
         t.elapsed().as_secs_f64()

@@ -10,7 +10,8 @@
 //!
 //! `BENCH_PROFILE=1` runs only the check_start/end_session loop and `BENCH_PROFILE=refresh` only the
 //! refresh, for `perf record`; `BENCH_PROFILE=gate` prints check_start's median (typed, and as the
-//! hub's REST request) as one JSON line for the other languages' benches.
+//! hub's REST request) as one JSON line for the other languages' benches; `BENCH_PROFILE=budget`
+//! only the gate charging a shared budget (with and without a member limit) beside the personal one.
 
 use std::path::PathBuf;
 use std::time::Instant;
@@ -84,6 +85,7 @@ fn native(names: &[String]) -> (f64, f64) {
                 server_name: String::new(),
                 started_at: None,
                 groups: None,
+                budget: None,
             };
             let StartDecision::Allowed(s) = check_start(&cfg, &mut b, &req, now).unwrap() else {
                 panic!("refused")
@@ -118,6 +120,7 @@ fn start_req(name: &str, server: &str) -> StartRequest {
         server_name: server.to_string(),
         started_at: None,
         groups: None,
+        budget: None,
     }
 }
 
@@ -152,24 +155,64 @@ fn rich_users_in_memory(rt: &std::sync::Arc<Runtime>, names: &[String]) -> Worke
 
 /// The same through the component, over SQLite `:memory:`.
 fn component(rt: &std::sync::Arc<Runtime>, names: &[String]) -> (f64, f64) {
-    let t0 = Timestamp(1_795_000_000);
-    let mut w = rich_users_in_memory(rt, names);
+    let w = rich_users_in_memory(rt, names);
     let reqs: Vec<StartRequest> = names.iter().map(|n| start_req(n, "")).collect();
+    rounds(w, &reqs)
+}
+
+/// The same, every start charging one shared budget whose members they all are (with a monthly
+/// limit per member when `limit`): the budget's row locked, its reservations summed, the
+/// member's month read.
+fn component_budget(rt: &std::sync::Arc<Runtime>, names: &[String], limit: bool) -> (f64, f64) {
+    let mut values = values();
+    let mut lab = serde_json::json!({ "users": names });
+    if limit {
+        lab["memberLimit"] = serde_json::json!(10_000_000);
+    }
+    values["custom"]["quota"] = serde_json::json!({ "budgets": { "lab": lab } });
+    let mut w = Worker::new(
+        rt.clone(),
+        Box::new(SqliteDb::memory(rt).unwrap()),
+        &values.to_string(),
+    )
+    .unwrap();
+    seed_sql(w.db(), names.iter().map(|n| (n.as_str(), 0)));
+    w.db().begin().unwrap();
+    w.db()
+        .execute_many(
+            "INSERT INTO budgets (name, balance, updated_at) VALUES ('lab', 1000000000000, 0)",
+            &[vec![]],
+        )
+        .unwrap();
+    w.db().commit().unwrap();
+    let reqs: Vec<StartRequest> = names
+        .iter()
+        .map(|n| StartRequest {
+            budget: Some("lab".into()),
+            ..start_req(n, "")
+        })
+        .collect();
+    rounds(w, &reqs)
+}
+
+/// Median ns per start and per end over `ROUNDS` rounds of every request, then every end.
+fn rounds(mut w: Worker, reqs: &[StartRequest]) -> (f64, f64) {
+    let t0 = Timestamp(1_795_000_000);
     let (mut s_ns, mut e_ns) = (Vec::new(), Vec::new());
     let mut now = t0;
     for _ in 0..ROUNDS {
-        let mut ids = Vec::with_capacity(names.len());
+        let mut ids = Vec::with_capacity(reqs.len());
         let t = Instant::now();
-        for r in &reqs {
+        for r in reqs {
             ids.push(start(&mut w, r, now));
         }
-        s_ns.push(t.elapsed().as_nanos() as f64 / names.len() as f64);
+        s_ns.push(t.elapsed().as_nanos() as f64 / reqs.len() as f64);
         now = now.plus_seconds(125);
         let t = Instant::now();
         for id in ids {
             end(&mut w, id, now);
         }
-        e_ns.push(t.elapsed().as_nanos() as f64 / names.len() as f64);
+        e_ns.push(t.elapsed().as_nanos() as f64 / reqs.len() as f64);
     }
     (median(s_ns), median(e_ns))
 }
@@ -244,6 +287,18 @@ fn main() {
         );
         return;
     }
+    // `BENCH_PROFILE=budget`: only the gate charging a shared budget beside the personal gate.
+    if std::env::var("BENCH_PROFILE").as_deref() == Ok("budget") {
+        let (cs, _) = component(&rt, &names);
+        let (bs, _) = component_budget(&rt, &names, false);
+        let (ls, _) = component_budget(&rt, &names, true);
+        println!(
+            "check_start: personal {cs:.0} ns, budget {bs:.0} ns ({:.2}x), with memberLimit {ls:.0} ns ({:.2}x)",
+            bs / cs,
+            ls / cs
+        );
+        return;
+    }
     // `BENCH_PROFILE=1`: only the component check_start/end_session loop, for `perf record`.
     if std::env::var("BENCH_PROFILE").is_ok() {
         for _ in 0..20 {
@@ -277,7 +332,7 @@ fn main() {
     seed_sql(w1.db(), names[..1].iter().map(|n| (n.as_str(), 0)));
     let t = Instant::now();
     for _ in 0..100_000 {
-        std::hint::black_box(w1.user_detail(&names[0]).unwrap());
+        std::hint::black_box(w1.user_detail(&names[0], Timestamp(1_795_000_000)).unwrap());
     }
     println!(
         "component call with two imports (user-detail, in a read transaction): {:.0} ns",
@@ -286,6 +341,8 @@ fn main() {
 
     let (ns, ne) = native(&names);
     let (cs, ce) = component(&rt, &names);
+    let (bs, be) = component_budget(&rt, &names, false);
+    let (ls, le) = component_budget(&rt, &names, true);
     println!("in-memory, median of {ROUNDS} rounds x {USERS} users:");
     println!(
         "  check_start  native {ns:>7.0} ns/op   component {cs:>7.0} ns/op   ratio {:.2}x",
@@ -294,6 +351,17 @@ fn main() {
     println!(
         "  end_session  native {ne:>7.0} ns/op   component {ce:>7.0} ns/op   ratio {:.2}x",
         ce / ne
+    );
+    println!("charging a shared budget of {USERS} members, all running at once (component):");
+    println!(
+        "  check_start  personal {cs:>7.0} ns/op   budget {bs:>7.0} ns/op ({:.2}x)   with memberLimit {ls:>7.0} ns/op ({:.2}x)",
+        bs / cs,
+        ls / cs
+    );
+    println!(
+        "  end_session  personal {ce:>7.0} ns/op   budget {be:>7.0} ns/op ({:.2}x)   with memberLimit {le:>7.0} ns/op ({:.2}x)",
+        be / ce,
+        le / ce
     );
 
     let dir = std::env::temp_dir().join(format!("quota-bench-{}", std::process::id()));

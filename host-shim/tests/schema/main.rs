@@ -6,7 +6,7 @@
 mod common;
 mod tables;
 
-use tables::{int, rows, tables, version_of, worker, SchemaVersion};
+use tables::{as_before_schema_6, back_to_schema_5, int, rows, tables, version_of, worker, SchemaVersion};
 
 use quota_core::Timestamp;
 use quota_host::{SqlValue, SqliteDb, SqliteOptions, Worker};
@@ -18,10 +18,10 @@ fn a_fresh_database_gets_the_current_schema_once() {
     let dir = tempfile::tempdir().expect("dir");
     let path = dir.path().join("q.db");
     let mut w = worker(&path);
-    assert_eq!(version_of(&path), 5);
+    assert_eq!(version_of(&path), 6);
     // Idempotent: a second migrate finds the current version and does nothing.
     let m = w.migrate().expect("again");
-    assert_eq!((m.from_version, m.to_version), (5, 5));
+    assert_eq!((m.from_version, m.to_version), (6, 6));
 }
 
 #[test]
@@ -39,6 +39,7 @@ fn a_schema_3_database_gains_the_memberships_table_and_keeps_its_rows() {
     );
     assert_eq!(st, 200);
     // Schema 3 as the previous release wrote it: no membership tables.
+    back_to_schema_5(w.db());
     w.db().query("DROP TABLE memberships", &[]).expect("drop");
     w.db().query("DROP TABLE group_members", &[]).expect("drop");
     w.db().query("DROP TABLE usage_days", &[]).expect("drop");
@@ -46,13 +47,13 @@ fn a_schema_3_database_gains_the_memberships_table_and_keeps_its_rows() {
     w.db().query("PRAGMA user_version = 3", &[]).expect("version");
     let before = tables(w.db());
     let m = w.migrate().expect("migrate");
-    assert_eq!((m.from_version, m.to_version), (3, 5));
+    assert_eq!((m.from_version, m.to_version), (3, 6));
     let mut after = tables(w.db());
     assert_eq!(after.remove("memberships"), Some(Vec::new()));
     assert_eq!(after.remove("group_members"), Some(Vec::new()));
     assert_eq!(after.remove("usage_days"), Some(Vec::new()));
     assert_eq!(after.remove("user_usage_days"), Some(Vec::new()));
-    assert_eq!(before, after);
+    assert_eq!(before, as_before_schema_6(after));
     let (st, body) = common::request(
         &mut w,
         &common::admin(),
@@ -107,17 +108,19 @@ fn a_schema_4_database_gets_the_usage_sums_the_engine_would_have_kept() {
     }
     let kept = tables(w.db());
     assert_eq!(kept["user_usage_days"].len(), 3, "{:?}", kept["user_usage_days"]);
+    back_to_schema_5(w.db());
     w.db().query("DROP TABLE usage_days", &[]).expect("drop");
     w.db().query("DROP TABLE user_usage_days", &[]).expect("drop");
     w.db().query("PRAGMA user_version = 4", &[]).expect("version");
     let m = w.migrate().expect("migrate");
-    assert_eq!((m.from_version, m.to_version), (4, 5));
+    assert_eq!((m.from_version, m.to_version), (4, 6));
     assert_eq!(
         tables(w.db()),
         kept,
         "the same sums, rebuilt from the ledger and the sessions"
     );
     // A file set back by hand migrates again to the same sums (no row is counted twice).
+    back_to_schema_5(w.db());
     w.db().query("PRAGMA user_version = 4", &[]).expect("version");
     w.migrate().expect("again");
     assert_eq!(tables(w.db()), kept);
@@ -185,7 +188,7 @@ fn a_quota_hub_0_1_0_file_migrates_without_losing_a_row() {
     drop(old);
 
     let mut w = worker(&path);
-    assert_eq!(version_of(&path), 5);
+    assert_eq!(version_of(&path), 6);
     let mut after = tables(w.db());
     // Schema 5's usage sums are built from the ledger: the credits of every `usage` row, by user.
     let sums = rows(
@@ -214,6 +217,7 @@ fn a_quota_hub_0_1_0_file_migrates_without_losing_a_row() {
         Some(Vec::new()),
         "and group_members"
     );
+    let after = as_before_schema_6(after);
     assert_eq!(before, after, "every row of every table, ids included, is kept");
     for table in [
         "users",
@@ -298,7 +302,7 @@ fn hosts_starting_at_once_on_one_new_file_both_come_up() {
         h.join().expect("thread").expect("worker came up");
     }
     let mut db = SqliteDb::open(&common::runtime(), &path, SqliteOptions::default()).expect("open");
-    assert_eq!(db.schema_version().unwrap(), 5);
+    assert_eq!(db.schema_version().unwrap(), 6);
     assert_eq!(
         rows(&mut db, "SELECT COUNT(*) FROM users"),
         vec![vec![SqlValue::Int(0)]]
@@ -329,6 +333,7 @@ fn a_long_migration_is_not_stopped_at_the_call_deadline() {
             &ledger,
         )
         .unwrap();
+    back_to_schema_5(w.db());
     w.db().query("PRAGMA user_version = 4", &[]).unwrap();
     w.db().commit().unwrap();
     drop(w);
@@ -342,5 +347,5 @@ fn a_long_migration_is_not_stopped_at_the_call_deadline() {
     let mut w = Worker::new(rt, Box::new(db), &common::fixture_json()).expect("migrated within its deadline");
     let sums = rows(w.db(), "SELECT SUM(credits) FROM user_usage_days");
     assert_eq!(sums, vec![vec![SqlValue::Int(300_000)]]);
-    assert_eq!(rows(w.db(), "PRAGMA user_version"), vec![vec![SqlValue::Int(5)]]);
+    assert_eq!(rows(w.db(), "PRAGMA user_version"), vec![vec![SqlValue::Int(6)]]);
 }

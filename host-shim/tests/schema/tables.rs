@@ -58,3 +58,38 @@ pub fn tables(db: &mut dyn Database) -> BTreeMap<String, Vec<String>> {
     }
     out
 }
+
+/// Takes a schema 6 file back to what schema 5 had (the tests that migrate an older file make it
+/// from a current one): the budgets' tables, indexes and columns and the grants go.
+pub fn back_to_schema_5(db: &mut dyn Database) {
+    for sql in [
+        "DROP INDEX transactions_by_budget",
+        "DROP INDEX sessions_active_by_budget",
+        "DROP INDEX transactions_by_budget_member",
+        "ALTER TABLE transactions DROP COLUMN budget",
+        "ALTER TABLE transactions DROP COLUMN expires_at",
+        "ALTER TABLE sessions DROP COLUMN budget",
+        "DROP TABLE budgets",
+        "DROP TABLE budget_usage_days",
+        "DROP TABLE grants",
+    ] {
+        db.query(sql, &[]).expect(sql);
+    }
+}
+
+/// The rows a migration to schema 6 adds nothing to: its new tables (which must be empty) left
+/// out, and the new columns of the ledger and the sessions (null on older rows) cut off.
+pub fn as_before_schema_6(mut t: BTreeMap<String, Vec<String>>) -> BTreeMap<String, Vec<String>> {
+    for new in ["budgets", "budget_usage_days", "grants"] {
+        assert_eq!(t.remove(new), Some(Vec::new()), "schema 6 adds {new}, empty");
+    }
+    for (table, nulls) in [("transactions", ", Null, Null]"), ("sessions", ", Null]")] {
+        if let Some(rows) = t.get_mut(table) {
+            for r in rows.iter_mut() {
+                let cut = r.strip_suffix(nulls).map(|s| format!("{s}]"));
+                *r = cut.unwrap_or_else(|| panic!("{table}: {r} has values in schema 6's columns"));
+            }
+        }
+    }
+    t
+}

@@ -13,7 +13,7 @@ use crate::cli::ExportLedgerArgs;
 use crate::commands::target::{segment, Target};
 
 /// The CSV columns, in order (the REST API's transaction fields).
-pub const csv_columns: [&str; 10] = [
+pub const csv_columns: [&str; 12] = [
     "id",
     "created_at",
     "username",
@@ -24,6 +24,8 @@ pub const csv_columns: [&str; 10] = [
     "balance_before",
     "balance_after",
     "created_by",
+    "budget",
+    "expires_at",
 ];
 
 /// Rows per page read: the engine's largest ledger page.

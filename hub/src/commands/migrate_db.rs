@@ -37,12 +37,16 @@ fn count(db: &mut dyn Database, table: &str) -> Result<i64, String> {
     }
 }
 
-/// Users whose balance differs from the sum of their ledger.
+/// Accounts whose balance differs from the sum of their ledger: users by name, budgets as
+/// `budget <name>` (a budget's `usage` rows name the member, and count for the budget).
 pub fn ledger_mismatches(db: &mut dyn Database) -> Result<Vec<String>, String> {
     let rows = db
         .query(
-            "SELECT u.username FROM users u LEFT JOIN transactions t ON t.username = u.username
-             GROUP BY u.username, u.balance HAVING u.balance <> COALESCE(SUM(t.amount), 0) ORDER BY u.username",
+            "SELECT u.username FROM users u
+             LEFT JOIN transactions t ON t.username = u.username AND t.budget IS NULL
+             GROUP BY u.username, u.balance HAVING u.balance <> COALESCE(SUM(t.amount), 0)
+             UNION ALL SELECT 'budget ' || b.name FROM budgets b LEFT JOIN transactions t ON t.budget = b.name
+             GROUP BY b.name, b.balance HAVING b.balance <> COALESCE(SUM(t.amount), 0) ORDER BY 1",
             &[],
         )
         .map_err(sql)?;
@@ -165,11 +169,11 @@ fn copy_all(
             offset += rows.len() as i64;
             eprintln!("{table}: {offset} / {total}");
         }
-        if dialect == quota_host::Dialect::Postgres && (table == "transactions" || table == "sessions") {
+        if let (quota_host::Dialect::Postgres, Some(id)) = (dialect, &t.identity) {
             // Ids continue after the largest one copied (never reused).
             dst.query(
                 &format!(
-                    "SELECT setval(pg_get_serial_sequence('{table}', 'id'), COALESCE((SELECT MAX(id) FROM {table}), 0) + 1, false)"
+                    "SELECT setval(pg_get_serial_sequence('{table}', '{id}'), COALESCE((SELECT MAX({id}) FROM {table}), 0) + 1, false)"
                 ),
                 &[],
             )

@@ -1,6 +1,7 @@
 //! What each command does, one module per command (or family of commands); `run` dispatches.
 
 mod backup;
+mod budgets;
 mod config;
 mod export;
 mod groups;
@@ -28,6 +29,7 @@ pub fn run(cli: Cli) -> Result<ExitCode, String> {
         Command::ExportLedger(a) => export::export_ledger(a),
         Command::ListQuota(t) => quota::list_quota(&mut Target::open(&t, false)?),
         Command::Group { command } => groups::run(command),
+        Command::Budget { command } => budgets::run(command),
         Command::SyncGroups(a) => groups::sync(a),
         Command::Refresh {
             rule,

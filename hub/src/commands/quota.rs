@@ -46,6 +46,9 @@ fn entries_of(a: &QuotaArgs, set: bool) -> Result<(Vec<Entry>, Vec<String>), Str
 pub(super) fn change_quota(a: QuotaArgs, set: bool) -> Result<ExitCode, String> {
     let cmd = if set { "set-quota" } else { "add-quota" };
     // The whole input is checked before the first write.
+    if let Some(at) = &a.expires {
+        quota_core::Timestamp::parse(at).map_err(|e| format!("{cmd}: --expires: {e}"))?;
+    }
     let (entries, warnings) = entries_of(&a, set)?;
     for w in &warnings {
         eprintln!("warning: {w}");
@@ -62,7 +65,10 @@ pub(super) fn change_quota(a: QuotaArgs, set: bool) -> Result<ExitCode, String> 
         for chunk in entries.chunks(batch_users_max) {
             let users: Vec<_> = chunk
                 .iter()
-                .map(|e| json!({"username": e.username, "amount": e.amount}))
+                .map(|e| match &a.expires {
+                    Some(at) => json!({"username": e.username, "amount": e.amount, "expires_at": at}),
+                    None => json!({"username": e.username, "amount": e.amount}),
+                })
                 .collect();
             let body = json!({ "users": users }).to_string();
             match target.ok("POST", "/admin/api/quota/batch", &body) {
@@ -82,7 +88,11 @@ pub(super) fn change_quota(a: QuotaArgs, set: bool) -> Result<ExitCode, String> 
         }
     } else {
         for e in &entries {
-            let body = json!({"action": "add", "amount": e.amount}).to_string();
+            let body = match &a.expires {
+                Some(at) => json!({"action": "add", "amount": e.amount, "expires_at": at}),
+                None => json!({"action": "add", "amount": e.amount}),
+            }
+            .to_string();
             let path = format!("/admin/api/quota/users/{}", segment(&e.username));
             match target.ok("POST", &path, &body) {
                 Ok(_) => succeeded += 1,

@@ -142,6 +142,10 @@ async fn run_server(app: Arc<App>, listen: &str) -> Result<(), String> {
         Ok(Err(e)) => return Err(format!("stale cleanup: {e}")),
         Err(e) => return Err(format!("stale cleanup: {e}")),
     }
+    // Grants that lapsed while no server ran are written off before the first request.
+    scheduler::upkeep::sweep(&app)
+        .await
+        .map_err(|e| format!("writing off due grants: {e}"))?;
     if app.scheduler {
         scheduler::report_missed(&app, t0).await;
     } else {
@@ -161,6 +165,7 @@ async fn run_server(app: Arc<App>, listen: &str) -> Result<(), String> {
         tokio::spawn(scheduler::run_rule_forever(app.clone(), rule.name.clone(), t0));
     }
     tokio::spawn(scheduler::upkeep::purge_replays_forever(app.clone()));
+    tokio::spawn(scheduler::upkeep::sweep_forever(app.clone()));
     tokio::spawn(scheduler::upkeep::record_token_use_forever(app.clone()));
     let listener = tokio::net::TcpListener::bind(listen)
         .await

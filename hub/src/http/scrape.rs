@@ -42,11 +42,13 @@ pub(super) async fn scrape(
             if !caller.admin && !caller.scopes.iter().any(|s| s == metrics::scope_metrics) {
                 return Ok(Err(403));
             }
-            tx.active_sessions().map(Ok)
+            let active = tx.active_sessions()?;
+            let budgets = budget_balances(tx, now)?;
+            Ok(Ok((active, budgets)))
         })
         .await;
     match read {
-        Ok(Ok(Ok(active))) => {
+        Ok(Ok(Ok((active, budgets)))) => {
             let rules: Vec<String> = app
                 .pool
                 .summary
@@ -71,7 +73,7 @@ pub(super) async fn scrape(
             (
                 StatusCode::OK,
                 [(header::CONTENT_TYPE, metrics::content_type)],
-                metrics.render(&active, &statuses, app.pool.write_load.now()),
+                metrics.render(&active, &budgets, &statuses, app.pool.write_load.now()),
             )
                 .into_response()
         }
@@ -89,4 +91,33 @@ pub(super) async fn scrape(
             error(500, "Internal error (see the server log)")
         }
     }
+}
+
+/// Every budget's balance as of now, through the engine's own list (`GET .../budgets`).
+fn budget_balances(
+    tx: &mut quota_host::Tx<'_>,
+    now: Timestamp,
+) -> Result<Vec<(String, i64)>, quota_host::HostError> {
+    let reader = quota_core::Caller {
+        name: "metrics".into(),
+        admin: true,
+        scopes: Vec::new(),
+    };
+    let req = quota_core::Request {
+        method: "GET",
+        path: "/admin/api/quota/budgets",
+        query: "",
+        body: "",
+        caller: Some(&reader),
+    };
+    let r = tx.handle_request(&req, now)?;
+    let v: serde_json::Value = serde_json::from_str(&r.body).unwrap_or_default();
+    Ok(v["budgets"]
+        .as_array()
+        .map(|l| {
+            l.iter()
+                .filter_map(|b| Some((b["name"].as_str()?.to_string(), b["balance"].as_i64()?)))
+                .collect()
+        })
+        .unwrap_or_default())
 }

@@ -56,6 +56,11 @@ struct EndLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct BudgetLabels {
+    budget: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct RuleLabels {
     rule: String,
 }
@@ -75,6 +80,8 @@ pub struct Metrics {
     sessions_active: Family<ResourceLabels, Gauge>,
     session_ends: Family<EndLabels, Counter>,
     credits_charged: Family<ResourceLabels, Counter>,
+    budget_charged: Family<BudgetLabels, Counter>,
+    budget_balance: Family<BudgetLabels, Gauge>,
     refresh_runs: Family<RuleLabels, Counter>,
     refresh_users: Family<RuleLabels, Counter>,
     requests: Family<HttpLabels, Counter>,
@@ -106,6 +113,8 @@ impl Metrics {
             sessions_active: Family::default(),
             session_ends: Family::default(),
             credits_charged: Family::default(),
+            budget_charged: Family::default(),
+            budget_balance: Family::default(),
             refresh_runs: Family::default(),
             refresh_users: Family::default(),
             requests: Family::default(),
@@ -141,6 +150,16 @@ impl Metrics {
             "quota_credits_charged",
             "Credits deducted for ended sessions, by resource type",
             m.credits_charged.clone(),
+        );
+        r.register(
+            "quota_budget_credits_charged",
+            "Credits charged to shared budgets for ended sessions, by budget",
+            m.budget_charged.clone(),
+        );
+        r.register(
+            "quota_budget_balance",
+            "Each shared budget's balance as of now (read from the database at scrape time)",
+            m.budget_balance.clone(),
         );
         r.register(
             "quota_refresh_runs",
@@ -248,10 +267,21 @@ impl Metrics {
         self.durations.get_or_create(&labels).observe(seconds);
     }
 
-    /// The exposition, with the active sessions per resource type and the refresh rules' runs as
-    /// read just now, and the write calls (waiting, running) now.
-    pub fn render(&self, active: &[(String, u64)], rules: &[RuleStatus], writes: (usize, usize)) -> String {
+    /// The exposition, with the active sessions per resource type, the budgets' balances and the
+    /// refresh rules' runs as read just now, and the write calls (waiting, running) now.
+    pub fn render(
+        &self,
+        active: &[(String, u64)],
+        budgets: &[(String, i64)],
+        rules: &[RuleStatus],
+        writes: (usize, usize),
+    ) -> String {
         let _one = self.scraping.lock().unwrap_or_else(|p| p.into_inner());
+        self.budget_balance.clear();
+        for (name, balance) in budgets {
+            let labels = BudgetLabels { budget: name.clone() };
+            self.budget_balance.get_or_create(&labels).set(*balance);
+        }
         self.write_waiting
             .set(i64::try_from(writes.0).unwrap_or(i64::MAX));
         self.write_running
@@ -310,7 +340,14 @@ impl Observer for Metrics {
                     resource_type,
                     sessions,
                     credits,
+                    budget,
                 } => {
+                    if let Some(b) = budget {
+                        let labels = BudgetLabels { budget: b.clone() };
+                        self.budget_charged
+                            .get_or_create(&labels)
+                            .inc_by(u64::try_from(*credits).unwrap_or(0));
+                    }
                     let labels = EndLabels {
                         status: status.as_str(),
                         resource_type: resource_type.clone(),

@@ -1,5 +1,6 @@
 //! The server's housekeeping on a timer, beside the refresh rules: old Idempotency-Key replays
-//! forgotten, the tokens file followed (`serve --tokens`), the tokens' `last_used` written.
+//! forgotten, the tokens file followed (`serve --tokens`), the tokens' `last_used` written, due
+//! grants written off every minute.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -131,6 +132,68 @@ pub async fn record_token_use(app: &App) {
         info!("recording when tokens were last used failed (kept for the next try): {e}");
         for (hash, when) in again {
             usage.note(&hash, when);
+        }
+    }
+}
+
+/// How often the server writes off due grants by itself (credit model 2: "every minute").
+const sweep_interval_seconds: u64 = 60;
+
+/// The sweep's caller: a service with the refresh scope, as a CronJob calling the route would be.
+fn sweeper() -> quota_core::Caller {
+    quota_core::Caller {
+        name: "quota-hub".into(),
+        admin: false,
+        scopes: vec![quota_core::api::scope_refresh.to_string()],
+    }
+}
+
+/// Writes every expiry due now (`POST .../admin/api/quota/expire` in chunks, each its own
+/// transaction, so writers never wait long behind it), logging what it wrote off.
+pub async fn sweep(app: &Arc<App>) -> Result<(), String> {
+    let now = app.clock.now();
+    let (mut grants, mut credits) = (0u64, 0i64);
+    loop {
+        let r = app
+            .pool
+            .run(Kind::Write, move |w| {
+                let caller = sweeper();
+                let req = quota_core::Request {
+                    method: "POST",
+                    path: "/admin/api/quota/expire",
+                    query: "",
+                    body: r#"{"in_chunks": true}"#,
+                    caller: Some(&caller),
+                };
+                w.handle_request(&req, now)
+            })
+            .await
+            .map_err(|e| e.to_string())?
+            .map_err(|e| e.to_string())?;
+        if r.status != 200 {
+            return Err(format!("{} {}", r.status, r.body));
+        }
+        let swept: serde_json::Value = serde_json::from_str(&r.body).map_err(|e| e.to_string())?;
+        grants += swept["grants_expired"].as_u64().unwrap_or(0);
+        credits += swept["credits_expired"].as_i64().unwrap_or(0);
+        if swept["more"] != true {
+            break;
+        }
+    }
+    if grants > 0 {
+        info!("expired {grants} grant(s): {credits} credits written off");
+    }
+    Ok(())
+}
+
+/// The sweep, every minute (each run is idempotent: replicas on one database may all run it).
+pub async fn sweep_forever(app: Arc<App>) {
+    let mut tick = tokio::time::interval(Duration::from_secs(sweep_interval_seconds));
+    tick.tick().await;
+    loop {
+        tick.tick().await;
+        if let Err(e) = sweep(&app).await {
+            info!("writing off due grants failed (the next minute tries again): {e}");
         }
     }
 }

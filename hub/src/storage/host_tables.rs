@@ -35,7 +35,6 @@ const sqlite_schema: &[&str] = &[
     "CREATE INDEX IF NOT EXISTS idempotency_by_age ON idempotency (created_at)",
 ];
 
-/// A statement written for SQLite (`?N` placeholders), in the database's dialect.
 /// quota-hub's own tables, for `migrate-db` and whole-database comparisons: name, columns in
 /// copy order, the unique key (the engine's own come from its hosting contract).
 pub fn tables() -> Vec<quota_host::contract::Table> {
@@ -43,6 +42,7 @@ pub fn tables() -> Vec<quota_host::contract::Table> {
         name: name.into(),
         columns: columns.split(", ").map(str::to_string).collect(),
         key: key.split(", ").map(str::to_string).collect(),
+        identity: None,
     };
     vec![
         table(

@@ -292,6 +292,7 @@ pub fn dump(db: &Path) -> String {
         name: name.into(),
         columns: vec!["*".into()],
         key: key.iter().map(|k| k.to_string()).collect(),
+        identity: None,
     };
     let host = [
         table("api_tokens", &["hash"]),
@@ -304,6 +305,7 @@ pub fn json(s: &str) -> serde_json::Value {
     serde_json::from_str(s).unwrap_or_else(|e| panic!("not JSON ({e}): {s}"))
 }
 
+pub mod budget_load;
 pub mod metrics;
 
 /// A test's place: a temporary directory (removed when this is dropped), a database file in it not

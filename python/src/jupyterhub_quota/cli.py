@@ -1,6 +1,6 @@
 """`jupyterhub-quota`: the operator's command line inside the hub's own container (z2jh:
 `kubectl exec deploy/hub -- jupyterhub-quota list`), running the same engine on the hub's quota
-database: list, show, set, add, deduct, export-ledger, backup, check.
+database: list, show, set, add, deduct, budget, export-ledger, backup, check.
 
 The database is `--db` (default: `$QUOTA_DB_URL`, else `configure()`'s default
 `sqlite://jupyterhub_quota.sqlite`); the values are `--values FILE` (default: `$QUOTA_VALUES`, else
@@ -29,10 +29,14 @@ ADMIN = Caller("jupyterhub-quota", admin=True)
 Z2JH_VALUES = ("/usr/local/etc/jupyterhub/secret/values.yaml", "/usr/local/etc/jupyterhub/existing-secret/values.yaml")
 #: The CSV columns of `export-ledger`, as quota-hub's (the REST API's transaction fields).
 LEDGER_COLUMNS = ("id", "created_at", "username", "transaction_type", "amount", "resource_type", "description",
-                  "balance_before", "balance_after", "created_by")
-#: The users whose balance differs from the sum of their ledger (none in a sound database).
-MISMATCHES = ("SELECT u.username FROM users u LEFT JOIN transactions t ON t.username = u.username "
-              "GROUP BY u.username, u.balance HAVING u.balance <> COALESCE(SUM(t.amount), 0) ORDER BY u.username")
+                  "balance_before", "balance_after", "created_by", "budget", "expires_at")
+#: The accounts whose balance differs from the sum of their ledger (none in a sound database):
+#: users by name, budgets as `budget <name>`.
+MISMATCHES = ("SELECT u.username FROM users u "
+              "LEFT JOIN transactions t ON t.username = u.username AND t.budget IS NULL "
+              "GROUP BY u.username, u.balance HAVING u.balance <> COALESCE(SUM(t.amount), 0) "
+              "UNION ALL SELECT 'budget ' || b.name FROM budgets b LEFT JOIN transactions t ON t.budget = b.name "
+              "GROUP BY b.name, b.balance HAVING b.balance <> COALESCE(SUM(t.amount), 0) ORDER BY 1")
 
 
 class Failed(Exception):
@@ -128,6 +132,8 @@ def _change(action: str) -> Callable[[QuotaEngine, argparse.Namespace], None]:
                     body = {"action": action, "amount": int(args.amount)}
                 except ValueError:
                     raise Failed(f"--amount: `{args.amount}` is not a whole number") from None
+                if getattr(args, "expires", None):
+                    body["expires_at"] = args.expires
             try:
                 r = call(engine, "POST", f"/admin/api/quota/users/{quote(user, safe='')}", body)
             except Failed as e:
@@ -260,6 +266,54 @@ def cmd_check(engine: QuotaEngine, args: argparse.Namespace) -> None:
           f"session(s); every balance equals its ledger")
 
 
+def cmd_budget(engine: QuotaEngine, args: argparse.Namespace) -> None:
+    """`budget list|show|create|set|add|deduct|delete`: shared budgets, as quota-hub's command."""
+    path = f"/admin/api/quota/budgets/{quote(args.name, safe='')}" if getattr(args, "name", None) else ""
+    if args.budget_command == "list":
+        budgets = call(engine, "GET", "/admin/api/quota/budgets")["budgets"]
+        print(f"Budgets ({len(budgets)})")
+        _table(["Budget", "Balance", "Reserved", "Members", "Member limit", "Source"],
+               [[b["name"], str(b["balance"]), str(b["reserved"]), str(b["members"]),
+                 "" if b["member_limit"] is None else str(b["member_limit"]), b["source"]] for b in budgets],
+               right={1, 2, 3, 4})
+    elif args.budget_command == "show":
+        print(json.dumps(call(engine, "GET", path), indent=2))
+    elif args.budget_command == "create":
+        r = call(engine, "PUT", path, {"description": args.description, "users": args.user or [], "groups": args.group or [],
+                                       "accelerators": args.accelerator or None, "member_limit": args.member_limit})
+        print(f"budget {args.name}: {'created' if r['created'] else 'redefined'}")
+    elif args.budget_command == "delete":
+        call(engine, "DELETE", path)
+        print(f"budget {args.name}: deleted")
+    else:
+        body: dict = {"action": args.budget_command, "amount": args.amount}
+        if getattr(args, "expires", None):
+            body["expires_at"] = args.expires
+        print(f"budget {args.name}: balance {call(engine, 'POST', path, body)['balance']}")
+
+
+def _budget_parser(sub: Any) -> None:
+    b = sub.add_parser("budget", help="shared budgets: list, show, create, set, add, deduct, delete")
+    bs = b.add_subparsers(dest="budget_command", required=True, metavar="ACTION")
+    bs.add_parser("list", help="every budget: balance, reservations, members, limit")
+    for action, about in (("show", "one budget: grants, members' month, newest transactions"),
+                          ("delete", "a budget made over REST, with balance 0 and no running session")):
+        bs.add_parser(action, help=about).add_argument("name")
+    c = bs.add_parser("create", help="define a budget (or replace a REST budget's whole definition)")
+    c.add_argument("name")
+    c.add_argument("--description", default="")
+    c.add_argument("--user", action="append", help="a member (repeat for more)")
+    c.add_argument("--group", action="append", help="every member of this group (repeat for more)")
+    c.add_argument("--accelerator", action="append", help="a resource type it pays for (repeat; none: all)")
+    c.add_argument("--member-limit", type=int, help="credits one member may charge it per UTC month")
+    for action, about in (("set", "set its balance"), ("add", "add credits"), ("deduct", "deduct credits")):
+        a = bs.add_parser(action, help=about)
+        a.add_argument("name")
+        a.add_argument("amount", type=int)
+        if action != "deduct":
+            a.add_argument("--expires", help="a dated grant lapsing at this time (RFC 3339)")
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="jupyterhub-quota", description=__doc__.split("\n\n")[0])
     p.add_argument("--db", default=os.environ.get("QUOTA_DB_URL", "sqlite://jupyterhub_quota.sqlite"),
@@ -274,6 +328,8 @@ def parser() -> argparse.ArgumentParser:
         s = sub.add_parser(action, help=about)
         s.add_argument("users", nargs="+", metavar="USER")
         s.add_argument("--amount", required=True)
+        if action != "deduct":
+            s.add_argument("--expires", help="a dated grant lapsing at this time (RFC 3339)")
     s = sub.add_parser("export-ledger", help="the ledger of a range of UTC days as CSV or JSON lines")
     s.add_argument("--from", dest="start", help="the first UTC day (YYYY-MM-DD)")
     s.add_argument("--to", dest="end", help="the last UTC day, included")
@@ -285,12 +341,13 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--keep", type=int, help="with a folder: keep this many backups there")
     s.add_argument("--force", action="store_true", help="replace an existing backup file")
     sub.add_parser("check", help="the values, the database's schema and that every balance equals its ledger")
+    _budget_parser(sub)
     return p
 
 
 COMMANDS: dict[str, Callable[[QuotaEngine, argparse.Namespace], None]] = {
     "list": cmd_list, "show": cmd_show, "set": _change("set"), "add": _change("add"), "deduct": _change("deduct"),
-    "export-ledger": cmd_export, "check": cmd_check,
+    "export-ledger": cmd_export, "check": cmd_check, "budget": cmd_budget,
 }
 
 

@@ -138,5 +138,5 @@ def from_wit(r: Any, setup_statements: Callable[[int, str], tuple[Setup, ...]]) 
         memory_limit_bytes=_get(r, "memory_limit_bytes"),
         error_codes=tuple((_get(e, "code_prefix"), str(e.kind)) for e in _get(r, "error_codes")),
         handling={str(h.kind): Handling(h.retry, _get(h, "http_status"), h.transient) for h in _get(r, "error_handling")},
-        tables=tuple((x.name, tuple(x.columns), tuple(x.key)) for x in r.tables),
+        tables=tuple((x.name, tuple(x.columns), tuple(x.key)) for x in r.tables),  # identity: quota-hub's migrate-db only
     )

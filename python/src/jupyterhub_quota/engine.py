@@ -39,7 +39,7 @@ def _event(v: Any) -> Optional[Event]:
         return Event("gate", resource_type=_get(p, "resource_type"), result=str(p.decision))
     if v.tag == "sessions-ended":
         return Event("sessions-ended", resource_type=_get(p, "resource_type"), status=str(p.status),
-                     sessions=p.sessions, credits=p.credits)
+                     sessions=p.sessions, credits=p.credits, budget=_get(p, "budget"))
     if v.tag == "refreshed":
         return Event("refreshed", rule_name=_get(p, "rule_name"), users_updated=_get(p, "users_updated"))
     return None

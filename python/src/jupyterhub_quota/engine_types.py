@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any, Optional, Sequence
 
 class EngineError(RuntimeError):
     """The component could not be loaded, or a call trapped or ran out of time or memory. The call
@@ -76,6 +76,8 @@ class Event:
     credits: int = 0
     rule_name: str = ""
     users_updated: int = 0
+    #: ``sessions-ended``: the budget charged (None: personal accounts).
+    budget: Optional[str] = None
 
 
 class Observer:

@@ -168,6 +168,29 @@ def spawn_form(quota: "QuotaHub", values: dict, configured: Any = None):
         if profiles:
             config["profiles"] = page_profiles(profiles)
             config["defaultProfile"] = slug_of(next((p for p in profiles if p.get("default")), profiles[0]))
+        # "Charge to": the user's own credit or one of the budgets they may charge, with what each
+        # has available now (a budget: its balance less its reservations, capped by the monthly limit).
+        budgets = me.get("budgets") or []
+        config["budgets"] = {b["name"]: b["available"] for b in budgets}
+        charge_to = ""
+        if budgets and rates.get("enabled"):
+            own = f"My credits ({e(balance)})"
+            rows = [
+                f'<div class="form-check"><input class="form-check-input" type="radio" name="budget" id="quota-budget-0" '
+                f'value="" checked> <label class="form-check-label" for="quota-budget-0">{own}</label></div>'
+            ] + [
+                f'<div class="form-check"><input class="form-check-input" type="radio" name="budget" id="quota-budget-{i}" '
+                f'value="{e(b["name"])}"> <label class="form-check-label" for="quota-budget-{i}"><strong>{e(b["name"])}</strong> '
+                f'{e(b.get("description", ""))} <span class="text-body-secondary">({e(_number(b["available"]))} available to you)</span>'
+                f'</label></div>'
+                for i, b in enumerate(budgets, start=1)
+            ]
+            charge_to = f"""
+<fieldset id="quota-charge-to" class="mb-3">
+  <legend class="fs-5">Charge to</legend>
+  {"".join(rows)}
+</fieldset>
+<p id="quota-profile-budget" role="status" hidden></p>"""
         fields = f"""
 <div id="quota-spawn" class="quota-spawn">{refused}
 <script type="application/json" id="quota-spawn-config">{json_for_script(config)}</script>
@@ -175,7 +198,7 @@ def spawn_form(quota: "QuotaHub", values: dict, configured: Any = None):
   <legend class="fs-5">Accelerator</legend>
   {"".join(choices)}
 </fieldset>
-<p id="quota-profile-accelerator" role="status" hidden></p>
+<p id="quota-profile-accelerator" role="status" hidden></p>{charge_to}
 <p><label class="form-label" for="quota-runtime">Runtime (minutes, 1-480)</label>
   <input id="quota-runtime" class="form-control" style="max-width: 10rem" name="runtime_minutes" type="number" min="1" max="480" step="1" value="{quota.default_runtime}" required></p>
 <p>Your balance: <strong id="quota-balance">{e(balance)}</strong> <a href="{e(spawner.hub.base_url)}quota">(history)</a></p>

@@ -23,8 +23,12 @@ from prometheus_client import REGISTRY, Counter, Histogram, Info
 from prometheus_client.core import GaugeMetricFamily
 
 from . import __version__
-from .engine import Event, Observer, QuotaEngine
+from .engine import Caller, Event, Observer, QuotaEngine
 from .service import log
+
+
+#: Who reads the budgets' balances for the gauge.
+_READER = Caller("metrics", admin=True)
 
 
 class _ActiveSessions:
@@ -49,6 +53,31 @@ class _ActiveSessions:
         for resource_type, n in sorted(self.metrics.active.items()):
             family.add_metric([resource_type], n)
         self.metrics.scraped()
+        yield family
+
+
+class _BudgetBalances:
+    """Each budget's balance as last read (after a call that charged or a scrape; a dict replaced
+    whole), as quota-hub's scrape-time gauge."""
+
+    def __init__(self, metrics: "Metrics"):
+        self.metrics = metrics
+
+    @staticmethod
+    def _family() -> GaugeMetricFamily:
+        return GaugeMetricFamily(
+            "quota_budget_balance",
+            "Each shared budget's balance as of now (read from the database)",
+            labels=["budget"],
+        )
+
+    def describe(self) -> Iterable[GaugeMetricFamily]:
+        yield self._family()
+
+    def collect(self) -> Iterable[GaugeMetricFamily]:
+        family = self._family()
+        for name, balance in sorted(self.metrics.budget_balances.items()):
+            family.add_metric([name], balance)
         yield family
 
 
@@ -148,6 +177,12 @@ class Metrics(Observer):
         #: Set by the hub: schedules a read of the counts on an engine's worker.
         self.on_scrape: Optional[Any] = None
         registry.register(_ActiveSessions(self))
+        self.budget_balances: dict = {}
+        registry.register(_BudgetBalances(self))
+        self.budget_charged = Counter(
+            "quota_budget_credits_charged", "Credits charged to shared budgets for ended sessions, by budget", ["budget"],
+            registry=registry,
+        )
 
     def know_rules(self, names: Iterable[str]) -> None:
         self.rules = frozenset(names)
@@ -166,6 +201,8 @@ class Metrics(Observer):
             elif e.kind == "sessions-ended":
                 self.session_ends.labels(e.status, e.resource_type).inc(e.sessions)
                 self.credits_charged.labels(e.resource_type).inc(max(0, e.credits))
+                if e.budget:
+                    self.budget_charged.labels(e.budget).inc(max(0, e.credits))
                 self._dirty.set()
             elif e.kind == "refreshed":
                 rule = self._rule(e.rule_name)
@@ -212,6 +249,9 @@ class Metrics(Observer):
         self._dirty.clear()
         try:
             self.active = engine.active_sessions()
+            r = engine.handle_request("GET", "/admin/api/quota/budgets", "", "", _READER, int(time.time()))
+            if r.status == 200:
+                self.budget_balances = {b["name"]: b["balance"] for b in r.json()["budgets"]}
         except Exception:  # noqa: BLE001 - a gauge must never fail a call
             log.exception("quota: reading the active sessions for the metrics failed")
 

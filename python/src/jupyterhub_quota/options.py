@@ -1,5 +1,8 @@
 """What a spawn asks for, read once: the runtime and the accelerator that prices it and places it.
 
+The budget a spawn charges comes from `user_options["budget"]`, or from the chosen profile's
+`quotaBudget` (a course's profile charges the course's budget).
+
 The accelerator comes from `user_options["gpu_selection"]` (the original spawn page's key), or,
 on a spawner with a KubeSpawner `profile_list`, from the chosen profile when it names one
 (`quotaAccelerator` in the profile or in a chosen profile option). A profile whose overrides would
@@ -14,10 +17,12 @@ import math
 from dataclasses import dataclass
 from typing import Any, Optional
 
-#: Spawn options this integration reads (the original spawn page's keys).
-OPTION_KEYS = ("runtime_minutes", "gpu_selection")
+#: Spawn options this integration reads (the original spawn page's keys, and the budget to charge).
+OPTION_KEYS = ("runtime_minutes", "gpu_selection", "budget")
 #: The key a profile (or one of its option choices) names its accelerator with.
 PROFILE_KEY = "quotaAccelerator"
+#: The key a profile names the shared budget it charges with (a course's profile charges the course).
+BUDGET_KEY = "quotaBudget"
 #: `quotaAccelerator: cpu` prices a profile at the CPU rate explicitly.
 CPU = "cpu"
 #: KubeSpawner settings that change where a server runs or what hardware it gets.
@@ -66,14 +71,26 @@ def accelerator_option(value: Any) -> Optional[str]:
     return value
 
 
+def budget_option(value: Any) -> Optional[str]:
+    """`user_options["budget"]`: the shared budget to charge; absent, null or "" means the user's
+    own credit."""
+    if value is None or value == "":
+        return None
+    if not isinstance(value, str):
+        raise OptionError(f"budget: must be a budget name, got {json.dumps(value, default=str)}")
+    return value
+
+
 @dataclass(frozen=True)
 class Choice:
-    """One spawn's decision: the runtime, the accelerator key (None: CPU) and the profile it came
-    from (None: no profile list, or the accelerator came from `gpu_selection`)."""
+    """One spawn's decision: the runtime, the accelerator key (None: CPU), the profile it came
+    from (None: no profile list, or the accelerator came from `gpu_selection`) and the budget it
+    charges (None: the user's own credit)."""
 
     runtime: int
     accelerator: Optional[str]
     profile: Optional[str] = None
+    budget: Optional[str] = None
 
 
 @dataclass(frozen=True)
@@ -204,25 +221,43 @@ def find_profile(profiles: list, slug: Any) -> dict:
     raise OptionError(f"profile: no profile {json.dumps(slug)} (profiles: {', '.join(slug_of(p) for p in profiles)})")
 
 
+def profile_budget(profile: dict, chosen: Optional[str]) -> Optional[str]:
+    """The budget a spawn of `profile` charges: the profile's `quotaBudget` (the user's choice may
+    only repeat it), else the user's choice."""
+    named = profile.get(BUDGET_KEY)
+    if named in (None, ""):
+        return chosen
+    if not isinstance(named, str):
+        raise OptionError(f"profile: {json.dumps(slug_of(profile))} has a {BUDGET_KEY} that is not a budget name")
+    if chosen is not None and chosen != named:
+        raise OptionError(
+            f"budget: the profile {json.dumps(slug_of(profile))} charges budget {json.dumps(named)}; "
+            f"leave budget empty or set it to {json.dumps(named)}"
+        )
+    return named
+
+
 async def choose(spawner: Any, options: dict, default_runtime: int, accelerators: Any) -> Choice:
     """Reads the spawn's options once into the decision that both prices and places it."""
     runtime = runtime_option(options.get("runtime_minutes"), default_runtime)
     selected = accelerator_option(options.get("gpu_selection"))
+    budget = budget_option(options.get("budget"))
     profiles = await profile_list(spawner)
     if not profiles:
-        return Choice(runtime, selected)
+        return Choice(runtime, selected, None, budget)
     profile = find_profile(profiles, options.get("profile"))
     slug = slug_of(profile)
+    budget = profile_budget(profile, budget)
     named = profile_accelerator(profile, options, accelerators)
     if named is None:
-        return Choice(runtime, selected, slug)
+        return Choice(runtime, selected, slug, budget)
     accelerator = None if named == CPU else named
     if selected is not None and selected != accelerator:
         raise OptionError(
             f"gpu_selection: the profile {json.dumps(slug)} runs on {json.dumps(named)}; "
             f"leave gpu_selection empty or set it to {json.dumps(named)}"
         )
-    return Choice(runtime, accelerator, slug)
+    return Choice(runtime, accelerator, slug, budget)
 
 
 def page_profiles(profiles: list) -> dict:
@@ -244,7 +279,8 @@ def page_profiles(profiles: list) -> dict:
                 "default": _default_choice(option),
                 "unlisted": part(option.get("unlisted_choice")),
             }
-        out[slug_of(profile)] = {**part(profile), "options": options}
+        budget = profile.get(BUDGET_KEY)
+        out[slug_of(profile)] = {**part(profile), "options": options, "budget": budget if isinstance(budget, str) and budget else None}
     return out
 
 

@@ -1,7 +1,8 @@
 """Scheduled refresh rules inside the hub: each enabled rule of the values file runs at its cron
 times (UTC) with ``run_id = <rule>@<minute>Z``, as quota-hub's scheduler does. The engine applies a
 run id at most once, so a restart within the minute, or several hubs (or a hub and quota-hub) on one
-database, never apply a run twice. A run missed while no hub was up is reported, not replayed."""
+database, never apply a run twice. A run missed while no hub was up is reported, not replayed.
+Beside the rules, due grants are written off at start and every minute (the sweep)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import time
 from dataclasses import dataclass
 from typing import Awaitable, Callable, Optional
 
+from .engine_types import Caller
 from .service import QuotaService, log
 
 #: How far back the hub looks for a run it missed.
@@ -66,6 +68,13 @@ def rule_statuses(engine, rules, now: int) -> list[RuleStatus]:
     return out
 
 
+#: How often the hub writes off due grants by itself (credit model 2: every minute).
+SWEEP_INTERVAL_S = 60
+
+#: The sweep's caller: a service with the refresh scope, as quota-hub's own sweep is.
+SWEEPER = Caller("jupyterhub-quota", scopes=("quota:refresh",))
+
+
 class Scheduler:
     """`clock` and `sleep` are the real ones in a hub; tests pass their own."""
 
@@ -75,12 +84,15 @@ class Scheduler:
         clock: Callable[[], float] = time.time,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         before_run: Optional[Callable[[], Awaitable[None]]] = None,
+        sweep_sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     ):
         self.service = service
         #: Runs before each rule run (inside a hub: the hub's groups into the engine).
         self.before_run = before_run
         self.clock = clock
         self.sleep = sleep
+        #: The pause between sweeps (a test's rule clock need not count them).
+        self.sweep_sleep = sweep_sleep
         self.tasks: list[asyncio.Task] = []
 
     async def start(self, now: Optional[int] = None) -> None:
@@ -89,6 +101,37 @@ class Scheduler:
         for rule in [r for r in (summary.rules if summary else ()) if r.enabled]:
             await self._report_missed(rule.name, t0)
             self.tasks.append(asyncio.ensure_future(self._forever(rule.name, t0)))
+        # Grants that lapsed while no hub ran are written off now, then every minute.
+        await self.sweep(t0)
+        self.tasks.append(asyncio.ensure_future(self._sweep_forever()))
+
+    async def sweep(self, now: Optional[int] = None) -> dict:
+        """Writes every expiry due now (``POST .../admin/api/quota/expire`` in chunks, each its own
+        transaction, so the hub's writes never wait long behind it); what it wrote off."""
+        at = int(self.clock()) if now is None else now
+        total = {"grants_expired": 0, "credits_expired": 0}
+        while True:
+            r = await self.service.run(
+                lambda e: e.handle_request("POST", "/admin/api/quota/expire", "", '{"in_chunks":true}', SWEEPER, at)
+            )
+            if r.status != 200:
+                raise RuntimeError(f"{r.status} {r.body}")
+            swept = r.json()
+            total["grants_expired"] += swept["grants_expired"]
+            total["credits_expired"] += swept["credits_expired"]
+            if not swept.get("more"):
+                break
+        if total["grants_expired"]:
+            log.info("quota: expired %s grant(s): %s credits written off", total["grants_expired"], total["credits_expired"])
+        return total
+
+    async def _sweep_forever(self) -> None:
+        while True:
+            await self.sweep_sleep(SWEEP_INTERVAL_S)
+            try:
+                await self.sweep()
+            except Exception as e:  # noqa: BLE001 - logged; the next minute tries again
+                log.error("quota: writing off due grants failed (the next minute tries again): %s", e)
 
     def stop(self) -> None:
         for t in self.tasks:

@@ -134,6 +134,8 @@ async def gate(quota: "QuotaHub", spawner: Any) -> None:
     }
     if choice.accelerator is not None:
         body["resource_type"] = choice.accelerator
+    if choice.budget is not None:
+        body["budget"] = choice.budget
     tic = time.perf_counter()
     quota.unbilled.discard((user, server))
     try:
@@ -149,8 +151,9 @@ async def gate(quota: "QuotaHub", spawner: Any) -> None:
     if r.status == 201:
         s = r.json()
         log.info(
-            "quota: %s server %r allowed: session %s, %s x %s min, estimated %s, balance %s%s (gate %.1f ms)",
+            "quota: %s server %r allowed: session %s, %s x %s min, estimated %s, balance %s%s%s (gate %.1f ms)",
             user, server, s["session_id"], s["rate"], s["runtime_minutes"], s["estimated_cost"], s["balance"],
+            f" of budget {s['budget']}" if s.get("budget") else "",
             f", profile {choice.profile}" if choice.profile else "", took_ms,
         )
         quota.ready.discard((user, server))

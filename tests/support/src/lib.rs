@@ -321,8 +321,8 @@ fn check_final(
     Ok(())
 }
 
-/// The invariants that hold after any scenario: each balance equals the sum of that user's
-/// transaction amounts, and every transaction's amount equals after - before.
+/// The invariants that hold after any scenario: each account's balance (a user's, a budget's)
+/// equals the sum of its transaction amounts, and every transaction's amount equals after - before.
 fn check_ledger_reconciles(
     host: &mut dyn ScenarioHost,
     now: Timestamp,
@@ -342,9 +342,23 @@ fn check_ledger_reconciles(
                     t["id"]
                 ));
             }
-            *sums
-                .entry(t["username"].as_str().unwrap_or_default().to_string())
-                .or_default() += a;
+            // Per account: a budget's rows are its own, whoever ran the session.
+            let account = match t["budget"].as_str() {
+                Some(b) => format!("budget {b}"),
+                None => t["username"].as_str().unwrap_or_default().to_string(),
+            };
+            *sums.entry(account).or_default() += a;
+        }
+    }
+    let budgets = admin_get(host, "/admin/api/quota/budgets", "", now)?;
+    for b in budgets["budgets"].as_array().cloned().unwrap_or_default() {
+        let name = b["name"].as_str().unwrap_or_default();
+        let balance = b["balance"].as_i64().unwrap_or_default();
+        let sum = sums.get(&format!("budget {name}")).copied().unwrap_or(0);
+        if sum != balance {
+            out.failures.push(format!(
+                "budget {name}: balance {balance} but its transactions sum to {sum}"
+            ));
         }
     }
     let users = admin_get(host, "/admin/api/quota/", "", now)?;

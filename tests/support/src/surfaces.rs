@@ -56,13 +56,20 @@ const statuses: [u16; 10] = [200, 201, 202, 400, 401, 403, 404, 405, 409, 413];
 
 /// Every request over one in-memory store: no panic, a known status, a JSON body, an error body
 /// `{"error": "<non-empty>"}` (a 400's naming its field), nothing changed by a refused request (but the spawn refusal, which
-/// may record a first start and close an orphan), and the ledger reconciled
-/// (each amount = after - before, each balance = the sum of its user's amounts) after every one.
+/// may record a first start and close an orphan), and the ledger reconciled per account
+/// (each amount = after - before, each user's and each budget's balance = the sum of its amounts)
+/// after every one. The fixture has two budgets, so grants, budgets and the sweep are reached.
 pub fn handle_request(data: &[u8]) {
     let Ok(text) = std::str::from_utf8(data) else {
         return;
     };
-    let config = Config::from_values(&crate::fixture_values()).expect("the fixture values load");
+    // The fixture, with the budgets the scenarios charge (values-defined; others come over REST).
+    let mut values = crate::fixture_values();
+    values["custom"]["quota"]["budgets"] = serde_json::json!({
+        "course-101": {"users": ["teacher"], "groups": ["course-101"], "accelerators": ["cpu", "phx"], "memberLimit": 100},
+        "lab": {"users": ["ann"]}
+    });
+    let config = Config::from_values(&values).expect("the fixture values load");
     let mut store = MemStore::new();
     let mut now = Timestamp::parse("2026-11-22T10:00:00Z").expect("a timestamp");
     for part in text.split(request_separator).take(64) {
@@ -103,7 +110,10 @@ pub fn handle_request(data: &[u8]) {
             // A start refused for insufficient quota may say when it would pass; nothing else
             // rides along with an error.
             let extra_ok = |k: &String| {
-                k == "next_refresh" && resp.status == 403 && method == "POST" && path == "/api/quota/sessions"
+                k == "next_refresh"
+                    && resp.status == 403
+                    && method == "POST"
+                    && quota_core::api::route_template(path) == Some("/api/quota/sessions")
             };
             assert!(
                 !msg.is_empty()
@@ -122,9 +132,11 @@ pub fn handle_request(data: &[u8]) {
                 assert!(named, "{method} {target}: a 400 that names no field: {msg}");
             }
             // The one refusal that may write (semantics.md, gate 4 and 8): an insufficient-quota 403
-            // still creates a first-time user's record and closes an orphaned session.
-            let spawn_refusal =
-                resp.status == 403 && msg.starts_with("Cannot start container: Insufficient quota.");
+            // (or a budget's refusal) still creates a first-time user's record and closes an
+            // orphaned session.
+            let spawn_refusal = resp.status == 403
+                && (msg.starts_with("Cannot start container: Insufficient quota")
+                    || msg.contains(" budget "));
             assert!(
                 spawn_refusal || store == before,
                 "{method} {target}: refused with {} {} but the store changed",
@@ -137,7 +149,9 @@ pub fn handle_request(data: &[u8]) {
 }
 
 fn ledger_reconciles(store: &mut MemStore, after: &str) {
+    // Per account: a personal account's rows by username, a budget's by budget.
     let mut sums = std::collections::BTreeMap::<&str, i64>::new();
+    let mut budget_sums = std::collections::BTreeMap::<&str, i64>::new();
     for t in &store.transactions {
         assert_eq!(
             t.amount,
@@ -145,7 +159,17 @@ fn ledger_reconciles(store: &mut MemStore, after: &str) {
             "after {after}: transaction {} does not move its amount",
             t.id
         );
-        *sums.entry(&t.username).or_default() += t.amount;
+        match &t.budget {
+            Some(b) => *budget_sums.entry(b).or_default() += t.amount,
+            None => *sums.entry(&t.username).or_default() += t.amount,
+        }
+    }
+    for (name, b) in &store.budgets {
+        let sum = budget_sums.get(name.as_str()).copied().unwrap_or(0);
+        assert_eq!(
+            b.balance, sum,
+            "after {after}: budget {name}'s balance is not the sum of its ledger"
+        );
     }
     for (name, u) in &store.users {
         let sum = sums.get(name.as_str()).copied().unwrap_or(0);

@@ -70,6 +70,58 @@ pub struct Dialect {
     pub usage_top_users: &'static str,
     /// (day, resource type, credits, minutes, sessions) of user `?1` in the days `?2` to `?3`.
     pub user_usage: &'static str,
+    /// (grant id, amount, remaining, granted at, expires at) of the account (`?1` username, `?2`
+    /// budget, `''` for none) with credit left, by id.
+    pub account_grants: &'static str,
+    /// (username, budget, amount, granted at, expires at); answers the new grant's id.
+    pub insert_grant: &'static str,
+    /// (grant id, remaining).
+    pub set_grant_remaining: &'static str,
+    /// The budgets with a grant due by `?1`, by name.
+    pub due_budgets: &'static str,
+    /// (username, budget) of accounts with a grant due by `?1`, users first, at most `?2`.
+    pub due_grant_accounts: &'static str,
+    /// (username, credit due) of users from `?1` to `?2` with personal grants due by `?3`.
+    pub due_user_credit_between: &'static str,
+    /// (username, grant id, amount, remaining, granted at, expires at) of up to `?2` personal
+    /// grants due by `?1` with credit left, by expiry, then id (the due index's own order).
+    pub due_user_grants: &'static str,
+    /// The users named in `?1` (a JSON list of names).
+    pub users_named: &'static str,
+    /// Sets the remaining credit of the grants in `?1` (a JSON list of ids) to 0.
+    pub zero_grants: &'static str,
+    /// (username, grant id, amount, remaining, granted at, expires at) of the personal grants
+    /// holding credit of the users from `?1` to `?2`.
+    pub user_grants_between: &'static str,
+    /// A budget's row by name.
+    pub get_budget: &'static str,
+    /// The same, locking the row until the transaction ends (a start charging the budget).
+    pub lock_budget: &'static str,
+    /// (name, balance, updated at, definition): inserts or replaces the row.
+    pub put_budget: &'static str,
+    pub delete_budget: &'static str,
+    /// A deleted budget's grants go with it.
+    pub delete_budget_grants: &'static str,
+    /// Every budget row, by name.
+    pub budgets: &'static str,
+    /// The active sessions charging budget `?1`.
+    pub budget_sessions: &'static str,
+    /// One integer: what the billable active sessions charging `?1` hold.
+    pub budget_held: &'static str,
+    /// The same, only user `?2`'s.
+    pub budget_member_held: &'static str,
+    /// (username, credits) of budget `?1`'s usage since `?2`.
+    pub budget_spent: &'static str,
+    /// The same, only user `?3`'s.
+    pub budget_member_spent: &'static str,
+    /// Budget `?1`'s newest transactions, at most `?2`.
+    pub recent_budget_transactions: &'static str,
+    /// Adds to a budget's member's day's sum of one resource type: (budget, username, day,
+    /// resource type, credits, minutes, sessions).
+    pub record_budget_usage_day: &'static str,
+    /// (budget, username, day, resource type, sums) in the days `?1` to `?2`, only budget `?3`'s
+    /// when not null.
+    pub budget_usage: &'static str,
     /// Set-based forms of the bulk writes, each taking all rows at once as one JSON text parameter
     /// (`[[...], ...]`, the rows `update_user` and `insert_transaction` take): one statement per
     /// page of a refresh instead of one per row. None: the row-by-row statements above.
@@ -89,16 +141,33 @@ macro_rules! user_columns {
         "username, balance, unlimited, updated_at"
     };
 }
-macro_rules! transaction_columns {
+/// The columns of schema 3's ledger and sessions (what the migration from 1 and 2 copies).
+macro_rules! transaction_columns_v3 {
     () => {
         "id, username, amount, transaction_type, resource_type, description, balance_before, \
          balance_after, created_at, created_by"
     };
 }
-macro_rules! session_columns {
+macro_rules! session_columns_v3 {
     () => {
         "id, username, server_name, resource_type, rate_milli, runtime_minutes, estimated_cost_milli, \
          start_time, billable, status, end_time, duration_minutes, cost"
+    };
+}
+/// Schema 6 added a transaction's budget and grant expiry, and a session's budget.
+macro_rules! transaction_columns {
+    () => {
+        concat!(transaction_columns_v3!(), ", budget, expires_at")
+    };
+}
+macro_rules! session_columns {
+    () => {
+        concat!(session_columns_v3!(), ", budget")
+    };
+}
+macro_rules! budget_columns {
+    () => {
+        "name, balance, updated_at, definition"
     };
 }
 
@@ -122,32 +191,61 @@ macro_rules! sixteen_times {
 /// 100,000 rows: 16 per statement halves the time SQLite spends on them, more gains little).
 pub const transaction_block_rows: usize = 16;
 
-/// The engine's tables: (name, columns in copy order, the unique key rows are ordered by). The
+/// The engine's tables: (name, columns in copy order, the unique key rows are ordered by, the
+/// column the database assigns, if one does). The
 /// `hosting` export hands them to tools that copy or compare whole databases.
-pub const tables: &[(&str, &str, &str)] = &[
-    ("users", user_columns!(), "username"),
-    ("transactions", transaction_columns!(), "id"),
-    ("sessions", session_columns!(), "id"),
-    ("refresh_runs", "run_id, params, result, created_at", "run_id"),
-    ("memberships", membership_columns!(), "username"),
-    ("group_members", "group_name, username", "group_name, username"),
+pub const tables: &[(&str, &str, &str, Option<&str>)] = &[
+    ("users", user_columns!(), "username", None),
+    (
+        "grants",
+        "grant_id, username, budget, amount, remaining, granted_at, expires_at",
+        "grant_id",
+        Some("grant_id"),
+    ),
+    ("budgets", budget_columns!(), "name", None),
+    ("transactions", transaction_columns!(), "id", Some("id")),
+    ("sessions", session_columns!(), "id", Some("id")),
+    (
+        "refresh_runs",
+        "run_id, params, result, created_at",
+        "run_id",
+        None,
+    ),
+    ("memberships", membership_columns!(), "username", None),
+    (
+        "group_members",
+        "group_name, username",
+        "group_name, username",
+        None,
+    ),
     (
         "usage_days",
         "day, resource_type, credits, minutes, sessions",
         "day, resource_type",
+        None,
     ),
     (
         "user_usage_days",
         "username, day, resource_type, credits, minutes, sessions",
         "username, day, resource_type",
+        None,
+    ),
+    (
+        "budget_usage_days",
+        "budget, username, day, resource_type, credits, minutes, sessions",
+        "budget, username, day, resource_type",
+        None,
     ),
 ];
 
 /// Column counts, checked on every row read.
 pub const user_column_count: usize = 4;
-pub const transaction_column_count: usize = 10;
-pub const session_column_count: usize = 13;
+pub const transaction_column_count: usize = 12;
+pub const session_column_count: usize = 14;
+pub const budget_column_count: usize = 4;
 pub const membership_column_count: usize = 3;
+/// The columns `account_grants` reads.
+pub const grant_column_count: usize = 5;
 
 /// Schema 5's running usage sums rebuilt from the ledger (the migration from 4, and again if a
 /// file's version was set back by hand): the credits of the `usage` transactions on their day, the

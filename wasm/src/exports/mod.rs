@@ -53,6 +53,7 @@ impl Guest for Component {
                 .map(|g| quota_core::groups::validate_owned_groups("groups", g))
                 .transpose()
                 .map_err(error_out)?,
+            budget: req.budget,
         };
         with_config(|cfg| {
             Ok(
@@ -135,10 +136,12 @@ impl Guest for Component {
             wit::AdminAction::Deduct(a) => AdminAction::Deduct(a),
             wit::AdminAction::SetUnlimited(f) => AdminAction::SetUnlimited(f),
         };
+        // Dated grants are REST's for now (`expires_at` in the body).
         let req = AdminRequest {
             username,
             action,
             description,
+            expires_at: None,
         };
         let r =
             admin::admin_update(&mut SqlStore::host(), &req, &caller, Timestamp(now)).map_err(error_out)?;
@@ -163,6 +166,7 @@ impl Guest for Component {
                     username: e.username,
                     amount: e.amount,
                     unlimited: e.unlimited,
+                    expires_at: e.expires_at.map(Timestamp),
                 })
             })
             .collect();
@@ -185,11 +189,15 @@ impl Guest for Component {
     }
 
     fn refresh(body_json: String, now: i64) -> Result<wit::RefreshResult, wit::QuotaError> {
-        let run = || {
+        with_config(|cfg| {
             let req = core_api::refresh_request_from_json(&body_json)?;
-            refresh_out(refresh::refresh(&mut SqlStore::host(), &req, Timestamp(now))?)
-        };
-        run().map_err(error_out)
+            refresh_out(refresh::refresh(
+                cfg,
+                &mut SqlStore::host(),
+                &req,
+                Timestamp(now),
+            )?)
+        })
     }
 
     fn run_rule(
@@ -200,7 +208,12 @@ impl Guest for Component {
     ) -> Result<wit::RefreshResult, wit::QuotaError> {
         with_config(|cfg| {
             let req = cfg.rule_request(&name, run_id, dry_run)?;
-            refresh_out(refresh::refresh(&mut SqlStore::host(), &req, Timestamp(now))?)
+            refresh_out(refresh::refresh(
+                cfg,
+                &mut SqlStore::host(),
+                &req,
+                Timestamp(now),
+            )?)
         })
     }
 
@@ -213,7 +226,7 @@ impl Guest for Component {
         with_config(|cfg| {
             let req = cfg.rule_request(&name, Some(run_id), false)?;
             Ok(
-                match refresh::refresh_step(&mut SqlStore::host(), &req, Timestamp(now), chunk_users)? {
+                match refresh::refresh_step(cfg, &mut SqlStore::host(), &req, Timestamp(now), chunk_users)? {
                     Step::Done(r) => wit::RefreshStep::Done(refresh_out(r)?),
                     Step::More => wit::RefreshStep::More,
                 },
@@ -246,19 +259,22 @@ impl Guest for Component {
         })
     }
 
-    fn list_users() -> Result<Vec<crate::bindings::types::UserRecord>, wit::QuotaError> {
-        let users = quota_core::reads::list_users(&mut SqlStore::host()).map_err(error_out)?;
+    fn list_users(now: i64) -> Result<Vec<crate::bindings::types::UserRecord>, wit::QuotaError> {
+        let users =
+            quota_core::reads::list_users(&mut SqlStore::host(), Timestamp(now)).map_err(error_out)?;
         Ok(users.iter().map(|r| cv::user_out(&r.user)).collect())
     }
 
-    fn user_detail(username: String) -> Result<wit::UserView, wit::QuotaError> {
-        let d = quota_core::reads::user_detail(&mut SqlStore::host(), &username).map_err(error_out)?;
+    fn user_detail(username: String, now: i64) -> Result<wit::UserView, wit::QuotaError> {
+        let d = quota_core::reads::user_detail(&mut SqlStore::host(), &username, Timestamp(now))
+            .map_err(error_out)?;
         Ok(wit::UserView {
             username: d.username,
             balance: d.balance,
             unlimited: d.unlimited,
             recent_transactions: d.recent_transactions.iter().map(cv::tx_out).collect(),
             groups: d.groups.into_iter().collect(),
+            grants: d.grants.iter().map(cv::grant_out).collect(),
         })
     }
 
@@ -277,15 +293,16 @@ impl Guest for Component {
         })
     }
 
-    fn me(username: String) -> Result<wit::MeView, wit::QuotaError> {
+    fn me(username: String, now: i64) -> Result<wit::MeView, wit::QuotaError> {
         with_config(|cfg| {
-            let m = quota_core::reads::me(cfg, &mut SqlStore::host(), &username, None)?;
+            let m = quota_core::reads::me(cfg, &mut SqlStore::host(), &username, Timestamp(now), false)?;
             Ok(wit::MeView {
                 username: m.username,
                 balance: m.balance,
                 unlimited: m.unlimited,
                 enabled: m.enabled,
                 rates: rates_list(cfg),
+                grants: m.grants.iter().map(cv::grant_out).collect(),
             })
         })
     }

@@ -26,17 +26,27 @@ fn one_json_param(json: &str) -> Params {
 pub(super) fn record_changes_set_based(bulk: &dialect::Bulk, changes: &[Change]) -> Result<(), StoreError> {
     let mut users = Params::new();
     let mut entries = Params::new();
-    for c in changes {
+    // One row per user, its last state: a set-based UPDATE applies one source row per target row
+    // (which one is unspecified when several match), and a sweep changes one user several times.
+    let mut seen = std::collections::HashSet::new();
+    let last: Vec<&Change> = changes
+        .iter()
+        .rev()
+        .filter(|c| seen.insert(c.user.username.as_str()))
+        .collect();
+    for c in last.iter().rev() {
         users.begin_row();
         user_params(&mut users, &c.user)?;
         users.end_row();
+    }
+    for c in changes {
         entries.begin_row();
         transaction_params(&mut entries, &c.entry)?;
         entries.end_row();
     }
     let users = users.finish();
     let changed = execute_many(bulk.update_users, one_json_param(&users))?;
-    if changed < changes.len() as u64 {
+    if changed < last.len() as u64 {
         execute_many(bulk.insert_missing_users, one_json_param(&users))?;
     }
     execute_many(bulk.insert_transactions, one_json_param(&entries.finish()))?;

@@ -2,8 +2,8 @@
 
 use quota_core::milli::Milli;
 use quota_core::store::{
-    Membership, NewSession, NewTransaction, Session, SessionStatus, Transaction, TransactionType, Usage,
-    UserRecord,
+    AccountKey, BudgetRow, BudgetUsage, Grant, Membership, NewSession, NewTransaction, Session,
+    SessionStatus, Transaction, TransactionType, Usage, UserRecord,
 };
 use quota_core::{StoreError, Timestamp};
 
@@ -41,6 +41,8 @@ pub(super) fn transaction(row: &mut [Cell]) -> Result<Transaction, StoreError> {
         balance_after: c.int(7)?,
         created_at: Timestamp(c.int(8)?),
         created_by: c.opt_text(9)?,
+        budget: c.opt_text(10)?,
+        expires_at: c.opt_int(11)?.map(Timestamp),
     }
     .with_id(id))
 }
@@ -59,6 +61,7 @@ pub(super) fn session(row: &mut [Cell]) -> Result<Session, StoreError> {
             estimated_cost: Milli(c.int(6)?),
             start_time: Timestamp(c.int(7)?),
             billable: c.flag(8)?,
+            budget: c.opt_text(13)?,
         },
         status: SessionStatus::parse(&status)
             .ok_or_else(|| StoreError(format!("sessions: unknown status `{status}`")))?,
@@ -169,5 +172,98 @@ pub(super) fn transaction_params(
         Some(b) => p.push_text(b),
         None => p.push_null(),
     }
+    match &t.budget {
+        Some(b) => p.push_text(b),
+        None => p.push_null(),
+    }
+    match t.expires_at {
+        Some(at) => p.push_int(at.seconds())?,
+        None => p.push_null(),
+    }
     Ok(())
+}
+
+pub(super) fn budget(row: &mut [Cell]) -> Result<BudgetRow, StoreError> {
+    let mut c = Columns::new(row, "budgets", dialect::budget_column_count)?;
+    Ok(BudgetRow {
+        name: c.text(0)?,
+        balance: c.int(1)?,
+        updated_at: Timestamp(c.int(2)?),
+        definition: c.opt_text(3)?,
+    })
+}
+
+pub(super) fn budget_params(p: &mut Params, b: &BudgetRow) -> Result<(), StoreError> {
+    p.push_text(&b.name);
+    p.push_int(b.balance)?;
+    p.push_int(b.updated_at.seconds())?;
+    match &b.definition {
+        Some(d) => p.push_text(d),
+        None => p.push_null(),
+    }
+    Ok(())
+}
+
+pub(super) fn budget_usage(row: &mut [Cell]) -> Result<BudgetUsage, StoreError> {
+    let mut c = Columns::new(row, "budget_usage_days", 7)?;
+    Ok(BudgetUsage {
+        budget: c.text(0)?,
+        username: c.text(1)?,
+        day: c.int(2)?,
+        resource_type: c.text(3)?,
+        usage: Usage {
+            credits: c.int(4)?,
+            minutes: c.int(5)?,
+            sessions: c.int(6)?,
+        },
+    })
+}
+
+pub(super) fn grant(row: &mut [Cell]) -> Result<Grant, StoreError> {
+    let c = Columns::new(row, "grants", dialect::grant_column_count)?;
+    Ok(Grant {
+        grant_id: c.int(0)?,
+        amount: c.int(1)?,
+        remaining: c.int(2)?,
+        granted_at: Timestamp(c.int(3)?),
+        expires_at: Timestamp(c.int(4)?),
+    })
+}
+
+/// (username, grant) of `user_grants_between`.
+pub(super) fn named_grant(row: &mut [Cell]) -> Result<(String, Grant), StoreError> {
+    let mut c = Columns::new(row, "grants", 6)?;
+    Ok((
+        c.text(0)?,
+        Grant {
+            grant_id: c.int(1)?,
+            amount: c.int(2)?,
+            remaining: c.int(3)?,
+            granted_at: Timestamp(c.int(4)?),
+            expires_at: Timestamp(c.int(5)?),
+        },
+    ))
+}
+
+/// An account as stored: (username, budget), the one of them that is not the account empty.
+pub(super) fn account_columns(account: &AccountKey) -> (&str, &str) {
+    match account {
+        AccountKey::User(u) => (u.as_str(), ""),
+        AccountKey::Budget(b) => ("", b.as_str()),
+    }
+}
+
+pub(super) fn account(row: &mut [Cell]) -> Result<AccountKey, StoreError> {
+    let mut c = Columns::new(row, "grants", 2)?;
+    let (username, budget) = (c.text(0)?, c.text(1)?);
+    Ok(if budget.is_empty() {
+        AccountKey::User(username)
+    } else {
+        AccountKey::Budget(budget)
+    })
+}
+
+pub(super) fn name_and_int(row: &mut [Cell]) -> Result<(String, i64), StoreError> {
+    let mut c = Columns::new(row, "grants", 2)?;
+    Ok((c.text(0)?, c.int(1)?))
 }

@@ -1,8 +1,9 @@
 //! `quota_core::Store` over the host's SQL bridge: every query of the engine, once, for every host.
 
 use quota_core::store::{
-    Change, LedgerPage, Membership, NewSession, RefreshRun, Session, SessionPage, SessionStatus, Store,
-    Transaction, Usage, UsageKey, UserRecord,
+    AccountKey, BudgetChange, BudgetRow, BudgetUsage, Change, Grant, LedgerPage, Membership, NewGrant,
+    NewSession, RefreshRun, Session, SessionPage, SessionStatus, Store, Transaction, Usage, UsageKey,
+    UserRecord,
 };
 use quota_core::{StoreError, Timestamp};
 
@@ -13,8 +14,9 @@ use crate::sql_json::{Cell, Columns, Params};
 use super::bridge::{err, execute_many, query, SqlStore};
 use super::bulk::{record_changes_set_based, set_based_rows_min};
 use super::rows::{
-    all, day_usage, first, group_text, limit, membership, session, transaction, transaction_params,
-    two_texts, user, user_params, user_usage_row,
+    account, account_columns, all, budget, budget_params, budget_usage, day_usage, first, grant, group_text,
+    limit, membership, name_and_int, named_grant, session, transaction, transaction_params, two_texts, user,
+    user_params, user_usage_row,
 };
 
 impl Store for SqlStore {
@@ -98,7 +100,8 @@ impl Store for SqlStore {
             .opt_text(username)
             .int(limit(n))?
             .int(bound(since))?
-            .int(bound(until))?;
+            .int(bound(until))?
+            .opt_text(page.budget);
         all(query(self.d.scan_transactions, p)?, transaction)
     }
 
@@ -111,7 +114,8 @@ impl Store for SqlStore {
             .int(s.runtime_minutes)?
             .int(s.estimated_cost.raw())?
             .int(s.start_time.seconds())?
-            .flag(s.billable);
+            .flag(s.billable)
+            .opt_text(s.budget.as_deref());
         let rows = query(self.d.insert_session, p)?;
         rows.first()
             .and_then(|r| r.first())
@@ -319,6 +323,18 @@ impl Store for SqlStore {
             self.d.record_user_usage_day,
             sums(Params::new().text(username).int(day)?.text(resource_type))?,
         )?;
+        if !key.budget.is_empty() {
+            query(
+                self.d.record_budget_usage_day,
+                sums(
+                    Params::new()
+                        .text(key.budget)
+                        .text(username)
+                        .int(day)?
+                        .text(resource_type),
+                )?,
+            )?;
+        }
         Ok(())
     }
 
@@ -360,5 +376,171 @@ impl Store for SqlStore {
     ) -> Result<Vec<(i64, String, Usage)>, StoreError> {
         let p = Params::new().text(username).int(first)?.int(last)?;
         all(query(self.d.user_usage, p)?, day_usage)
+    }
+
+    fn account_grants(&mut self, account: &AccountKey) -> Result<Vec<Grant>, StoreError> {
+        let (username, budget) = account_columns(account);
+        let p = Params::new().text(username).text(budget);
+        all(query(self.d.account_grants, p)?, grant)
+    }
+
+    fn insert_grant(&mut self, account: &AccountKey, g: &NewGrant) -> Result<i64, StoreError> {
+        let (username, budget) = account_columns(account);
+        let p = Params::new()
+            .text(username)
+            .text(budget)
+            .int(g.amount)?
+            .int(g.granted_at.seconds())?
+            .int(g.expires_at.seconds())?;
+        query(self.d.insert_grant, p)?
+            .first()
+            .and_then(|r| r.first())
+            .and_then(Cell::as_int)
+            .ok_or_else(|| StoreError("insert_grant returned no id".into()))
+    }
+
+    fn set_grants_remaining(&mut self, changes: &[(i64, i64)]) -> Result<(), StoreError> {
+        if changes.is_empty() {
+            return Ok(());
+        }
+        let mut rows = Params::new();
+        for (id, remaining) in changes {
+            rows.begin_row();
+            rows.push_int(*id)?;
+            rows.push_int(*remaining)?;
+            rows.end_row();
+        }
+        execute_many(self.d.set_grant_remaining, rows).map(drop)
+    }
+
+    fn due_user_credit_between(
+        &mut self,
+        first: &str,
+        last: &str,
+        now: Timestamp,
+    ) -> Result<Vec<(String, i64)>, StoreError> {
+        let p = Params::new().text(first).text(last).int(now.seconds())?;
+        all(query(self.d.due_user_credit_between, p)?, name_and_int)
+    }
+
+    fn accounts_with_due_grants(&mut self, now: Timestamp, n: usize) -> Result<Vec<AccountKey>, StoreError> {
+        let p = Params::new().int(now.seconds())?.int(limit(n))?;
+        all(query(self.d.due_grant_accounts, p)?, account)
+    }
+
+    fn due_user_grants(&mut self, now: Timestamp, n: usize) -> Result<Vec<(String, Grant)>, StoreError> {
+        let p = Params::new().int(now.seconds())?.int(limit(n))?;
+        all(query(self.d.due_user_grants, p)?, named_grant)
+    }
+
+    fn due_budgets(&mut self, now: Timestamp) -> Result<Vec<String>, StoreError> {
+        let rows = query(self.d.due_budgets, Params::new().int(now.seconds())?)?;
+        all(rows, |r| Columns::new(r, "grants", 1)?.text(0))
+    }
+
+    fn users_named(&mut self, names: &[String]) -> Result<Vec<UserRecord>, StoreError> {
+        let list = serde_json::to_string(names).map_err(|e| StoreError(e.to_string()))?;
+        all(query(self.d.users_named, Params::new().text(&list))?, user)
+    }
+
+    fn zero_grants(&mut self, ids: &[i64]) -> Result<(), StoreError> {
+        if ids.is_empty() {
+            return Ok(());
+        }
+        let list = serde_json::to_string(ids).map_err(|e| StoreError(e.to_string()))?;
+        query(self.d.zero_grants, Params::new().text(&list)).map(drop)
+    }
+
+    fn user_grants_between(
+        &mut self,
+        first_name: &str,
+        last_name: &str,
+    ) -> Result<Vec<(String, Grant)>, StoreError> {
+        let p = Params::new().text(first_name).text(last_name);
+        all(query(self.d.user_grants_between, p)?, named_grant)
+    }
+
+    fn get_budget(&mut self, name: &str) -> Result<Option<BudgetRow>, StoreError> {
+        first(query(self.d.get_budget, Params::new().text(name))?, budget)
+    }
+
+    fn lock_budget(&mut self, name: &str) -> Result<Option<BudgetRow>, StoreError> {
+        first(query(self.d.lock_budget, Params::new().text(name))?, budget)
+    }
+
+    fn put_budget(&mut self, b: &BudgetRow) -> Result<(), StoreError> {
+        self.write_budget(b)
+    }
+
+    fn delete_budget(&mut self, name: &str) -> Result<(), StoreError> {
+        query(self.d.delete_budget_grants, Params::new().text(name))?;
+        query(self.d.delete_budget, Params::new().text(name)).map(drop)
+    }
+
+    fn budgets(&mut self) -> Result<Vec<BudgetRow>, StoreError> {
+        all(query(self.d.budgets, Params::new())?, budget)
+    }
+
+    fn record_budget_change(&mut self, c: &BudgetChange) -> Result<(), StoreError> {
+        self.write_budget(&c.budget)?;
+        let mut entries = Params::new();
+        entries.begin_row();
+        transaction_params(&mut entries, &c.entry)?;
+        entries.end_row();
+        execute_many(self.d.insert_transaction, entries).map(drop)
+    }
+
+    fn budget_sessions(&mut self, name: &str) -> Result<Vec<Session>, StoreError> {
+        all(query(self.d.budget_sessions, Params::new().text(name))?, session)
+    }
+
+    fn budget_held(&mut self, name: &str, username: Option<&str>) -> Result<i64, StoreError> {
+        let rows = match username {
+            None => query(self.d.budget_held, Params::new().text(name))?,
+            Some(u) => query(self.d.budget_member_held, Params::new().text(name).text(u))?,
+        };
+        rows.first()
+            .and_then(|r| r.first())
+            .and_then(Cell::as_int)
+            .ok_or_else(|| StoreError("budget_held returned no sum".into()))
+    }
+
+    fn budget_spent(
+        &mut self,
+        name: &str,
+        since: Timestamp,
+        username: Option<&str>,
+    ) -> Result<Vec<(String, i64)>, StoreError> {
+        let p = Params::new().text(name).int(since.seconds())?;
+        let rows = match username {
+            None => query(self.d.budget_spent, p)?,
+            Some(u) => query(self.d.budget_member_spent, p.text(u))?,
+        };
+        all(rows, name_and_int)
+    }
+
+    fn recent_budget_transactions(&mut self, name: &str, n: usize) -> Result<Vec<Transaction>, StoreError> {
+        let p = Params::new().text(name).int(limit(n))?;
+        all(query(self.d.recent_budget_transactions, p)?, transaction)
+    }
+
+    fn budget_usage(
+        &mut self,
+        first_day: i64,
+        last_day: i64,
+        name: Option<&str>,
+    ) -> Result<Vec<BudgetUsage>, StoreError> {
+        let p = Params::new().int(first_day)?.int(last_day)?.opt_text(name);
+        all(query(self.d.budget_usage, p)?, budget_usage)
+    }
+}
+
+impl SqlStore {
+    fn write_budget(&mut self, b: &BudgetRow) -> Result<(), StoreError> {
+        let mut p = Params::new();
+        p.begin_row();
+        budget_params(&mut p, b)?;
+        p.end_row();
+        execute_many(self.d.put_budget, p).map(drop)
     }
 }

@@ -1,0 +1,125 @@
+//! Shared budgets (credit model 2, "Shared budgets"): accounts several users may charge. Which
+//! budgets exist and their accounts are `account.rs`; here their balance actions, definitions over
+//! REST and deletion. The gate's checks are `check.rs`, the reads `reads.rs`, a definition's
+//! reading `definition.rs`.
+
+mod account;
+mod check;
+pub mod definition;
+mod reads;
+
+use serde::Serialize;
+
+pub use account::{account, all, balance_and_held, find, known, member_month, members, month_start, Budget};
+pub use check::{check_start, BudgetRefusal, BudgetStart, Refused};
+pub use definition::*;
+pub use reads::{detail, list, mine, BudgetDetail, BudgetSummary, MyBudget};
+
+use crate::admin::{self, AdminAction};
+use crate::config::Config;
+use crate::error::QuotaError;
+use crate::store::{AccountKey, BudgetRow, Store};
+use crate::time::Timestamp;
+
+/// `{budget, balance, action, amount}`: a budget's balance action done.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct BudgetChanged {
+    pub budget: String,
+    pub balance: i64,
+    pub action: &'static str,
+    pub amount: i64,
+}
+
+/// `POST .../budgets/<name>`: `set`, `add` (dated with `expires_at`) or `deduct`, as for a user,
+/// in the spending order; `set_unlimited` is a 400 (a budget is never unlimited).
+pub fn change(
+    config: &Config,
+    store: &mut dyn Store,
+    name: &str,
+    req: (AdminAction, Option<String>, Option<Timestamp>),
+    caller: &str,
+    now: Timestamp,
+) -> Result<BudgetChanged, QuotaError> {
+    let (action, description, expires_at) = req;
+    if let AdminAction::SetUnlimited(_) = action {
+        return Err(QuotaError::invalid(
+            "action",
+            "a budget is never unlimited: use `set`, `add` or `deduct`",
+        ));
+    }
+    let budget = known(config, store, name)?;
+    let mut acct = account(store, &budget.name, "", now)?;
+    let done = admin::apply_checked(store, &mut acct, action, description, expires_at, caller, now)?;
+    Ok(BudgetChanged {
+        budget: budget.name,
+        balance: done,
+        action: action.name(),
+        amount: match action {
+            AdminAction::Set(a) | AdminAction::Add(a) | AdminAction::Deduct(a) => a,
+            AdminAction::SetUnlimited(_) => 0,
+        },
+    })
+}
+
+/// `PUT .../budgets/<name>`: defines (or replaces the whole definition of) a budget made over
+/// REST. A budget the values file defines is read-only here (409).
+pub fn define(
+    config: &Config,
+    store: &mut dyn Store,
+    name: &str,
+    def: &BudgetDefinition,
+    now: Timestamp,
+) -> Result<serde_json::Value, QuotaError> {
+    validate_name("name", name)?;
+    if config.budgets.contains_key(name) {
+        return Err(read_only(name));
+    }
+    let mut row = store.get_budget(name)?.unwrap_or_else(|| BudgetRow {
+        name: name.to_string(),
+        balance: 0,
+        updated_at: now,
+        definition: None,
+    });
+    let created = row.definition.is_none();
+    row.definition = Some(to_json(def));
+    store.put_budget(&row)?;
+    Ok(serde_json::json!({"budget": name, "created": created}))
+}
+
+/// `DELETE .../budgets/<name>`: only a REST budget with balance 0 that no running session
+/// charges (409 otherwise); its transactions stay in the ledger.
+pub fn delete(
+    config: &Config,
+    store: &mut dyn Store,
+    name: &str,
+    now: Timestamp,
+) -> Result<serde_json::Value, QuotaError> {
+    let budget = known(config, store, name)?;
+    if budget.source == Source::Values {
+        return Err(read_only(name));
+    }
+    let (balance, _) = balance_and_held(store, name, now)?;
+    if balance != 0 {
+        return Err(QuotaError::Conflict(format!(
+            "Budget {name} still holds a balance of {balance}: set it to 0 before deleting it"
+        )));
+    }
+    let running = store.budget_sessions(name)?.len();
+    if running > 0 {
+        return Err(QuotaError::Conflict(format!(
+            "Budget {name} is charged by {running} running session(s): delete it after they end"
+        )));
+    }
+    // Due expiries are written first, so the ledger of a deleted budget still sums to 0.
+    let grants = store.account_grants(&AccountKey::Budget(name.to_string()))?;
+    let mut acct = account(store, name, "", now)?;
+    crate::grants::settle_with(store, &mut acct, grants, now)?;
+    store.delete_budget(name)?;
+    Ok(serde_json::json!({"budget": name, "deleted": true}))
+}
+
+fn read_only(name: &str) -> QuotaError {
+    QuotaError::Conflict(format!(
+        "Budget {name} is defined in the values file (custom.quota.budgets.{name}): change it there"
+    ))
+}
