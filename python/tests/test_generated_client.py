@@ -144,6 +144,15 @@ def test_every_engine_operation_answers_through_the_generated_client(server, gen
     call("mySessions", 200, "MySessionPage", lambda: op("my_sessions").sync_detailed(client=ann))
     call("myUsage", 200, "MyUsage", lambda: op("my_usage").sync_detailed(client=ann))
     call("usageReport", 200, "UsageReport", lambda: op("usage_report").sync_detailed(client=admin, from_="2026-01-01", to="2026-12-31", group_by=m.UsageReportGroupBy.USER))
+    call("defineBudget", 200, "BudgetDefined", lambda: op("define_budget").sync_detailed("course", client=admin, body=m.BudgetDefinition(
+        description="a course", users=["ann"], member_limit=50)))
+    call("changeBudget", 200, "BudgetChanged", lambda: op("change_budget").sync_detailed("course", client=admin, body=m.AmountChange(
+        action=m.AmountChangeAction.ADD, amount=100)))
+    call("getBudget", 200, "BudgetDetail", lambda: op("get_budget").sync_detailed("course", client=admin))
+    call("listBudgets", 200, "BudgetList", lambda: op("list_budgets").sync_detailed(client=admin))
+    op("change_budget").sync_detailed("course", client=admin, body=m.AmountChange(action=m.AmountChangeAction.SET, amount=0))
+    call("deleteBudget", 200, "BudgetDeleted", lambda: op("delete_budget").sync_detailed("course", client=admin))
+    call("expire", 200, "Swept", lambda: op("expire").sync_detailed(client=admin, body=m.ExpireRequest(in_chunks=True)))
     engine_ops = {o["operationId"] for item in document["paths"].values() for o in item.values()
                   if isinstance(o, dict) and "quota" in o.get("tags", [])}
     assert set(calls) == engine_ops, engine_ops ^ set(calls)
