@@ -268,11 +268,11 @@ fn decide(
 
     // The answer's balance is the paying account's, as of now (quota disabled: the budget was
     // validated and nothing is billed).
-    let balance = match (&budget, user) {
-        (Some(_), _) if budget_balance.is_some() => budget_balance.unwrap_or_default(),
-        (Some(b), _) => budgets::balance_and_held(store, &b.name, now)?.0,
-        (None, Some(u)) => u.balance,
-        (None, None) => store.get_user(&username)?.map_or(0, |u| u.balance),
+    let balance = match (budget_balance, &budget, user) {
+        (Some(b), _, _) => b,
+        (None, Some(b), _) => budgets::balance_and_held(store, &b.name, now)?.0,
+        (None, None, Some(u)) => u.balance,
+        (None, None, None) => store.get_user(&username)?.map_or(0, |u| u.balance),
     };
     let session = NewSession {
         username,

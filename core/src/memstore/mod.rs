@@ -429,20 +429,6 @@ impl Store for MemStore {
         Ok(())
     }
 
-    fn accounts_with_due_grants(
-        &mut self,
-        now: Timestamp,
-        limit: usize,
-    ) -> Result<Vec<AccountKey>, StoreError> {
-        let due: std::collections::BTreeSet<&AccountKey> = self
-            .grants
-            .values()
-            .filter(|(_, g)| g.due_at(now))
-            .map(|(a, _)| a)
-            .collect();
-        Ok(due.into_iter().take(limit).cloned().collect())
-    }
-
     fn due_user_credit_between(
         &mut self,
         first: &str,

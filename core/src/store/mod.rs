@@ -115,13 +115,6 @@ pub trait Store {
     fn insert_grant(&mut self, account: &AccountKey, grant: &NewGrant) -> Result<i64, StoreError>;
     /// Sets grants' remaining credit: `(grant_id, remaining)`.
     fn set_grants_remaining(&mut self, changes: &[(i64, i64)]) -> Result<(), StoreError>;
-    /// Up to `limit` accounts holding a grant due by `now` (`remaining > 0`, `expires_at <= now`),
-    /// users first, each by name.
-    fn accounts_with_due_grants(
-        &mut self,
-        now: Timestamp,
-        limit: usize,
-    ) -> Result<Vec<AccountKey>, StoreError>;
     /// The credit of personal grants due by `now` but not yet written off, of the users from
     /// `first` to `last` (both included) that have some, by username: what reads leave out.
     fn due_user_credit_between(

@@ -391,8 +391,6 @@ pub const postgres: Dialect = Dialect {
     // Budgets' grants have an empty username: the held index finds them without the users' grants.
     due_budgets: "SELECT DISTINCT budget FROM grants WHERE username = '' AND budget <> '' AND remaining > 0
          AND expires_at <= $1 ORDER BY budget",
-    due_grant_accounts: "SELECT username, budget FROM grants WHERE remaining > 0 AND expires_at <= $1
-         GROUP BY username, budget ORDER BY budget <> '', username, budget LIMIT $2",
     due_user_credit_between: "SELECT username, SUM(remaining)::bigint FROM grants WHERE budget = ''
          AND remaining > 0 AND expires_at <= $3 AND username >= $1 AND username <= $2 GROUP BY username
          ORDER BY username",

@@ -79,8 +79,6 @@ pub struct Dialect {
     pub set_grant_remaining: &'static str,
     /// The budgets with a grant due by `?1`, by name.
     pub due_budgets: &'static str,
-    /// (username, budget) of accounts with a grant due by `?1`, users first, at most `?2`.
-    pub due_grant_accounts: &'static str,
     /// (username, credit due) of users from `?1` to `?2` with personal grants due by `?3`.
     pub due_user_credit_between: &'static str,
     /// (username, grant id, amount, remaining, granted at, expires at) of up to `?2` personal

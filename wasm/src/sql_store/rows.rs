@@ -253,16 +253,6 @@ pub(super) fn account_columns(account: &AccountKey) -> (&str, &str) {
     }
 }
 
-pub(super) fn account(row: &mut [Cell]) -> Result<AccountKey, StoreError> {
-    let mut c = Columns::new(row, "grants", 2)?;
-    let (username, budget) = (c.text(0)?, c.text(1)?);
-    Ok(if budget.is_empty() {
-        AccountKey::User(username)
-    } else {
-        AccountKey::Budget(budget)
-    })
-}
-
 pub(super) fn name_and_int(row: &mut [Cell]) -> Result<(String, i64), StoreError> {
     let mut c = Columns::new(row, "grants", 2)?;
     Ok((c.text(0)?, c.int(1)?))

@@ -14,8 +14,8 @@ use crate::sql_json::{Cell, Columns, Params};
 use super::bridge::{err, execute_many, query, SqlStore};
 use super::bulk::{record_changes_set_based, set_based_rows_min};
 use super::rows::{
-    account, account_columns, all, budget, budget_params, budget_usage, day_usage, first, grant, group_text,
-    limit, membership, name_and_int, named_grant, session, transaction, transaction_params, two_texts, user,
+    account_columns, all, budget, budget_params, budget_usage, day_usage, first, grant, group_text, limit,
+    membership, name_and_int, named_grant, session, transaction, transaction_params, two_texts, user,
     user_params, user_usage_row,
 };
 
@@ -421,11 +421,6 @@ impl Store for SqlStore {
     ) -> Result<Vec<(String, i64)>, StoreError> {
         let p = Params::new().text(first).text(last).int(now.seconds())?;
         all(query(self.d.due_user_credit_between, p)?, name_and_int)
-    }
-
-    fn accounts_with_due_grants(&mut self, now: Timestamp, n: usize) -> Result<Vec<AccountKey>, StoreError> {
-        let p = Params::new().int(now.seconds())?.int(limit(n))?;
-        all(query(self.d.due_grant_accounts, p)?, account)
     }
 
     fn due_user_grants(&mut self, now: Timestamp, n: usize) -> Result<Vec<(String, Grant)>, StoreError> {
