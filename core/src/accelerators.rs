@@ -31,7 +31,7 @@ pub struct Accelerator {
 }
 
 /// Kubernetes' rule for an environment variable's name (`[-._a-zA-Z][-._a-zA-Z0-9]*`).
-fn valid_env_name(name: &str) -> bool {
+pub(crate) fn valid_env_name(name: &str) -> bool {
     let ok = |c: char| c.is_ascii_alphanumeric() || matches!(c, '-' | '.' | '_');
     name.len() <= limits::env_name_len_max
         && name.chars().next().is_some_and(|c| ok(c) && !c.is_ascii_digit())

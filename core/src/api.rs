@@ -22,6 +22,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 mod bodies;
 mod budget_routes;
+mod event_routes;
 mod group_routes;
 mod handlers;
 mod me_routes;
@@ -126,7 +127,15 @@ pub fn handle_request_step(
     chunk_users: u32,
 ) -> Result<Step<Response>, StoreError> {
     let mut more = false;
-    let answer = dispatch(config, store, req, now, chunk_users, &mut more);
+    crate::feed::clear();
+    let mut answer = dispatch(config, store, req, now, chunk_users, &mut more);
+    // The call's events, in its transaction: only for a call that did what it answers.
+    if answer.as_ref().is_ok_and(|r| r.status < 400 || r.status == 403) {
+        if let Err(e) = crate::feed::flush(config, store, now) {
+            answer = Err(QuotaError::Store(e));
+        }
+    }
+    crate::feed::clear();
     if more && answer.is_ok() {
         return Ok(Step::More);
     }

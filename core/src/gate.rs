@@ -133,7 +133,31 @@ pub fn check_start(
         result,
         resource_type: resource_label(config, req.resource.as_deref()),
     });
+    if let Ok(StartDecision::Refused(Refusal { message, .. }) | StartDecision::Forbidden(message)) = &decision
+    {
+        note_refusal(req, message, now);
+    }
     decision
+}
+
+/// A `start.refused` event: who, which server and resource, and the 403 text.
+fn note_refusal(req: &StartRequest, message: &str, now: Timestamp) {
+    let Ok(username) = normalize_username("username", &req.username) else {
+        return;
+    };
+    let data = serde_json::json!({
+        "status": 403,
+        "message": message,
+        "server_name": req.server_name,
+        "resource_type": req.resource.as_deref().unwrap_or(cpu_resource),
+    });
+    crate::feed::note(crate::feed::about_user(
+        crate::store::EventKind::StartRefused,
+        &username,
+        req.budget.as_deref(),
+        data,
+        now,
+    ));
 }
 
 /// A resource type as a metrics label: a configured one, or `other` (a client's free text must not
@@ -257,7 +281,8 @@ fn decide(
                     estimated_cost,
                     held,
                 };
-                if let Some(r) = personal_refusal(config, store, req, &u, &groups, &ask, now)? {
+                if let Some(r) = personal_refusal(config, store, req.groups.as_ref(), &u, &groups, &ask, now)?
+                {
                     return Ok(StartDecision::Refused(r));
                 }
                 billable = true;
@@ -284,6 +309,10 @@ fn decide(
         start_time: start,
         billable,
         budget: budget.map(|b| b.name),
+        warn_at: crate::feed::sweep::first_session_warning(
+            config,
+            start.plus_seconds(req.runtime_minutes * 60),
+        ),
     };
     let session_id = store.insert_session(&session)?;
     // The session's strings move into the answer: no copies on the hot path.
@@ -301,19 +330,20 @@ fn decide(
     }))
 }
 
-/// What a start asks of the personal account: its price, and what running servers hold.
-struct Ask {
-    rate: Milli,
-    runtime_minutes: i64,
-    estimated_cost: Milli,
-    held: i64,
+/// What a start (or an extension) asks of the personal account: its price, and what running
+/// servers hold.
+pub(crate) struct Ask {
+    pub rate: Milli,
+    pub runtime_minutes: i64,
+    pub estimated_cost: Milli,
+    pub held: i64,
 }
 
 /// The personal account's refusal, if `u` (as of now) cannot afford the start.
-fn personal_refusal(
+pub(crate) fn personal_refusal(
     config: &Config,
     store: &mut dyn Store,
-    req: &StartRequest,
+    reported: Option<&BTreeSet<String>>,
     u: &UserRecord,
     groups: &BTreeSet<String>,
     ask: &Ask,
@@ -340,7 +370,7 @@ fn personal_refusal(
         "Cannot start container: Insufficient quota. Current balance: {balance_text}, estimated cost: {estimated_cost} ({rate} quota/min x {runtime_minutes} min). Please contact administrator to add quota."
     );
     // Refresh targets may name groups the gate did not need to read.
-    let member_of = match (&req.groups, config.groups.matter_for_start()) {
+    let member_of = match (reported, config.groups.matter_for_start()) {
         (None, false) => groups::of(store, &u.username)?,
         _ => groups.clone(),
     };

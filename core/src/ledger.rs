@@ -131,6 +131,7 @@ impl Account for BudgetAccount {
         now: Timestamp,
     ) -> Result<(), StoreError> {
         let before = self.row.balance;
+        crate::feed::note_move(self.key(), before, new_balance);
         self.row.balance = new_balance;
         self.row.updated_at = now;
         let tx = transaction(
@@ -186,6 +187,9 @@ pub fn apply<A: Account + ?Sized>(
 /// Moves `user` to `new_balance` and returns the change to write (refresh writes them in pages).
 pub fn change(user: &mut UserRecord, new_balance: i64, entry: Entry<'_>, now: Timestamp) -> Change {
     let before = user.balance;
+    if !user.unlimited {
+        crate::feed::note_move(user.key(), before, new_balance);
+    }
     user.balance = new_balance;
     user.updated_at = now;
     let tx = transaction(&user.username, None, before, new_balance, entry, now);

@@ -20,6 +20,8 @@ pub mod config;
 pub mod cron;
 pub mod error;
 pub mod events;
+pub mod extend;
+pub mod feed;
 pub mod forecast;
 pub mod gate;
 pub mod grants;

@@ -83,3 +83,30 @@ pub const grant_days_max: i64 = 3660;
 /// transaction, short enough that no writer waits long behind it (measured by
 /// `host-shim/benches/postgres.rs`, section 4: under 100 ms a chunk on SQLite and PostgreSQL).
 pub const sweep_chunk_grants: usize = 1000;
+
+/// Events are kept at least this many days (credit model 2, "Events"); the sweep purges older ones.
+pub const event_retention_days: i64 = 30;
+/// Events purged per sweep call: each call is one short transaction.
+pub const event_purge_chunk: usize = 5000;
+/// Events in one page of `GET .../events` (the default too).
+pub const events_page_max: usize = 500;
+/// Sessions and grants one sweep call warns about (the rest in the next chunk).
+pub const warn_chunk: usize = 1000;
+/// Entries in `warnBeforeStopMinutes`, `notifyBeforeExpiryDays`, `notifyBelow`.
+pub const notify_marks_max: usize = 20;
+/// Webhooks a values file may list.
+pub const webhooks_max: usize = 50;
+/// Length of a webhook URL, in characters.
+pub const webhook_url_chars_max: usize = 2048;
+/// Events one delivery step hands a host at most.
+pub const delivery_batch_max: usize = 500;
+/// How long a host holds a webhook's deliveries after a step, in seconds (another replica takes
+/// over after this when the holder died). A host reports before half of it has passed.
+pub const delivery_hold_seconds: i64 = 60;
+/// A failed delivery is retried until its event is this old, in seconds; then it is `failed`.
+pub const delivery_retry_window_seconds: i64 = 24 * 60 * 60;
+/// The pause before the first retry, doubled each time up to the cap, in seconds.
+pub const delivery_backoff_first_seconds: i64 = 1;
+pub const delivery_backoff_max_seconds: i64 = 10 * 60;
+/// Length of a delivery error kept for the status route, in characters.
+pub const delivery_error_chars_max: usize = 500;

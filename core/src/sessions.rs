@@ -167,6 +167,7 @@ pub fn close(
         };
         store.record_usage(&key, &usage)?;
     }
+    note_ended(&session, balance, now);
     events::record(Event::SessionsEnded {
         status,
         resource_type: session.start.resource_type,
@@ -181,6 +182,24 @@ pub fn close(
         cost,
         balance,
     })
+}
+
+/// A `session.ended` event: the session, how it ended, its cost and the paying account's balance.
+fn note_ended(s: &Session, balance: i64, now: Timestamp) {
+    let data = serde_json::json!({
+        "session_id": s.id,
+        "server_name": s.server_name,
+        "status": s.status,
+        "cost": s.cost,
+        "balance": balance,
+    });
+    crate::feed::note(crate::feed::about_user(
+        crate::store::EventKind::SessionEnded,
+        &s.username,
+        s.budget.as_deref(),
+        data,
+        now,
+    ));
 }
 
 /// What `minutes` of `session` cost, rounded up to whole credits.
@@ -244,6 +263,11 @@ pub fn cleanup_stale(store: &mut dyn Store, now: Timestamp) -> Result<Vec<Cleane
         s.duration_minutes = Some(minutes);
         s.cost = 0;
         store.update_session(&s)?;
+        let balance = match &s.budget {
+            Some(b) => store.get_budget(b)?.map_or(0, |r| r.balance),
+            None => store.get_user(&s.username)?.map_or(0, |u| u.balance),
+        };
+        note_ended(&s, balance, now);
         cleaned.push(CleanedSession {
             session_id: s.id,
             username: s.start.username,
@@ -279,6 +303,8 @@ pub struct SessionView {
     pub rate: crate::milli::Milli,
     /// The runtime asked for at start (a host re-arms its auto-stop timer from it).
     pub runtime_minutes: i64,
+    /// When it stops: its start plus the runtime (an extension moves it).
+    pub ends_at: Timestamp,
     pub estimated_cost: crate::milli::Milli,
     /// The budget it charges; null: the personal account.
     pub budget: Option<String>,
@@ -298,6 +324,7 @@ impl From<&Session> for SessionView {
             cost: s.cost,
             rate: s.rate,
             runtime_minutes: s.runtime_minutes,
+            ends_at: crate::feed::sweep::ends_at(s),
             estimated_cost: s.estimated_cost,
             budget: s.budget.clone(),
         }

@@ -56,6 +56,12 @@ pub(super) fn answer(route: Route<'_>, method: &str, c: &mut Call<'_>) -> Result
         Route::Memberships => group_routes::memberships(c),
         Route::Budgets => budget_routes::list(c),
         Route::Budget(name) => budget_routes::budget(c, method, name),
+        Route::Extend(id) => event_routes::extend(c, id),
+        Route::MyEvents => event_routes::mine(c),
+        Route::Events => event_routes::all(c),
+        Route::Webhooks => event_routes::status(c),
+        Route::Redeliver(name) => event_routes::redeliver(c, name),
+        Route::Deliveries(name) => event_routes::deliveries(c, name),
     }
 }
 
@@ -170,7 +176,18 @@ fn expire(c: &mut Call<'_>) -> Result<Response, QuotaError> {
     let in_chunks = f.opt_bool("in_chunks").unwrap_or(false);
     first_problem(f.finish())?;
     let limit = in_chunks.then_some(limits::sweep_chunk_grants);
-    Ok(Response::json(200, &crate::grants::sweep(c.store, c.now, limit)?))
+    let swept = crate::grants::sweep(c.store, c.now, limit)?;
+    let told = crate::feed::sweep::tell(c.config, c.store, c.now, limit)?;
+    let mut answer = json!({
+        "grants_expired": swept.grants_expired,
+        "credits_expired": swept.credits_expired,
+        "warnings": told.warnings,
+        "events_purged": told.events_purged,
+    });
+    if let Some(more) = swept.more {
+        answer["more"] = json!(more || told.more);
+    }
+    Ok(Response::json(200, &answer))
 }
 
 fn ledger(c: &mut Call<'_>) -> Result<Response, QuotaError> {

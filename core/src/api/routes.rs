@@ -42,6 +42,12 @@ pub(super) enum Route<'p> {
     Usage,
     Budgets,
     Budget(&'p str),
+    Extend(&'p str),
+    MyEvents,
+    Events,
+    Webhooks,
+    Redeliver(&'p str),
+    Deliveries(&'p str),
 }
 
 /// The route the decoded path segments name.
@@ -59,17 +65,23 @@ pub(super) fn route<'p>(segs: &[&'p str]) -> Option<Route<'p>> {
         ["admin", "api", "quota", "usage"] => Route::Usage,
         ["admin", "api", "quota", "budgets"] => Route::Budgets,
         ["admin", "api", "quota", "budgets", name] => Route::Budget(name),
+        ["admin", "api", "quota", "events"] => Route::Events,
+        ["admin", "api", "quota", "webhooks"] => Route::Webhooks,
+        ["admin", "api", "quota", "webhooks", name, "redeliver"] => Route::Redeliver(name),
+        ["admin", "api", "quota", "webhooks", name, "deliveries"] => Route::Deliveries(name),
         ["admin", "api", "quota", "users", name] | ["admin", "api", "quota", name] => Route::User(name),
         ["api", "quota", "me"] => Route::Me,
         ["api", "quota", "me", "transactions"] => Route::MyTransactions,
         ["api", "quota", "me", "sessions"] => Route::MySessions,
         ["api", "quota", "me", "usage"] => Route::MyUsage,
+        ["api", "quota", "me", "events"] => Route::MyEvents,
         ["api", "quota", "rates"] => Route::Rates,
         ["api", "accelerators"] => Route::Accelerators,
         ["api", "quota", "sessions"] => Route::Sessions,
         ["api", "quota", "sessions", "end"] => Route::EndByServer,
         ["api", "quota", "openapi.json"] => Route::OpenApi,
         ["api", "quota", "sessions", id, "end"] => Route::EndById(id),
+        ["api", "quota", "sessions", id, "extend"] => Route::Extend(id),
         ["api", "quota", "sessions", id] => Route::Session(id),
         _ => return None,
     })
@@ -104,6 +116,12 @@ pub fn route_template(path: &str) -> Option<&'static str> {
         Route::Usage => "/admin/api/quota/usage",
         Route::Budgets => "/admin/api/quota/budgets",
         Route::Budget(_) => "/admin/api/quota/budgets/{name}",
+        Route::Extend(_) => "/api/quota/sessions/{id}/extend",
+        Route::MyEvents => "/api/quota/me/events",
+        Route::Events => "/admin/api/quota/events",
+        Route::Webhooks => "/admin/api/quota/webhooks",
+        Route::Redeliver(_) => "/admin/api/quota/webhooks/{name}/redeliver",
+        Route::Deliveries(_) => "/admin/api/quota/webhooks/{name}/deliveries",
     })
 }
 
@@ -126,7 +144,13 @@ pub(super) fn access<'p>(route: &Route<'p>, method: &str) -> (&'static [&'static
         | Route::Accelerators
         | Route::MyTransactions
         | Route::MySessions
-        | Route::MyUsage => (&["GET"], Access::Authenticated),
+        | Route::MyUsage
+        | Route::MyEvents => (&["GET"], Access::Authenticated),
+        // The handler checks the session's owner (a plain user extends only their own).
+        Route::Extend(_) => (&["POST"], Access::Authenticated),
+        Route::Events | Route::Webhooks => (&["GET"], Access::Admin),
+        Route::Redeliver(_) => (&["POST"], Access::Admin),
+        Route::Deliveries(_) => (&["POST"], Access::Refresh),
         Route::Sessions => (
             &["GET", "POST"],
             if method == "GET" {

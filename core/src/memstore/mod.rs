@@ -2,6 +2,7 @@
 //! back after a failed call (and the active-session index that follows them) is `undo.rs`.
 
 mod budgets;
+mod feed;
 mod undo;
 
 use std::collections::BTreeMap;
@@ -12,6 +13,7 @@ use crate::store::{
     Change, LedgerPage, Membership, NewSession, RefreshRun, Session, SessionPage, SessionStatus, Store,
     Transaction, Usage, UsageKey, UserRecord,
 };
+use crate::store::{EventPage, NewEvent, StoredEvent, WebhookRow};
 use crate::time::Timestamp;
 
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -31,8 +33,16 @@ pub struct MemStore {
     /// Budgets' rows by name, and their usage sums by (budget, user, day, resource type).
     pub budgets: BTreeMap<String, BudgetRow>,
     pub budget_usage_days: BTreeMap<(String, String, i64, String), Usage>,
+    /// Events by id; what each session and grant was told (the smallest mark; a grant's next
+    /// warning time); webhooks' delivery state and their failed deliveries by (webhook, event id).
+    pub events: Vec<StoredEvent>,
+    pub session_warned: BTreeMap<i64, i64>,
+    pub grant_warn: BTreeMap<i64, (Option<i64>, Option<Timestamp>)>,
+    pub webhooks: BTreeMap<String, WebhookRow>,
+    pub webhook_failures: BTreeMap<(String, i64), (String, Timestamp)>,
     next_session_id: i64,
     next_grant_id: i64,
+    next_event_id: i64,
 }
 
 impl MemStore {
@@ -503,5 +513,115 @@ impl Store for MemStore {
             .take_while(|((u, d, _), _)| u == username && *d <= last)
             .map(|((_, d, r), u)| (*d, r.clone(), *u))
             .collect())
+    }
+
+    fn insert_events(&mut self, events: &[NewEvent]) -> Result<(), StoreError> {
+        self.events_insert(events);
+        Ok(())
+    }
+
+    fn scan_events(&mut self, page: &EventPage<'_>) -> Result<Vec<StoredEvent>, StoreError> {
+        Ok(self.events_page(page))
+    }
+
+    fn last_event_id(&mut self) -> Result<i64, StoreError> {
+        Ok(self.next_event_id)
+    }
+
+    fn count_events(&mut self, after: i64, kinds: &str) -> Result<u64, StoreError> {
+        Ok(self.events_count(after, kinds))
+    }
+
+    fn purge_events(&mut self, before: Timestamp, limit: usize) -> Result<u64, StoreError> {
+        Ok(self.events_purge(before, limit))
+    }
+
+    fn sessions_to_warn(
+        &mut self,
+        now: Timestamp,
+        limit: usize,
+    ) -> Result<Vec<(Session, Option<i64>)>, StoreError> {
+        Ok(self.sessions_due_warning(now, limit))
+    }
+
+    fn set_session_warning(
+        &mut self,
+        id: i64,
+        warned_mark: Option<i64>,
+        warn_at: Option<Timestamp>,
+    ) -> Result<(), StoreError> {
+        let s = self
+            .sessions
+            .get_mut(&id)
+            .ok_or_else(|| StoreError(format!("session {id} does not exist")))?;
+        s.start.warn_at = warn_at;
+        match warned_mark {
+            Some(m) => self.session_warned.insert(id, m),
+            None => self.session_warned.remove(&id),
+        };
+        Ok(())
+    }
+
+    fn extend_session(&mut self, session: &Session, warned_mark: Option<i64>) -> Result<(), StoreError> {
+        self.update_session(session)?;
+        self.set_session_warning(session.id, warned_mark, session.warn_at)
+    }
+
+    fn session_warned_mark(&mut self, id: i64) -> Result<Option<i64>, StoreError> {
+        Ok(self.session_warned.get(&id).copied())
+    }
+
+    fn arm_grant_warnings(&mut self, lead_seconds: i64) -> Result<(), StoreError> {
+        self.grants_arm(lead_seconds);
+        Ok(())
+    }
+
+    fn grants_to_warn(
+        &mut self,
+        now: Timestamp,
+        limit: usize,
+    ) -> Result<Vec<(AccountKey, Grant, Option<i64>)>, StoreError> {
+        Ok(self.grants_due_warning(now, limit))
+    }
+
+    fn set_grant_warning(
+        &mut self,
+        id: i64,
+        warned_mark: Option<i64>,
+        warn_at: Timestamp,
+    ) -> Result<(), StoreError> {
+        self.grant_warn.insert(id, (warned_mark, Some(warn_at)));
+        Ok(())
+    }
+
+    fn get_webhook(&mut self, name: &str) -> Result<Option<WebhookRow>, StoreError> {
+        Ok(self.webhooks.get(name).cloned())
+    }
+
+    fn put_webhook(&mut self, row: &WebhookRow) -> Result<(), StoreError> {
+        self.webhook_put(row);
+        Ok(())
+    }
+
+    fn add_webhook_failure(
+        &mut self,
+        name: &str,
+        event_id: i64,
+        error: &str,
+        at: Timestamp,
+    ) -> Result<(), StoreError> {
+        self.webhook_failures
+            .insert((name.to_string(), event_id), (error.to_string(), at));
+        Ok(())
+    }
+
+    fn count_webhook_failures(&mut self, name: &str) -> Result<u64, StoreError> {
+        Ok(self.webhook_failures.keys().filter(|(n, _)| n == name).count() as u64)
+    }
+
+    fn drop_webhook_failures(&mut self, name: &str, from_id: i64) -> Result<(), StoreError> {
+        self.webhook_failures
+            .retain(|(n, id), _| n != name || *id < from_id);
+        Ok(())
     }
 }

@@ -4,8 +4,10 @@
 //! whole set must be visited (refresh, the list). There is no "load everything" call. Each engine
 //! operation is run by its host inside one database transaction, so the engine never needs locks.
 
+mod feed;
 mod records;
 
+pub use feed::*;
 pub use records::*;
 
 use crate::error::StoreError;
@@ -214,4 +216,75 @@ pub trait Store {
         first: i64,
         last: i64,
     ) -> Result<Vec<(i64, String, Usage)>, StoreError>;
+
+    /// Appends events (ids increase, in this order). On a database several writers share, the
+    /// ids are handed out in commit order (credit model 2: a webhook's cursor never skips one).
+    fn insert_events(&mut self, events: &[NewEvent]) -> Result<(), StoreError>;
+    /// A page of events (see [`EventPage`]).
+    fn scan_events(&mut self, page: &EventPage<'_>) -> Result<Vec<StoredEvent>, StoreError>;
+    /// The newest event's id (0: none).
+    fn last_event_id(&mut self) -> Result<i64, StoreError>;
+    /// How many events of the kinds in `kinds` (`",k1,k2,"`) have an id greater than `after`.
+    fn count_events(&mut self, after: i64, kinds: &str) -> Result<u64, StoreError>;
+    /// Deletes up to `limit` of the oldest events written before `before`; returns how many.
+    fn purge_events(&mut self, before: Timestamp, limit: usize) -> Result<u64, StoreError>;
+
+    /// Up to `limit` active sessions whose `warn_at` has come by `now`, by `warn_at` then id, each
+    /// with the smallest mark told so far.
+    fn sessions_to_warn(
+        &mut self,
+        now: Timestamp,
+        limit: usize,
+    ) -> Result<Vec<(Session, Option<i64>)>, StoreError>;
+    /// Records what a session was told: the smallest mark told (`None`: none) and when the next
+    /// one passes (`None`: none left).
+    fn set_session_warning(
+        &mut self,
+        id: i64,
+        warned_mark: Option<i64>,
+        warn_at: Option<Timestamp>,
+    ) -> Result<(), StoreError>;
+    /// A running session extended: its runtime, its reservation and its warnings.
+    fn extend_session(&mut self, session: &Session, warned_mark: Option<i64>) -> Result<(), StoreError>;
+    /// The smallest mark told to session `id` (`None`: none yet).
+    fn session_warned_mark(&mut self, id: i64) -> Result<Option<i64>, StoreError>;
+    /// Gives every grant that holds credit and has no warning time yet one: `lead_seconds` before
+    /// its expiry (a grant made by any route is armed by the next sweep).
+    fn arm_grant_warnings(&mut self, lead_seconds: i64) -> Result<(), StoreError>;
+    /// Up to `limit` grants with credit, not yet expired at `now`, whose warning time has come, by
+    /// warning time then id: each with its account and the smallest mark (days) told so far.
+    fn grants_to_warn(
+        &mut self,
+        now: Timestamp,
+        limit: usize,
+    ) -> Result<Vec<(AccountKey, Grant, Option<i64>)>, StoreError>;
+    /// Records what a grant was told, and when its next mark passes (its expiry: none left).
+    fn set_grant_warning(
+        &mut self,
+        id: i64,
+        warned_mark: Option<i64>,
+        warn_at: Timestamp,
+    ) -> Result<(), StoreError>;
+
+    /// A webhook's delivery state (`None`: never delivered to).
+    fn get_webhook(&mut self, name: &str) -> Result<Option<WebhookRow>, StoreError>;
+    /// The same, held against other writers until the call's transaction ends (two replicas
+    /// stepping one webhook at once: the second sees what the first wrote).
+    fn lock_webhook(&mut self, name: &str) -> Result<Option<WebhookRow>, StoreError> {
+        self.get_webhook(name)
+    }
+    /// Inserts or replaces a webhook's delivery state.
+    fn put_webhook(&mut self, row: &WebhookRow) -> Result<(), StoreError>;
+    /// Records that delivering event `event_id` to webhook `name` failed for good.
+    fn add_webhook_failure(
+        &mut self,
+        name: &str,
+        event_id: i64,
+        error: &str,
+        at: Timestamp,
+    ) -> Result<(), StoreError>;
+    /// How many deliveries to webhook `name` failed for good (of events still kept).
+    fn count_webhook_failures(&mut self, name: &str) -> Result<u64, StoreError>;
+    /// Forgets the failures of webhook `name` from event `from_id` on (they are queued again).
+    fn drop_webhook_failures(&mut self, name: &str, from_id: i64) -> Result<(), StoreError>;
 }

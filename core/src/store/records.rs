@@ -182,6 +182,8 @@ pub struct NewSession {
     pub billable: bool,
     /// The budget it charges; `None`: the user's personal account.
     pub budget: Option<String>,
+    /// When the next `session.ending` mark passes (`None`: none left to tell).
+    pub warn_at: Option<Timestamp>,
 }
 
 /// A usage session as stored: what was recorded at start (`start`, read through as if its fields

@@ -6,7 +6,10 @@
 mod common;
 mod tables;
 
-use tables::{as_before_schema_6, back_to_schema_5, int, rows, tables, version_of, worker, SchemaVersion};
+use tables::{
+    as_before_schema_6, as_before_schema_7, back_to_schema_5, back_to_schema_6, int, rows, tables,
+    version_of, without_schema_7, worker, SchemaVersion,
+};
 
 use quota_core::Timestamp;
 use quota_host::{SqlValue, SqliteDb, SqliteOptions, Worker};
@@ -18,10 +21,78 @@ fn a_fresh_database_gets_the_current_schema_once() {
     let dir = tempfile::tempdir().expect("dir");
     let path = dir.path().join("q.db");
     let mut w = worker(&path);
-    assert_eq!(version_of(&path), 6);
+    assert_eq!(version_of(&path), 7);
     // Idempotent: a second migrate finds the current version and does nothing.
     let m = w.migrate().expect("again");
-    assert_eq!((m.from_version, m.to_version), (6, 6));
+    assert_eq!((m.from_version, m.to_version), (7, 7));
+}
+
+#[test]
+fn a_schema_6_database_gains_the_events_and_keeps_its_rows() {
+    let dir = tempfile::tempdir().expect("dir");
+    let path = dir.path().join("q.db");
+    let mut w = worker(&path);
+    let hub = common::hub();
+    for (method, path, body) in [
+        (
+            "POST",
+            "/admin/api/quota/users/alice",
+            r#"{"action":"set","amount":70}"#,
+        ),
+        (
+            "POST",
+            "/api/quota/sessions",
+            r#"{"username":"alice","runtime_minutes":30}"#,
+        ),
+        (
+            "POST",
+            "/admin/api/quota/users/alice",
+            r#"{"action":"add","amount":5,"expires_at":"2027-01-01T00:00:00Z"}"#,
+        ),
+    ] {
+        let caller = if path.contains("sessions") {
+            hub.clone()
+        } else {
+            common::admin()
+        };
+        let (st, b) = common::request(&mut w, &caller, method, path, body, NOW);
+        assert!(st < 300, "{path}: {b}");
+    }
+    back_to_schema_6(w.db());
+    let before = tables(w.db());
+    let m = w.migrate().expect("migrate");
+    assert_eq!((m.from_version, m.to_version), (6, 7));
+    assert_eq!(before, as_before_schema_7(tables(w.db())));
+    // The session running across the upgrade is not warned (its marks were never armed), and it
+    // is extended and ended as any other.
+    let (st, b) = common::request(
+        &mut w,
+        &hub,
+        "POST",
+        "/api/quota/sessions/1/extend",
+        r#"{"minutes":5}"#,
+        NOW,
+    );
+    assert_eq!(st, 200, "{b}");
+    let (st, b) = common::request(
+        &mut w,
+        &hub,
+        "POST",
+        "/api/quota/sessions/1/end",
+        "{}",
+        NOW.plus_seconds(60),
+    );
+    assert_eq!(st, 200, "{b}");
+    let (st, b) = common::request(
+        &mut w,
+        &common::admin(),
+        "GET",
+        "/admin/api/quota/events",
+        "",
+        NOW,
+    );
+    assert_eq!(st, 200);
+    assert_eq!(b["events"][0]["kind"], "session.ended", "{b}");
 }
 
 #[test]
@@ -47,7 +118,7 @@ fn a_schema_3_database_gains_the_memberships_table_and_keeps_its_rows() {
     w.db().query("PRAGMA user_version = 3", &[]).expect("version");
     let before = tables(w.db());
     let m = w.migrate().expect("migrate");
-    assert_eq!((m.from_version, m.to_version), (3, 6));
+    assert_eq!((m.from_version, m.to_version), (3, 7));
     let mut after = tables(w.db());
     assert_eq!(after.remove("memberships"), Some(Vec::new()));
     assert_eq!(after.remove("group_members"), Some(Vec::new()));
@@ -113,9 +184,10 @@ fn a_schema_4_database_gets_the_usage_sums_the_engine_would_have_kept() {
     w.db().query("DROP TABLE user_usage_days", &[]).expect("drop");
     w.db().query("PRAGMA user_version = 4", &[]).expect("version");
     let m = w.migrate().expect("migrate");
-    assert_eq!((m.from_version, m.to_version), (4, 6));
+    assert_eq!((m.from_version, m.to_version), (4, 7));
+    let kept = without_schema_7(kept);
     assert_eq!(
-        tables(w.db()),
+        without_schema_7(tables(w.db())),
         kept,
         "the same sums, rebuilt from the ledger and the sessions"
     );
@@ -123,7 +195,7 @@ fn a_schema_4_database_gets_the_usage_sums_the_engine_would_have_kept() {
     back_to_schema_5(w.db());
     w.db().query("PRAGMA user_version = 4", &[]).expect("version");
     w.migrate().expect("again");
-    assert_eq!(tables(w.db()), kept);
+    assert_eq!(without_schema_7(tables(w.db())), kept);
 }
 
 #[test]
@@ -188,7 +260,7 @@ fn a_quota_hub_0_1_0_file_migrates_without_losing_a_row() {
     drop(old);
 
     let mut w = worker(&path);
-    assert_eq!(version_of(&path), 6);
+    assert_eq!(version_of(&path), 7);
     let mut after = tables(w.db());
     // Schema 5's usage sums are built from the ledger: the credits of every `usage` row, by user.
     let sums = rows(
@@ -302,7 +374,7 @@ fn hosts_starting_at_once_on_one_new_file_both_come_up() {
         h.join().expect("thread").expect("worker came up");
     }
     let mut db = SqliteDb::open(&common::runtime(), &path, SqliteOptions::default()).expect("open");
-    assert_eq!(db.schema_version().unwrap(), 6);
+    assert_eq!(db.schema_version().unwrap(), 7);
     assert_eq!(
         rows(&mut db, "SELECT COUNT(*) FROM users"),
         vec![vec![SqlValue::Int(0)]]
@@ -347,5 +419,5 @@ fn a_long_migration_is_not_stopped_at_the_call_deadline() {
     let mut w = Worker::new(rt, Box::new(db), &common::fixture_json()).expect("migrated within its deadline");
     let sums = rows(w.db(), "SELECT SUM(credits) FROM user_usage_days");
     assert_eq!(sums, vec![vec![SqlValue::Int(300_000)]]);
-    assert_eq!(rows(w.db(), "PRAGMA user_version"), vec![vec![SqlValue::Int(6)]]);
+    assert_eq!(rows(w.db(), "PRAGMA user_version"), vec![vec![SqlValue::Int(7)]]);
 }

@@ -7,7 +7,9 @@
 #[macro_use]
 mod statements;
 mod postgres;
+mod postgres_feed;
 mod sqlite;
+mod sqlite_feed;
 pub use postgres::postgres;
 pub use sqlite::sqlite;
 pub use statements::*;

@@ -1,5 +1,6 @@
 //! The PostgreSQL dialect: schema 5, its migrations from 3 and 4, and every statement.
 
+use super::postgres_feed::postgres_feed;
 use super::statements::{Bulk, Dialect};
 
 /// PostgreSQL: every integer `bigint` (the bridge binds JSON integers as `i64`), every text
@@ -243,7 +244,7 @@ const postgres_from_3: &[&str] = &[
 ];
 
 pub const postgres: Dialect = Dialect {
-    current_version: 6,
+    current_version: 7,
     read_version: "SELECT COALESCE(substring(obj_description(to_regclass('users'), 'pg_class')
          FROM 'quota-engine schema ([0-9]+)')::bigint, 0)",
     migrations: &[
@@ -251,7 +252,8 @@ pub const postgres: Dialect = Dialect {
         (3, postgres_from_3),
         (4, postgres_from_4),
         (5, postgres_from_5),
-        (6, &[]),
+        (6, postgres_feed.migration),
+        (7, &[]),
     ],
 
     get_user: concat!("SELECT ", user_columns!(), " FROM users WHERE username = $1"),
@@ -291,8 +293,8 @@ pub const postgres: Dialect = Dialect {
          AND created_at >= $4 AND created_at < $5 ORDER BY id LIMIT $3"
     ),
     insert_session: "INSERT INTO sessions (username, server_name, resource_type, rate_milli,
-         runtime_minutes, estimated_cost_milli, start_time, billable, status, cost, budget)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'active', 0, $9) RETURNING id",
+         runtime_minutes, estimated_cost_milli, start_time, billable, status, cost, budget, warn_at)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'active', 0, $9, $10) RETURNING id",
     get_session: concat!("SELECT ", session_columns!(), " FROM sessions WHERE id = $1"),
     update_session: "UPDATE sessions SET status = $2, end_time = $3, duration_minutes = $4, cost = $5
          WHERE id = $1",
@@ -460,4 +462,5 @@ pub const postgres: Dialect = Dialect {
              (e->>7)::bigint, e->>8, e->>9, (e->>10)::bigint
              FROM jsonb_array_elements($1::text::jsonb) WITH ORDINALITY AS r(e, n) ORDER BY n",
     }),
+    feed: &postgres_feed,
 };

@@ -1,5 +1,6 @@
 //! The SQLite dialect: schema 5, its migrations from 1, 2, 3 and 4, and every statement.
 
+use super::sqlite_feed::sqlite_feed;
 use super::statements::Dialect;
 
 /// Table definitions of schema 3, shared by a fresh database and the migration from 1 and 2: each
@@ -233,7 +234,7 @@ const sqlite_from_1_or_2: &[&str] = &[
 ];
 
 pub const sqlite: Dialect = Dialect {
-    current_version: 6,
+    current_version: 7,
     read_version: "PRAGMA user_version",
     migrations: &[
         (0, sqlite_create),
@@ -242,7 +243,8 @@ pub const sqlite: Dialect = Dialect {
         (3, sqlite_from_3),
         (4, sqlite_from_4),
         (5, sqlite_from_5),
-        (6, &[]),
+        (6, sqlite_feed.migration),
+        (7, &[]),
     ],
 
     get_user: concat!("SELECT ", user_columns!(), " FROM users WHERE username = ?1"),
@@ -287,8 +289,8 @@ pub const sqlite: Dialect = Dialect {
          AND created_at >= ?4 AND created_at < ?5 ORDER BY id LIMIT ?3"
     ),
     insert_session: "INSERT INTO sessions (username, server_name, resource_type, rate_milli,
-         runtime_minutes, estimated_cost_milli, start_time, billable, status, cost, budget)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 'active', 0, ?9) RETURNING id",
+         runtime_minutes, estimated_cost_milli, start_time, billable, status, cost, budget, warn_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 'active', 0, ?9, ?10) RETURNING id",
     get_session: concat!("SELECT ", session_columns!(), " FROM sessions WHERE id = ?1"),
     update_session: "UPDATE sessions SET status = ?2, end_time = ?3, duration_minutes = ?4, cost = ?5
          WHERE id = ?1",
@@ -436,4 +438,5 @@ pub const sqlite: Dialect = Dialect {
          FROM budget_usage_days WHERE day >= ?1 AND day <= ?2 AND (?3 IS NULL OR budget = ?3)
          ORDER BY budget, username, day, resource_type",
     bulk: None,
+    feed: &sqlite_feed,
 };

@@ -124,6 +124,66 @@ pub struct Dialect {
     /// (`[[...], ...]`, the rows `update_user` and `insert_transaction` take): one statement per
     /// page of a refresh instead of one per row. None: the row-by-row statements above.
     pub bulk: Option<Bulk>,
+    /// Events, warnings and webhooks (schema 7).
+    pub feed: &'static Feed,
+}
+
+/// The statements of events, warnings and webhooks' delivery state (schema 7).
+pub struct Feed {
+    /// Schema 6 to 7 (the last statement records version 7).
+    pub migration: &'static [&'static str],
+    /// Run before a call's first event is written: on a database several writers share, makes
+    /// ids follow commit order (a webhook's cursor never passes an id still to be committed).
+    pub lock_events: Option<&'static str>,
+    /// (kind, at, username, budget, data).
+    pub insert_event: &'static str,
+    /// Events after id `?1`, of kind `?2`, user `?3`, budget `?4` (each when not null), at most `?5`.
+    pub events_admin: &'static str,
+    /// Events after id `?1` of user `?2`, or a budget's own in the JSON list `?3`, at most `?4`.
+    pub events_mine: &'static str,
+    /// Events after id `?1` of the kinds in the JSON list `?2`, at most `?3`.
+    pub events_kinds: &'static str,
+    /// One integer: how many events after id `?1` have a kind in the JSON list `?2`.
+    pub count_events: &'static str,
+    pub last_event_id: &'static str,
+    /// Deletes at most `?2` events written before `?1`, oldest first.
+    pub purge_events: &'static str,
+    /// Failures recorded before `?1` go with their events.
+    pub purge_webhook_failures: &'static str,
+    /// The session columns and `warned_mark` of at most `?2` active sessions warned by `?1`.
+    pub sessions_to_warn: &'static str,
+    /// (id, warned mark, warn at).
+    pub set_session_warning: &'static str,
+    /// (id, runtime minutes, estimated cost, warn at, warned mark).
+    pub extend_session: &'static str,
+    pub session_warned_mark: &'static str,
+    /// Gives grants with credit and no warning time one `?1` seconds before their expiry.
+    pub arm_grant_warnings: &'static str,
+    /// (username, budget, grant id, amount, remaining, granted at, expires at, warned mark) of at
+    /// most `?2` grants with credit whose warning time came by `?1`, not yet expired.
+    pub grants_to_warn: &'static str,
+    /// (grant id, warned mark, warn at).
+    pub set_grant_warning: &'static str,
+    pub get_webhook: &'static str,
+    pub lock_webhook: &'static str,
+    /// (name, after id, holder, held until, attempts, retry at, last error, last delivered id).
+    pub put_webhook: &'static str,
+    /// (webhook, event id, error, failed at).
+    pub add_webhook_failure: &'static str,
+    pub count_webhook_failures: &'static str,
+    /// Webhook `?1`'s failures of events from `?2` on.
+    pub drop_webhook_failures: &'static str,
+}
+
+macro_rules! webhook_columns {
+    () => {
+        "name, after_id, holder, held_until, attempts, retry_at, last_error, last_delivered_id"
+    };
+}
+macro_rules! event_columns {
+    () => {
+        "id, kind, at, username, budget, data"
+    };
 }
 
 /// See [`Dialect::bulk`].
@@ -196,13 +256,18 @@ pub const tables: &[(&str, &str, &str, Option<&str>)] = &[
     ("users", user_columns!(), "username", None),
     (
         "grants",
-        "grant_id, username, budget, amount, remaining, granted_at, expires_at",
+        "grant_id, username, budget, amount, remaining, granted_at, expires_at, warn_at, warned_mark",
         "grant_id",
         Some("grant_id"),
     ),
     ("budgets", budget_columns!(), "name", None),
     ("transactions", transaction_columns!(), "id", Some("id")),
-    ("sessions", session_columns!(), "id", Some("id")),
+    (
+        "sessions",
+        concat!(session_columns!(), ", warn_at, warned_mark"),
+        "id",
+        Some("id"),
+    ),
     (
         "refresh_runs",
         "run_id, params, result, created_at",
@@ -234,6 +299,14 @@ pub const tables: &[(&str, &str, &str, Option<&str>)] = &[
         "budget, username, day, resource_type",
         None,
     ),
+    ("events", event_columns!(), "id", Some("id")),
+    ("webhooks", webhook_columns!(), "name", None),
+    (
+        "webhook_failures",
+        "webhook, event_id, error, failed_at",
+        "webhook, event_id",
+        None,
+    ),
 ];
 
 /// Column counts, checked on every row read.
@@ -242,6 +315,8 @@ pub const transaction_column_count: usize = 12;
 pub const session_column_count: usize = 14;
 pub const budget_column_count: usize = 4;
 pub const membership_column_count: usize = 3;
+pub const event_column_count: usize = 6;
+pub const webhook_column_count: usize = 8;
 /// The columns `account_grants` reads.
 pub const grant_column_count: usize = 5;
 

@@ -13,7 +13,7 @@ use crate::sql_store::SqlStore;
 mod http;
 mod state;
 
-use state::{error_out, rates_list, refresh_out, with_config, CONFIG};
+use state::{error_out, rates_list, recorded, refresh_out, with_config, CONFIG};
 
 pub(crate) struct Component;
 
@@ -55,30 +55,28 @@ impl Guest for Component {
                 .map_err(error_out)?,
             budget: req.budget,
         };
-        with_config(|cfg| {
-            Ok(
-                match gate::check_start(cfg, &mut SqlStore::host(), &req, Timestamp(now))? {
-                    StartDecision::Allowed(s) => wit::StartDecision::Allowed(wit::Started {
-                        session_id: s.session_id,
-                        rate: s.rate.raw(),
-                        runtime_minutes: s.runtime_minutes,
-                        estimated_cost: s.estimated_cost.raw(),
-                        balance: s.balance,
+        recorded(now, |cfg, store| {
+            Ok(match gate::check_start(cfg, store, &req, Timestamp(now))? {
+                StartDecision::Allowed(s) => wit::StartDecision::Allowed(wit::Started {
+                    session_id: s.session_id,
+                    rate: s.rate.raw(),
+                    runtime_minutes: s.runtime_minutes,
+                    estimated_cost: s.estimated_cost.raw(),
+                    balance: s.balance,
+                }),
+                StartDecision::Refused(r) => wit::StartDecision::Refused(wit::Refusal {
+                    message: r.message,
+                    balance: r.balance,
+                    held: r.held,
+                    estimated_cost: r.estimated_cost.raw(),
+                    next_refresh: r.next_refresh.map(|n| wit::ScheduledTopUp {
+                        rule: n.rule,
+                        at: n.at.seconds(),
+                        balance: n.balance,
                     }),
-                    StartDecision::Refused(r) => wit::StartDecision::Refused(wit::Refusal {
-                        message: r.message,
-                        balance: r.balance,
-                        held: r.held,
-                        estimated_cost: r.estimated_cost.raw(),
-                        next_refresh: r.next_refresh.map(|n| wit::ScheduledTopUp {
-                            rule: n.rule,
-                            at: n.at.seconds(),
-                            balance: n.balance,
-                        }),
-                    }),
-                    StartDecision::Forbidden(m) => wit::StartDecision::Forbidden(m),
-                },
-            )
+                }),
+                StartDecision::Forbidden(m) => wit::StartDecision::Forbidden(m),
+            })
         })
     }
 
@@ -99,7 +97,7 @@ impl Guest for Component {
             ended_at: req.ended_at.map(Timestamp),
             outcome,
         };
-        let r = sessions::end_session(&mut SqlStore::host(), &req, Timestamp(now)).map_err(error_out)?;
+        let r = recorded(now, |_, store| sessions::end_session(store, &req, Timestamp(now)))?;
         Ok(wit::EndResult {
             session_id: r.session_id,
             status: cv::status_out(r.status),
@@ -110,7 +108,7 @@ impl Guest for Component {
     }
 
     fn cleanup_stale(now: i64) -> Result<Vec<wit::CleanedSession>, wit::QuotaError> {
-        let cleaned = sessions::cleanup_stale(&mut SqlStore::host(), Timestamp(now)).map_err(error_out)?;
+        let cleaned = recorded(now, |_, store| sessions::cleanup_stale(store, Timestamp(now)))?;
         Ok(cleaned
             .into_iter()
             .map(|c| wit::CleanedSession {
@@ -143,8 +141,9 @@ impl Guest for Component {
             description,
             expires_at: None,
         };
-        let r =
-            admin::admin_update(&mut SqlStore::host(), &req, &caller, Timestamp(now)).map_err(error_out)?;
+        let r = recorded(now, |_, store| {
+            admin::admin_update(store, &req, &caller, Timestamp(now))
+        })?;
         Ok(wit::AdminResult {
             username: r.username,
             balance: r.balance,
@@ -170,7 +169,9 @@ impl Guest for Component {
                 })
             })
             .collect();
-        let r = admin::batch(&mut SqlStore::host(), &items, &caller, Timestamp(now)).map_err(error_out)?;
+        let r = recorded(now, |_, store| {
+            admin::batch(store, &items, &caller, Timestamp(now))
+        })?;
         Ok(wit::BatchResult {
             success: cv::clamp_u32(r.success),
             failed: cv::clamp_u32(r.failed),
@@ -189,14 +190,9 @@ impl Guest for Component {
     }
 
     fn refresh(body_json: String, now: i64) -> Result<wit::RefreshResult, wit::QuotaError> {
-        with_config(|cfg| {
+        recorded(now, |cfg, store| {
             let req = core_api::refresh_request_from_json(&body_json)?;
-            refresh_out(refresh::refresh(
-                cfg,
-                &mut SqlStore::host(),
-                &req,
-                Timestamp(now),
-            )?)
+            refresh_out(refresh::refresh(cfg, store, &req, Timestamp(now))?)
         })
     }
 
@@ -206,14 +202,9 @@ impl Guest for Component {
         dry_run: bool,
         now: i64,
     ) -> Result<wit::RefreshResult, wit::QuotaError> {
-        with_config(|cfg| {
+        recorded(now, |cfg, store| {
             let req = cfg.rule_request(&name, run_id, dry_run)?;
-            refresh_out(refresh::refresh(
-                cfg,
-                &mut SqlStore::host(),
-                &req,
-                Timestamp(now),
-            )?)
+            refresh_out(refresh::refresh(cfg, store, &req, Timestamp(now))?)
         })
     }
 
@@ -223,10 +214,10 @@ impl Guest for Component {
         now: i64,
         chunk_users: u32,
     ) -> Result<wit::RefreshStep, wit::QuotaError> {
-        with_config(|cfg| {
+        recorded(now, |cfg, store| {
             let req = cfg.rule_request(&name, Some(run_id), false)?;
             Ok(
-                match refresh::refresh_step(cfg, &mut SqlStore::host(), &req, Timestamp(now), chunk_users)? {
+                match refresh::refresh_step(cfg, store, &req, Timestamp(now), chunk_users)? {
                     Step::Done(r) => wit::RefreshStep::Done(refresh_out(r)?),
                     Step::More => wit::RefreshStep::More,
                 },

@@ -29,6 +29,20 @@ pub(super) fn with_config<T>(f: impl FnOnce(&Config) -> Result<T, QuotaError>) -
         .map_err(error_out)
 }
 
+/// Runs a call that may change things with the configuration and a fresh store, then writes the
+/// events it noted in the same transaction (a call that failed writes none).
+pub(super) fn recorded<T>(
+    now: i64,
+    f: impl FnOnce(&Config, &mut crate::sql_store::SqlStore) -> Result<T, QuotaError>,
+) -> Result<T, wit::QuotaError> {
+    with_config(|cfg| {
+        let mut store = crate::sql_store::SqlStore::host();
+        let out = f(cfg, &mut store)?;
+        quota_core::feed::flush(cfg, &mut store, quota_core::Timestamp(now))?;
+        Ok(out)
+    })
+}
+
 pub(super) fn error_out(e: QuotaError) -> wit::QuotaError {
     match e {
         QuotaError::Invalid { field, message } => wit::QuotaError::Invalid(wit::Problem { field, message }),

@@ -22,6 +22,7 @@ impl SqlStore {
     /// here, so it also starts the call's list of events afresh (`take-events`).
     pub fn host() -> SqlStore {
         quota_core::events::clear();
+        quota_core::feed::clear();
         let d = DIALECT.with(|c| {
             *c.get().get_or_insert_with(|| match host::get_dialect() {
                 host::Dialect::Sqlite => &dialect::sqlite,

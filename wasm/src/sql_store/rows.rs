@@ -62,6 +62,7 @@ pub(super) fn session(row: &mut [Cell]) -> Result<Session, StoreError> {
             start_time: Timestamp(c.int(7)?),
             billable: c.flag(8)?,
             budget: c.opt_text(13)?,
+            warn_at: None,
         },
         status: SessionStatus::parse(&status)
             .ok_or_else(|| StoreError(format!("sessions: unknown status `{status}`")))?,

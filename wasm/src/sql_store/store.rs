@@ -5,6 +5,7 @@ use quota_core::store::{
     NewSession, RefreshRun, Session, SessionPage, SessionStatus, Store, Transaction, Usage, UsageKey,
     UserRecord,
 };
+use quota_core::store::{EventPage, NewEvent, StoredEvent, WebhookRow};
 use quota_core::{StoreError, Timestamp};
 
 use crate::bindings::sql as host;
@@ -115,7 +116,8 @@ impl Store for SqlStore {
             .int(s.estimated_cost.raw())?
             .int(s.start_time.seconds())?
             .flag(s.billable)
-            .opt_text(s.budget.as_deref());
+            .opt_text(s.budget.as_deref())
+            .opt_int(s.warn_at.map(Timestamp::seconds))?;
         let rows = query(self.d.insert_session, p)?;
         rows.first()
             .and_then(|r| r.first())
@@ -527,6 +529,102 @@ impl Store for SqlStore {
     ) -> Result<Vec<BudgetUsage>, StoreError> {
         let p = Params::new().int(first_day)?.int(last_day)?.opt_text(name);
         all(query(self.d.budget_usage, p)?, budget_usage)
+    }
+
+    fn insert_events(&mut self, events: &[NewEvent]) -> Result<(), StoreError> {
+        self.feed_insert_events(events)
+    }
+
+    fn scan_events(&mut self, page: &EventPage<'_>) -> Result<Vec<StoredEvent>, StoreError> {
+        self.feed_scan(page)
+    }
+
+    fn last_event_id(&mut self) -> Result<i64, StoreError> {
+        self.feed_last_id()
+    }
+
+    fn count_events(&mut self, after: i64, kinds: &str) -> Result<u64, StoreError> {
+        self.feed_count(after, kinds)
+    }
+
+    fn purge_events(&mut self, before: Timestamp, n: usize) -> Result<u64, StoreError> {
+        self.feed_purge(before, n)
+    }
+
+    fn sessions_to_warn(
+        &mut self,
+        now: Timestamp,
+        n: usize,
+    ) -> Result<Vec<(Session, Option<i64>)>, StoreError> {
+        self.feed_sessions_to_warn(now, n)
+    }
+
+    fn set_session_warning(
+        &mut self,
+        id: i64,
+        warned_mark: Option<i64>,
+        warn_at: Option<Timestamp>,
+    ) -> Result<(), StoreError> {
+        self.feed_set_session_warning(id, warned_mark, warn_at)
+    }
+
+    fn extend_session(&mut self, session: &Session, warned_mark: Option<i64>) -> Result<(), StoreError> {
+        self.feed_extend_session(session, warned_mark)
+    }
+
+    fn session_warned_mark(&mut self, id: i64) -> Result<Option<i64>, StoreError> {
+        self.feed_session_mark(id)
+    }
+
+    fn arm_grant_warnings(&mut self, lead_seconds: i64) -> Result<(), StoreError> {
+        self.feed_arm_grants(lead_seconds)
+    }
+
+    fn grants_to_warn(
+        &mut self,
+        now: Timestamp,
+        n: usize,
+    ) -> Result<Vec<(AccountKey, Grant, Option<i64>)>, StoreError> {
+        self.feed_grants_to_warn(now, n)
+    }
+
+    fn set_grant_warning(
+        &mut self,
+        id: i64,
+        warned_mark: Option<i64>,
+        warn_at: Timestamp,
+    ) -> Result<(), StoreError> {
+        self.feed_set_grant_warning(id, warned_mark, warn_at)
+    }
+
+    fn get_webhook(&mut self, name: &str) -> Result<Option<WebhookRow>, StoreError> {
+        self.feed_webhook(name, false)
+    }
+
+    fn lock_webhook(&mut self, name: &str) -> Result<Option<WebhookRow>, StoreError> {
+        self.feed_webhook(name, true)
+    }
+
+    fn put_webhook(&mut self, row: &WebhookRow) -> Result<(), StoreError> {
+        self.feed_put_webhook(row)
+    }
+
+    fn add_webhook_failure(
+        &mut self,
+        name: &str,
+        event_id: i64,
+        error: &str,
+        at: Timestamp,
+    ) -> Result<(), StoreError> {
+        self.feed_add_failure(name, event_id, error, at)
+    }
+
+    fn count_webhook_failures(&mut self, name: &str) -> Result<u64, StoreError> {
+        self.feed_count_failures(name)
+    }
+
+    fn drop_webhook_failures(&mut self, name: &str, from_id: i64) -> Result<(), StoreError> {
+        self.feed_drop_failures(name, from_id)
     }
 }
 

@@ -1,0 +1,160 @@
+//! Extension, events and webhooks (credit model 2): `POST .../sessions/<id>/extend`, the two event
+//! reads, the webhooks' status, redelivery and the hosts' delivery steps.
+
+use super::handlers::Call;
+use super::*;
+use crate::extend::{self, Asker, Extended};
+use crate::feed::{self, webhooks};
+use crate::store::{EventFilter, EventKind, EventPage};
+
+/// `POST {base}/api/quota/sessions/<id>/extend` `{"minutes": m}`.
+pub(super) fn extend(c: &mut Call<'_>, id: &str) -> Result<Response, QuotaError> {
+    no_query(&c.query)?;
+    let id = session_id(id)?;
+    let mut f = Fields::new("", Some(&c.body), false);
+    let minutes = f.req_int("minutes", i64::MIN, i64::MAX);
+    first_problem(f.finish())?;
+    let minutes = minutes.unwrap_or(0);
+    let asker = Asker {
+        name: &c.caller.name,
+        any_session: c.caller.has(scope_sessions) || c.caller.has(scope_admin),
+    };
+    match extend::extend(c.config, c.store, &asker, id, minutes, c.now)? {
+        Extended::Done(view) => Ok(Response::json(200, &view)),
+        Extended::Refused(message) => Ok(Response::error(403, &message)),
+    }
+}
+
+/// `?after=` (an id: only newer events) and `?limit=`.
+fn page(q: &mut QueryFields<'_>) -> Result<(i64, usize), QuotaError> {
+    let after = q.int("after", 0, limits::json_int_abs_max)?.unwrap_or(0);
+    let limit = q
+        .int("limit", 1, limits::events_page_max as i64)?
+        .map_or(limits::events_page_max, |n| n as usize);
+    Ok((after, limit))
+}
+
+fn answer(events: &[crate::store::StoredEvent]) -> Response {
+    let list: Vec<Value> = events.iter().map(feed::event_json).collect();
+    Response::json(200, &json!({ "events": list }))
+}
+
+/// `GET {base}/api/quota/me/events`: the caller's own, and their budgets' own.
+pub(super) fn mine(c: &mut Call<'_>) -> Result<Response, QuotaError> {
+    let mut q = QueryFields::new(&c.query);
+    let (after, limit) = page(&mut q)?;
+    q.finish()?;
+    let username = normalize_username("username", &c.caller.name)?;
+    let mut budgets = String::from(",");
+    if !c.config.budgets.is_empty() || !c.store.budgets()?.is_empty() {
+        let groups = crate::groups::of(c.store, &username)?;
+        for (b, _) in crate::budgets::all(c.config, c.store)? {
+            if b.def.is_member(&username, &groups) {
+                budgets.push_str(&b.name);
+                budgets.push(',');
+            }
+        }
+    }
+    let filter = EventFilter::Mine {
+        username: &username,
+        budgets: &budgets,
+    };
+    Ok(answer(&c.store.scan_events(&EventPage {
+        after,
+        limit,
+        filter,
+    })?))
+}
+
+/// `GET {base}/admin/api/quota/events?after=&kind=&username=&budget=&limit=`.
+pub(super) fn all(c: &mut Call<'_>) -> Result<Response, QuotaError> {
+    let mut q = QueryFields::new(&c.query);
+    let (after, limit) = page(&mut q)?;
+    let kind = match q.take("kind") {
+        None => None,
+        Some(k) => Some(EventKind::parse(&k).ok_or_else(|| {
+            QuotaError::invalid(
+                "kind",
+                format!(
+                    "`{k}` is not an event kind (one of {})",
+                    EventKind::all.map(EventKind::as_str).join(", ")
+                ),
+            )
+        })?),
+    };
+    let username = q
+        .take("username")
+        .map(|u| normalize_username("username", &u))
+        .transpose()?;
+    let budget = q.take("budget");
+    q.finish()?;
+    let filter = EventFilter::Admin {
+        kind,
+        username: username.as_deref(),
+        budget: budget.as_deref(),
+    };
+    Ok(answer(&c.store.scan_events(&EventPage {
+        after,
+        limit,
+        filter,
+    })?))
+}
+
+/// `GET {base}/admin/api/quota/webhooks`.
+pub(super) fn status(c: &mut Call<'_>) -> Result<Response, QuotaError> {
+    no_query(&c.query)?;
+    Ok(Response::json(200, &webhooks::status(c.config, c.store)?))
+}
+
+/// `POST {base}/admin/api/quota/webhooks/<name>/redeliver` `{"from_id": n}`.
+pub(super) fn redeliver(c: &mut Call<'_>, name: &str) -> Result<Response, QuotaError> {
+    no_query(&c.query)?;
+    let mut f = Fields::new("", Some(&c.body), false);
+    let from_id = f.req_int("from_id", 1, limits::json_int_abs_max);
+    first_problem(f.finish())?;
+    let from_id = from_id.unwrap_or(1);
+    Ok(Response::json(
+        200,
+        &webhooks::redeliver(c.config, c.store, name, from_id)?,
+    ))
+}
+
+/// `POST {base}/admin/api/quota/webhooks/<name>/deliveries`: a host's delivery step.
+pub(super) fn deliveries(c: &mut Call<'_>, name: &str) -> Result<Response, QuotaError> {
+    no_query(&c.query)?;
+    let mut f = Fields::new("", Some(&c.body), false);
+    let holder = f.req_str("holder").map(str::to_string);
+    let delivered_through = f.opt_int("delivered_through", 0, limits::json_int_abs_max);
+    let limit = f.opt_int("limit", 1, limits::delivery_batch_max as i64);
+    let release = f.opt_bool("release").unwrap_or(false);
+    let failed_path = f.path_of("failed");
+    let failed = f.raw("failed");
+    let mut problems = f.finish();
+    let failed = failed.and_then(|v| {
+        let mut g = Fields::new(&failed_path, Some(v), false);
+        let id = g.req_int("event_id", 1, limits::json_int_abs_max);
+        let error = g.req_str("error").map(str::to_string);
+        problems.extend(g.finish());
+        Some((id?, error?))
+    });
+    if let Some(h) = &holder {
+        if h.is_empty() || h.chars().count() > limits::rule_name_chars_max {
+            problems.push(QuotaError::invalid(
+                "holder",
+                format!("must be 1 to {} characters", limits::rule_name_chars_max),
+            ));
+        }
+    }
+    first_problem(problems)?;
+    let s = webhooks::Step {
+        holder: holder.unwrap_or_default(),
+        delivered_through,
+        failed,
+        limit: limit.map_or(100, |n| n as usize),
+        release,
+    };
+    Ok(Response::json(
+        200,
+        &webhooks::step(c.config, c.store, name, &s, c.now)?,
+    ))
+}

@@ -1,0 +1,146 @@
+//! Extending a running server (credit model 2, "Extending a running server"): the extra minutes
+//! checked against the account that pays, with the start's rules and texts (the session's own
+//! reservation counting as held); allowed, the runtime, the reservation and `ends_at` grow, and
+//! the `session.ending` marks now ahead again are re-armed.
+
+use std::collections::BTreeSet;
+
+use crate::budgets;
+use crate::config::Config;
+use crate::error::QuotaError;
+use crate::feed::sweep::{ends_at, next_warning, still_told};
+use crate::gate::{personal_refusal, Ask};
+use crate::groups;
+use crate::limits;
+use crate::lots;
+use crate::milli::Milli;
+use crate::sessions::SessionView;
+use crate::store::{AccountKey, SessionStatus, Store};
+use crate::time::Timestamp;
+
+/// Who asks: a plain user may extend only their own sessions.
+pub struct Asker<'a> {
+    pub name: &'a str,
+    /// The hub (`quota:sessions`) or an admin: any session.
+    pub any_session: bool,
+}
+
+/// How an extension ended.
+pub enum Extended {
+    /// The session as `GET .../sessions/<id>` shows it now.
+    Done(SessionView),
+    /// Refused for credit or access: the 403 text (nothing changed).
+    Refused(String),
+}
+
+/// Extends session `id` by `minutes`.
+pub fn extend(
+    config: &Config,
+    store: &mut dyn Store,
+    asker: &Asker<'_>,
+    id: i64,
+    minutes: i64,
+    now: Timestamp,
+) -> Result<Extended, QuotaError> {
+    let mut session = store
+        .get_session(id)?
+        .filter(|s| asker.any_session || s.username == asker.name.to_lowercase())
+        .ok_or_else(|| QuotaError::NotFound(format!("Session {id} not found")))?;
+    if session.status != SessionStatus::Active {
+        return Err(QuotaError::Conflict(format!(
+            "Session {id} has ended ({}); only a running session can be extended",
+            session.status.as_str()
+        )));
+    }
+    let room = limits::runtime_minutes_max - session.runtime_minutes;
+    if minutes < 1 || minutes > room {
+        return Err(QuotaError::invalid(
+            "minutes",
+            format!(
+                "must be a whole number of minutes from 1 to {room}: the session runs {} minutes and may run at most {}, got {minutes}",
+                session.runtime_minutes,
+                limits::runtime_minutes_max
+            ),
+        ));
+    }
+    let extra = session.rate.times(minutes).unwrap_or(Milli(i64::MAX));
+    if session.billable && config.enabled {
+        if let Some(message) = refusal(config, store, &session, minutes, extra, now)? {
+            return Ok(Extended::Refused(message));
+        }
+    }
+    let marks = &config.notify.warn_before_stop_minutes;
+    let told = store.session_warned_mark(id)?;
+    session.start.runtime_minutes += minutes;
+    session.start.estimated_cost = Milli(session.estimated_cost.raw().saturating_add(extra.raw()));
+    let end = ends_at(&session);
+    let told = still_told(marks, end, told, 60, now);
+    session.start.warn_at = next_warning(marks, end, told, 60);
+    store.extend_session(&session, told)?;
+    Ok(Extended::Done(SessionView::from(&session)))
+}
+
+/// The start's refusal text for `minutes` more of `session` costing `extra`, if the paying
+/// account cannot afford them now.
+fn refusal(
+    config: &Config,
+    store: &mut dyn Store,
+    session: &crate::store::Session,
+    minutes: i64,
+    extra: Milli,
+    now: Timestamp,
+) -> Result<Option<String>, QuotaError> {
+    let username = &session.username;
+    if let Some(name) = &session.budget {
+        let Some(budget) = budgets::find(config, store, name)? else {
+            return Ok(Some(format!(
+                "Cannot start container: budget {name} no longer exists."
+            )));
+        };
+        let groups = if budget.def.groups.is_empty() || budget.def.users.contains(username) {
+            BTreeSet::new()
+        } else {
+            groups::of(store, username)?
+        };
+        let ask = budgets::BudgetStart {
+            budget: &budget,
+            username,
+            groups: &groups,
+            resource: &session.resource_type,
+            rate: session.rate,
+            runtime_minutes: minutes,
+            estimated_cost: extra,
+        };
+        return Ok(match budgets::check_start(config, store, &ask, now)? {
+            Ok(_) => None,
+            Err(budgets::BudgetRefusal::Forbidden(m)) => Some(m),
+            Err(budgets::BudgetRefusal::Refused(r)) => Some(r.message),
+        });
+    }
+    let Some(mut user) = store.get_user(username)? else {
+        // Billable sessions have a record; without one the balance is 0.
+        return Ok(Some(format!(
+            "Cannot start container: Insufficient quota. Current balance: 0, estimated cost: {extra} ({} quota/min x {minutes} min). Please contact administrator to add quota.",
+            session.rate
+        )));
+    };
+    if user.unlimited {
+        return Ok(None);
+    }
+    let grants = store.account_grants(&AccountKey::User(username.clone()))?;
+    user.balance = lots::balance_at(user.balance, &grants, now);
+    let held: i64 = store
+        .active_sessions(username)?
+        .iter()
+        .filter(|s| s.billable && s.budget.is_none())
+        .map(|s| s.estimated_cost.raw())
+        .sum();
+    let ask = Ask {
+        rate: session.rate,
+        runtime_minutes: minutes,
+        estimated_cost: extra,
+        held,
+    };
+    let groups = groups::of(store, username)?;
+    Ok(personal_refusal(config, store, Some(&groups), &user, &groups, &ask, now)?.map(|r| r.message))
+}

@@ -1,0 +1,171 @@
+//! The time-driven events, written by the minute sweep (`POST .../admin/api/quota/expire`):
+//! `session.ending` before a running session's end and `grant.expiring` before a grant's expiry,
+//! each by the "smallest passed mark" rule; and the purge of events older than the retention.
+//!
+//! A session or grant keeps the smallest mark it was told (every larger one counts as told) and
+//! when its next untold mark passes (`warn_at`), so a sweep reads only what is due.
+
+use serde::Serialize;
+use serde_json::json;
+
+use crate::config::Config;
+use crate::error::QuotaError;
+use crate::limits;
+use crate::store::{EventKind, Session, Store};
+use crate::time::Timestamp;
+
+/// What a sweep call told and purged; `more`: some were left for the next call.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Told {
+    pub warnings: u64,
+    pub events_purged: u64,
+    #[serde(skip)]
+    pub more: bool,
+}
+
+/// When the next untold mark passes: the largest mark below the smallest one told (all of them
+/// when none was told), `unit` seconds each before `end`. `marks` is sorted largest first.
+pub fn next_warning(marks: &[i64], end: Timestamp, told: Option<i64>, unit: i64) -> Option<Timestamp> {
+    marks
+        .iter()
+        .find(|m| told.is_none_or(|t| **m < t))
+        .map(|m| end.plus_seconds(-m * unit))
+}
+
+/// The smallest mark passed by `now` and not yet told, if any.
+fn smallest_untold(
+    marks: &[i64],
+    end: Timestamp,
+    told: Option<i64>,
+    unit: i64,
+    now: Timestamp,
+) -> Option<i64> {
+    marks
+        .iter()
+        .rev()
+        .find(|m| told.is_none_or(|t| **m < t) && end.plus_seconds(-*m * unit) <= now)
+        .copied()
+}
+
+/// After `end` moved (an extension): the marks told that are ahead again are untold; the
+/// smallest told mark still passed, if any.
+pub fn still_told(
+    marks: &[i64],
+    end: Timestamp,
+    told: Option<i64>,
+    unit: i64,
+    now: Timestamp,
+) -> Option<i64> {
+    let t = told?;
+    marks
+        .iter()
+        .rev()
+        .find(|m| **m >= t && end.plus_seconds(-*m * unit) <= now)
+        .copied()
+}
+
+/// A running session's end: its start plus the runtime asked for (and extended).
+pub fn ends_at(s: &Session) -> Timestamp {
+    s.start_time.plus_seconds(s.runtime_minutes * 60)
+}
+
+/// The first `warn_at` of a session that ends at `end`.
+pub fn first_session_warning(config: &Config, end: Timestamp) -> Option<Timestamp> {
+    next_warning(&config.notify.warn_before_stop_minutes, end, None, 60)
+}
+
+const day_seconds: i64 = 24 * 60 * 60;
+
+/// One sweep call's warnings and purge (at most `limit` of each when given).
+pub fn tell(
+    config: &Config,
+    store: &mut dyn Store,
+    now: Timestamp,
+    limit: Option<usize>,
+) -> Result<Told, QuotaError> {
+    let mut out = Told::default();
+    let chunk = limit.unwrap_or(usize::MAX).min(limits::warn_chunk);
+    loop {
+        let purged = store.purge_events(
+            now.plus_seconds(-limits::event_retention_days * day_seconds),
+            limits::event_purge_chunk,
+        )?;
+        out.events_purged += purged;
+        if purged < limits::event_purge_chunk as u64 {
+            break;
+        }
+        if limit.is_some() {
+            out.more = true;
+            break;
+        }
+    }
+    let marks = &config.notify.warn_before_stop_minutes;
+    loop {
+        let due = store.sessions_to_warn(now, chunk)?;
+        let full = due.len() == chunk;
+        for (s, told) in due {
+            let end = ends_at(&s);
+            let mut told_now = told;
+            if let Some(m) = smallest_untold(marks, end, told, 60, now) {
+                let left = (end.seconds() - now.seconds()).max(0) / 60;
+                let extend_cost_30 = s.rate.times(30).unwrap_or(s.rate);
+                let data = json!({
+                    "session_id": s.id,
+                    "server_name": s.server_name,
+                    "ends_at": end,
+                    "minutes_left": left,
+                    "extend_cost_30": extend_cost_30,
+                });
+                super::note(super::about_user(
+                    EventKind::SessionEnding,
+                    &s.username,
+                    s.budget.as_deref(),
+                    data,
+                    now,
+                ));
+                out.warnings += 1;
+                told_now = Some(m);
+            }
+            store.set_session_warning(s.id, told_now, next_warning(marks, end, told_now, 60))?;
+        }
+        if !full {
+            break;
+        }
+        if limit.is_some() {
+            out.more = true;
+            break;
+        }
+    }
+    let days = &config.notify.notify_before_expiry_days;
+    if let Some(largest) = days.first() {
+        store.arm_grant_warnings(largest * day_seconds)?;
+        loop {
+            let due = store.grants_to_warn(now, chunk)?;
+            let full = due.len() == chunk;
+            for (account, g, told) in due {
+                let mut told_now = told;
+                if let Some(m) = smallest_untold(days, g.expires_at, told, day_seconds, now) {
+                    let data = json!({
+                        "grant_id": g.grant_id,
+                        "remaining": g.remaining,
+                        "expires_at": g.expires_at,
+                    });
+                    super::note(super::grant_expiring(&account, data, now));
+                    out.warnings += 1;
+                    told_now = Some(m);
+                }
+                // None left: its expiry (the expiry sweep then writes it off).
+                let next = next_warning(days, g.expires_at, told_now, day_seconds).unwrap_or(g.expires_at);
+                store.set_grant_warning(g.grant_id, told_now, next)?;
+            }
+            if !full {
+                break;
+            }
+            if limit.is_some() {
+                out.more = true;
+                break;
+            }
+        }
+    }
+    Ok(out)
+}

@@ -1,0 +1,250 @@
+//! Webhooks (credit model 2, "Webhooks"): each configured webhook is sent its kinds of events in
+//! id order, at least once. The engine keeps the delivery state (a cursor per webhook, the head
+//! event's retries, the failures) and hands a host the next events to send; the host sends them
+//! (signed, with a timeout) and reports back in its next step. One host holds a webhook at a time:
+//! a step takes the hold for `delivery_hold_seconds`, and another host's step is refused while it
+//! lasts (the row is locked for the step, so two replicas never both take it).
+
+use serde_json::{json, Value};
+
+use super::event_json;
+use super::settings::{Format, Webhook};
+use crate::config::Config;
+use crate::error::QuotaError;
+use crate::limits;
+use crate::store::{EventFilter, EventKind, EventPage, Store, StoredEvent, WebhookRow};
+use crate::time::Timestamp;
+
+/// What a host reports and asks in one delivery step.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Step {
+    /// Who is delivering (a replica's own name).
+    pub holder: String,
+    /// Every event up to this id was delivered (2xx).
+    pub delivered_through: Option<i64>,
+    /// The next event failed: its id and what happened.
+    pub failed: Option<(i64, String)>,
+    /// Events to hand over at most.
+    pub limit: usize,
+    /// Gives the hold up (a host shutting down).
+    pub release: bool,
+}
+
+/// The configured webhook `name`, or the 404 its routes answer.
+pub fn configured<'c>(config: &'c Config, name: &str) -> Result<&'c Webhook, QuotaError> {
+    config
+        .notify
+        .webhook(name)
+        .ok_or_else(|| QuotaError::NotFound(format!("No webhook named `{name}`")))
+}
+
+/// A webhook's stored state, or a new one that starts after the newest event (a webhook added
+/// to the values file is sent what happens from then on; `redeliver` sends older events).
+fn state(store: &mut dyn Store, name: &str) -> Result<WebhookRow, QuotaError> {
+    Ok(match store.lock_webhook(name)? {
+        Some(r) => r,
+        None => WebhookRow {
+            name: name.to_string(),
+            cursor: store.last_event_id()?,
+            ..WebhookRow::default()
+        },
+    })
+}
+
+/// The pause before retry number `attempts` (1: the first): doubling from 1 s, capped.
+pub fn backoff_seconds(attempts: i64) -> i64 {
+    let doublings = (attempts - 1).clamp(0, 20) as u32;
+    (limits::delivery_backoff_first_seconds << doublings).min(limits::delivery_backoff_max_seconds)
+}
+
+/// One delivery step: the host's report recorded, then the next events to send (or when to try
+/// again, or that another host holds the webhook).
+pub fn step(
+    config: &Config,
+    store: &mut dyn Store,
+    name: &str,
+    s: &Step,
+    now: Timestamp,
+) -> Result<Value, QuotaError> {
+    let hook = configured(config, name)?;
+    let mut row = state(store, name)?;
+    if let (Some(h), Some(until)) = (&row.holder, row.held_until) {
+        if *h != s.holder && until > now {
+            return Ok(json!({ "held": false, "held_by": h, "events": [], "retry_at": until }));
+        }
+    }
+    let kinds = hook.kinds_list();
+    if let Some(through) = s.delivered_through {
+        if through > row.cursor {
+            row.cursor = through;
+            row.last_delivered_id = Some(through);
+            row.attempts = 0;
+            row.retry_at = None;
+        }
+    }
+    if let Some((id, error)) = &s.failed {
+        let head = next_events(store, row.cursor, &kinds, 1)?;
+        if let Some(e) = head.first().filter(|e| e.id == *id) {
+            let error: String = error.chars().take(limits::delivery_error_chars_max).collect();
+            row.attempts += 1;
+            if now.seconds() - e.event.at.seconds() >= limits::delivery_retry_window_seconds {
+                store.add_webhook_failure(name, e.id, &error, now)?;
+                row.cursor = e.id;
+                row.attempts = 0;
+                row.retry_at = None;
+            } else {
+                row.retry_at = Some(now.plus_seconds(backoff_seconds(row.attempts)));
+            }
+            row.last_error = Some(error);
+        }
+    }
+    let mut answer = json!({ "held": false, "events": [], "retry_at": null });
+    if s.release {
+        row.holder = None;
+        row.held_until = None;
+    } else if let Some(at) = row.retry_at.filter(|at| *at > now) {
+        row.holder = Some(s.holder.clone());
+        row.held_until = Some(now.plus_seconds(limits::delivery_hold_seconds));
+        answer["held"] = json!(true);
+        answer["retry_at"] = json!(at);
+    } else {
+        let events = next_events(store, row.cursor, &kinds, s.limit)?;
+        if events.is_empty() {
+            row.holder = None;
+            row.held_until = None;
+        } else {
+            row.holder = Some(s.holder.clone());
+            row.held_until = Some(now.plus_seconds(limits::delivery_hold_seconds));
+            answer["held"] = json!(true);
+            answer["events"] = events.iter().map(|e| delivery(hook, e)).collect();
+        }
+    }
+    answer["url"] = json!(hook.url);
+    answer["secret_env"] = json!(hook.secret_env);
+    answer["attempts"] = json!(row.attempts);
+    store.put_webhook(&row)?;
+    Ok(answer)
+}
+
+fn next_events(
+    store: &mut dyn Store,
+    after: i64,
+    kinds: &str,
+    limit: usize,
+) -> Result<Vec<StoredEvent>, QuotaError> {
+    Ok(store.scan_events(&EventPage {
+        after,
+        limit,
+        filter: EventFilter::Kinds(kinds),
+    })?)
+}
+
+/// One event as a host sends it: its id and the exact body (the event object, or a chat message).
+fn delivery(hook: &Webhook, e: &StoredEvent) -> Value {
+    let body = match hook.format {
+        Format::Json => event_json(e).to_string(),
+        Format::Slack => json!({ "text": chat_text(e) }).to_string(),
+    };
+    json!({ "id": e.id, "body": body })
+}
+
+/// An event in one line, for a chat channel.
+pub fn chat_text(e: &StoredEvent) -> String {
+    let d: Value = serde_json::from_str(&e.event.data).unwrap_or(Value::Null);
+    let who = match (&e.event.username, &e.event.budget) {
+        (Some(u), Some(b)) => format!("{u} (budget {b})"),
+        (Some(u), None) => u.clone(),
+        (None, Some(b)) => format!("budget {b}"),
+        (None, None) => "?".to_string(),
+    };
+    let t = |k: &str| match &d[k] {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    };
+    let text = match e.event.kind {
+        EventKind::SessionEnding => format!(
+            "server `{}` of {who} stops in {} min (at {} UTC); 30 more minutes cost {}",
+            t("server_name"),
+            t("minutes_left"),
+            t("ends_at"),
+            t("extend_cost_30")
+        ),
+        EventKind::SessionEnded => format!(
+            "session {} of {who} ended ({}), cost {}; balance {}",
+            t("session_id"),
+            t("status"),
+            t("cost"),
+            t("balance")
+        ),
+        EventKind::BalanceLow => format!(
+            "balance of {who} fell to {}, below {}",
+            t("balance"),
+            t("threshold")
+        ),
+        EventKind::GrantExpiring => format!(
+            "{} credits of grant {} of {who} expire at {} UTC",
+            t("remaining"),
+            t("grant_id"),
+            t("expires_at")
+        ),
+        EventKind::StartRefused => format!("start refused for {who}: {}", t("message")),
+    };
+    format!("[quota] {text}")
+}
+
+/// Every configured webhook's state (`GET .../webhooks`).
+pub fn status(config: &Config, store: &mut dyn Store) -> Result<Value, QuotaError> {
+    let mut out = Vec::new();
+    for hook in &config.notify.webhooks {
+        out.push(one_status(store, hook)?);
+    }
+    Ok(json!({ "webhooks": out }))
+}
+
+/// The part of a URL before its path: where events go, without a token a path may carry.
+fn origin(url: &str) -> &str {
+    let after_scheme = url.find("://").map_or(0, |i| i + 3);
+    match url[after_scheme..].find(['/', '?', '#']) {
+        Some(i) => &url[..after_scheme + i],
+        None => url,
+    }
+}
+
+fn one_status(store: &mut dyn Store, hook: &Webhook) -> Result<Value, QuotaError> {
+    let row = store.get_webhook(&hook.name)?;
+    let (cursor, row) = match row {
+        Some(r) => (r.cursor, r),
+        None => (store.last_event_id()?, WebhookRow::default()),
+    };
+    let pending = store.count_events(cursor, &hook.kinds_list())?;
+    let failed = store.count_webhook_failures(&hook.name)?;
+    Ok(json!({
+        "name": hook.name,
+        "target": origin(&hook.url),
+        "format": hook.format.as_str(),
+        "events": hook.events.iter().map(|k| k.as_str()).collect::<Vec<_>>(),
+        "pending": pending,
+        "failed": failed,
+        "last_error": row.last_error,
+        "last_delivered_id": row.last_delivered_id,
+        "attempts": row.attempts,
+        "retry_at": row.retry_at,
+    }))
+}
+
+/// Queues again every matching event with id >= `from_id` (failed ones included).
+pub fn redeliver(
+    config: &Config,
+    store: &mut dyn Store,
+    name: &str,
+    from_id: i64,
+) -> Result<Value, QuotaError> {
+    let hook = configured(config, name)?;
+    let mut row = state(store, name)?;
+    row.cursor = row.cursor.min(from_id - 1);
+    row.attempts = 0;
+    row.retry_at = None;
+    store.drop_webhook_failures(name, from_id)?;
+    store.put_webhook(&row)?;
+    one_status(store, hook)
+}

@@ -1,0 +1,97 @@
+//! The rows of events and webhook deliveries (credit model 2, "Events" and "Webhooks").
+
+use crate::time::Timestamp;
+
+/// What an event tells.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum EventKind {
+    SessionEnding,
+    SessionEnded,
+    BalanceLow,
+    GrantExpiring,
+    StartRefused,
+}
+
+impl EventKind {
+    pub const all: [EventKind; 5] = [
+        EventKind::SessionEnding,
+        EventKind::SessionEnded,
+        EventKind::BalanceLow,
+        EventKind::GrantExpiring,
+        EventKind::StartRefused,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EventKind::SessionEnding => "session.ending",
+            EventKind::SessionEnded => "session.ended",
+            EventKind::BalanceLow => "balance.low",
+            EventKind::GrantExpiring => "grant.expiring",
+            EventKind::StartRefused => "start.refused",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<EventKind> {
+        EventKind::all.into_iter().find(|k| k.as_str() == s)
+    }
+}
+
+/// An event before the store gives it an id.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NewEvent {
+    pub kind: EventKind,
+    pub at: Timestamp,
+    /// The user it is about (null for a budget's own: its balance, its grants).
+    pub username: Option<String>,
+    /// The budget it is about, or the budget a session charged.
+    pub budget: Option<String>,
+    /// The kind's fields, as a JSON object's text.
+    pub data: String,
+}
+
+/// An event as stored.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StoredEvent {
+    pub id: i64,
+    pub event: NewEvent,
+}
+
+/// Which events a page holds (ids greater than `after`, by id, at most `limit`).
+#[derive(Clone, Copy, Debug)]
+pub struct EventPage<'a> {
+    pub after: i64,
+    pub limit: usize,
+    pub filter: EventFilter<'a>,
+}
+
+/// The events a reader sees.
+#[derive(Clone, Copy, Debug)]
+pub enum EventFilter<'a> {
+    /// The admin route's filters, each when given.
+    Admin {
+        kind: Option<EventKind>,
+        username: Option<&'a str>,
+        budget: Option<&'a str>,
+    },
+    /// A user's own events, and the own events (no user) of the budgets listed in `budgets`
+    /// (`",a,b,"`: each name between commas; `","`: none).
+    Mine { username: &'a str, budgets: &'a str },
+    /// The kinds listed in `kinds` (`",k1,k2,"`): what a webhook is sent.
+    Kinds(&'a str),
+}
+
+/// A webhook's delivery state: where it is in the events, who holds it, the head event's retries.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct WebhookRow {
+    pub name: String,
+    /// Every matching event with an id up to this one was delivered or failed.
+    pub cursor: i64,
+    /// The host delivering now, until `held_until`.
+    pub holder: Option<String>,
+    pub held_until: Option<Timestamp>,
+    /// Failed attempts of the event after the cursor, and when to try it again.
+    pub attempts: i64,
+    pub retry_at: Option<Timestamp>,
+    pub last_error: Option<String>,
+    pub last_delivered_id: Option<i64>,
+}
