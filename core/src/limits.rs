@@ -102,7 +102,7 @@ pub const webhook_url_chars_max: usize = 2048;
 pub const delivery_batch_max: usize = 500;
 /// How long a host holds a webhook's deliveries after a step, in seconds (another replica takes
 /// over after this when the holder died). A host reports before half of it has passed.
-pub const delivery_hold_seconds: i64 = 60;
+pub const delivery_hold_seconds: i64 = 30;
 /// A failed delivery is retried until its event is this old, in seconds; then it is `failed`.
 pub const delivery_retry_window_seconds: i64 = 24 * 60 * 60;
 /// The pause before the first retry, doubled each time up to the cap, in seconds.

@@ -2,8 +2,9 @@
 //! id order, at least once. The engine keeps the delivery state (a cursor per webhook, the head
 //! event's retries, the failures) and hands a host the next events to send; the host sends them
 //! (signed, with a timeout) and reports back in its next step. One host holds a webhook at a time:
-//! a step takes the hold for `delivery_hold_seconds`, and another host's step is refused while it
-//! lasts (the row is locked for the step, so two replicas never both take it).
+//! a step that hands out events takes the hold for `delivery_hold_seconds`, and another host's step
+//! is refused while it lasts (the row is locked for the step, so two replicas never both take it);
+//! a step with nothing to send, or waiting for a retry, holds nothing.
 
 use serde_json::{json, Value};
 
@@ -103,9 +104,10 @@ pub fn step(
         row.holder = None;
         row.held_until = None;
     } else if let Some(at) = row.retry_at.filter(|at| *at > now) {
-        row.holder = Some(s.holder.clone());
-        row.held_until = Some(now.plus_seconds(limits::delivery_hold_seconds));
-        answer["held"] = json!(true);
+        // Nobody sends until then: the hold is given up, and whichever host steps first at
+        // `retry_at` takes it (a host that died while waiting holds nothing up).
+        row.holder = None;
+        row.held_until = None;
         answer["retry_at"] = json!(at);
     } else {
         let events = next_events(store, row.cursor, &kinds, s.limit)?;
@@ -145,7 +147,7 @@ fn delivery(hook: &Webhook, e: &StoredEvent) -> Value {
         Format::Json => event_json(e).to_string(),
         Format::Slack => json!({ "text": chat_text(e) }).to_string(),
     };
-    json!({ "id": e.id, "body": body })
+    json!({ "id": e.id, "at": e.event.at, "body": body })
 }
 
 /// An event in one line, for a chat channel.

@@ -164,6 +164,10 @@ async fn run_server(app: Arc<App>, listen: &str) -> Result<(), String> {
         }
         tokio::spawn(scheduler::run_rule_forever(app.clone(), rule.name.clone(), t0));
     }
+    // Webhooks are registered before the first request, so none misses an event of this run.
+    scheduler::deliveries::start(&app)
+        .await
+        .map_err(|e| format!("webhooks: {e}"))?;
     tokio::spawn(scheduler::upkeep::purge_replays_forever(app.clone()));
     tokio::spawn(scheduler::upkeep::sweep_forever(app.clone()));
     tokio::spawn(scheduler::upkeep::record_token_use_forever(app.clone()));

@@ -44,11 +44,13 @@ pub(super) async fn scrape(
             }
             let active = tx.active_sessions()?;
             let budgets = budget_balances(tx, now)?;
-            Ok(Ok((active, budgets)))
+            let webhooks = webhook_states(tx, now)?;
+            Ok(Ok((active, budgets, webhooks)))
         })
         .await;
     match read {
-        Ok(Ok(Ok((active, budgets)))) => {
+        Ok(Ok(Ok((active, budgets, webhooks)))) => {
+            metrics.deliveries.set_state(&webhooks);
             let rules: Vec<String> = app
                 .pool
                 .summary
@@ -94,10 +96,34 @@ pub(super) async fn scrape(
 }
 
 /// Every budget's balance as of now, through the engine's own list (`GET .../budgets`).
-fn budget_balances(
+/// Each webhook's (name, pending, failed), from the engine's status route.
+fn webhook_states(
     tx: &mut quota_host::Tx<'_>,
     now: Timestamp,
-) -> Result<Vec<(String, i64)>, quota_host::HostError> {
+) -> Result<Vec<(String, i64, i64)>, quota_host::HostError> {
+    let v = admin_read(tx, "/admin/api/quota/webhooks", now)?;
+    Ok(v["webhooks"]
+        .as_array()
+        .map(|l| {
+            l.iter()
+                .filter_map(|w| {
+                    Some((
+                        w["name"].as_str()?.to_string(),
+                        w["pending"].as_i64()?,
+                        w["failed"].as_i64()?,
+                    ))
+                })
+                .collect()
+        })
+        .unwrap_or_default())
+}
+
+/// An admin route's answer, read by the scrape.
+fn admin_read(
+    tx: &mut quota_host::Tx<'_>,
+    path: &str,
+    now: Timestamp,
+) -> Result<serde_json::Value, quota_host::HostError> {
     let reader = quota_core::Caller {
         name: "metrics".into(),
         admin: true,
@@ -105,13 +131,20 @@ fn budget_balances(
     };
     let req = quota_core::Request {
         method: "GET",
-        path: "/admin/api/quota/budgets",
+        path,
         query: "",
         body: "",
         caller: Some(&reader),
     };
     let r = tx.handle_request(&req, now)?;
-    let v: serde_json::Value = serde_json::from_str(&r.body).unwrap_or_default();
+    Ok(serde_json::from_str(&r.body).unwrap_or_default())
+}
+
+fn budget_balances(
+    tx: &mut quota_host::Tx<'_>,
+    now: Timestamp,
+) -> Result<Vec<(String, i64)>, quota_host::HostError> {
+    let v = admin_read(tx, "/admin/api/quota/budgets", now)?;
     Ok(v["budgets"]
         .as_array()
         .map(|l| {

@@ -7,6 +7,7 @@
 //! values: route templates (`/api/quota/sessions/{id}/end`), configured resource types and rule
 //! names (`other` for anything else, `manual` for a refresh without a rule name).
 
+pub mod deliveries;
 pub mod process;
 
 use std::collections::BTreeSet;
@@ -95,6 +96,8 @@ pub struct Metrics {
     refresh_last_scheduled: Family<RuleLabels, Gauge>,
     refresh_last_success: Family<RuleLabels, Gauge>,
     refresh_last_applied: Family<RuleLabels, Gauge>,
+    /// Webhook deliveries (counted by the delivery tasks; pending read at scrape time).
+    pub deliveries: deliveries::Deliveries,
     /// One scrape at a time sets the active-session gauges.
     scraping: Mutex<()>,
 }
@@ -106,8 +109,10 @@ fn request_histogram() -> Histogram {
 
 impl Metrics {
     pub fn new() -> Metrics {
+        let mut registry = Registry::default();
+        let deliveries = deliveries::Deliveries::new(&mut registry);
         let mut m = Metrics {
-            registry: Registry::default(),
+            registry,
             rules: OnceLock::new(),
             gate: Family::default(),
             sessions_active: Family::default(),
@@ -128,6 +133,7 @@ impl Metrics {
             refresh_last_scheduled: Family::default(),
             refresh_last_success: Family::default(),
             refresh_last_applied: Family::default(),
+            deliveries,
             scraping: Mutex::new(()),
         };
         let r = &mut m.registry;

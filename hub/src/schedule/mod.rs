@@ -4,6 +4,7 @@
 //! server was up is not replayed; the server says so when it starts.
 
 pub mod cronjobs;
+pub mod deliveries;
 pub mod upkeep;
 
 use std::sync::Arc;

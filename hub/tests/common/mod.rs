@@ -307,6 +307,7 @@ pub fn json(s: &str) -> serde_json::Value {
 
 pub mod budget_load;
 pub mod metrics;
+pub mod receiver;
 
 /// A test's place: a temporary directory (removed when this is dropped), a database file in it not
 /// yet created, and a values file.
