@@ -3,6 +3,8 @@
 //! order, each with a valid signature; a server killed with SIGKILL while deliveries are pending
 //! loses none of them after its restart.
 
+#![allow(non_upper_case_globals)]
+
 mod common;
 
 use std::time::Duration;

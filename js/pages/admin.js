@@ -6,6 +6,7 @@
 import { loadEngine } from '../src/browser.js';
 import { Api, ApiError, tokenSignIn, userPath } from './api.js';
 import { BudgetsPanel, expiresAt } from './budgets-panel.js';
+import { RunningPanel } from './running-panel.js';
 import { RefreshPanel } from './refresh-panel.js';
 import { UsagePanel } from './usage-panel.js';
 import { UsersTable } from './users-table.js';
@@ -300,6 +301,7 @@ async function start() {
       new RefreshPanel(page);
       new UsagePanel(page);
       new BudgetsPanel(page);
+      new RunningPanel(page);
       $('ledger-close').addEventListener('click', () => {
         $('ledger').hidden = true;
       });

@@ -1,9 +1,10 @@
 // The user page (`{base}/quota`) in quota-hub and inside JupyterHub: the caller's balance, the credit
 // that lapses and when, the budgets they may charge, when the next top-up comes, how long the balance lasts per resource, their running servers with the cost
-// so far and the auto-stop time, the credits spent per day over the last 30 days (chart and table)
+// so far and the auto-stop time (each extendable), the credits spent per day over the last 30 days (chart and table)
 // and their ledger, a page at a time. Every server error is shown in the alert.
 import { Api, tokenSignIn } from './api.js';
 import { drawUsage } from './usage-chart.js';
+import { extendCell } from './running-panel.js';
 
 const $ = (id) => document.getElementById(id);
 const cfg = JSON.parse($('quota-page').textContent);
@@ -81,7 +82,16 @@ function showRunning(sessions, label) {
   $('no-running').hidden = running.length > 0;
   $('running').tBodies[0].replaceChildren(
     ...running.map((s) =>
-      row([td(s.server_name || '(default)'), td(label(s.resource_type)), td(s.budget ? `budget ${s.budget}` : 'my credits'), td(when(s.start_time)), td(String(s.cost_so_far), 'num'), td(when(s.ends_at))]),
+      row([
+        td(s.server_name || '(default)'), td(label(s.resource_type)), td(s.budget ? `budget ${s.budget}` : 'my credits'),
+        td(when(s.start_time)), td(String(s.cost_so_far), 'num'), td(when(s.ends_at)),
+        extendCell(api, s, async (after) => {
+          $('alert').hidden = true;
+          $('status').textContent = `Server ${s.server_name || '(default)'} now stops at ${when(after.ends_at)} UTC.`;
+          const mine = await api.get('/api/quota/me/sessions?limit=100');
+          showRunning(mine.sessions, label);
+        }, error),
+      ]),
     ),
   );
 }

@@ -1,5 +1,6 @@
 //! Test-only faults (`--features fault-injection`, `scripts/build-wasm.sh --fault`): trap after
-//! writing a row, or spin until the host's deadline stops the guest.
+//! writing a row, or spin until the host's deadline stops the guest; or stop writing events (the
+//! component bench's same-run measure of their cost).
 
 use quota_core::Timestamp;
 
@@ -20,6 +21,14 @@ pub fn fault(path: &str) -> Option<Result<wit::HttpResponse, String>> {
                 return Some(Err(e.0));
             }
             panic!("injected trap after a write");
+        }
+        // The events' cost, measured by the component bench: this instance writes none from now.
+        "/__fault/events-off" => {
+            quota_core::feed::set_writing(false);
+            Some(Ok(wit::HttpResponse {
+                status: 200,
+                body: "{}".into(),
+            }))
         }
         "/__fault/spin" => {
             let mut n: u64 = 0;

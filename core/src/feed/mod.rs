@@ -39,6 +39,15 @@ const noted_max: usize = 1_000_000;
 
 thread_local! {
     static NOTED: RefCell<Vec<Noted>> = const { RefCell::new(Vec::new()) };
+    /// Off only in a benchmark that measures what writing events costs (the component's
+    /// fault-injection build, `/__fault/events-off`): never in a host.
+    static WRITING: std::cell::Cell<bool> = const { std::cell::Cell::new(true) };
+}
+
+/// Turns the writing of events off or on in this thread (instance): for the benchmark that
+/// measures their cost, same run, same component.
+pub fn set_writing(on: bool) {
+    WRITING.with(|w| w.set(on));
 }
 
 fn push(n: Noted) {
@@ -75,7 +84,7 @@ pub fn clear() {
 /// Called once at the end of a call that succeeded, inside its transaction.
 pub fn flush(config: &Config, store: &mut dyn Store, now: Timestamp) -> Result<(), StoreError> {
     let noted = NOTED.with(|v| std::mem::take(&mut *v.borrow_mut()));
-    if noted.is_empty() {
+    if noted.is_empty() || !WRITING.with(|w| w.get()) {
         return Ok(());
     }
     let marks = &config.notify.notify_below;

@@ -12,6 +12,14 @@ fn listed(list: &str, name: &str) -> bool {
 }
 
 impl MemStore {
+    /// Whether the two stores hold the same, events aside (a refused start writes only its event).
+    pub fn same_but_events(&self, other: &MemStore) -> bool {
+        let mut a = self.clone();
+        a.events.clone_from(&other.events);
+        a.next_event_id = other.next_event_id;
+        a == *other
+    }
+
     pub(super) fn events_insert(&mut self, events: &[NewEvent]) {
         for e in events {
             let id = self.events.last().map_or(0, |l| l.id) + 1;

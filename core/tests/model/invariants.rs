@@ -23,7 +23,8 @@ pub fn after_step(
 ) -> Result<(), String> {
     // Invariants after every step.
     if let Some(e) = refused {
-        if store != before {
+        // A refused start is told (`start.refused`): the events may differ, nothing else.
+        if !store.same_but_events(before) {
             return Err(format!("step {step} {what}: refused ({e}) but the store changed"));
         }
     }
@@ -151,6 +152,94 @@ pub fn check_usage(store: &mut MemStore, first: i64, last: i64, whole: bool) -> 
                 "usage totals {totals:?}, completed sessions (credits, minutes, sessions) {want:?}"
             ));
         }
+    }
+    Ok(())
+}
+
+/// Every change that should make an event made exactly one: one `session.ended` per ended session
+/// (none for a running one), one `start.refused` per refused start, and one `balance.low` per
+/// ledger change of a limited user that crossed a `notifyBelow` mark downward, naming the lowest
+/// mark crossed.
+pub fn check_events(store: &MemStore, cfg: &quota_core::Config, m: &Model) -> Result<(), String> {
+    use quota_core::store::EventKind;
+    let data = |e: &quota_core::store::StoredEvent| -> serde_json::Value {
+        serde_json::from_str(&e.event.data).unwrap_or_default()
+    };
+    let mut ended: BTreeMap<i64, u32> = BTreeMap::new();
+    let mut refused = 0;
+    let mut lows = Vec::new();
+    for e in &store.events {
+        match e.event.kind {
+            EventKind::SessionEnded => {
+                *ended
+                    .entry(data(e)["session_id"].as_i64().unwrap_or(-1))
+                    .or_default() += 1
+            }
+            EventKind::StartRefused => refused += 1,
+            EventKind::BalanceLow => {
+                let d = data(e);
+                lows.push((
+                    e.event.username.clone().unwrap_or_default(),
+                    d["balance"].as_i64().unwrap_or(0),
+                    d["threshold"].as_i64().unwrap_or(0),
+                ));
+            }
+            other => {
+                return Err(format!(
+                    "an event the model makes no room for: {}",
+                    other.as_str()
+                ))
+            }
+        }
+    }
+    for (id, s) in &store.sessions {
+        let n = ended.remove(id).unwrap_or(0);
+        let want = u32::from(s.status != SessionStatus::Active);
+        if n != want {
+            return Err(format!(
+                "session {id} ({:?}) has {n} session.ended events, not {want}",
+                s.status
+            ));
+        }
+    }
+    if let Some((id, _)) = ended.iter().next() {
+        return Err(format!("session.ended for session {id}, which does not exist"));
+    }
+    if refused != m.refused_starts {
+        return Err(format!(
+            "{refused} start.refused events for {} refused starts",
+            m.refused_starts
+        ));
+    }
+    // The ledger in order, each user's unlimited flag as it was at each change.
+    let marks = &cfg.notify.notify_below;
+    let mut unlimited: std::collections::BTreeSet<&str> = Default::default();
+    let mut want = Vec::new();
+    for tx in &store.transactions {
+        match tx.transaction_type {
+            TransactionType::SetUnlimited => {
+                unlimited.insert(&tx.username);
+            }
+            TransactionType::UnsetUnlimited => {
+                unlimited.remove(tx.username.as_str());
+            }
+            _ => {}
+        }
+        if unlimited.contains(tx.username.as_str()) {
+            continue;
+        }
+        if let Some(t) = marks
+            .iter()
+            .rev()
+            .find(|t| tx.balance_before >= **t && tx.balance_after < **t)
+        {
+            want.push((tx.username.clone(), tx.balance_after, *t));
+        }
+    }
+    if lows != want {
+        return Err(format!(
+            "balance.low events {lows:?}, the ledger's crossings {want:?}"
+        ));
     }
     Ok(())
 }

@@ -1,6 +1,7 @@
 //! Randomized model-based test: random sequences of every operation over a few users, checked
 //! against a deliberately simple reference model (`reference.rs`), with the ledger invariants
-//! (`invariants.rs`) asserted after every step. A failure prints the seed;
+//! (`invariants.rs`) asserted after every step, the events included (every change that should
+//! make one made exactly one). A failure prints the seed;
 //! `QUOTA_MODEL_SEED=<seed> cargo test -p quota-core --test model` replays exactly that run.
 //! `QUOTA_MODEL_RUNS` sets how many runs (default 110 x 1,000 ops), `QUOTA_MODEL_BASE` the first
 //! seed; `scripts/model-at-scale.sh` runs 10,000,000 operations. The operations are in
@@ -68,6 +69,8 @@ fn run(seed: u64, ops: usize) -> Result<(), String> {
             95..98 => groups::groups,
             _ => sessions::cleanup,
         };
+        // As a host's entry point: the call's events are written at its end, if it succeeded.
+        quota_core::feed::clear();
         let (what, refused) = op(Step {
             rng: &mut rng,
             cfg: &cfg,
@@ -78,7 +81,9 @@ fn run(seed: u64, ops: usize) -> Result<(), String> {
             user: &user,
             step,
         })?;
+        quota_core::feed::flush(&cfg, &mut store, t).map_err(|e| format!("step {step} {what}: {e}"))?;
         invariants::after_step(&store, &before, &m, refused, step, &what)?;
+        invariants::check_events(&store, &cfg, &m).map_err(|e| format!("step {step} {what}: {e}"))?;
         if step % 100 == 99 {
             // A random range of the days so far, and all of them.
             let today = usage::day_of(t);

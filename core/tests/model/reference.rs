@@ -11,7 +11,7 @@ use crate::rng::Rng;
 
 pub fn config() -> Config {
     Config::from_values(&serde_json::json!({"custom": {"authMode": "github",
-        "quota": {"cpuRate": 1, "minimumToStart": 10, "defaultQuota": 20,
+        "quota": {"cpuRate": 1, "minimumToStart": 10, "defaultQuota": 20, "notifyBelow": [50, 10, 0],
             "groups": {"g1": {"defaultQuota": 35, "accelerators": ["dgpu"]}, "g2": {"defaultQuota": 60}, "g3": {}}},
         "accelerators": {"phx": {"quotaRate": 2.5}, "dgpu": {"quotaRate": 4}}}}))
     .expect("model config loads")
@@ -50,6 +50,8 @@ pub struct Model {
     pub runs: BTreeMap<String, (String, (u64, i64, u64))>,
     /// Each user's groups (absent: none).
     pub groups: BTreeMap<String, BTreeSet<String>>,
+    /// Starts the gate refused (403): each must have made one `start.refused` event.
+    pub refused_starts: usize,
 }
 
 /// A random set of the model's groups.

@@ -44,6 +44,9 @@ pub fn start(s: Step<'_>) -> Result<Done, String> {
         .unwrap_or_else(|| m.groups.get(&user).cloned().unwrap_or_default());
     let forbidden = resource == Some("dgpu") && !effective.contains("g1");
     let got = check_start(cfg, &mut *store, &req, t);
+    if matches!(got, Ok(StartDecision::Refused(_) | StartDecision::Forbidden(_))) {
+        m.refused_starts += 1;
+    }
     let rate = model_rate(resource);
     if rate.is_none() || !(1..=480).contains(&runtime) {
         match got {

@@ -1,6 +1,6 @@
 //! The server's housekeeping on a timer, beside the refresh rules: old Idempotency-Key replays
 //! forgotten, the tokens file followed (`serve --tokens`), the tokens' `last_used` written, due
-//! grants written off every minute.
+//! grants written off and warnings written every 10 seconds.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -136,8 +136,10 @@ pub async fn record_token_use(app: &App) {
     }
 }
 
-/// How often the server writes off due grants by itself (credit model 2: "every minute").
-const sweep_interval_seconds: u64 = 60;
+/// How often the server runs the sweep: due grants written off (credit model 2: "every minute" at
+/// least), `session.ending` and `grant.expiring` warnings written (at most this late), old events
+/// purged.
+const sweep_interval_seconds: u64 = 10;
 
 /// The sweep's caller: a service with the refresh scope, as a CronJob calling the route would be.
 fn sweeper() -> quota_core::Caller {
@@ -186,14 +188,14 @@ pub async fn sweep(app: &Arc<App>) -> Result<(), String> {
     Ok(())
 }
 
-/// The sweep, every minute (each run is idempotent: replicas on one database may all run it).
+/// The sweep, every 10 seconds (each run is idempotent: replicas on one database may all run it).
 pub async fn sweep_forever(app: Arc<App>) {
     let mut tick = tokio::time::interval(Duration::from_secs(sweep_interval_seconds));
     tick.tick().await;
     loop {
         tick.tick().await;
         if let Err(e) = sweep(&app).await {
-            info!("writing off due grants failed (the next minute tries again): {e}");
+            info!("writing off due grants failed (the next sweep tries again): {e}");
         }
     }
 }

@@ -12,12 +12,16 @@ from tornado import web
 from .callers import caller_for
 from .quota_hub import installed, register
 from .service import log
+from .timers import parse_time
 
 if TYPE_CHECKING:
     from .quota_hub import QuotaHub
 
 #: The refresh route and its alias: a refresh reads the hub's groups first.
 REFRESH_PATHS = ("/admin/api/quota/refresh",)
+
+#: An extension: the auto-stop timer of the session's server moves with it.
+EXTEND_ROUTE = "/api/quota/sessions/{id}/extend"
 
 #: The API's OpenAPI document: public, as the engine serves it (no token needed to read it).
 OPENAPI_PATH = "/api/quota/openapi.json"
@@ -56,6 +60,10 @@ class QuotaAPIHandler(APIHandler):
             log.exception("quota: %s %s failed", method, path)
             busy = getattr(e, "busy", False)
             raise web.HTTPError(503 if busy else 500, "The quota engine failed; nothing was changed") from None
+        if r.status == 200 and self.route == EXTEND_ROUTE and self.quota.timers is not None:
+            # The auto-stop timer moves to the extended end at once.
+            s = r.json()
+            self.quota.timers.arm(s["username"], s["server_name"], parse_time(s["ends_at"]))
         self.set_status(r.status)
         self.set_header("Content-Type", "application/json; charset=UTF-8")
         # The engine's bytes and a newline, as quota-hub answers (curl output ends its line).

@@ -81,6 +81,34 @@ class _BudgetBalances:
         yield family
 
 
+class _Webhooks:
+    """Each webhook's pending and failed deliveries as last read (after a scrape), as quota-hub's
+    scrape-time gauges."""
+
+    def __init__(self, metrics: "Metrics"):
+        self.metrics = metrics
+
+    @staticmethod
+    def _families() -> list[GaugeMetricFamily]:
+        return [
+            GaugeMetricFamily("quota_webhook_pending", "Events each webhook is still to be sent (read from the database)",
+                              labels=["webhook"]),
+            GaugeMetricFamily("quota_webhook_failed_deliveries",
+                              "Deliveries that failed for good after 24 hours of retries, of events still kept", labels=["webhook"]),
+        ]
+
+    def describe(self) -> Iterable[GaugeMetricFamily]:
+        yield from self._families()
+
+    def collect(self) -> Iterable[GaugeMetricFamily]:
+        pending, failed = self._families()
+        for name, (p, f) in sorted(self.metrics.webhooks.items()):
+            pending.add_metric([name], p)
+            failed.add_metric([name], f)
+        yield pending
+        yield failed
+
+
 class _RefreshRules:
     """The refresh rules' last scheduled and applied runs, as quota-hub exports them: read from the
     database on an engine worker after each scrape, shown at the next (the dict replaced whole)."""
@@ -183,6 +211,25 @@ class Metrics(Observer):
             "quota_budget_credits_charged", "Credits charged to shared budgets for ended sessions, by budget", ["budget"],
             registry=registry,
         )
+        #: Each webhook's (pending, failed) as last read.
+        self.webhooks: dict = {}
+        registry.register(_Webhooks(self))
+        self.webhook_sends = Counter(
+            "quota_webhook_sends",
+            "Webhook POSTs by webhook and outcome (delivered: a 2xx within 10 s; failed: anything else, retried)",
+            ["webhook", "outcome"], registry=registry,
+        )
+        self.webhook_latency = Histogram(
+            "quota_webhook_delivery_latency_seconds", "From an event's writing to its receiver's 2xx, by webhook",
+            ["webhook"], registry=registry, buckets=[0.25 * 2**i for i in range(16)],
+        )
+
+    def webhook_delivered(self, name: str, age_s: float) -> None:
+        self.webhook_sends.labels(name, "delivered").inc()
+        self.webhook_latency.labels(name).observe(age_s)
+
+    def webhook_failed(self, name: str) -> None:
+        self.webhook_sends.labels(name, "failed").inc()
 
     def know_rules(self, names: Iterable[str]) -> None:
         self.rules = frozenset(names)
@@ -252,6 +299,9 @@ class Metrics(Observer):
             r = engine.handle_request("GET", "/admin/api/quota/budgets", "", "", _READER, int(time.time()))
             if r.status == 200:
                 self.budget_balances = {b["name"]: b["balance"] for b in r.json()["budgets"]}
+            r = engine.handle_request("GET", "/admin/api/quota/webhooks", "", "", _READER, int(time.time()))
+            if r.status == 200:
+                self.webhooks = {w["name"]: (w["pending"], w["failed"]) for w in r.json()["webhooks"]}
         except Exception:  # noqa: BLE001 - a gauge must never fail a call
             log.exception("quota: reading the active sessions for the metrics failed")
 
@@ -299,5 +349,11 @@ class NoMetrics(Observer):
         pass
 
     def after_call(self, engine: QuotaEngine) -> None:
+        pass
+
+    def webhook_delivered(self, name: str, age_s: float) -> None:
+        pass
+
+    def webhook_failed(self, name: str) -> None:
         pass
 

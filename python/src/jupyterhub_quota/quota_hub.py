@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any, Awaitable, Callable, Optional
 
 from . import hooks
+from .deliveries import Deliveries
 from .metrics import NoMetrics
 from .options import check_profiles
 from .placement import Placement
@@ -45,6 +46,8 @@ class QuotaHub:
         self.installed: dict[str, Any] = {}
         self.timers = Timers(service) if auto_stop else None
         self.scheduler = Scheduler(service, before_run=self.snapshot_groups) if scheduler else None
+        #: Webhook deliveries (every hub runs them; the engine lets one process send at a time).
+        self.deliveries: Optional[Deliveries] = None
         #: (username, server name) of servers that became ready (JupyterHub's server-action event).
         self.ready: set[tuple[str, str]] = set()
         self.listening = False
@@ -77,6 +80,11 @@ class QuotaHub:
             await self.timers.rearm(app)
         if self.scheduler is not None:
             await self.scheduler.start()
+        try:
+            self.deliveries = Deliveries(self.service, self.metrics)
+            await self.deliveries.start()
+        except Exception:
+            log.exception("quota: starting the webhook deliveries failed")
         self.service.poke()  # the first read of the active sessions, for the metrics
 
     async def snapshot_groups(self) -> None:

@@ -68,8 +68,9 @@ def rule_statuses(engine, rules, now: int) -> list[RuleStatus]:
     return out
 
 
-#: How often the hub writes off due grants by itself (credit model 2: every minute).
-SWEEP_INTERVAL_S = 60
+#: How often the hub runs the sweep: due grants written off, `session.ending` and `grant.expiring`
+#: warnings written (a warning is at most this late), old events purged.
+SWEEP_INTERVAL_S = 10
 
 #: The sweep's caller: a service with the refresh scope, as quota-hub's own sweep is.
 SWEEPER = Caller("jupyterhub-quota", scopes=("quota:refresh",))
@@ -131,7 +132,7 @@ class Scheduler:
             try:
                 await self.sweep()
             except Exception as e:  # noqa: BLE001 - logged; the next minute tries again
-                log.error("quota: writing off due grants failed (the next minute tries again): %s", e)
+                log.error("quota: the sweep failed (the next one tries again): %s", e)
 
     def stop(self) -> None:
         for t in self.tasks:

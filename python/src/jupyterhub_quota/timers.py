@@ -48,7 +48,8 @@ class Timers:
         self.app = app
         sessions = await self.service.active_sessions()
         for s in sessions:
-            deadline = parse_time(s["start_time"]) + 60 * s["runtime_minutes"]
+            # `ends_at`: the start plus the runtime, an extension's minutes included.
+            deadline = parse_time(s["ends_at"])
             self.arm(s["username"], s["server_name"], deadline)
         if sessions:
             log.info("quota: auto-stop re-armed for %d running server(s)", len(sessions))

@@ -69,6 +69,16 @@ pub fn handle_request(data: &[u8]) {
         "course-101": {"users": ["teacher"], "groups": ["course-101"], "accelerators": ["cpu", "phx"], "memberLimit": 100},
         "lab": {"users": ["ann"]}
     });
+    // Every kind of event, and the webhooks scenario 46 steps (so extension, the sweep's warnings
+    // and the delivery steps are reached).
+    values["custom"]["quota"]["warnBeforeStopMinutes"] = serde_json::json!([10, 2]);
+    values["custom"]["quota"]["notifyBelow"] = serde_json::json!([50, 20, 0]);
+    values["custom"]["quota"]["notifyBeforeExpiryDays"] = serde_json::json!([7, 1]);
+    values["custom"]["quota"]["webhooks"] = serde_json::json!([
+        {"name": "ops", "url": "https://hooks.example.org/q", "secretEnv": "OPS_SECRET",
+         "events": ["session.ending", "session.ended", "balance.low", "grant.expiring"]},
+        {"name": "chat", "url": "http://chat.local:8080", "events": ["start.refused"], "format": "slack"}
+    ]);
     let config = Config::from_values(&values).expect("the fixture values load");
     let mut store = MemStore::new();
     let mut now = Timestamp::parse("2026-11-22T10:00:00Z").expect("a timestamp");
@@ -137,14 +147,78 @@ pub fn handle_request(data: &[u8]) {
             let spawn_refusal = resp.status == 403
                 && (msg.starts_with("Cannot start container: Insufficient quota")
                     || msg.contains(" budget "));
+            // Every start the gate refuses is told: one `start.refused` event (beside those of an
+            // orphan it closed: its end, its charge's low balance).
+            let start_refused = resp.status == 403
+                && method == "POST"
+                && msg.starts_with("Cannot start container")
+                && quota_core::api::route_template(path) == Some("/api/quota/sessions");
+            if start_refused {
+                use quota_core::store::EventKind;
+                let new: Vec<_> = store
+                    .events
+                    .iter()
+                    .filter(|e| !before.events.contains(e))
+                    .collect();
+                let refused = new
+                    .iter()
+                    .filter(|e| e.event.kind == EventKind::StartRefused)
+                    .count();
+                assert!(
+                    refused == 1
+                        && new.iter().all(|e| matches!(
+                            e.event.kind,
+                            EventKind::StartRefused | EventKind::SessionEnded | EventKind::BalanceLow
+                        )),
+                    "{method} {target}: a refused start wrote {new:?}"
+                );
+            }
             assert!(
-                spawn_refusal || store == before,
+                spawn_refusal || store == before || (start_refused && store.same_but_events(&before)),
                 "{method} {target}: refused with {} {} but the store changed",
                 resp.status,
                 resp.body
             );
         }
         ledger_reconciles(&mut store, &format!("{method} {target}"));
+        events_are_well_formed(&store, &format!("{method} {target}"));
+    }
+}
+
+/// Event ids increase, each event's data is a JSON object with the kind's fields.
+fn events_are_well_formed(store: &MemStore, after: &str) {
+    use quota_core::store::EventKind;
+    let mut last = 0;
+    for e in &store.events {
+        assert!(e.id > last, "after {after}: event ids do not increase");
+        last = e.id;
+        let data: Value = serde_json::from_str(&e.event.data).expect("event data is JSON");
+        let fields: &[&str] = match e.event.kind {
+            EventKind::SessionEnding => &[
+                "session_id",
+                "server_name",
+                "ends_at",
+                "minutes_left",
+                "extend_cost_30",
+            ],
+            EventKind::SessionEnded => &["session_id", "server_name", "status", "cost", "balance"],
+            EventKind::BalanceLow => &["balance", "threshold"],
+            EventKind::GrantExpiring => &["grant_id", "remaining", "expires_at"],
+            EventKind::StartRefused => &["status", "message", "server_name", "resource_type"],
+        };
+        assert!(
+            data.as_object()
+                .is_some_and(|o| o.len() == fields.len() && fields.iter().all(|f| o.contains_key(*f))),
+            "after {after}: event {} ({}) has data {data}",
+            e.id,
+            e.event.kind.as_str()
+        );
+        if e.event.kind == EventKind::SessionEnding {
+            assert!(
+                data["minutes_left"].as_i64().is_some_and(|m| m >= 0),
+                "after {after}: {data}"
+            );
+        }
     }
 }
 
