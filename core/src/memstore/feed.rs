@@ -48,16 +48,14 @@ impl MemStore {
     }
 
     pub(super) fn events_purge(&mut self, before: Timestamp, limit: usize) -> u64 {
+        // The newest stays (as the SQL stores keep it: ids never go back).
         let n = self
             .events
             .iter()
-            .take(limit)
+            .take(limit.min(self.events.len().saturating_sub(1)))
             .take_while(|e| e.event.at < before)
             .count();
-        if let Some(last) = self.events.get(n.wrapping_sub(1)).filter(|_| n > 0) {
-            let last = last.id;
-            self.webhook_failures.retain(|(_, id), _| *id > last);
-        }
+        self.webhook_failures.retain(|_, (_, at)| *at >= before);
         self.events.drain(..n);
         n as u64
     }

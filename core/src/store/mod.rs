@@ -226,7 +226,8 @@ pub trait Store {
     fn last_event_id(&mut self) -> Result<i64, StoreError>;
     /// How many events of the kinds in `kinds` (`",k1,k2,"`) have an id greater than `after`.
     fn count_events(&mut self, after: i64, kinds: &str) -> Result<u64, StoreError>;
-    /// Deletes up to `limit` of the oldest events written before `before`; returns how many.
+    /// Deletes the events written before `before` among the `limit` oldest, never the newest one,
+    /// and the webhook failures recorded before `before`; returns how many events.
     fn purge_events(&mut self, before: Timestamp, limit: usize) -> Result<u64, StoreError>;
 
     /// Up to `limit` active sessions whose `warn_at` has come by `now`, by `warn_at` then id, each

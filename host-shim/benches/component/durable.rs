@@ -17,7 +17,7 @@ pub fn cycles(rt: &Arc<Runtime>, names: &[String], dir: &Path) {
     let bare = bare_commits_per_second(&dir.join("bare.db"));
     println!("SQLite WAL synchronous=FULL, {CYCLES} cycles (check_start + end_session, each committed):");
     for budget in [false, true] {
-        let cps = run_cycles(rt, names, &dir.join(format!("cycles-{budget}.db")), budget);
+        let cps = run_cycles(rt, names, &dir.join(format!("cycles-{budget}.db")), budget, false);
         println!(
             "  {}: {cps:.0} cycles/s = {:.0} commits/s; bare commits on this disk {bare:.0}/s; {:.0}% of what the disk allows",
             if budget { "charging a shared budget" } else { "personal" },
@@ -27,8 +27,9 @@ pub fn cycles(rt: &Arc<Runtime>, names: &[String], dir: &Path) {
     }
 }
 
-/// Durable start+end cycles of 50 users, on their own credit or a budget they all share.
-fn run_cycles(rt: &Arc<Runtime>, names: &[String], db: &Path, budget: bool) -> f64 {
+/// Durable start+end cycles of 50 users, on their own credit or a budget they all share (with
+/// the events turned off when `events_off`: the fault-injection component only).
+pub fn run_cycles(rt: &Arc<Runtime>, names: &[String], db: &Path, budget: bool, events_off: bool) -> f64 {
     let members: Vec<&String> = names.iter().take(50).collect();
     let mut values = values();
     if budget {
@@ -46,6 +47,16 @@ fn run_cycles(rt: &Arc<Runtime>, names: &[String], db: &Path, budget: bool) -> f
         admin: true,
         scopes: vec![],
     };
+    if events_off {
+        let off = quota_core::Request {
+            method: "POST",
+            path: "/__fault/events-off",
+            query: "",
+            body: "",
+            caller: Some(&admin),
+        };
+        assert_eq!(w.handle_request(&off, t0).unwrap().status, 200);
+    }
     let paths: Vec<String> = if budget {
         vec!["/admin/api/quota/budgets/lab".into()]
     } else {

@@ -311,6 +311,32 @@ fn events_cost(names: &[String]) {
         "  end_session  with events {on_e:>7.0} ns/op   without {off_e:>7.0} ns/op   {:+.1}% (one session.ended each)",
         (on_e / off_e - 1.0) * 100.0
     );
+    // On a file (WAL, synchronous=FULL), each call committed: what a hub sees.
+    let dir = std::env::temp_dir().join(format!("quota-bench-events-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (mut on, mut off) = (Vec::new(), Vec::new());
+    for i in 0..3 {
+        on.push(durable::run_cycles(
+            &rt,
+            names,
+            &dir.join(format!("on{i}.db")),
+            false,
+            false,
+        ));
+        off.push(durable::run_cycles(
+            &rt,
+            names,
+            &dir.join(format!("off{i}.db")),
+            false,
+            true,
+        ));
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    let (on, off) = (median(on), median(off));
+    println!(
+        "  durable start+end cycles (SQLite file, each call committed): with events {on:.0}/s, without {off:.0}/s ({:+.1}% time per cycle)",
+        (off / on - 1.0) * 100.0
+    );
 }
 
 fn main() {

@@ -4,8 +4,9 @@ use super::statements::Feed;
 
 pub const sqlite_feed: Feed = Feed {
     migration: &[
+        // No AUTOINCREMENT: the purge keeps the newest event, so ids never go back.
         "CREATE TABLE IF NOT EXISTS events (
-            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            id INTEGER PRIMARY KEY,
             kind TEXT NOT NULL,
             at INTEGER NOT NULL,
             username TEXT,
@@ -15,7 +16,6 @@ pub const sqlite_feed: Feed = Feed {
         "CREATE INDEX IF NOT EXISTS events_by_user ON events (username, id) WHERE username IS NOT NULL",
         // A budget's own events (no user): what its members read beside their own.
         "CREATE INDEX IF NOT EXISTS events_by_budget ON events (budget, id) WHERE username IS NULL",
-        "CREATE INDEX IF NOT EXISTS events_by_at ON events (at)",
         "ALTER TABLE sessions ADD COLUMN warn_at INTEGER",
         "ALTER TABLE sessions ADD COLUMN warned_mark INTEGER",
         "CREATE INDEX IF NOT EXISTS sessions_warn ON sessions (warn_at) WHERE status = 'active'",
@@ -66,7 +66,11 @@ pub const sqlite_feed: Feed = Feed {
     ),
     count_events: "SELECT COUNT(*) FROM events WHERE id > ?1 AND kind IN (SELECT value FROM json_each(?2))",
     last_event_id: "SELECT COALESCE(MAX(id), 0) FROM events",
-    purge_events: "DELETE FROM events WHERE id IN (SELECT id FROM events WHERE at < ?1 ORDER BY at LIMIT ?2)",
+    // Among the oldest ids only (ids follow time: an index on `at` would cost every insert), and
+    // never the newest: without AUTOINCREMENT (its sequence row costs every insert) the next id is
+    // the largest one plus one, so the largest stays and ids never go back.
+    purge_events: "DELETE FROM events WHERE id IN (SELECT id FROM events ORDER BY id LIMIT ?2) AND at < ?1
+         AND id < (SELECT MAX(id) FROM events)",
     purge_webhook_failures: "DELETE FROM webhook_failures WHERE failed_at < ?1",
     sessions_to_warn: concat!(
         "SELECT ",

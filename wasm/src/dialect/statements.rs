@@ -146,7 +146,7 @@ pub struct Feed {
     /// One integer: how many events after id `?1` have a kind in the JSON list `?2`.
     pub count_events: &'static str,
     pub last_event_id: &'static str,
-    /// Deletes at most `?2` events written before `?1`, oldest first.
+    /// Deletes the events written before `?1` among the `?2` oldest (by id).
     pub purge_events: &'static str,
     /// Failures recorded before `?1` go with their events.
     pub purge_webhook_failures: &'static str,
