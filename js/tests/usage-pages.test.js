@@ -265,3 +265,45 @@ test('the admin Budgets view: the list, the grants and members of a budget, a da
   assert.deepEqual(errors, []);
   await page.close();
 });
+
+test('Extend: on the user page for the caller\'s running server, in the admin Running view for anyone\'s; a refusal is the server\'s text', async () => {
+  const running = async () => (await hub.call('GET', '/api/quota/sessions?status=active')).json.sessions.find((s) => s.username === 'ann');
+  const before = await running();
+  const { page, errors } = await newPage();
+  await page.goto(`${hub.url}/quota`);
+  await page.getByRole('textbox', { name: 'API token' }).fill(annToken);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.waitForFunction(() => window.quotaUser.state === 'ready');
+  await page.locator('#running .extend-minutes').fill('30');
+  await page.getByRole('button', { name: 'Extend' }).click();
+  await page.getByText('now stops at').waitFor();
+  const after = await running();
+  assert.equal(after.runtime_minutes, before.runtime_minutes + 30);
+  assert.equal(after.estimated_cost, before.estimated_cost + 90, 'the reservation grows at the GPU rate');
+  const shown = await page.$$eval('#running tbody tr', (rows) => rows.map((r) => r.cells[5].textContent));
+  assert.deepEqual(shown, [after.ends_at.replace('T', ' ')], 'the new auto-stop time');
+  // Past the 480-minute bound: refused, naming the field; nothing changes.
+  await page.locator('#running .extend-minutes').fill('1000');
+  await page.getByRole('button', { name: 'Extend' }).click();
+  await page.getByRole('alert').filter({ hasText: 'minutes: must be a whole number of minutes from 1 to' }).waitFor();
+  assert.equal((await running()).runtime_minutes, after.runtime_minutes);
+  await page.close();
+
+  const admin = await newPage();
+  await admin.page.goto(`${hub.url}/admin/users`);
+  await admin.page.getByRole('textbox', { name: 'API token' }).fill(hub.admin);
+  await admin.page.getByRole('button', { name: 'Sign in' }).click();
+  await admin.page.waitForFunction(() => window.quotaPage.state === 'ready');
+  await admin.page.getByRole('button', { name: 'Running' }).click();
+  await admin.page.waitForFunction(() => window.quotaPage.running?.state === 'ready');
+  const rows = await admin.page.$$eval('#r-list tbody tr', (rs) => rs.map((r) => [...r.cells].slice(0, 6).map((c) => c.textContent)));
+  assert.deepEqual(rows, [['ann', '(default)', 'gpu', 'personal', after.start_time.replace('T', ' '), after.ends_at.replace('T', ' ')]]);
+  await admin.page.locator('#r-list .extend-minutes').fill('15');
+  await admin.page.getByRole('button', { name: 'Extend' }).click();
+  await admin.page.getByText('of ann now stops at').waitFor();
+  assert.equal((await running()).runtime_minutes, after.runtime_minutes + 15);
+  await admin.page.screenshot({ path: screenshotPath('admin-running.png'), fullPage: true });
+  assert.deepEqual(await admin.page.evaluate(() => window.cspViolations), [], 'the page keeps its CSP');
+  assert.deepEqual([...errors, ...admin.errors], []);
+  await admin.page.close();
+});

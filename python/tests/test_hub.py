@@ -220,10 +220,15 @@ def test_a_hub_restart_while_a_server_runs_bills_it_once(tmp_path):
         status, body = h.spawn("frank", {"runtime_minutes": 30})
         assert status in (201, 202), (status, body)
         h.wait_ready("frank")
+        # Extended before the restart: the restarted hub re-arms the timer at the new end.
+        [sid] = [r[0] for r in h.rows("SELECT id FROM sessions WHERE username = 'frank'")]
+        status, s = h.api("POST", f"/hub/api/quota/sessions/{sid}/extend", h.token_for("frank"), {"minutes": 10})
+        assert status == 200 and s["runtime_minutes"] == 40, s
         h.stop()
         h.start()
         assert h.server_state("frank")["ready"], "the server survived the restart"
         wait_for("auto-stop re-armed", lambda: "auto-stop re-armed for 1 running server(s)" in h.log())
+        assert f"auto-stop of frank's server '' at {s['ends_at']}Z" in h.log()
         h.stop_server("frank")
         [(server, status_, minutes, cost, rate)] = sessions(h, "frank")
         assert status_ == "completed" and cost >= 1

@@ -83,7 +83,11 @@ fn run(seed: u64, ops: usize) -> Result<(), String> {
         })?;
         quota_core::feed::flush(&cfg, &mut store, t).map_err(|e| format!("step {step} {what}: {e}"))?;
         invariants::after_step(&store, &before, &m, refused, step, &what)?;
-        invariants::check_events(&store, &cfg, &m).map_err(|e| format!("step {step} {what}: {e}"))?;
+        // The events are counted whole (per session, per refusal, per ledger change) every 10
+        // steps and at the end: a missing or extra one shows in the next count.
+        if step % 10 == 9 || step + 1 == ops {
+            invariants::check_events(&store, &cfg, &m).map_err(|e| format!("step {step} {what}: {e}"))?;
+        }
         if step % 100 == 99 {
             // A random range of the days so far, and all of them.
             let today = usage::day_of(t);

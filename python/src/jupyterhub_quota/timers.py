@@ -51,6 +51,8 @@ class Timers:
             # `ends_at`: the start plus the runtime, an extension's minutes included.
             deadline = parse_time(s["ends_at"])
             self.arm(s["username"], s["server_name"], deadline)
+            if len(sessions) <= 20:
+                log.info("quota: auto-stop of %s's server %r at %sZ", s["username"], s["server_name"], s["ends_at"])
         if sessions:
             log.info("quota: auto-stop re-armed for %d running server(s)", len(sessions))
 
