@@ -40,19 +40,33 @@ impl Tx<'_> {
     /// this engine writes). A database already at that version is only read. A host checking
     /// readiness runs it in a read transaction and treats any other answer as "not ready" (its
     /// caller returns an error, so whatever the steps wrote is rolled back).
+    /// A step that fails is reported with the engine's words (the versions, the step), not only
+    /// the statement's; a busy or conflicting database keeps its own error (the caller retries).
     pub fn migrate(&mut self) -> Result<Migration, HostError> {
-        let m = self
-            .call(|b, s| b.quota_engine_api().call_migrate(s))?
-            .map_err(|e| {
-                HostError::Storage(SqlError::Other(format!(
+        let answer = match self.bindings.quota_engine_api().call_migrate(&mut *self.store) {
+            Ok(a) => a,
+            Err(e) => {
+                *self.trapped = true;
+                return Err(trap(e));
+            }
+        };
+        let failed = self.store.data().storage_failed.clone();
+        match (answer, failed) {
+            (_, Some(e @ (SqlError::Busy | SqlError::Conflict(_)))) => Err(HostError::Storage(e)),
+            (Err(e), _) => {
+                // The engine's words stand for the failed step (the transaction still rolls back).
+                self.store.data_mut().storage_failed = None;
+                Err(HostError::Storage(SqlError::Other(format!(
                     "migrating the database: {}",
                     crate::convert::quota_error(e)
-                )))
-            })?;
-        Ok(Migration {
-            from_version: m.from_version,
-            to_version: m.to_version,
-        })
+                ))))
+            }
+            (Ok(_), Some(e)) => Err(HostError::Storage(e)),
+            (Ok(m), None) => Ok(Migration {
+                from_version: m.from_version,
+                to_version: m.to_version,
+            }),
+        }
     }
 
     /// Runs one export. A trap poisons the instance (replaced when the transaction ends); a failed

@@ -110,15 +110,20 @@ fn readyz_names_a_schema_version_this_binary_does_not_write_and_changes_nothing(
             .contains("schema version 99"),
         "{body}"
     );
+    // A current file stamped back to version 2 (a real one would migrate; this one cannot, as
+    // its tables are already newer): not ready, saying both versions, nothing changed.
     set_version(2);
     let (st, body) = probe(&server, "/readyz");
     assert_eq!(st, 503, "{body}");
-    assert_eq!(
-        body["error"],
-        "the database has schema version 2, this server writes version 6"
+    assert!(
+        body["error"]
+            .as_str()
+            .expect("reason")
+            .contains("the database has schema version 2, this engine writes version 7"),
+        "{body}"
     );
     assert_eq!(version(), 2, "the check migrated nothing");
-    set_version(6);
+    set_version(7);
     assert_eq!(probe(&server, "/readyz").0, 200);
 }
 

@@ -169,3 +169,49 @@ pub fn tell(
     }
     Ok(out)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const end: Timestamp = Timestamp(1_795_003_600);
+    const marks: [i64; 3] = [10, 5, 2];
+
+    #[test]
+    fn the_next_warning_is_the_largest_mark_not_told() {
+        assert_eq!(next_warning(&marks, end, None, 60), Some(end.plus_seconds(-600)));
+        assert_eq!(
+            next_warning(&marks, end, Some(10), 60),
+            Some(end.plus_seconds(-300))
+        );
+        assert_eq!(next_warning(&marks, end, Some(2), 60), None);
+        assert_eq!(next_warning(&[], end, None, 60), None);
+    }
+
+    #[test]
+    fn a_late_sweep_tells_the_smallest_passed_mark_once() {
+        // 3 minutes left, nothing told: marks 10 and 5 passed, 5 is told (one warning).
+        let now = end.plus_seconds(-180);
+        assert_eq!(smallest_untold(&marks, end, None, 60, now), Some(5));
+        assert_eq!(smallest_untold(&marks, end, Some(5), 60, now), None);
+        assert_eq!(
+            smallest_untold(&marks, end, Some(5), 60, end.plus_seconds(-120)),
+            Some(2)
+        );
+    }
+
+    #[test]
+    fn an_extension_re_arms_the_marks_ahead_again() {
+        // Told 2 (two minutes left), extended to 7 minutes left: 5 and 2 are ahead, 10 passed.
+        let now = end.plus_seconds(-120);
+        let later = end.plus_seconds(300);
+        assert_eq!(still_told(&marks, later, Some(2), 60, now), Some(10));
+        assert_eq!(
+            next_warning(&marks, later, Some(10), 60),
+            Some(later.plus_seconds(-300))
+        );
+        // Extended far: nothing told any more.
+        assert_eq!(still_told(&marks, end.plus_seconds(3600), Some(2), 60, now), None);
+        assert_eq!(still_told(&marks, later, None, 60, now), None);
+    }
+}

@@ -250,3 +250,92 @@ pub fn redeliver(
     store.put_webhook(&row)?;
     one_status(store, hook)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::memstore::MemStore;
+    use crate::store::NewEvent;
+
+    fn config() -> Config {
+        Config::from_values(&json!({"custom": {"authMode": "github", "quota": {"webhooks": [
+            {"name": "ops", "url": "http://r.local/h", "secretEnv": "S", "events": ["start.refused"]}]}}}))
+        .expect("config")
+    }
+
+    fn event(at: Timestamp) -> NewEvent {
+        NewEvent {
+            kind: EventKind::StartRefused,
+            at,
+            username: Some("ann".into()),
+            budget: None,
+            data: "{}".into(),
+        }
+    }
+
+    fn step_as(holder: &str) -> Step {
+        Step {
+            holder: holder.into(),
+            limit: 10,
+            ..Step::default()
+        }
+    }
+
+    #[test]
+    fn the_backoff_doubles_from_a_second_up_to_ten_minutes() {
+        let waits: Vec<i64> = (1..=12).map(backoff_seconds).collect();
+        assert_eq!(waits, [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 600, 600]);
+    }
+
+    #[test]
+    fn a_delivery_failing_past_24_hours_is_failed_the_next_goes_and_redeliver_queues_it_again() {
+        let (cfg, mut s) = (config(), MemStore::new());
+        let t0 = Timestamp(1_795_000_000);
+        step(&cfg, &mut s, "ops", &step_as("a"), t0).expect("registered");
+        s.insert_events(&[event(t0), event(t0)]).expect("events");
+        let got = step(&cfg, &mut s, "ops", &step_as("a"), t0).expect("step");
+        assert_eq!(got["events"].as_array().map(Vec::len), Some(2));
+        // Failing within the day: retried later, in order (the same event first).
+        let failed = Step {
+            failed: Some((1, "503".into())),
+            ..step_as("a")
+        };
+        let got = step(&cfg, &mut s, "ops", &failed, t0.plus_seconds(5)).expect("step");
+        assert_eq!(got["retry_at"], json!(t0.plus_seconds(6)));
+        assert_eq!(got["held"], false, "nobody holds it while it waits");
+        // Another host may take it at retry time, and gets the same first event.
+        let got = step(&cfg, &mut s, "ops", &step_as("b"), t0.plus_seconds(6)).expect("step");
+        assert_eq!(got["events"][0]["id"], 1);
+        // A failure after the event is a day old: failed for good, the next event goes.
+        let late = Step {
+            failed: Some((1, "refused".into())),
+            ..step_as("b")
+        };
+        let got = step(&cfg, &mut s, "ops", &late, t0.plus_seconds(86_400)).expect("step");
+        assert_eq!(got["events"][0]["id"], 2);
+        let st = status(&cfg, &mut s).expect("status");
+        assert_eq!(st["webhooks"][0]["failed"], 1);
+        assert_eq!(st["webhooks"][0]["pending"], 1);
+        assert_eq!(st["webhooks"][0]["last_error"], "refused");
+        // While b holds it, a is refused; b's report moves the cursor past 2.
+        let got = step(&cfg, &mut s, "ops", &step_as("a"), t0.plus_seconds(86_401)).expect("step");
+        assert_eq!(
+            (got["held"].clone(), got["held_by"].clone()),
+            (json!(false), json!("b"))
+        );
+        let done = Step {
+            delivered_through: Some(2),
+            ..step_as("b")
+        };
+        step(&cfg, &mut s, "ops", &done, t0.plus_seconds(86_402)).expect("step");
+        let st = redeliver(&cfg, &mut s, "ops", 1).expect("redeliver");
+        assert_eq!(
+            (st["pending"].clone(), st["failed"].clone()),
+            (json!(2), json!(0))
+        );
+        assert!(matches!(
+            step(&cfg, &mut s, "nope", &step_as("a"), t0),
+            Err(QuotaError::NotFound(_))
+        ));
+    }
+}

@@ -32,7 +32,14 @@ impl SqlStore {
                 ))
             })?;
             for step in *steps {
-                query(step, Params::new())?;
+                // The versions in the error: what an operator needs to know what the file is.
+                query(step, Params::new()).map_err(|e| {
+                    StoreError(format!(
+                        "the database has schema version {version}, this engine writes version {}; \
+                         migrating it failed at version {at}: {}",
+                        self.d.current_version, e.0
+                    ))
+                })?;
             }
             let now = self.schema_version()?;
             if now == at {
