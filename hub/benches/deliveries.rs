@@ -121,9 +121,7 @@ fn main() {
                 .expect("clock")
                 .as_secs() as i64;
             for i in 0..n {
-                let data = format!(
-                    r#"{{"status":403,"message":"Cannot start container: Insufficient quota. Current balance: 0, estimated cost: 5 (1 quota/min x 5 min). Please contact administrator to add quota.","server_name":"","resource_type":"cpu"}}"#
-                );
+                let data = r#"{"status":403,"message":"Cannot start container: Insufficient quota. Current balance: 0, estimated cost: 5 (1 quota/min x 5 min). Please contact administrator to add quota.","server_name":"","resource_type":"cpu"}"#;
                 st.execute(rusqlite::params![now, format!("user{}", i % 1000), data])
                     .expect("insert");
             }
