@@ -21,7 +21,9 @@ from support.hub_process import DEADLINE_S, free_port, wait_for
 
 PACKAGE = "compute_credit_quota_api_client"
 VALUES = {"custom": {"authMode": "github", "quota": {"defaultQuota": 0, "refreshRules": {
-    "weekly": {"enabled": True, "schedule": "0 6 * * 1", "action": "add", "amount": 10}}},
+    "weekly": {"enabled": True, "schedule": "0 6 * * 1", "action": "add", "amount": 10}},
+    # A receiver that is not there: its events stay pending (the routes are what is tested).
+    "webhooks": [{"name": "ops", "url": "http://127.0.0.1:9/hook", "secretEnv": "QUOTA_TEST_UNSET", "events": ["start.refused"]}]},
     "accelerators": {"phx": {"displayName": "PHX", "quotaRate": 2}}}}
 
 
@@ -118,6 +120,9 @@ def test_every_engine_operation_answers_through_the_generated_client(server, gen
     refused = op("start_session").sync_detailed(client=hub, body=m.StartRequest(username="dan", runtime_minutes=30))
     assert refused.status_code == 403 and type(refused.parsed).__name__ == "StartRefused", refused.content
     assert refused.parsed.next_refresh.rule == "weekly", refused.content
+    extended = call("extendSession", 200, "Session", lambda: op("extend_session").sync_detailed(
+        started.session_id, client=ann, body=m.ExtendRequest(minutes=5)))
+    assert extended.runtime_minutes == 35, extended
     call("getSession", 200, "Session", lambda: op("get_session").sync_detailed(started.session_id, client=admin))
     call("listSessions", 200, "SessionList", lambda: op("list_sessions").sync_detailed(client=admin, status=m.SessionStatus.ACTIVE))
     call("endSession", 200, "Ended", lambda: op("end_session").sync_detailed(started.session_id, client=hub, body=m.EndOptions(outcome=m.SessionOutcome.COMPLETED)))
@@ -153,6 +158,14 @@ def test_every_engine_operation_answers_through_the_generated_client(server, gen
     op("change_budget").sync_detailed("course", client=admin, body=m.AmountChange(action=m.AmountChangeAction.SET, amount=0))
     call("deleteBudget", 200, "BudgetDeleted", lambda: op("delete_budget").sync_detailed("course", client=admin))
     call("expire", 200, "Swept", lambda: op("expire").sync_detailed(client=admin, body=m.ExpireRequest(in_chunks=True)))
+    mine = call("myEvents", 200, "EventList", lambda: op("my_events").sync_detailed(client=ann))
+    assert [e.kind.value for e in mine.events] == ["session.ended", "session.ended"], mine
+    events = call("listEvents", 200, "EventList", lambda: op("list_events").sync_detailed(client=admin, kind=m.EventKind.START_REFUSED))
+    assert [e.username for e in events.events] == ["dan"], events
+    hooks = call("listWebhooks", 200, "WebhookList", lambda: op("list_webhooks").sync_detailed(client=admin))
+    assert [h.name for h in hooks.webhooks] == ["ops"], hooks
+    call("redeliverWebhook", 200, "WebhookStatus", lambda: op("redeliver_webhook").sync_detailed("ops", client=admin, body=m.RedeliverRequest(from_id=1)))
+    call("deliveryStep", 200, "DeliveryBatch", lambda: op("delivery_step").sync_detailed("ops", client=admin, body=m.DeliveryStep(holder="the-test")))
     engine_ops = {o["operationId"] for item in document["paths"].values() for o in item.values()
                   if isinstance(o, dict) and "quota" in o.get("tags", [])}
     assert set(calls) == engine_ops, engine_ops ^ set(calls)
