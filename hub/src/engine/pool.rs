@@ -310,6 +310,31 @@ impl Pool {
             .map_err(|_| "an engine worker stopped during the call".to_string())
     }
 
+    /// One engine route called by this server itself (the sweep, a delivery step, a status read)
+    /// as `caller`, at `now`: the engine's answer, or why there is none.
+    pub async fn route(
+        &self,
+        kind: Kind,
+        caller: quota_core::Caller,
+        method: &'static str,
+        path: String,
+        body: String,
+        now: quota_core::Timestamp,
+    ) -> Result<quota_core::Response, String> {
+        self.run(kind, move |w| {
+            let req = quota_core::Request {
+                method,
+                path: &path,
+                query: "",
+                body: &body,
+                caller: Some(&caller),
+            };
+            w.handle_request(&req, now)
+        })
+        .await?
+        .map_err(|e| e.to_string())
+    }
+
     /// Runs `f` in a transaction on a worker: a read transaction on a reader, or on the writer a
     /// write transaction it may share with other requests' jobs (group commit); the answer comes
     /// once that transaction has committed.

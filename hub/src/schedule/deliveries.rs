@@ -44,26 +44,18 @@ pub fn holder_name() -> String {
 
 /// One step: the report in `body`, the engine's answer.
 async fn step(app: &Arc<App>, name: &str, body: Value) -> Result<Value, String> {
-    let (path, body, now) = (
-        format!("/admin/api/quota/webhooks/{name}/deliveries"),
-        body.to_string(),
-        app.clock.now(),
-    );
+    let path = format!("/admin/api/quota/webhooks/{name}/deliveries");
     let r = app
         .pool
-        .run(Kind::Write, move |w| {
-            let caller = deliverer();
-            let req = quota_core::Request {
-                method: "POST",
-                path: &path,
-                query: "",
-                body: &body,
-                caller: Some(&caller),
-            };
-            w.handle_request(&req, now)
-        })
-        .await?
-        .map_err(|e| e.to_string())?;
+        .route(
+            Kind::Write,
+            deliverer(),
+            "POST",
+            path,
+            body.to_string(),
+            app.clock.now(),
+        )
+        .await?;
     if r.status != 200 {
         return Err(format!("{} {}", r.status, r.body));
     }
@@ -72,26 +64,22 @@ async fn step(app: &Arc<App>, name: &str, body: Value) -> Result<Value, String> 
 
 /// The configured webhooks' names (and, once, their state) from the status route.
 pub async fn webhook_names(app: &Arc<App>) -> Result<Vec<String>, String> {
-    let now = app.clock.now();
+    let reader = quota_core::Caller {
+        name: "quota-hub".into(),
+        admin: true,
+        scopes: vec![],
+    };
     let r = app
         .pool
-        .run(Kind::Read, move |w| {
-            let caller = quota_core::Caller {
-                name: "quota-hub".into(),
-                admin: true,
-                scopes: vec![],
-            };
-            let req = quota_core::Request {
-                method: "GET",
-                path: "/admin/api/quota/webhooks",
-                query: "",
-                body: "",
-                caller: Some(&caller),
-            };
-            w.handle_request(&req, now)
-        })
-        .await?
-        .map_err(|e| e.to_string())?;
+        .route(
+            Kind::Read,
+            reader,
+            "GET",
+            "/admin/api/quota/webhooks".into(),
+            String::new(),
+            app.clock.now(),
+        )
+        .await?;
     let v: Value = serde_json::from_str(&r.body).map_err(|e| e.to_string())?;
     Ok(v["webhooks"]
         .as_array()

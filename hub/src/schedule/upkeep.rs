@@ -158,20 +158,15 @@ pub async fn sweep(app: &Arc<App>) -> Result<(), String> {
     loop {
         let r = app
             .pool
-            .run(Kind::Write, move |w| {
-                let caller = sweeper();
-                let req = quota_core::Request {
-                    method: "POST",
-                    path: "/admin/api/quota/expire",
-                    query: "",
-                    body: r#"{"in_chunks": true}"#,
-                    caller: Some(&caller),
-                };
-                w.handle_request(&req, now)
-            })
-            .await
-            .map_err(|e| e.to_string())?
-            .map_err(|e| e.to_string())?;
+            .route(
+                Kind::Write,
+                sweeper(),
+                "POST",
+                "/admin/api/quota/expire".into(),
+                r#"{"in_chunks": true}"#.into(),
+                now,
+            )
+            .await?;
         if r.status != 200 {
             return Err(format!("{} {}", r.status, r.body));
         }
