@@ -28,6 +28,7 @@ mod handlers;
 mod me_routes;
 mod query;
 mod routes;
+mod status_route;
 mod usage_routes;
 
 pub use bodies::refresh_request_from_json;

@@ -80,6 +80,32 @@ pub fn extend(
     Ok(Extended::Done(SessionView::from(&session)))
 }
 
+/// What `minutes` more of the running `session` would cost, or why they would be refused (the
+/// extension's own checks and texts, read only): the choices a user is offered before extending.
+pub fn quote(
+    config: &Config,
+    store: &mut dyn Store,
+    session: &crate::store::Session,
+    minutes: i64,
+    now: Timestamp,
+) -> Result<(Milli, Option<String>), QuotaError> {
+    let extra = session.rate.times(minutes).unwrap_or(Milli(i64::MAX));
+    let room = limits::runtime_minutes_max - session.runtime_minutes;
+    if minutes > room {
+        return Ok((
+            extra,
+            Some(format!(
+                "A server may run at most {} minutes; this one may run {room} more",
+                limits::runtime_minutes_max
+            )),
+        ));
+    }
+    if !(session.billable && config.enabled) {
+        return Ok((extra, None));
+    }
+    Ok((extra, refusal(config, store, session, minutes, extra, now)?))
+}
+
 /// The start's refusal text for `minutes` more of `session` costing `extra`, if the paying
 /// account cannot afford them now.
 fn refusal(

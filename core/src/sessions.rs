@@ -203,7 +203,7 @@ fn note_ended(s: &Session, balance: i64, now: Timestamp) {
 }
 
 /// What `minutes` of `session` cost, rounded up to whole credits.
-fn session_cost(session: &Session, minutes: i64) -> Result<i64, QuotaError> {
+pub(crate) fn session_cost(session: &Session, minutes: i64) -> Result<i64, QuotaError> {
     let exact = session.rate.times(minutes).ok_or_else(|| {
         QuotaError::OutOfRange(format!(
             "Session {} cost is too large; nothing was changed",

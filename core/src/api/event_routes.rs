@@ -44,6 +44,15 @@ pub(super) fn mine(c: &mut Call<'_>) -> Result<Response, QuotaError> {
     let mut q = QueryFields::new(&c.query);
     let (after, limit) = page(&mut q)?;
     q.finish()?;
+    Ok(answer(&my_events(c, after, limit)?))
+}
+
+/// The caller's own events and their budgets' own after id `after`, at most `limit`, in id order.
+pub(super) fn my_events(
+    c: &mut Call<'_>,
+    after: i64,
+    limit: usize,
+) -> Result<Vec<crate::store::StoredEvent>, QuotaError> {
     let username = normalize_username("username", &c.caller.name)?;
     let mut budgets = String::from(",");
     if !c.config.budgets.is_empty() || !c.store.budgets()?.is_empty() {
@@ -59,11 +68,7 @@ pub(super) fn mine(c: &mut Call<'_>) -> Result<Response, QuotaError> {
         username: &username,
         budgets: &budgets,
     };
-    Ok(answer(&c.store.scan_events(&EventPage {
-        after,
-        limit,
-        filter,
-    })?))
+    Ok(c.store.scan_events(&EventPage { after, limit, filter })?)
 }
 
 /// `GET {base}/admin/api/quota/events?after=&kind=&username=&budget=&limit=`.

@@ -58,6 +58,7 @@ pub(super) fn answer(route: Route<'_>, method: &str, c: &mut Call<'_>) -> Result
         Route::Budget(name) => budget_routes::budget(c, method, name),
         Route::Extend(id) => event_routes::extend(c, id),
         Route::MyEvents => event_routes::mine(c),
+        Route::MyStatus => status_route::status(c),
         Route::Events => event_routes::all(c),
         Route::Webhooks => event_routes::status(c),
         Route::Redeliver(name) => event_routes::redeliver(c, name),

@@ -44,6 +44,7 @@ pub(super) enum Route<'p> {
     Budget(&'p str),
     Extend(&'p str),
     MyEvents,
+    MyStatus,
     Events,
     Webhooks,
     Redeliver(&'p str),
@@ -75,6 +76,7 @@ pub(super) fn route<'p>(segs: &[&'p str]) -> Option<Route<'p>> {
         ["api", "quota", "me", "sessions"] => Route::MySessions,
         ["api", "quota", "me", "usage"] => Route::MyUsage,
         ["api", "quota", "me", "events"] => Route::MyEvents,
+        ["api", "quota", "me", "status"] => Route::MyStatus,
         ["api", "quota", "rates"] => Route::Rates,
         ["api", "accelerators"] => Route::Accelerators,
         ["api", "quota", "sessions"] => Route::Sessions,
@@ -118,6 +120,7 @@ pub fn route_template(path: &str) -> Option<&'static str> {
         Route::Budget(_) => "/admin/api/quota/budgets/{name}",
         Route::Extend(_) => "/api/quota/sessions/{id}/extend",
         Route::MyEvents => "/api/quota/me/events",
+        Route::MyStatus => "/api/quota/me/status",
         Route::Events => "/admin/api/quota/events",
         Route::Webhooks => "/admin/api/quota/webhooks",
         Route::Redeliver(_) => "/admin/api/quota/webhooks/{name}/redeliver",
@@ -145,7 +148,8 @@ pub(super) fn access<'p>(route: &Route<'p>, method: &str) -> (&'static [&'static
         | Route::MyTransactions
         | Route::MySessions
         | Route::MyUsage
-        | Route::MyEvents => (&["GET"], Access::Authenticated),
+        | Route::MyEvents
+        | Route::MyStatus => (&["GET"], Access::Authenticated),
         // The handler checks the session's owner (a plain user extends only their own).
         Route::Extend(_) => (&["POST"], Access::Authenticated),
         Route::Events | Route::Webhooks => (&["GET"], Access::Admin),
