@@ -20,4 +20,8 @@ rm -rf "$dist"
 "$venv/bin/python" -m pip wheel "${pip_q[@]}" --no-deps -w "$dist" ./python
 "$venv/bin/python" -m pip install "${pip_q[@]}" --force-reinstall --no-deps "$dist"/jupyterhub_quota-*-py3-none-any.whl
 "$venv/bin/python" -m pip install "${pip_q[@]}" -c python/constraints-test.txt "$dist"/jupyterhub_quota-*-py3-none-any.whl
+# JupyterLab's quota extension (lab/), installed from its wheel as a single-user image would: the
+# test hubs' servers are real JupyterLab servers with it.
+bash scripts/build-lab.sh "$venv/bin/python" >/dev/null
+"$venv/bin/python" -m pip install "${pip_q[@]}" -c python/constraints-test.txt target/lab-dist/jupyterlab_quota-*-py3-none-any.whl
 (cd tests/proxy && npm ci --no-audit --no-fund --loglevel=error)

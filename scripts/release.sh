@@ -2,6 +2,7 @@
 # Builds a release of this checkout into dist/ (DIST=... for elsewhere), every artifact a user
 # installs, with its checksum:
 #   jupyterhub_quota-V-py3-none-any.whl       the JupyterHub package (pip)
+#   jupyterlab_quota-V-py3-none-any.whl       JupyterLab's extension, for single-user images (pip)
 #   quota-engine-js-V.tgz                     the npm package (npm pack)
 #   quota-hub-V-linux-amd64, -linux-arm64     static quota-hub binaries
 #   quota-hub-image-V.oci.tar                 the image, amd64 + arm64, as an OCI archive
@@ -43,6 +44,10 @@ mkdir -p "$dist"
 step "the wheel"
 "$venv/bin/python" -m pip wheel -q --disable-pip-version-check --no-deps -w "$dist" ./python
 wheel=$(ls "$dist"/jupyterhub_quota-"$version"-py3-none-any.whl) || fail "the wheel is not jupyterhub_quota-$version"
+
+step "JupyterLab's extension (jupyterlab-quota: the prebuilt labextension and its server extension)"
+bash scripts/build-lab.sh "$venv/bin/python" >/dev/null
+cp target/lab-dist/jupyterlab_quota-"$version"-py3-none-any.whl "$dist/" || fail "the lab wheel is not jupyterlab_quota-$version"
 
 step "the npm package"
 (cd js && npm pack --loglevel=error --pack-destination "$OLDPWD/$dist" >/dev/null)

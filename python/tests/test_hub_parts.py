@@ -190,3 +190,28 @@ def test_budget_balances_and_charges_are_counted_as_quota_hub_counts_them(tmp_pa
     assert 'quota_budget_credits_charged_total{budget="lab"} 10.0' in text, text
     assert 'quota_budget_balance{budget="lab"} 90.0' in text and 'quota_budget_balance{budget="course"} 0.0' in text, text
     engine.close()
+
+
+def test_the_hub_grants_the_owner_own_quota_scope_to_the_user_and_server_roles_keeping_the_operators():
+    from traitlets.config import Config
+
+    from jupyterhub_quota.callers import SELF_SCOPE, grant_self_scope
+
+    c = Config()
+    grant_self_scope(c)
+    roles = {r["name"]: r for r in c.JupyterHub.load_roles}
+    assert roles["server"]["scopes"] == ["users:activity!user", "access:servers!server", SELF_SCOPE]
+    # JupyterHub 6: the user role stays the default one, with the scope as an extra user scope.
+    assert "user" not in roles and SELF_SCOPE in c.JupyterHub.extra_user_scopes
+
+    c = Config()
+    c.JupyterHub.load_roles = [{"name": "user", "scopes": ["self", "read:groups"]}, {"name": "server", "scopes": ["users:activity!user"]},
+                               {"name": "teachers", "scopes": ["admin:users"], "groups": ["teachers"]}]
+    c.Spawner.server_token_scopes = ["users:activity!user", "read:users:name!user"]
+    grant_self_scope(c)
+    grant_self_scope(c)  # twice: once each
+    roles = {r["name"]: r for r in c.JupyterHub.load_roles}
+    assert roles["user"]["scopes"] == ["self", "read:groups", SELF_SCOPE]
+    assert roles["server"]["scopes"] == ["users:activity!user", SELF_SCOPE]
+    assert roles["teachers"] == {"name": "teachers", "scopes": ["admin:users"], "groups": ["teachers"]}
+    assert c.Spawner.server_token_scopes == ["users:activity!user", "read:users:name!user", SELF_SCOPE]

@@ -27,6 +27,7 @@ VERSION = (REPO / "VERSION").read_text().strip()
 RELEASE_PY = REPO / "target" / "release-venv" / "bin" / "python"
 FILES = {
     f"jupyterhub_quota-{VERSION}-py3-none-any.whl",
+    f"jupyterlab_quota-{VERSION}-py3-none-any.whl",
     f"quota-engine-js-{VERSION}.tgz",
     f"quota-hub-{VERSION}-linux-amd64",
     f"quota-hub-{VERSION}-linux-arm64",
@@ -62,6 +63,15 @@ def test_the_wheel_and_the_npm_package_carry_the_version_and_the_engine():
         meta = w.read(f"jupyterhub_quota-{VERSION}.dist-info/METADATA").decode()
     assert f"\nVersion: {VERSION}\n" in meta
     assert "jupyterhub_quota/quota-engine.wasm" in names
+    # JupyterLab's: the prebuilt labextension where JupyterLab finds it, and the server extension on.
+    with zipfile.ZipFile(DIST / f"jupyterlab_quota-{VERSION}-py3-none-any.whl") as w:
+        names = w.namelist()
+        meta = w.read(f"jupyterlab_quota-{VERSION}.dist-info/METADATA").decode()
+    assert f"\nVersion: {VERSION}\n" in meta
+    data = f"jupyterlab_quota-{VERSION}.data/data/"
+    assert f"{data}share/jupyter/labextensions/jupyterlab-quota/package.json" in names
+    assert any(n.startswith(f"{data}share/jupyter/labextensions/jupyterlab-quota/static/remoteEntry.") for n in names)
+    assert f"{data}etc/jupyter/jupyter_server_config.d/jupyterlab_quota.json" in names
     with tarfile.open(DIST / f"quota-engine-js-{VERSION}.tgz") as t:
         pkg = json.load(t.extractfile("package/package.json"))
         assert any(n.startswith("package/gen/") and n.endswith(".wasm") for n in t.getnames())

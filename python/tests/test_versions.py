@@ -26,6 +26,12 @@ def test_every_artefact_carries_it(quota_hub_bin):
     wheel = tomllib.loads((REPO / "python" / "pyproject.toml").read_text())["project"]["version"]
     npm = json.loads((REPO / "js" / "package.json").read_text())["version"]
     lock = json.loads((REPO / "js" / "package-lock.json").read_text())["packages"][""]["version"]
+    lab = {"lab wheel": tomllib.loads((REPO / "lab" / "pyproject.toml").read_text())["project"]["version"],
+           "lab npm": json.loads((REPO / "lab" / "package.json").read_text())["version"],
+           "lab npm lock": json.loads((REPO / "lab" / "package-lock.json").read_text())["packages"][""]["version"]}
+    assert lab == dict.fromkeys(lab, VERSION)
+    from jupyterlab_quota import __version__ as lab_module
+    assert lab_module == VERSION
     chart = yaml.safe_load((REPO / "deploy" / "helm" / "quota-hub" / "Chart.yaml").read_text())
     binary = subprocess.run([quota_hub_bin, "--version"], capture_output=True, text=True, check=True).stdout.split()
     assert {"crates": cargo, "wheel": wheel, "npm": npm, "npm lock": lock, "chart": chart["version"],

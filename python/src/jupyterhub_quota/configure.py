@@ -9,7 +9,7 @@ from typing import Any, Callable, Optional, Union
 
 from . import durable
 from . import values as values_mod
-from .callers import CUSTOM_SCOPES
+from .callers import CUSTOM_SCOPES, grant_self_scope
 from .engine import ConfigError, QuotaEngine
 from .groups import snapshot
 from .handlers import handlers
@@ -148,6 +148,7 @@ def configure(
     scopes = dict(c.JupyterHub.custom_scopes) if "custom_scopes" in c.JupyterHub else {}
     scopes.update(CUSTOM_SCOPES)
     c.JupyterHub.custom_scopes = scopes
+    grant_self_scope(c)
     if routes or pages:
         key, api = handlers(quota)
         extra = list(c.JupyterHub.extra_handlers) if "extra_handlers" in c.JupyterHub else []

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from jupyterhub.apihandlers.base import APIHandler
 from tornado import web
 
-from .callers import caller_for
+from .callers import caller_for, may_self_serve
 from .quota_hub import installed, register
 from .service import log
 from .timers import parse_time
@@ -44,6 +44,10 @@ class QuotaAPIHandler(APIHandler):
         if user is None and path != OPENAPI_PATH:
             # The hub's own answer and shape for a missing or bad token.
             raise web.HTTPError(403, "Missing or invalid credentials.")
+        if user is not None and path != OPENAPI_PATH and not may_self_serve(user, self.expanded_scopes):
+            # A token narrowed below its owner's own quota (a server started before this scope
+            # existed, or one made with chosen scopes): the same refusal as any missing scope.
+            raise web.HTTPError(403, "This token lacks the scope custom:quota:self (its owner's own quota)")
         caller = None if user is None else caller_for(user, self.expanded_scopes)
         body = self.request.body.decode("utf-8", "replace") if self.request.body else ""
         may_refresh = caller is not None and (caller.admin or "quota:refresh" in caller.scopes)

@@ -1,0 +1,83 @@
+"""The routes the labextension calls, under the server's base URL: ``quota/status``,
+``quota/extend`` and ``quota/events``. Jupyter Server's own login and XSRF checks apply (these are
+its ``APIHandler``); the answers carry the hub's data, never the server's token."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from jupyter_server.base.handlers import APIHandler
+from jupyter_server.utils import url_path_join
+from tornado import web
+
+from .hub import HubQuota, Unavailable
+
+
+class _Base(APIHandler):
+    def initialize(self, quota: HubQuota) -> None:
+        self.quota = quota
+
+    def unavailable(self, why: str) -> None:
+        self.finish(json.dumps({"available": False, "reason": why}))
+
+
+class StatusHandler(_Base):
+    @web.authenticated
+    async def get(self) -> None:
+        try:
+            status = await self.quota.status()
+        except Unavailable as e:
+            return self.unavailable(str(e))
+        except ConnectionError as e:
+            raise web.HTTPError(502, str(e)) from None
+        self.finish(json.dumps({"available": True, **{k: v for k, v in status.items() if k != "events"}}))
+
+
+class EventsHandler(_Base):
+    @web.authenticated
+    async def get(self) -> None:
+        try:
+            after = int(self.get_query_argument("after", "0"))
+        except ValueError:
+            raise web.HTTPError(400, "after: must be an event id (a whole number)") from None
+        try:
+            await self.quota.status()
+        except Unavailable as e:
+            return self.unavailable(str(e))
+        except ConnectionError as e:
+            raise web.HTTPError(502, str(e)) from None
+        self.finish(json.dumps({"available": True, "events": self.quota.events(after)}))
+
+
+class ExtendHandler(_Base):
+    @web.authenticated
+    async def post(self) -> None:
+        try:
+            body = json.loads(self.request.body or b"{}")
+            minutes = body["minutes"]
+            if not isinstance(minutes, int) or isinstance(minutes, bool):
+                raise ValueError
+        except (ValueError, KeyError, TypeError):
+            raise web.HTTPError(400, "minutes: must be a whole number of minutes") from None
+        try:
+            code, data = await self.quota.extend(minutes)
+        except Unavailable as e:
+            return self.unavailable(str(e))
+        except ConnectionError as e:
+            raise web.HTTPError(502, str(e)) from None
+        self.set_status(code)
+        self.finish(json.dumps(data))
+
+
+def setup(serverapp: Any) -> None:
+    quota = HubQuota(logger=serverapp.log)
+    web_app = serverapp.web_app
+    base = web_app.settings["base_url"]
+    args = {"quota": quota}
+    web_app.add_handlers(".*$", [
+        (url_path_join(base, "quota/status"), StatusHandler, args),
+        (url_path_join(base, "quota/events"), EventsHandler, args),
+        (url_path_join(base, "quota/extend"), ExtendHandler, args),
+    ])
+    web_app.settings["jupyterlab_quota"] = quota

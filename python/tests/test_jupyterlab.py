@@ -1,0 +1,159 @@
+"""JupyterLab's quota extension (lab/, the jupyterlab-quota wheel installed in the servers'
+environment) inside a real JupyterHub: a real single-user JupyterLab in Debian's headless
+Chromium shows the resource and the time left the hub's API answers; a server whose warning mark
+has passed gets JupyterLab's notification with "Extend 30 min", which moves `ends_at` (read back
+from the API) and the status bar; an unaffordable extension is disabled with the engine's reason;
+a server's extension cannot reach another user's server, and its token (what the hub's server role
+grants) reads only its owner's quota; the token never reaches the browser."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from pathlib import Path
+
+import pytest
+
+from support.chromium import login
+from support.hub_process import Hub, wait_for
+
+STATUS = "/hub/api/quota/me/status"
+
+
+@pytest.fixture(scope="module")
+def hub(tmp_path_factory):
+    state = tmp_path_factory.mktemp("hub-lab")
+    values = state / "values.json"
+    # A 2-minute server with a 2-minute mark: its warning is due at once (the sweep runs every 10 s).
+    values.write_text(json.dumps({"custom": {"authMode": "github", "quota": {
+        "cpuRate": 1, "minimumToStart": 1, "defaultQuota": 0, "warnBeforeStopMinutes": [2]}}}))
+    h = Hub(state, values).start()
+    yield h
+    h.stop()
+
+
+def server_token(user: str) -> str:
+    """The JUPYTERHUB_API_TOKEN of `user`'s running single-user server, read from its process (the
+    hub keeps only a hash)."""
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            env = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        pairs = dict(e.split(b"=", 1) for e in env if b"=" in e)
+        if pairs.get(b"JUPYTERHUB_USER") == user.encode() and b"JUPYTERHUB_API_TOKEN" in pairs:
+            return pairs[b"JUPYTERHUB_API_TOKEN"].decode()
+    raise AssertionError(f"no single-user server process of {user}")
+
+
+def lab_state(page) -> dict:
+    return page.evaluate("() => JSON.parse(JSON.stringify(window.jupyterlabQuota))")
+
+
+def test_the_status_bar_warning_and_extend_inside_jupyterlab(hub, browser):
+    status, body = hub.admin("POST", "/hub/admin/api/quota/users/lena", {"action": "set", "amount": 100})
+    assert status == 200, body
+    status, body = hub.spawn("lena", {"runtime_minutes": 2})
+    assert status in (201, 202), (status, body)
+    hub.wait_ready("lena")
+    token = server_token("lena")
+
+    ctx, page = login(browser, hub, "lena", "/user/lena/lab")
+    seen: list[str] = []
+
+    def keep(response):
+        try:
+            seen.append(response.text())
+        except Exception:  # noqa: BLE001 - redirects and aborted requests have no body
+            pass
+
+    page.on("response", keep)
+    try:
+        page.wait_for_function("window.jupyterlabQuota && window.jupyterlabQuota.available === true")
+        page.wait_for_selector(".jp-quota-status")
+        # The status bar says what the hub's API says: the resource and the time left.
+        status, api = hub.api("GET", STATUS, hub.token_for("lena"))
+        assert status == 200, api
+        lab = lab_state(page)
+        assert lab["status"]["session"]["ends_at"] == api["session"]["ends_at"]
+        text = page.locator(".jp-quota-status").text_content()
+        assert text.startswith(f"{api['session']['resource_type']} · "), text
+        minutes = {math.ceil(api["seconds_left"] / 60), math.ceil(api["seconds_left"] / 60) + 1}
+        assert any(f"{m} min left" in text for m in minutes), (text, api["seconds_left"])
+        assert "balance 100" in text, text
+
+        # The 2-minute mark has passed: JupyterLab's notification, with its Extend action.
+        wait_for("the session.ending event", lambda: [e for e in hub.api("GET", "/hub/api/quota/me/events", hub.token_for("lena"))[1]["events"]
+                                                    if e["kind"] == "session.ending"], deadline=90)
+        page.evaluate("() => window.jupyterlabQuota.refresh()")
+        page.wait_for_function("window.jupyterlabQuota.notified.some(n => n.kind === 'session.ending')")
+        [note] = [n for n in lab_state(page)["notified"] if n["kind"] == "session.ending"]
+        assert note["actions"] == ["Extend 30 min (30 credits)"], note
+        before = api["session"]["ends_at"]
+        page.get_by_role("button", name="Extend 30 min (30 credits)").click()
+        moved = wait_for("the extension", lambda: (a := hub.api("GET", STATUS, hub.token_for("lena"))[1])["session"]["ends_at"] != before and a)
+        assert moved["session"]["runtime_minutes"] == 32, moved["session"]
+        page.wait_for_function(f"window.jupyterlabQuota.status.session.ends_at === {json.dumps(moved['session']['ends_at'])}")
+        # The warning went with the extension.
+        page.wait_for_function("!document.body.innerText.includes('Your server stops in')")
+        assert "32 min left" in page.locator(".jp-quota-status").text_content() or "31 min left" in page.locator(".jp-quota-status").text_content()
+
+        # The panel: 120 more minutes cost more than is free (100 less the 32 held): disabled, with
+        # the engine's own refusal text.
+        page.locator(".jp-quota-status").click()
+        refused = page.locator('.jp-quota-extend[data-minutes="120"]')
+        refused.wait_for()
+        assert refused.is_disabled()
+        [choice] = [c for c in moved["extend"] if c["minutes"] == 120]
+        assert choice["refusal"] and "Insufficient quota" in choice["refusal"], choice
+        assert page.locator('.jp-quota-refusal[data-minutes="120"]').text_content() == choice["refusal"]
+        assert page.locator('.jp-quota-extend[data-minutes="30"]').is_enabled()
+        page.get_by_role("button", name="Close").click()
+
+        # The server's token never reached the browser: no answer and no page carries it.
+        assert all(token not in body for body in seen), "the server's token was sent to the browser"
+        assert token not in page.content()
+    finally:
+        ctx.close()
+
+
+def test_a_servers_token_reads_only_its_owner_quota_and_extends_only_their_sessions(hub, browser):
+    for user in ("mia", "noah"):
+        status, body = hub.admin("POST", f"/hub/admin/api/quota/users/{user}", {"action": "set", "amount": 100})
+        assert status == 200, body
+        status, body = hub.spawn(user, {"runtime_minutes": 30})
+        assert status in (201, 202), (status, body)
+        hub.wait_ready(user)
+    mia = server_token("mia")
+    status, own = hub.api("GET", STATUS, mia)
+    assert status == 200 and own["me"]["username"] == "mia" and own["session"]["username"] == "mia", own
+    # Not an admin's reads, not another user's session.
+    status, body = hub.api("GET", "/hub/admin/api/quota/users", mia)
+    assert status == 403, body
+    status, noah = hub.api("GET", STATUS, hub.token_for("noah"))
+    status, body = hub.api("POST", f"/hub/api/quota/sessions/{noah['session']['session_id']}/extend", mia, {"minutes": 5})
+    assert status == 404, body
+    # Nor the hub's other APIs beyond what a server always had.
+    status, body = hub.api("GET", "/hub/api/users/noah", mia)
+    assert status in (403, 404), body
+    # A token narrowed below the owner's own quota is refused by the quota routes.
+    status, made = hub.admin("POST", "/hub/api/users/mia/tokens", {"note": "narrow", "scopes": ["read:users:name!user=mia"]})
+    assert status == 201, made
+    status, body = hub.api("GET", STATUS, made["token"])
+    assert status == 403 and "custom:quota:self" in json.dumps(body), body
+
+    # Mia's browser cannot use Noah's server (and so not its quota extension).
+    ctx, page = login(browser, hub, "mia", "/hub/home")
+    try:
+        r = page.request.post(hub.url + "/user/noah/quota/extend", data=json.dumps({"minutes": 5}),
+                              headers={"Content-Type": "application/json"}, max_redirects=0)
+        assert r.status in (302, 403), r.status
+        if r.status == 302:
+            assert "/hub/" in r.headers["location"], r.headers
+    finally:
+        ctx.close()
+    for user in ("mia", "noah"):
+        hub.stop_server(user)

@@ -1,0 +1,133 @@
+"""jupyterlab-quota's server extension (lab/jupyterlab_quota) on its own: the hub read it shares
+(at most one per 30 s however many tabs ask, read again at once after an extension), what it does
+on a hub without quota routes or with a token lacking the scope (says so once, asks no more), and
+a real JupyterLab outside any hub (shows nothing, one line in the server's log)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from tornado.httpserver import HTTPServer
+from tornado.web import Application, RequestHandler
+
+from jupyterlab_quota.hub import FRESH_S, HubQuota, Unavailable
+from support.chromium import TIMEOUT_MS
+from support.hub_process import free_port, wait_for
+
+STATUS = {"me": {"username": "ann", "balance": 50}, "server_name": "", "session": {"session_id": 7, "ends_at": "2026-11-22T10:30:00"},
+          "seconds_left": 600, "cost_so_far": 3, "extend": [], "events": [], "last_event_id": 4}
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.t = 1000.0
+
+    def __call__(self) -> float:
+        return self.t
+
+
+def stub_hub(answer):
+    """A hub stand-in on 127.0.0.1 answering `answer(handler) -> (status, body)`; its requests are
+    recorded (a unit test of the extension's reads; the real hub is test_jupyterlab.py's)."""
+    seen = []
+
+    class H(RequestHandler):
+        async def get(self, path):
+            seen.append(("GET", self.request.uri, self.request.headers.get("Authorization")))
+            await asyncio.sleep(0.05)  # every caller of a read arrives while it is in flight
+            status, body = answer(self)
+            self.set_status(status)
+            self.finish(json.dumps(body))
+
+        async def post(self, path):
+            seen.append(("POST", self.request.uri, self.request.body.decode()))
+            self.finish(json.dumps({"session_id": 7, "ends_at": "2026-11-22T11:00:00"}))
+
+    port = free_port()
+    server = HTTPServer(Application([(r"/hub/api/(.*)", H)]))
+    server.listen(port, "127.0.0.1")
+    env = {"JUPYTERHUB_API_URL": f"http://127.0.0.1:{port}/hub/api", "JUPYTERHUB_API_TOKEN": "srv-t0ken", "JUPYTERHUB_SERVER_NAME": ""}
+    return server, env, seen
+
+
+def test_tabs_share_one_hub_read_per_30_seconds_and_an_extension_reads_again():
+    async def run():
+        server, env, seen = stub_hub(lambda h: (200, STATUS))
+        clock = FakeClock()
+        q = HubQuota(env, clock=clock)
+        # Ten tabs ask at once: one read.
+        got = await asyncio.gather(*(q.status() for _ in range(10)))
+        assert all(g["cost_so_far"] == 3 for g in got)
+        assert len(seen) == 1 and seen[0][1] == "/hub/api/quota/me/status?server=&events_after=0", seen
+        assert seen[0][2] == "token srv-t0ken"
+        # Within 30 s: no read.
+        clock.t += FRESH_S - 0.5
+        await q.status()
+        assert len(seen) == 1
+        # After 30 s: one more, from the last event id on.
+        clock.t += 1
+        await asyncio.gather(*(q.status() for _ in range(5)))
+        assert len(seen) == 2 and seen[1][1].endswith("events_after=4"), seen
+        # An extension: the hub's extend route, then the next status is read at once.
+        code, body = await q.extend(30)
+        assert code == 200 and seen[2] == ("POST", "/hub/api/quota/sessions/7/extend", '{"minutes": 30}'), seen
+        await q.status()
+        assert len(seen) == 4 and q.reads == 3
+        server.stop()
+
+    asyncio.run(run())
+
+
+@pytest.mark.parametrize("status, says", [(404, "has no quota routes"), (403, "lacks the hub scope custom:quota:self")])
+def test_a_hub_without_quota_is_said_once_and_not_asked_again(caplog, status, says):
+    async def run():
+        server, env, seen = stub_hub(lambda h: (status, {"status": status, "message": "no"}))
+        q = HubQuota(env)
+        for _ in range(3):
+            with pytest.raises(Unavailable):
+                await q.status(fresh=True)
+        assert len(seen) == 1, seen
+        server.stop()
+
+    with caplog.at_level(logging.INFO, logger="jupyterlab_quota"):
+        asyncio.run(run())
+    lines = [r.getMessage() for r in caplog.records if r.name == "jupyterlab_quota"]
+    assert len(lines) == 1 and says in lines[0], lines
+
+
+def test_outside_a_hub_jupyterlab_shows_nothing_and_the_server_logs_one_line(tmp_path, browser):
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("JUPYTERHUB_")}
+    log = tmp_path / "server.log"
+    args = [sys.executable, "-m", "jupyter_server", f"--port={port}", "--ip=127.0.0.1", "--no-browser",
+            "--IdentityProvider.token=lab-t0ken", f"--ServerApp.root_dir={tmp_path}"]
+    if os.geteuid() == 0:
+        args.append("--allow-root")
+    with open(log, "w") as out:
+        proc = subprocess.Popen(args, env=env, stdout=out, stderr=subprocess.STDOUT)
+    try:
+        wait_for("the server's start", lambda: "is running at" in log.read_text() or "http://127.0.0.1" in log.read_text())
+        ctx = browser.new_context()
+        page = ctx.new_page()
+        page.set_default_timeout(TIMEOUT_MS)
+        try:
+            page.goto(f"http://127.0.0.1:{port}/lab?token=lab-t0ken")
+            page.wait_for_function("window.jupyterlabQuota && window.jupyterlabQuota.available === false")
+            assert page.locator(".jp-quota-status").count() == 0
+            page.reload()
+            page.wait_for_function("window.jupyterlabQuota && window.jupyterlabQuota.available === false")
+        finally:
+            ctx.close()
+        said = re.findall(r"jupyterlab-quota: no quota status in this server: .*", log.read_text())
+        assert len(said) == 1 and "not running as a JupyterHub single-user server" in said[0], said
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
