@@ -306,8 +306,19 @@ def server_environ(user: str) -> dict:
             return {}
         return dict(kv.split("=", 1) for kv in raw.decode("utf-8", "replace").split("\0") if "=" in kv)
 
-    found = [e for e in map(environ, (p.name for p in Path("/proc").iterdir() if p.name.isdigit()))
-             if e.get("JUPYTERHUB_USER") == user and "JUPYTERHUB_API_TOKEN" in e]
+    pids = [p.name for p in Path("/proc").iterdir() if p.name.isdigit()]
+    found = {pid: e for pid, e in ((pid, environ(pid)) for pid in pids)
+             if e.get("JUPYTERHUB_USER") == user and "JUPYTERHUB_API_TOKEN" in e}
+
+    def parent(pid: str) -> str:
+        try:
+            return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1]
+        except (OSError, IndexError):
+            return ""
+
+    # The server's own children (JupyterLab's helpers) inherit its environment: the server is the
+    # one whose parent is not among them.
+    found = [e for pid, e in found.items() if parent(pid) not in found]
     assert len(found) == 1, f"{len(found)} server processes of {user}"
     return found[0]
 
