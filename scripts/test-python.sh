@@ -41,6 +41,6 @@ echo "python (JupyterHub 5) set-up took $(( $(date +%s) - started ))s"
 cd python/tests
 ../../target/pyenv-jh5/bin/python -c 'import jupyterhub, kubespawner; print("JupyterHub", jupyterhub.__version__, "KubeSpawner", kubespawner.__version__)'
 jh5=(../../target/pyenv-jh5/bin/python -m pytest -q -p no:cacheprovider
-    test_failure_limit.py test_storage_outage.py test_refusal_page.py test_kubespawner.py test_hub.py test_hub_pages.py test_hub_metrics.py test_hub_groups.py test_jupyterlab.py
+    test_failure_limit.py test_storage_outage.py test_refusal_page.py test_kubespawner.py test_hub.py test_hub_pages.py test_hub_metrics.py test_hub_groups.py test_jupyterlab.py test_hub_live.py
     "test_hub_events.py::test_the_banner_shows_unread_warnings_on_the_home_page_dismissed_and_remembered")
 if [ -n "${QUOTA_TEST_PG_URL:-}" ]; then exec "${jh5[@]}"; else exec bash ../../scripts/with-postgres.sh "${jh5[@]}"; fi

@@ -160,6 +160,8 @@ def test_every_engine_operation_answers_through_the_generated_client(server, gen
     call("expire", 200, "Swept", lambda: op("expire").sync_detailed(client=admin, body=m.ExpireRequest(in_chunks=True)))
     mine = call("myEvents", 200, "EventList", lambda: op("my_events").sync_detailed(client=ann))
     assert [e.kind.value for e in mine.events] == ["session.ended", "session.ended"], mine
+    status = call("myServerStatus", 200, "MyServerStatus", lambda: op("my_server_status").sync_detailed(client=ann, events_after=0))
+    assert status.me.username == "ann" and status.session is None and [e.kind.value for e in status.events] == ["session.ended", "session.ended"], status
     events = call("listEvents", 200, "EventList", lambda: op("list_events").sync_detailed(client=admin, kind=m.EventKind.START_REFUSED))
     assert [e.username for e in events.events] == ["dan"], events
     hooks = call("listWebhooks", 200, "WebhookList", lambda: op("list_webhooks").sync_detailed(client=admin))

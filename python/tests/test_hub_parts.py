@@ -215,3 +215,18 @@ def test_the_hub_grants_the_owner_own_quota_scope_to_the_user_and_server_roles_k
     assert roles["server"]["scopes"] == ["users:activity!user", SELF_SCOPE]
     assert roles["teachers"] == {"name": "teachers", "scopes": ["admin:users"], "groups": ["teachers"]}
     assert c.Spawner.server_token_scopes == ["users:activity!user", "read:users:name!user", SELF_SCOPE]
+
+
+@pytest.mark.parametrize("newest", [0, 1, 2, 7, 8, 1000, 123_457])
+def test_the_live_balances_find_the_ledgers_newest_row_in_logarithmic_steps(newest):
+    from jupyterhub_quota.live import Live
+
+    class Ledger:
+        async def request(self, method, path, caller=None, query=""):
+            q = dict(p.split("=") for p in query.split("&"))
+            rows = [{"id": int(q["after_id"]) + 1}] if int(q["after_id"]) < newest else []
+            return SimpleNamespace(status=200, json=lambda: {"transactions": rows, "next_after_id": None})
+
+    live = Live(Ledger())
+    assert asyncio.run(live.newest_row()) == newest
+    assert live.reads <= 2 * max(1, newest).bit_length() + 2, live.reads

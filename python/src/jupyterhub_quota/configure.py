@@ -13,6 +13,7 @@ from .callers import CUSTOM_SCOPES, grant_self_scope
 from .engine import ConfigError, QuotaEngine
 from .groups import snapshot
 from .handlers import handlers
+from .live import Live, live_handlers
 from .metrics import NoMetrics, process_metrics
 from .pages import TEMPLATES, page_handlers
 from .placement import Placement, accelerators
@@ -144,6 +145,7 @@ def configure(
         on_storage_error=((doc.get("custom") or {}).get("quota") or {}).get("onStorageError") or "refuse",
         snapshot_groups=snapshot,
     )
+    quota.live = Live(service)
     quota.installed = install_spawn_hooks(c, quota, form=spawn_form, values=doc)
     scopes = dict(c.JupyterHub.custom_scopes) if "custom_scopes" in c.JupyterHub else {}
     scopes.update(CUSTOM_SCOPES)
@@ -153,7 +155,8 @@ def configure(
         key, api = handlers(quota)
         extra = list(c.JupyterHub.extra_handlers) if "extra_handlers" in c.JupyterHub else []
         # The page calls the quota routes: it comes with them.
-        c.JupyterHub.extra_handlers = extra + (api if routes else []) + (page_handlers(quota, key) if pages and routes else [])
+        pages_too = page_handlers(quota, key) + live_handlers(key) if pages and routes else []
+        c.JupyterHub.extra_handlers = extra + (api if routes else []) + pages_too
     if pages and routes:
         # After the operator's: their page.html wins; ours adds the Quota link to the hub's own.
         paths = list(c.JupyterHub.template_paths) if "template_paths" in c.JupyterHub else []

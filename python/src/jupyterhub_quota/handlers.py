@@ -23,6 +23,9 @@ REFRESH_PATHS = ("/admin/api/quota/refresh",)
 #: An extension: the auto-stop timer of the session's server moves with it.
 EXTEND_ROUTE = "/api/quota/sessions/{id}/extend"
 
+#: An admin's change of one user.
+USER_ROUTE = "/admin/api/quota/users/{name}"
+
 #: The API's OpenAPI document: public, as the engine serves it (no token needed to read it).
 OPENAPI_PATH = "/api/quota/openapi.json"
 
@@ -68,6 +71,14 @@ class QuotaAPIHandler(APIHandler):
             # The auto-stop timer moves to the extended end at once.
             s = r.json()
             self.quota.timers.arm(s["username"], s["server_name"], parse_time(s["ends_at"]))
+        if method != "GET" and r.status < 300:
+            # Open hub pages show the change (live.py): one user's when the route names them.
+            if self.route == EXTEND_ROUTE:
+                self.quota.touch(r.json()["username"])
+            elif self.route == USER_ROUTE and self.quota.live is not None:
+                self.quota.live.tell(r.json())
+            else:
+                self.quota.touch()
         self.set_status(r.status)
         self.set_header("Content-Type", "application/json; charset=UTF-8")
         # The engine's bytes and a newline, as quota-hub answers (curl output ends its line).

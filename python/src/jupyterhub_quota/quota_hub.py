@@ -51,6 +51,8 @@ class QuotaHub:
         #: (username, server name) of servers that became ready (JupyterHub's server-action event).
         self.ready: set[tuple[str, str]] = set()
         self.listening = False
+        #: The live balance streams of the hub's navigation bar (live.py; set by configure()).
+        self.live: Any = None
         #: The JupyterHub application (its database holds the groups), set at start.
         self.app: Any = None
 
@@ -86,6 +88,11 @@ class QuotaHub:
         except Exception:
             log.exception("quota: starting the webhook deliveries failed")
         self.service.poke()  # the first read of the active sessions, for the metrics
+
+    def touch(self, name: Optional[str] = None) -> None:
+        """`name`'s quota may have changed (None: anyone's): their open hub pages are told."""
+        if self.live is not None:
+            self.live.touch(name)
 
     async def snapshot_groups(self) -> None:
         """The hub's groups into the engine (before each refresh run)."""

@@ -43,10 +43,12 @@ def install_spawn_hooks(c: Any, quota: "QuotaHub", *, form: bool = False, values
         if previous_pre is not None:
             await maybe_await(previous_pre(spawner))
         await gate(quota, spawner)
+        quota.touch(spawner.user.name)
 
     async def post_stop_hook(spawner: Any) -> None:
         try:
             await end(quota, spawner)
+            quota.touch(spawner.user.name)
         finally:
             if previous_stop is not None:
                 await maybe_await(previous_stop(spawner))

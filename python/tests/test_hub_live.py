@@ -1,0 +1,104 @@
+"""The live balance in the hub's navigation bar, in a real JupyterHub with Debian's headless
+Chromium: every hub page shows it; an admin's change and a spawn reach an open page over the
+hub's server-sent event stream without a reload (no API token in any URL); an idle stream gets
+keep-alive comments; a page whose stream is refused falls back to polling."""
+
+from __future__ import annotations
+
+import json
+import time
+import urllib.request
+
+import pytest
+
+from support.chromium import login
+from support.hub_process import Hub, wait_for
+
+
+@pytest.fixture(scope="module")
+def hub(tmp_path_factory):
+    state = tmp_path_factory.mktemp("hub-live")
+    values = state / "values.json"
+    values.write_text(json.dumps({"custom": {"authMode": "github", "quota": {"cpuRate": 1, "minimumToStart": 1, "defaultQuota": 0}}}))
+    h = Hub(state, values).start()
+    yield h
+    h.stop()
+
+
+def set_balance(hub: Hub, user: str, amount: int) -> None:
+    status, body = hub.admin("POST", f"/hub/admin/api/quota/users/{user}", {"action": "set", "amount": amount})
+    assert status == 200, body
+
+
+def test_an_admins_add_and_a_spawn_reach_an_open_page_by_push(hub, browser):
+    set_balance(hub, "pia", 100)
+    ctx, page = login(browser, hub, "pia", "/hub/home")
+    urls: list[str] = []
+    page.on("request", lambda r: urls.append(r.url))
+    try:
+        page.reload()  # with every request of the page seen
+        page.wait_for_function("window.quotaLive && window.quotaLive.via === 'push'")
+        assert page.locator("#quota-live").text_content() == "Balance 100"
+        loaded = page.evaluate("window.quotaLive.loadedAt")
+
+        added = time.monotonic()
+        status, body = hub.admin("POST", "/hub/admin/api/quota/users/pia", {"action": "add", "amount": 5})
+        assert status == 200 and body["balance"] == 105, body
+        page.wait_for_function("document.getElementById('quota-live').textContent === 'Balance 105'")
+        print(f"admin add -> navigation bar: {time.monotonic() - added:.3f} s")
+        assert page.evaluate("window.quotaLive.via") == "push"
+        assert page.evaluate("window.quotaLive.loadedAt") == loaded, "the page was not reloaded"
+
+        status, body = hub.spawn("pia", {"runtime_minutes": 30})
+        assert status in (201, 202), (status, body)
+        page.wait_for_function("document.getElementById('quota-live').textContent.includes('server: 30 min left')")
+        assert page.evaluate("window.quotaLive.loadedAt") == loaded
+        hub.stop_server("pia")
+        # Billed at the stop (one minute at 1 credit/minute): the bar shows that too.
+        page.wait_for_function("document.getElementById('quota-live').textContent === 'Balance 104'")
+
+        # The stream carries the hub's login cookie and the XSRF token, never an API token.
+        live = [u for u in urls if "/quota/live" in u]
+        assert live and all("token=" not in u for u in live) and all("_xsrf=" in u for u in live), live
+        assert hub.token_for("pia") not in " ".join(urls)
+
+        # Every hub page shows it.
+        for path in ("/hub/token", "/hub/spawn", "/hub/quota"):
+            page.goto(hub.url + path)
+            page.wait_for_function("window.quotaLive && window.quotaLive.text === 'Balance 104'")
+    finally:
+        ctx.close()
+
+
+def test_the_admin_page_shows_it_too(hub, browser):
+    set_balance(hub, "admin", 7)
+    ctx, page = login(browser, hub, "admin", "/hub/admin")
+    try:
+        page.wait_for_function("window.quotaLive && window.quotaLive.text === 'Balance 7'")
+    finally:
+        ctx.close()
+
+
+def test_an_idle_stream_gets_keep_alive_comments(hub):
+    set_balance(hub, "quin", 3)
+    req = urllib.request.Request(hub.url + "/hub/quota/live", headers={"Authorization": f"token {hub.token_for('quin')}"})
+    with urllib.request.urlopen(req, timeout=60) as r:
+        assert r.headers["Content-Type"].startswith("text/event-stream")
+        assert r.headers["X-Accel-Buffering"] == "no"
+        lines = []
+        while ": keep-alive" not in lines:
+            lines.append(r.readline().decode().rstrip("\n"))
+        assert lines[:2] == ["event: quota", 'data: {"balance":3,"unlimited":false,"ends_at":null,"seconds_left":null}'], lines
+
+
+def test_a_page_whose_stream_is_refused_polls_instead(hub, browser):
+    set_balance(hub, "rui", 40)
+    ctx, page = login(browser, hub, "rui", "/hub/token")
+    try:
+        page.route("**/hub/quota/live**", lambda route: route.fulfill(status=502, body="bad gateway"))
+        page.goto(hub.url + "/hub/home")
+        page.wait_for_function("window.quotaLive && window.quotaLive.via === 'poll'")
+        assert page.evaluate("window.quotaLive.mode") == "poll"
+        assert page.locator("#quota-live").text_content() == "Balance 40"
+    finally:
+        ctx.close()
