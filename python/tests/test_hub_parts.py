@@ -230,3 +230,18 @@ def test_the_live_balances_find_the_ledgers_newest_row_in_logarithmic_steps(newe
     live = Live(Ledger())
     assert asyncio.run(live.newest_row()) == newest
     assert live.reads <= 2 * max(1, newest).bit_length() + 2, live.reads
+
+
+def test_a_hub_whose_roles_lost_the_self_scope_after_configure_is_told_at_start():
+    from jupyterhub_quota.callers import SELF_SCOPE, self_scope_missing
+
+    ok = SimpleNamespace(load_roles=[{"name": "server", "scopes": ["users:activity!user", SELF_SCOPE]}], extra_user_scopes={SELF_SCOPE})
+    assert self_scope_missing(ok) == []
+    jh5 = SimpleNamespace(load_roles=[{"name": "user", "scopes": ["self", SELF_SCOPE]}, {"name": "server", "scopes": [SELF_SCOPE]}])
+    assert self_scope_missing(jh5) == []
+    # load_roles set again after configure(): both roles are the defaults again.
+    replaced = SimpleNamespace(load_roles=[{"name": "teachers", "scopes": ["admin:users"]}], extra_user_scopes=set())
+    assert self_scope_missing(replaced) == ["user", "server"]
+    own_user = SimpleNamespace(load_roles=[{"name": "user", "scopes": ["self"]}, {"name": "server", "scopes": [SELF_SCOPE]}],
+                               extra_user_scopes={SELF_SCOPE})
+    assert self_scope_missing(own_user) == ["user"]

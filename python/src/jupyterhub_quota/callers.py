@@ -75,3 +75,20 @@ def grant_self_scope(c: Any) -> None:
     c.JupyterHub.load_roles = roles
     if "server_token_scopes" in c.Spawner and isinstance(c.Spawner.server_token_scopes, (list, tuple, set)):
         c.Spawner.server_token_scopes = _with_self(list(c.Spawner.server_token_scopes))
+
+
+def self_scope_missing(app: Any) -> list:
+    """The hub roles that lack `custom:quota:self` in the running hub (the configuration was changed
+    after `configure()`, e.g. `c.JupyterHub.load_roles` set again): said at start."""
+    roles = {r.get("name"): r for r in (getattr(app, "load_roles", None) or [])}
+    missing = []
+    user = roles.get("user")
+    if user is not None and "scopes" in user:
+        if SELF_SCOPE not in user["scopes"]:
+            missing.append("user")
+    elif SELF_SCOPE not in set(getattr(app, "extra_user_scopes", None) or ()):
+        missing.append("user")
+    server = roles.get("server")
+    if server is None or SELF_SCOPE not in server.get("scopes", []):
+        missing.append("server")
+    return missing

@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any, Awaitable, Callable, Optional
 
 from . import hooks
+from .callers import self_scope_missing
 from .deliveries import Deliveries
 from .metrics import NoMetrics
 from .options import check_profiles
@@ -102,6 +103,14 @@ class QuotaHub:
     def check_config(self, app: Any) -> None:
         """Says at start what the final configuration undid or cannot price: a hook set after
         configure() (the gate would not run), a profile that names no accelerator."""
+        missing = self_scope_missing(app)
+        if missing:
+            log.critical(
+                "quota: the hub's %s role%s lack%s custom:quota:self (set c.JupyterHub.load_roles before calling "
+                "configure(), or add 'custom:quota:self!user' to them): users' own quota routes, the live balance and "
+                "JupyterLab's status bar are refused", " and ".join(missing), "s" if len(missing) > 1 else "",
+                "" if len(missing) > 1 else "s",
+            )
         cls = getattr(app, "spawner_class", None)
         if not isinstance(cls, type):
             return
