@@ -16,14 +16,13 @@ import json
 import logging
 import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 from tornado.httpclient import AsyncHTTPClient, HTTPRequest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-from support.hub_process import Hub  # noqa: E402
+from support.hub_process import Hub, throwaway_hub  # noqa: E402
 
 USERS = int(sys.argv[1]) if len(sys.argv) > 1 else 1000
 CONCURRENCY = int(sys.argv[2]) if len(sys.argv) > 2 else 8
@@ -111,29 +110,22 @@ def report(what: str, got: dict, sent: dict) -> None:
 
 
 def run() -> None:
-    with tempfile.TemporaryDirectory() as tmp:
-        state = Path(tmp)
-        values = state / "values.json"
-        values.write_text(json.dumps({"custom": {"authMode": "github", "quota": {"cpuRate": 1, "defaultQuota": 0}}}))
-        hub = Hub(state / "hub", values).start()
-        try:
-            names = [f"u{i:05}" for i in range(USERS)]
-            for i in range(0, USERS, 500):
-                status, body = hub.admin("POST", "/hub/api/users", {"usernames": names[i:i + 500]})
-                assert status == 201, (status, body)
-            status, body = hub.admin("POST", "/hub/admin/api/quota/batch",
-                                     {"users": [{"username": n, "amount": 0} for n in names]})
-            assert status == 200, (status, body)
-            t = time.monotonic()
-            tokens = {n: hub.token_for(n) for n in names}
-            print(f"{USERS} users and tokens made in {time.monotonic() - t:.1f} s")
-            # The streams still open when the run ends are cut; tornado would log each.
-            logging.getLogger("tornado").setLevel(logging.CRITICAL)
-            loop = asyncio.new_event_loop()
-            loop.set_exception_handler(lambda _loop, _ctx: None)
-            loop.run_until_complete(main(hub, tokens))
-        finally:
-            hub.stop()
+    with throwaway_hub({"cpuRate": 1, "defaultQuota": 0}) as hub:
+        names = [f"u{i:05}" for i in range(USERS)]
+        for i in range(0, USERS, 500):
+            status, body = hub.admin("POST", "/hub/api/users", {"usernames": names[i:i + 500]})
+            assert status == 201, (status, body)
+        status, body = hub.admin("POST", "/hub/admin/api/quota/batch",
+                                 {"users": [{"username": n, "amount": 0} for n in names]})
+        assert status == 200, (status, body)
+        t = time.monotonic()
+        tokens = {n: hub.token_for(n) for n in names}
+        print(f"{USERS} users and tokens made in {time.monotonic() - t:.1f} s")
+        # The streams still open when the run ends are cut; tornado would log each.
+        logging.getLogger("tornado").setLevel(logging.CRITICAL)
+        loop = asyncio.new_event_loop()
+        loop.set_exception_handler(lambda _loop, _ctx: None)
+        loop.run_until_complete(main(hub, tokens))
 
 
 if __name__ == "__main__":

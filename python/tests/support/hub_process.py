@@ -3,6 +3,7 @@ local-process spawner and the quota integration, on loopback ports, started and 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import secrets
@@ -10,6 +11,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.error
 import urllib.parse
@@ -230,3 +232,18 @@ class Browser:
     def post(self, path: str, form: dict) -> tuple[int, Any]:
         data = urllib.parse.urlencode({**form, "_xsrf": self.xsrf()}).encode()
         return self._send(urllib.request.Request(self.base + path, data=data, method="POST"))
+
+
+@contextlib.contextmanager
+def throwaway_hub(quota: dict):
+    """A hub in a temporary folder with `custom.quota` = `quota` (authMode github), stopped and
+    removed afterwards: what the benches in python/bench run against."""
+    with tempfile.TemporaryDirectory() as tmp:
+        state = Path(tmp)
+        values = state / "values.json"
+        values.write_text(json.dumps({"custom": {"authMode": "github", "quota": quota}}))
+        hub = Hub(state / "hub", values).start()
+        try:
+            yield hub
+        finally:
+            hub.stop()
