@@ -12,6 +12,8 @@ import os
 import re
 import subprocess
 import sys
+import urllib.error
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -34,7 +36,7 @@ class FakeClock:
         return self.t
 
 
-def stub_hub(answer):
+def stub_hub(answer, port=None):
     """A hub stand-in on 127.0.0.1 answering `answer(handler) -> (status, body)`; its requests are
     recorded (a unit test of the extension's reads; the real hub is test_jupyterlab.py's)."""
     seen = []
@@ -51,7 +53,7 @@ def stub_hub(answer):
             seen.append(("POST", self.request.uri, self.request.body.decode()))
             self.finish(json.dumps({"session_id": 7, "ends_at": "2026-11-22T11:00:00"}))
 
-    port = free_port()
+    port = port or free_port()
     server = HTTPServer(Application([(r"/hub/api/(.*)", H)]))
     server.listen(port, "127.0.0.1")
     env = {"JUPYTERHUB_API_URL": f"http://127.0.0.1:{port}/hub/api", "JUPYTERHUB_API_TOKEN": "srv-t0ken", "JUPYTERHUB_SERVER_NAME": ""}
@@ -86,6 +88,29 @@ def test_tabs_share_one_hub_read_per_30_seconds_and_an_extension_reads_again():
     asyncio.run(run())
 
 
+def test_a_failing_or_restarted_hub_is_asked_again_and_nothing_is_given_up():
+    async def run():
+        answers = [(503, {"message": "busy"}), (500, {"message": "boom"}), (200, STATUS)]
+        server, env, seen = stub_hub(lambda h: answers.pop(0))
+        q = HubQuota(env)
+        for _ in range(2):
+            with pytest.raises(ConnectionError):
+                await q.status()
+        assert q.unavailable is None
+        assert (await q.status())["cost_so_far"] == 3
+        # The hub goes away: a connection error, not "no quota here"; back on the same port, read again.
+        port = int(env["JUPYTERHUB_API_URL"].split(":")[2].split("/")[0])
+        server.stop()
+        with pytest.raises(ConnectionError):
+            await q.status(fresh=True)
+        assert q.unavailable is None
+        again, _, _ = stub_hub(lambda h: (200, {**STATUS, "cost_so_far": 4}), port=port)
+        assert (await q.status(fresh=True))["cost_so_far"] == 4
+        again.stop()
+
+    asyncio.run(run())
+
+
 @pytest.mark.parametrize("status, says", [(404, "has no quota routes"), (403, "lacks the hub scope custom:quota:self")])
 def test_a_hub_without_quota_is_said_once_and_not_asked_again(caplog, status, says):
     async def run():
@@ -101,6 +126,22 @@ def test_a_hub_without_quota_is_said_once_and_not_asked_again(caplog, status, sa
         asyncio.run(run())
     lines = [r.getMessage() for r in caplog.records if r.name == "jupyterlab_quota"]
     assert len(lines) == 1 and says in lines[0], lines
+
+
+def requests_post(url: str, body: str, headers: dict) -> tuple[int, str]:
+    return _send(urllib.request.Request(url, data=body.encode(), headers=headers, method="POST"))
+
+
+def requests_get(url: str, headers: dict) -> tuple[int, str]:
+    return _send(urllib.request.Request(url, headers=headers))
+
+
+def _send(req) -> tuple[int, str]:
+    try:
+        with urllib.request.urlopen(req, timeout=30) as r:
+            return r.status, r.read().decode()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode()
 
 
 def test_outside_a_hub_jupyterlab_shows_nothing_and_the_server_logs_one_line(tmp_path, browser):
@@ -126,6 +167,13 @@ def test_outside_a_hub_jupyterlab_shows_nothing_and_the_server_logs_one_line(tmp
             page.wait_for_function("window.jupyterlabQuota && window.jupyterlabQuota.available === false")
         finally:
             ctx.close()
+        # Bad input is refused naming the field, before anything reaches a hub.
+        auth = {"Authorization": "token lab-t0ken", "Content-Type": "application/json"}
+        for body in ('{"minutes": "30"}', '{"minutes": true}', "{}", "not json"):
+            r = requests_post(f"http://127.0.0.1:{port}/quota/extend", body, auth)
+            assert r[0] == 400 and "minutes: must be a whole number of minutes" in r[1], (body, r)
+        r = requests_get(f"http://127.0.0.1:{port}/quota/events?after=x", auth)
+        assert r[0] == 400 and "after: must be an event id" in r[1], r
         said = re.findall(r"jupyterlab-quota: no quota status in this server: .*", log.read_text())
         assert len(said) == 1 and "not running as a JupyterHub single-user server" in said[0], said
     finally:
