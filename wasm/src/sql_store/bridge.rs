@@ -23,10 +23,16 @@ impl SqlStore {
     pub fn host() -> SqlStore {
         quota_core::events::clear();
         quota_core::feed::clear();
+        // `Cell::get` answers a copy: the dialect is kept with `set`, or every call would ask the
+        // host again (one more boundary crossing per call, issue 36).
         let d = DIALECT.with(|c| {
-            *c.get().get_or_insert_with(|| match host::get_dialect() {
-                host::Dialect::Sqlite => &dialect::sqlite,
-                host::Dialect::Postgres => &dialect::postgres,
+            c.get().unwrap_or_else(|| {
+                let d = match host::get_dialect() {
+                    host::Dialect::Sqlite => &dialect::sqlite,
+                    host::Dialect::Postgres => &dialect::postgres,
+                };
+                c.set(Some(d));
+                d
             })
         });
         SqlStore { d }
