@@ -24,24 +24,30 @@ JSON_INT_MAX = 2**53 - 1
 _dumps = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode
 
 
-def _value(v: Any) -> Any:
-    if v is None or isinstance(v, str) or (type(v) is int and -JSON_INT_MAX <= v <= JSON_INT_MAX):
-        return v
-    raise StorageError("other", f"a value {v!r}: only integers within +-(2^53-1), strings and null")
+def _check(values: Any) -> Any:
+    """``values`` (a row, or parameters) as they are, if each is an integer within +-(2^53-1), a
+    string or null; checked in place, since a statement runs for every import (issue 36)."""
+    for v in values:
+        t = type(v)
+        if t is not str and v is not None and not (t is int and -JSON_INT_MAX <= v <= JSON_INT_MAX):
+            raise StorageError("other", f"a value {v!r}: only integers within +-(2^53-1), strings and null")
+    return values
 
 
 def _params(text: str) -> list:
     params = json.loads(text)
     if not isinstance(params, list):
         raise StorageError("other", "parameters: expected a JSON array")
-    return [_value(v) for v in params]
+    return _check(params)
 
 
 def _param_rows(rows_json: str) -> list:
     rows = json.loads(rows_json)
     if not isinstance(rows, list) or not all(isinstance(r, list) for r in rows):
         raise StorageError("other", "parameter rows: expected an array of arrays")
-    return [[_value(v) for v in row] for row in rows]
+    for row in rows:
+        _check(row)
+    return rows
 
 
 class Bridge:
@@ -75,7 +81,10 @@ class Bridge:
 
     def query(self, _store: Any, statement: str, params_json: str) -> Any:
         try:
-            return _dumps([[_value(v) for v in row] for row in self._safe(statement, _params(params_json))])
+            rows = self._safe(statement, _params(params_json))
+            for row in rows:
+                _check(row)
+            return _dumps(rows)
         except Exception as e:  # noqa: BLE001 - every failure goes back as a value
             return self._fail(e)
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import threading
 import time
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 import wasmtime
 from wasmtime.component import Component as WasmComponent
@@ -14,6 +14,7 @@ from wasmtime.component import Linker, Variant
 
 from .contract import HostingContract, Setup, from_wit, setup_from_wit
 from .engine_types import EngineError
+from .wasm_calls import ExportCall
 
 #: The component shipped inside this package.
 COMPONENT_PATH = Path(__file__).with_name("quota-engine.wasm")
@@ -47,6 +48,7 @@ class Component:
             raise EngineError(f"loading {path}: {e}") from e
         self.path = path
         self._contracts: dict[str, HostingContract] = {}
+        self._export_calls: dict[str, ExportCall] = {}
         ticker = threading.Thread(target=self._tick, name="quota-epoch", daemon=True)
         ticker.start()
 
@@ -86,6 +88,14 @@ class Component:
             with lock:
                 c = self._contracts[dialect] = from_wit(contract(store, dialect), setup_statements)
         return c
+
+    def export_call(self, name: str, func: Any, store: wasmtime.Store) -> Callable[..., Any]:
+        """``func`` (the export ``name`` of an instance of this component) as a callable
+        ``(store, *args)``, its converters built at the first instance and kept for the others."""
+        call = self._export_calls.get(name)
+        if call is None:
+            call = self._export_calls[name] = ExportCall(func.type(store))
+        return lambda store, *args: call(func, store, *args)
 
     def _tick(self) -> None:
         while True:

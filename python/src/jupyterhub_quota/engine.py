@@ -21,6 +21,7 @@ from .bridge import JSON_INT_MAX
 from .sqlite_bridge import SqliteBridge
 from .component import _EPOCH_TICK_S, API, COMPONENT_PATH, SQL, Component  # noqa: F401  (COMPONENT_PATH: the package's name)
 from .contract import StorageError
+from .wasm_calls import add_import
 from .engine_types import (  # noqa: F401  (the package's names, imported from here by the modules and users)
     Caller,
     ConfigError,
@@ -117,9 +118,9 @@ class QuotaEngine:
         self._linker = Linker(self.component.engine)
         with self._linker.root() as root:
             with root.add_instance(SQL) as sql:
-                sql.add_func("get-dialect", self.bridge.get_dialect)
-                sql.add_func("query", self.bridge.query)
-                sql.add_func("execute-many", self.bridge.execute_many)
+                add_import(sql, "get-dialect", self.bridge.get_dialect)
+                add_import(sql, "query", self.bridge.query)
+                add_import(sql, "execute-many", self.bridge.execute_many)
         self._instantiate()
         self.migration = self.migrate()
         self.configure(values)
@@ -143,7 +144,7 @@ class QuotaEngine:
             idx = inst.get_export_index(self._store, name, api)
             if idx is None:
                 raise EngineError(f"the component does not export {API}#{name}")
-            self._funcs[name] = inst.get_func(self._store, idx)
+            self._funcs[name] = self.component.export_call(name, inst.get_func(self._store, idx), self._store)
 
     def _replace_instance(self) -> None:
         self._instantiate()

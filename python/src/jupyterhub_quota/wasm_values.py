@@ -1,0 +1,351 @@
+"""Component values converted by closures built from each type once (issue 36).
+
+wasmtime-py (50.x) reads a function's type again at every call, and every type again at every value
+it converts: the type tree of ``result<string, error>`` was rebuilt through ctypes for every storage
+import the engine makes, most of the Python host's 500 us gate. ``lowerer(ty)`` and ``lifter(ty)``
+read a type once and answer plain Python closures. What a value becomes on each side is exactly
+wasmtime-py's (``Record``, ``Variant``, ``str``, ``int``, ``bool``, ``list``, ``tuple``, ``None``),
+so the rest of the package cannot tell the difference; ``tests/test_wasm_calls.py`` checks each
+type the component uses against wasmtime-py's own converters, both ways. The calls that use them
+are ``wasm_calls``.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from ctypes import byref
+from typing import Any, Callable, Optional
+
+from wasmtime import _ffi as ffi
+from wasmtime.component import _types as T
+from wasmtime.component import Record, Variant
+
+Lower = Callable[[Any, Any], None]  # (value, the wasmtime_component_val_t to fill)
+Lift = Callable[[Any], Any]  # (a wasmtime_component_val_t it takes ownership of) -> value
+
+_val_t = ffi.wasmtime_component_val_t
+# wasm_byte_vec_new taking a Python bytes object as it is (wasmtime-py's own binding wants a copy
+# into a ctypes array first); a separate function object, so wasmtime-py's binding is untouched.
+_byte_vec_new = ffi.dll["wasm_byte_vec_new"]
+_byte_vec_new.restype = None
+_byte_vec_new.argtypes = [ctypes.POINTER(ffi.wasm_byte_vec_t), ctypes.c_size_t, ctypes.c_char_p]
+_string_at = ctypes.string_at
+
+
+def _set_bytes(vec: Any, b: bytes) -> None:
+    """Fills the byte vector ``vec`` (a field inside a C value) with a copy of ``b``."""
+    _byte_vec_new(byref(vec), len(b), b)
+
+
+def _str_to_capi(s: str) -> Any:
+    vec = ffi.wasm_byte_vec_t()
+    _set_bytes(vec, s.encode("utf-8"))
+    return vec
+
+
+def _to_str(vec: Any) -> str:
+    return _string_at(vec.data, vec.size).decode("utf-8")
+
+_byte_vec_delete = ffi.wasm_byte_vec_delete
+_val_new = ffi.wasmtime_component_val_new
+_BOOL = ffi.WASMTIME_COMPONENT_BOOL
+
+# kind constant and union field of each integer type
+_INTS = {
+    T.S8: (ffi.WASMTIME_COMPONENT_S8, "s8"), T.U8: (ffi.WASMTIME_COMPONENT_U8, "u8"),
+    T.S16: (ffi.WASMTIME_COMPONENT_S16, "s16"), T.U16: (ffi.WASMTIME_COMPONENT_U16, "u16"),
+    T.S32: (ffi.WASMTIME_COMPONENT_S32, "s32"), T.U32: (ffi.WASMTIME_COMPONENT_U32, "u32"),
+    T.S64: (ffi.WASMTIME_COMPONENT_S64, "s64"), T.U64: (ffi.WASMTIME_COMPONENT_U64, "u64"),
+}
+
+
+def _forget(c: Any) -> None:
+    """Marks a lifted value as moved out, so freeing its container frees nothing twice."""
+    c.kind = _BOOL
+    c.of.boolean = False
+
+
+def lowerer(ty: Any) -> Lower:
+    """A converter of Python values into ``ty``'s C values, built from the type once."""
+    if isinstance(ty, T.Bool):
+        def lower_bool(v: Any, c: Any) -> None:
+            if not isinstance(v, bool):
+                raise TypeError("expected bool")
+            c.kind = _BOOL
+            c.of.boolean = v
+        return lower_bool
+    for cls, (kind, field) in _INTS.items():
+        if isinstance(ty, cls):
+            def lower_int(v: Any, c: Any, kind: Any = kind, field: str = field) -> None:
+                if not isinstance(v, int):
+                    raise TypeError(f"expected int for {field}")
+                c.kind = kind
+                setattr(c.of, field, v)
+            return lower_int
+    if isinstance(ty, T.String):
+        kind_s = ffi.WASMTIME_COMPONENT_STRING
+
+        def lower_str(v: Any, c: Any) -> None:
+            if not isinstance(v, str):
+                raise TypeError("expected string type")
+            _set_bytes(c.of.string, v.encode("utf-8"))
+            c.kind = kind_s
+        return lower_str
+    if isinstance(ty, T.EnumType):
+        kind_e = ffi.WASMTIME_COMPONENT_ENUM
+
+        def lower_enum(v: Any, c: Any) -> None:
+            if not isinstance(v, str):
+                raise TypeError("expected str type")
+            _set_bytes(c.of.enumeration, v.encode("utf-8"))
+            c.kind = kind_e
+        return lower_enum
+    if isinstance(ty, T.ListType):
+        return _list_lowerer(ty)
+    if isinstance(ty, T.RecordType):
+        return _record_lowerer(ty)
+    if isinstance(ty, T.TupleType):
+        return _tuple_lowerer(ty)
+    if isinstance(ty, (T.VariantType, T.OptionType, T.ResultType)):
+        return _variant_lowerer(ty)
+    return lambda v, c: ty.convert_to_c(None, v, ctypes.pointer(c))  # types the engine does not use
+
+
+def _list_lowerer(ty: Any) -> Lower:
+    element = lowerer(ty.element)
+    kind = ffi.WASMTIME_COMPONENT_LIST
+
+    def lower_list(v: Any, c: Any) -> None:
+        if not isinstance(v, list):
+            raise TypeError("expected list value")
+        raw = ffi.wasmtime_component_vallist_t()
+        ffi.wasmtime_component_vallist_new_uninit(raw, len(v))
+        data, i = raw.data, 0
+        try:
+            for e in v:
+                element(e, data[i])
+                i += 1
+        except BaseException:
+            for j in range(i, len(v)):
+                _forget(data[j])
+            ffi.wasmtime_component_vallist_delete(byref(raw))
+            raise
+        c.kind = kind
+        c.of.list = raw
+    return lower_list
+
+
+def _record_lowerer(ty: Any) -> Lower:
+    fields = [(name, name.encode("utf-8"), lowerer(t)) for name, t in ty.fields]
+    kind = ffi.WASMTIME_COMPONENT_RECORD
+
+    def lower_record(v: Any, c: Any) -> None:
+        raw = ffi.wasmtime_component_valrecord_t()
+        ffi.wasmtime_component_valrecord_new_uninit(raw, len(fields))
+        data, i = raw.data, 0
+        try:
+            for name, encoded, low in fields:
+                entry = data[i]
+                low(getattr(v, name), entry.val)
+                _set_bytes(entry.name, encoded)
+                i += 1
+        except BaseException:
+            for j in range(i, len(fields)):
+                _forget(data[j].val)
+            ffi.wasmtime_component_valrecord_delete(byref(raw))
+            raise
+        c.kind = kind
+        c.of.record = raw
+    return lower_record
+
+
+def _tuple_lowerer(ty: Any) -> Lower:
+    elements = [lowerer(t) for t in ty.elements]
+    kind = ffi.WASMTIME_COMPONENT_TUPLE
+
+    def lower_tuple(v: Any, c: Any) -> None:
+        if not isinstance(v, tuple) or len(v) != len(elements):
+            raise TypeError(f"expected a tuple of {len(elements)}")
+        raw = ffi.wasmtime_component_valtuple_t()
+        ffi.wasmtime_component_valtuple_new_uninit(raw, len(elements))
+        data, i = raw.data, 0
+        try:
+            for low, e in zip(elements, v):
+                low(e, data[i])
+                i += 1
+        except BaseException:
+            for j in range(i, len(elements)):
+                _forget(data[j])
+            ffi.wasmtime_component_valtuple_delete(byref(raw))
+            raise
+        c.kind = kind
+        c.of.tuple = raw
+    return lower_tuple
+
+
+def _classes(ty: Optional[Any]) -> tuple:
+    s: set = set()
+    if ty is None:
+        s.add(object)
+    else:
+        ty.add_classes(s)
+    return tuple(s)
+
+
+def _variant_lowerer(ty: Any) -> Lower:
+    """A variant, an option or a result: which case a value is, as wasmtime-py decides it (by its
+    ``Variant`` tag when cases share a Python class, else by the value's class), decided with the
+    cases read once."""
+    tagged = ty._tagged()
+    cases = [(name, None if t is None else lowerer(t), _classes(t), t is None) for name, t in ty._cases()]
+
+    def case(v: Any) -> tuple[str, Any]:
+        for name, low, classes, empty in cases:
+            if tagged:
+                if name != v.tag:
+                    continue
+            elif empty:
+                if v is not None:
+                    continue
+            elif not isinstance(v, classes):
+                continue
+            if low is None:
+                return name, None
+            raw = _val_t()
+            low(v.payload if tagged else v, raw)
+            return name, _val_new(byref(raw))
+        raise ValueError("value not valid for this variant")
+
+    if isinstance(ty, T.ResultType):
+        kind_r = ffi.WASMTIME_COMPONENT_RESULT
+
+        def lower_result(v: Any, c: Any) -> None:
+            if tagged and not isinstance(v, Variant):
+                raise TypeError("expected Variant type")
+            name, raw = case(v)
+            c.kind = kind_r
+            c.of.result.is_ok = name == "ok"
+            c.of.result.val = raw
+        return lower_result
+    if isinstance(ty, T.OptionType):
+        kind_o = ffi.WASMTIME_COMPONENT_OPTION
+
+        def lower_option(v: Any, c: Any) -> None:
+            if tagged and not isinstance(v, Variant):
+                raise TypeError("expected Variant type")
+            _, raw = case(v)
+            c.kind = kind_o
+            c.of.option = raw
+        return lower_option
+    kind_v = ffi.WASMTIME_COMPONENT_VARIANT
+
+    def lower_variant(v: Any, c: Any) -> None:
+        if tagged and not isinstance(v, Variant):
+            raise TypeError("expected Variant type")
+        name, raw = case(v)
+        c.kind = kind_v
+        c.of.variant.discriminant = _str_to_capi(name)
+        c.of.variant.val = raw
+    return lower_variant
+
+
+def lifter(ty: Any) -> Lift:
+    """A converter of ``ty``'s C values into Python values, built from the type once."""
+    if isinstance(ty, T.Bool):
+        return lambda c: bool(c.of.boolean)
+    for cls, (_kind, field) in _INTS.items():
+        if isinstance(ty, cls):
+            return lambda c, field=field: int(getattr(c.of, field))
+    if isinstance(ty, T.String):
+        def lift_str(c: Any) -> str:
+            s = c.of.string
+            try:
+                return _to_str(s)
+            finally:
+                _byte_vec_delete(byref(s))
+        return lift_str
+    if isinstance(ty, T.EnumType):
+        def lift_enum(c: Any) -> str:
+            s = c.of.enumeration
+            try:
+                return _to_str(s)
+            finally:
+                _byte_vec_delete(byref(s))
+        return lift_enum
+    if isinstance(ty, T.ListType):
+        element = lifter(ty.element)
+
+        def lift_list(c: Any) -> list:
+            raw = c.of.list
+            try:
+                out = []
+                data = raw.data
+                for i in range(raw.size):
+                    e = data[i]
+                    out.append(element(e))
+                    _forget(e)
+                return out
+            finally:
+                ffi.wasmtime_component_vallist_delete(byref(raw))
+        return lift_list
+    if isinstance(ty, T.RecordType):
+        fields = [(name, lifter(t)) for name, t in ty.fields]
+
+        def lift_record(c: Any) -> Record:
+            raw = c.of.record
+            try:
+                out = Record()
+                data = raw.data
+                for i, (name, lift) in zip(range(raw.size), fields):
+                    v = data[i].val
+                    setattr(out, name, lift(v))
+                    _forget(v)
+                return out
+            finally:
+                ffi.wasmtime_component_valrecord_delete(byref(raw))
+        return lift_record
+    if isinstance(ty, T.TupleType):
+        elements = [lifter(t) for t in ty.elements]
+
+        def lift_tuple(c: Any) -> tuple:
+            raw = c.of.tuple
+            try:
+                out = []
+                data = raw.data
+                for i, lift in zip(range(raw.size), elements):
+                    e = data[i]
+                    out.append(lift(e))
+                    _forget(e)
+                return tuple(out)
+            finally:
+                ffi.wasmtime_component_valtuple_delete(byref(raw))
+        return lift_tuple
+    if isinstance(ty, (T.VariantType, T.OptionType, T.ResultType)):
+        return _variant_lifter(ty)
+    return ty.convert_from_c  # types the engine does not use
+
+
+def _variant_lifter(ty: Any) -> Lift:
+    tagged = ty._tagged()
+    cases = {name: (None if t is None else lifter(t)) for name, t in ty._cases()}
+
+    def lift_case(tag: str, ptr: Any) -> Any:
+        lift = cases[tag]
+        if lift is None:
+            return Variant(tag) if tagged else None
+        payload = lift(ptr.contents)
+        _forget(ptr.contents)
+        ffi.wasmtime_component_val_delete(ptr)
+        return Variant(tag, payload) if tagged else payload
+
+    if isinstance(ty, T.ResultType):
+        return lambda c: lift_case("ok" if c.of.result.is_ok else "err", c.of.result.val)
+    if isinstance(ty, T.OptionType):
+        return lambda c: lift_case("some" if c.of.option else "none", c.of.option)
+
+    def lift_variant(c: Any) -> Any:
+        d = c.of.variant.discriminant
+        tag = _to_str(d)
+        _byte_vec_delete(byref(d))
+        return lift_case(tag, c.of.variant.val)
+    return lift_variant
