@@ -59,15 +59,24 @@ if [ "${CI:-}" = true ]; then
     rm -rf target/x86_64-unknown-linux-musl target/aarch64-unknown-linux-musl
 fi
 
-step "python: the engine in JupyterHub (python/)"
-bash scripts/test-python.sh
+step "python: the engine in JupyterHub (python/), and beside it javascript: the Node bridge (js/)"
+# Both mostly wait on real hubs, servers and browsers; the Node tests' log is printed after the
+# Python run. Chromium is installed first, so the two never run apt at once.
+bash scripts/ensure-chromium.sh
+(bash scripts/test-js.sh > target/test-js.log 2>&1) &
+js_pid=$!
+py_rc=0
+bash scripts/test-python.sh || py_rc=$?
+js_rc=0
+wait "$js_pid" || js_rc=$?
+step "javascript: the Node bridge (js/), run beside the Python tests (exit $js_rc)"
+cat target/test-js.log
+[ "$py_rc" -eq 0 ] || { echo "the Python tests failed (exit $py_rc)"; exit "$py_rc"; }
+[ "$js_rc" -eq 0 ] || exit "$js_rc"
 
 step "API fuzzing: schemathesis against a real quota-hub serve, 25 examples per operation and phase (scripts/fuzz-api.sh)"
 # The quota-hub the Rust tests built (with the test features: building it again without them would
 # recompile the server).
 QUOTA_HUB_BIN=target/debug/quota-hub bash scripts/fuzz-api.sh 25
-
-step "javascript: the Node bridge (js/)"
-bash scripts/test-js.sh
 
 step "done in $(( $(date +%s) - started ))s"
