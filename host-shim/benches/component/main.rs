@@ -14,6 +14,7 @@
 //! refresh, for `perf record`; `BENCH_PROFILE=gate` prints check_start's median (typed, and as the
 //! hub's REST request) as one JSON line for the other languages' benches; `BENCH_PROFILE=budget`
 //! only the gate charging a shared budget (with and without a member limit) beside the personal one.
+//! `QUOTA_BENCH_COMPONENT=path` benches another build of the component (an older commit's).
 
 use std::path::PathBuf;
 use std::time::Instant;
@@ -340,9 +341,16 @@ fn events_cost(names: &[String]) {
 }
 
 fn main() {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("..")
-        .join(quota_host::component_path);
+    // `QUOTA_BENCH_COMPONENT=path/to/quota-engine.wasm`: another build of the component (an older
+    // commit's, for a before and after in one run).
+    let path = std::env::var_os("QUOTA_BENCH_COMPONENT").map_or_else(
+        || {
+            PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+                .join("..")
+                .join(quota_host::component_path)
+        },
+        PathBuf::from,
+    );
     let rt = Runtime::load(&path, Limits::default()).unwrap_or_else(|e| panic!("{e}"));
     let names = names();
 
