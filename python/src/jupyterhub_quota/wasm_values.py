@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import ctypes
 from ctypes import byref
+from itertools import repeat
 from typing import Any, Callable, Optional
 
 from wasmtime import _ffi as ffi
@@ -83,23 +84,9 @@ def lowerer(ty: Any) -> Lower:
                 setattr(c.of, field, v)
             return lower_int
     if isinstance(ty, T.String):
-        kind_s = ffi.WASMTIME_COMPONENT_STRING
-
-        def lower_str(v: Any, c: Any) -> None:
-            if not isinstance(v, str):
-                raise TypeError("expected string type")
-            _set_bytes(c.of.string, v.encode("utf-8"))
-            c.kind = kind_s
-        return lower_str
+        return _text_lowerer(ffi.WASMTIME_COMPONENT_STRING, "string")
     if isinstance(ty, T.EnumType):
-        kind_e = ffi.WASMTIME_COMPONENT_ENUM
-
-        def lower_enum(v: Any, c: Any) -> None:
-            if not isinstance(v, str):
-                raise TypeError("expected str type")
-            _set_bytes(c.of.enumeration, v.encode("utf-8"))
-            c.kind = kind_e
-        return lower_enum
+        return _text_lowerer(ffi.WASMTIME_COMPONENT_ENUM, "enumeration")
     if isinstance(ty, T.ListType):
         return _list_lowerer(ty)
     if isinstance(ty, T.RecordType):
@@ -111,27 +98,46 @@ def lowerer(ty: Any) -> Lower:
     return lambda v, c: ty.convert_to_c(None, v, ctypes.pointer(c))  # types the engine does not use
 
 
+def _text_lowerer(kind: Any, field: str) -> Lower:
+    """A string or an enum case: its UTF-8 bytes in the byte vector ``field`` of the C value."""
+    def lower_text(v: Any, c: Any) -> None:
+        if not isinstance(v, str):
+            raise TypeError(f"expected str for {field}")
+        _set_bytes(getattr(c.of, field), v.encode("utf-8"))
+        c.kind = kind
+    return lower_text
+
+
+def _sequence(kind: Any, field: str, alloc: Any, new_uninit: Any, delete: Any) -> Callable[[Any, int, Any], None]:
+    """``fill(pairs, n, c)``: the ``n`` values of ``pairs`` ((lowerer, value), ...) lowered into a new
+    C list or tuple in ``c``; if one fails, what was made is freed."""
+    def fill(pairs: Any, n: int, c: Any) -> None:
+        raw = alloc()
+        new_uninit(raw, n)
+        data, i = raw.data, 0
+        try:
+            for low, e in pairs:
+                low(e, data[i])
+                i += 1
+        except BaseException:
+            for j in range(i, n):
+                _forget(data[j])
+            delete(byref(raw))
+            raise
+        c.kind = kind
+        setattr(c.of, field, raw)
+    return fill
+
+
 def _list_lowerer(ty: Any) -> Lower:
     element = lowerer(ty.element)
-    kind = ffi.WASMTIME_COMPONENT_LIST
+    fill = _sequence(ffi.WASMTIME_COMPONENT_LIST, "list", ffi.wasmtime_component_vallist_t,
+                     ffi.wasmtime_component_vallist_new_uninit, ffi.wasmtime_component_vallist_delete)
 
     def lower_list(v: Any, c: Any) -> None:
         if not isinstance(v, list):
             raise TypeError("expected list value")
-        raw = ffi.wasmtime_component_vallist_t()
-        ffi.wasmtime_component_vallist_new_uninit(raw, len(v))
-        data, i = raw.data, 0
-        try:
-            for e in v:
-                element(e, data[i])
-                i += 1
-        except BaseException:
-            for j in range(i, len(v)):
-                _forget(data[j])
-            ffi.wasmtime_component_vallist_delete(byref(raw))
-            raise
-        c.kind = kind
-        c.of.list = raw
+        fill(zip(repeat(element), v), len(v), c)
     return lower_list
 
 
@@ -161,25 +167,13 @@ def _record_lowerer(ty: Any) -> Lower:
 
 def _tuple_lowerer(ty: Any) -> Lower:
     elements = [lowerer(t) for t in ty.elements]
-    kind = ffi.WASMTIME_COMPONENT_TUPLE
+    fill = _sequence(ffi.WASMTIME_COMPONENT_TUPLE, "tuple", ffi.wasmtime_component_valtuple_t,
+                     ffi.wasmtime_component_valtuple_new_uninit, ffi.wasmtime_component_valtuple_delete)
 
     def lower_tuple(v: Any, c: Any) -> None:
         if not isinstance(v, tuple) or len(v) != len(elements):
             raise TypeError(f"expected a tuple of {len(elements)}")
-        raw = ffi.wasmtime_component_valtuple_t()
-        ffi.wasmtime_component_valtuple_new_uninit(raw, len(elements))
-        data, i = raw.data, 0
-        try:
-            for low, e in zip(elements, v):
-                low(e, data[i])
-                i += 1
-        except BaseException:
-            for j in range(i, len(elements)):
-                _forget(data[j])
-            ffi.wasmtime_component_valtuple_delete(byref(raw))
-            raise
-        c.kind = kind
-        c.of.tuple = raw
+        fill(zip(elements, v), len(elements), c)
     return lower_tuple
 
 
@@ -200,6 +194,8 @@ def _variant_lowerer(ty: Any) -> Lower:
     cases = [(name, None if t is None else lowerer(t), _classes(t), t is None) for name, t in ty._cases()]
 
     def case(v: Any) -> tuple[str, Any]:
+        if tagged and not isinstance(v, Variant):
+            raise TypeError("expected Variant type")
         for name, low, classes, empty in cases:
             if tagged:
                 if name != v.tag:
@@ -220,8 +216,6 @@ def _variant_lowerer(ty: Any) -> Lower:
         kind_r = ffi.WASMTIME_COMPONENT_RESULT
 
         def lower_result(v: Any, c: Any) -> None:
-            if tagged and not isinstance(v, Variant):
-                raise TypeError("expected Variant type")
             name, raw = case(v)
             c.kind = kind_r
             c.of.result.is_ok = name == "ok"
@@ -231,8 +225,6 @@ def _variant_lowerer(ty: Any) -> Lower:
         kind_o = ffi.WASMTIME_COMPONENT_OPTION
 
         def lower_option(v: Any, c: Any) -> None:
-            if tagged and not isinstance(v, Variant):
-                raise TypeError("expected Variant type")
             _, raw = case(v)
             c.kind = kind_o
             c.of.option = raw
@@ -240,8 +232,6 @@ def _variant_lowerer(ty: Any) -> Lower:
     kind_v = ffi.WASMTIME_COMPONENT_VARIANT
 
     def lower_variant(v: Any, c: Any) -> None:
-        if tagged and not isinstance(v, Variant):
-            raise TypeError("expected Variant type")
         name, raw = case(v)
         c.kind = kind_v
         c.of.variant.discriminant = _str_to_capi(name)
@@ -257,36 +247,14 @@ def lifter(ty: Any) -> Lift:
         if isinstance(ty, cls):
             return lambda c, field=field: int(getattr(c.of, field))
     if isinstance(ty, T.String):
-        def lift_str(c: Any) -> str:
-            s = c.of.string
-            try:
-                return _to_str(s)
-            finally:
-                _byte_vec_delete(byref(s))
-        return lift_str
+        return _text_lifter("string")
     if isinstance(ty, T.EnumType):
-        def lift_enum(c: Any) -> str:
-            s = c.of.enumeration
-            try:
-                return _to_str(s)
-            finally:
-                _byte_vec_delete(byref(s))
-        return lift_enum
+        return _text_lifter("enumeration")
     if isinstance(ty, T.ListType):
         element = lifter(ty.element)
 
         def lift_list(c: Any) -> list:
-            raw = c.of.list
-            try:
-                out = []
-                data = raw.data
-                for i in range(raw.size):
-                    e = data[i]
-                    out.append(element(e))
-                    _forget(e)
-                return out
-            finally:
-                ffi.wasmtime_component_vallist_delete(byref(raw))
+            return _items(c.of.list, repeat(element), ffi.wasmtime_component_vallist_delete)
         return lift_list
     if isinstance(ty, T.RecordType):
         fields = [(name, lifter(t)) for name, t in ty.fields]
@@ -308,21 +276,35 @@ def lifter(ty: Any) -> Lift:
         elements = [lifter(t) for t in ty.elements]
 
         def lift_tuple(c: Any) -> tuple:
-            raw = c.of.tuple
-            try:
-                out = []
-                data = raw.data
-                for i, lift in zip(range(raw.size), elements):
-                    e = data[i]
-                    out.append(lift(e))
-                    _forget(e)
-                return tuple(out)
-            finally:
-                ffi.wasmtime_component_valtuple_delete(byref(raw))
+            return tuple(_items(c.of.tuple, elements, ffi.wasmtime_component_valtuple_delete))
         return lift_tuple
     if isinstance(ty, (T.VariantType, T.OptionType, T.ResultType)):
         return _variant_lifter(ty)
     return ty.convert_from_c  # types the engine does not use
+
+
+def _items(raw: Any, lifts: Any, delete: Any) -> list:
+    """The values of a C list or tuple ``raw``, each lifted by the next of ``lifts``; ``raw`` freed."""
+    try:
+        out = []
+        data = raw.data
+        for i, lift in zip(range(raw.size), lifts):
+            e = data[i]
+            out.append(lift(e))
+            _forget(e)
+        return out
+    finally:
+        delete(byref(raw))
+
+
+def _text_lifter(field: str) -> Lift:
+    def lift_text(c: Any) -> str:
+        vec = getattr(c.of, field)
+        try:
+            return _to_str(vec)
+        finally:
+            _byte_vec_delete(byref(vec))
+    return lift_text
 
 
 def _variant_lifter(ty: Any) -> Lift:
