@@ -3,6 +3,7 @@ authMode, spawn options. Real SQLite files throughout."""
 
 from __future__ import annotations
 
+import json
 import math
 import sqlite3
 import threading
@@ -148,6 +149,21 @@ def test_values_outside_the_exact_range_are_refused_before_reaching_the_engine(t
         e.handle_request("GET", "/api/quota/rates", caller=ADMIN, now=2**60)
     with pytest.raises(ValueError):
         e.configure({"custom": {"authMode": "github", "quota": {"cpuRate": math.nan}}})
+
+
+@pytest.mark.parametrize("bad", ["1.5", "x'00'", str(2**53), str(-(2**53)), "9223372036854775807"])
+def test_a_row_value_the_engine_never_stores_fails_the_statement_as_a_value(tmp_path, bad):
+    # Checked for every row of every statement, in one loop over the rows: the next rows too.
+    e = QuotaEngine(str(tmp_path / "q.db"), VALUES)
+    b = e.bridge
+    b.begin(False)
+    out = b.query(None, f"SELECT 'u', 1 UNION ALL SELECT 'v', {bad}", "[]")
+    b.rollback()
+    assert out.tag == "other" and "only integers within" in out.payload, out
+    assert b.failed is not None and b.failed.kind == "other"
+    b.failed = None
+    good = b.query(None, f"SELECT 'u', {2**53 - 1} UNION ALL SELECT NULL, {-(2**53 - 1)}", "[]")
+    assert json.loads(good) == [["u", 2**53 - 1], [None, -(2**53 - 1)]]
 
 
 def test_one_engine_per_thread_is_not_required_when_calls_come_from_one_worker(tmp_path):

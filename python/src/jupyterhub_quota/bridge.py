@@ -12,6 +12,7 @@ code come from the hosting contract. An exception must never escape into the com
 from __future__ import annotations
 
 import json
+from itertools import chain
 from typing import Any, Optional
 
 from wasmtime.component import Variant
@@ -34,6 +35,13 @@ def _check(values: Any) -> Any:
     return values
 
 
+def _check_rows(rows: list) -> list:
+    """``_check`` of every row, in one loop (a row a call cost the admin list of 50,000 users about
+    a fifth more: issue 36)."""
+    _check(chain.from_iterable(rows))
+    return rows
+
+
 def _params(text: str) -> list:
     params = json.loads(text)
     if not isinstance(params, list):
@@ -45,9 +53,7 @@ def _param_rows(rows_json: str) -> list:
     rows = json.loads(rows_json)
     if not isinstance(rows, list) or not all(isinstance(r, list) for r in rows):
         raise StorageError("other", "parameter rows: expected an array of arrays")
-    for row in rows:
-        _check(row)
-    return rows
+    return _check_rows(rows)
 
 
 class Bridge:
@@ -81,10 +87,7 @@ class Bridge:
 
     def query(self, _store: Any, statement: str, params_json: str) -> Any:
         try:
-            rows = self._safe(statement, _params(params_json))
-            for row in rows:
-                _check(row)
-            return _dumps(rows)
+            return _dumps(_check_rows(self._safe(statement, _params(params_json))))
         except Exception as e:  # noqa: BLE001 - every failure goes back as a value
             return self._fail(e)
 
