@@ -11,8 +11,8 @@
 //!   bash scripts/build-wasm.sh && bash scripts/with-postgres.sh \
 //!     cargo bench -p quota-host --features postgres --bench usage
 //!
-//! `QUOTA_BENCH_ROWS` changes the ledger's size (default 10,000,000). Prints figures; asserts
-//! nothing about time.
+//! `QUOTA_BENCH_ROWS` changes the ledger's size (default 10,000,000); `QUOTA_BENCH_COMPONENT`
+//! benches another build of the component. Prints figures; asserts nothing about time.
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -27,7 +27,12 @@ const LAST_DAY: i64 = 20_783;
 const USERS: i64 = 10_000;
 
 fn runtime() -> Arc<Runtime> {
-    let path = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/wasm/quota-engine.wasm");
+    // `QUOTA_BENCH_COMPONENT`: another build of the component (an older commit's, for a before and
+    // after on the same machine), as in the component bench.
+    let path = std::env::var_os("QUOTA_BENCH_COMPONENT").map_or_else(
+        || std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/wasm/quota-engine.wasm"),
+        std::path::PathBuf::from,
+    );
     Runtime::load(&path, Limits::default()).expect("component (bash scripts/build-wasm.sh)")
 }
 

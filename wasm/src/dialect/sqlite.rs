@@ -369,13 +369,23 @@ pub const sqlite: Dialect = Dialect {
          sessions = sessions + excluded.sessions",
     usage_by_day: "SELECT day, resource_type, credits, minutes, sessions FROM usage_days
          WHERE day >= ?1 AND day <= ?2 ORDER BY day, resource_type",
-    usage_by_user_first: "SELECT username, SUM(credits), SUM(minutes), SUM(sessions) FROM user_usage_days
-         WHERE day >= ?1 AND day <= ?2 GROUP BY username ORDER BY username LIMIT ?3",
-    usage_by_user_after: "SELECT username, SUM(credits), SUM(minutes), SUM(sessions) FROM user_usage_days
-         WHERE username > ?3 AND day >= ?1 AND day <= ?2 GROUP BY username ORDER BY username LIMIT ?4",
-    usage_top_users:
-        "SELECT username, SUM(credits) AS c, SUM(minutes) AS m, SUM(sessions) FROM user_usage_days
-         WHERE day >= ?1 AND day <= ?2 GROUP BY username ORDER BY c DESC, m DESC, username LIMIT ?3",
+    // The reports by user walk the users in name order and seek each one's days by the sums'
+    // primary key (every user with sums has a user row): `CROSS JOIN` keeps SQLite from scanning
+    // the range by day and sorting it by user instead, which read every user's days of the range
+    // before the first row of a page (a page of 1,000 users of 10,000 over 30 days: 480 -> 7 ms;
+    // the top users: 500 -> 58 ms; issue 36).
+    usage_by_user_first: "SELECT u.username, SUM(d.credits), SUM(d.minutes), SUM(d.sessions)
+         FROM users u CROSS JOIN user_usage_days d
+         WHERE d.username = u.username AND d.day >= ?1 AND d.day <= ?2
+         GROUP BY u.username ORDER BY u.username LIMIT ?3",
+    usage_by_user_after: "SELECT u.username, SUM(d.credits), SUM(d.minutes), SUM(d.sessions)
+         FROM users u CROSS JOIN user_usage_days d
+         WHERE u.username > ?3 AND d.username = u.username AND d.day >= ?1 AND d.day <= ?2
+         GROUP BY u.username ORDER BY u.username LIMIT ?4",
+    usage_top_users: "SELECT u.username, SUM(d.credits) AS c, SUM(d.minutes) AS m, SUM(d.sessions)
+         FROM users u CROSS JOIN user_usage_days d
+         WHERE d.username = u.username AND d.day >= ?1 AND d.day <= ?2
+         GROUP BY u.username ORDER BY c DESC, m DESC, u.username LIMIT ?3",
     user_usage: "SELECT day, resource_type, credits, minutes, sessions FROM user_usage_days
          WHERE username = ?1 AND day >= ?2 AND day <= ?3 ORDER BY day, resource_type",
     // SQLite runs the row-by-row statements in-process, without a round trip each.
