@@ -3,6 +3,7 @@
 //! 1. A refresh of 100,000 users in 1,000 groups targeting 10 groups (1,000 users change), against
 //!    the same refresh targeting the same users by `includeUsers`: SQLite, and PostgreSQL when
 //!    `QUOTA_TEST_PG_URL` is set (`scripts/with-postgres.sh`).
+//!    Then a hub's group snapshot of all 100,000 users, unchanged and with 1,000 users moved.
 //! 2. The spawn gate for a user who reports 50 groups, with 20 restricted accelerators, against
 //!    today's gate (no groups, no restrictions), over SQLite `:memory:`.
 //!
@@ -27,7 +28,12 @@ const RUNS: usize = 5;
 const T0: i64 = 1_795_000_000;
 
 fn runtime() -> Arc<Runtime> {
-    let path = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/wasm/quota-engine.wasm");
+    // `QUOTA_BENCH_COMPONENT`: another build of the component (an older commit's, for a before and
+    // after on the same machine), as in the component bench.
+    let path = std::env::var_os("QUOTA_BENCH_COMPONENT").map_or_else(
+        || std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/wasm/quota-engine.wasm"),
+        std::path::PathBuf::from,
+    );
     Runtime::load(&path, Limits::default()).expect("component (bash scripts/build-wasm.sh)")
 }
 
@@ -148,6 +154,36 @@ fn refresh_on(name: &str, rt: &Arc<Runtime>, db: Box<dyn Database>) {
         u * 1000.0,
         g / u
     );
+    snapshots(name, &mut w);
+}
+
+/// A hub's group snapshot of every user (`replace-memberships`, complete): unchanged, then with
+/// 1,000 users moved to another group (issue 36's set-based writes).
+fn snapshots(name: &str, w: &mut Worker) {
+    let users = |moved: usize| -> Vec<(String, Vec<String>)> {
+        (0..USERS)
+            .map(|i| {
+                let g = if i < moved {
+                    vec![format!("moved{:03}", i % GROUPS)]
+                } else {
+                    groups_of(i)
+                };
+                (user(i), g)
+            })
+            .collect()
+    };
+    for (what, moved) in [("unchanged", 0), ("1,000 users moved", 1_000), ("moved back", 0)] {
+        let snapshot = users(moved);
+        let t = Instant::now();
+        let r = w
+            .replace_memberships(&snapshot, true, Timestamp(T0 + 3_600))
+            .unwrap();
+        println!(
+            "{name}: group snapshot of {USERS} users, {what}: {:.1} ms ({} changed)",
+            t.elapsed().as_secs_f64() * 1000.0,
+            r.changed
+        );
+    }
 }
 
 /// 20 accelerators; with `restricted`, 100 groups each allowing one of them (so all 20 are

@@ -228,6 +228,9 @@ pub fn replace(
     now: Timestamp,
 ) -> Result<Replaced, QuotaError> {
     let mut out = Replaced::default();
+    // A page of users per store call: a store with set-based statements writes a page in a few
+    // (issue 36), where it took a statement or more per user.
+    let empty = BTreeSet::new();
     if complete {
         let mut emptied = Vec::new();
         each_membership(store, |_, u, m| {
@@ -236,15 +239,16 @@ pub fn replace(
             }
             Ok(())
         })?;
-        for u in emptied {
-            report(store, &u, &BTreeSet::new(), now)?;
-            out.changed += 1;
+        for page in emptied.chunks(limits::scan_page_users) {
+            let page: Vec<(&str, &BTreeSet<String>)> = page.iter().map(|u| (u.as_str(), &empty)).collect();
+            out.changed += store.put_memberships(&page, now)?;
         }
     }
-    for (u, groups) in users {
-        out.changed += u64::from(report(store, u, groups, now)?);
-        out.users += u64::from(!groups.is_empty());
+    let all: Vec<(&str, &BTreeSet<String>)> = users.iter().map(|(u, g)| (u.as_str(), g)).collect();
+    for page in all.chunks(limits::scan_page_users) {
+        out.changed += store.put_memberships(page, now)?;
     }
+    out.users = users.values().filter(|g| !g.is_empty()).count() as u64;
     Ok(out)
 }
 

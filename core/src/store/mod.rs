@@ -79,6 +79,19 @@ pub trait Store {
         groups: &std::collections::BTreeSet<String>,
         since: Timestamp,
     ) -> Result<bool, StoreError>;
+    /// [`Store::put_membership`] for each of `users` (a page of a snapshot, each username once), in
+    /// as few statements as the store can; returns how many changed. The default asks one at a time.
+    fn put_memberships(
+        &mut self,
+        users: &[(&str, &std::collections::BTreeSet<String>)],
+        since: Timestamp,
+    ) -> Result<u64, StoreError> {
+        let mut changed = 0;
+        for (u, g) in users {
+            changed += u64::from(self.put_membership(u, g, since)?);
+        }
+        Ok(changed)
+    }
     /// Up to `limit` memberships with `username > after` (all when `after` is `None`), by username.
     fn scan_memberships(
         &mut self,

@@ -338,6 +338,16 @@ pub const postgres: Dialect = Dialect {
          WHERE memberships.group_names <> excluded.group_names",
     clear_membership: "UPDATE memberships SET group_names = '', since = $2
          WHERE username = $1 AND group_names <> ''",
+    put_memberships: "INSERT INTO memberships (username, group_names, since)
+         SELECT e->>0, e->>1, $2::bigint FROM jsonb_array_elements($1::text::jsonb) e
+         ON CONFLICT (username) DO UPDATE SET group_names = excluded.group_names, since = excluded.since
+         WHERE memberships.group_names <> excluded.group_names
+         RETURNING username",
+    clear_memberships: "UPDATE memberships SET group_names = '', since = $2
+         WHERE username = ANY (ARRAY(SELECT jsonb_array_elements_text($1::text::jsonb)))
+         AND group_names <> '' RETURNING username",
+    delete_group_members_of: "DELETE FROM group_members
+         WHERE username = ANY (ARRAY(SELECT jsonb_array_elements_text($1::text::jsonb)))",
     delete_group_members: "DELETE FROM group_members WHERE username = $1",
     insert_group_member: "INSERT INTO group_members (group_name, username) VALUES ($1, $2)",
     scan_memberships_first: concat!(

@@ -336,6 +336,15 @@ pub const sqlite: Dialect = Dialect {
          WHERE memberships.group_names <> excluded.group_names",
     clear_membership: "UPDATE memberships SET group_names = '', since = ?2
          WHERE username = ?1 AND group_names <> ''",
+    // `WHERE true`: an upsert's SELECT needs a WHERE clause (SQLite's parsing ambiguity).
+    put_memberships: "INSERT INTO memberships (username, group_names, since)
+         SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]'), ?2 FROM json_each(?1) WHERE true
+         ON CONFLICT (username) DO UPDATE SET group_names = excluded.group_names, since = excluded.since
+         WHERE memberships.group_names <> excluded.group_names
+         RETURNING username",
+    clear_memberships: "UPDATE memberships SET group_names = '', since = ?2
+         WHERE username IN (SELECT value FROM json_each(?1)) AND group_names <> '' RETURNING username",
+    delete_group_members_of: "DELETE FROM group_members WHERE username IN (SELECT value FROM json_each(?1))",
     delete_group_members: "DELETE FROM group_members WHERE username = ?1",
     insert_group_member: "INSERT INTO group_members (group_name, username) VALUES (?1, ?2)",
     scan_memberships_first: concat!(

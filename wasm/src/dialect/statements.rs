@@ -43,6 +43,14 @@ pub struct Dialect {
     pub put_membership: &'static str,
     /// Empties a user's groups when they have any: changes no row otherwise.
     pub clear_membership: &'static str,
+    /// A page of a snapshot at once (issue 36): `?1` a JSON array of `[username, names joined by
+    /// newlines]`, `?2` the time; inserts or replaces only what differs and answers the usernames
+    /// it changed.
+    pub put_memberships: &'static str,
+    /// Empties the groups of the usernames in `?1` (a JSON array) that have any; answers them.
+    pub clear_memberships: &'static str,
+    /// The index rows of the usernames in `?1` (a JSON array).
+    pub delete_group_members_of: &'static str,
     /// The index of members by group, kept with `memberships` in the same transaction.
     pub delete_group_members: &'static str,
     pub insert_group_member: &'static str,

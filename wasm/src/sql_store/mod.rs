@@ -5,6 +5,7 @@
 mod bridge;
 mod bulk;
 mod feed;
+mod memberships;
 mod migrate;
 mod rows;
 mod store;

@@ -236,6 +236,14 @@ impl Store for SqlStore {
         Ok(true)
     }
 
+    fn put_memberships(
+        &mut self,
+        users: &[(&str, &std::collections::BTreeSet<String>)],
+        since: Timestamp,
+    ) -> Result<u64, StoreError> {
+        super::memberships::put_memberships(self.d, users, since)
+    }
+
     fn scan_memberships(
         &mut self,
         after: Option<&str>,
