@@ -18,6 +18,10 @@ c = get_config()  # noqa: F821 - provided by JupyterHub when it loads this file
 c.JupyterHub.ip = "127.0.0.1"
 c.JupyterHub.port = int(os.environ.get("QUOTA_DEMO_PORT", "8000"))
 c.JupyterHub.hub_ip = "127.0.0.1"
+# The hub's own port and the proxy's API port: JupyterHub's 8081 and 8001 unless set (a second hub
+# on the same machine needs others).
+c.JupyterHub.hub_port = int(os.environ.get("QUOTA_DEMO_HUB_PORT", "8081"))
+c.ConfigurableHTTPProxy.api_url = f"http://127.0.0.1:{int(os.environ.get('QUOTA_DEMO_PROXY_API_PORT', '8001'))}"
 c.JupyterHub.db_url = f"sqlite:///{state / 'jupyterhub.sqlite'}"
 c.JupyterHub.cookie_secret_file = str(state / "jupyterhub_cookie_secret")
 c.ConfigurableHTTPProxy.pid_file = str(state / "jupyterhub-proxy.pid")

@@ -277,7 +277,9 @@ def test_the_example_config_runs_as_the_readme_says(tmp_path):
     state = tmp_path / "demo"
     state.mkdir()
     h = Hub(tmp_path / "unused", VALUES)
-    env = dict(h.env, QUOTA_DEMO_STATE=str(state), QUOTA_DEMO_PORT=str(h.port))
+    # Ports of this test's own (the example's defaults would meet another hub running beside).
+    env = dict(h.env, QUOTA_DEMO_STATE=str(state), QUOTA_DEMO_PORT=str(h.port),
+               QUOTA_DEMO_HUB_PORT=h.env["QT_HUB_PORT"], QUOTA_DEMO_PROXY_API_PORT=h.env["QT_PROXY_API_PORT"])
     with open(state / "hub.log", "w") as log:
         proc = subprocess.Popen(
             [sys.executable, "-m", "jupyterhub", "-f", str(REPO / "examples" / "jupyterhub" / "jupyterhub_config.py")],
@@ -296,8 +298,10 @@ def test_the_example_config_runs_as_the_readme_says(tmp_path):
         h.stop()
 
 
-def server_environ(user: str) -> dict:
-    """The environment of `user`'s single-user server process, read from /proc (Linux)."""
+def server_environ(user: str, hub: Hub) -> dict:
+    """The environment of `user`'s single-user server process of `hub`, read from /proc (Linux):
+    another hub on the machine (the same suite on the other JupyterHub, run beside) may have a
+    `user` of that name too."""
 
     def environ(pid: str) -> dict:
         try:
@@ -308,7 +312,8 @@ def server_environ(user: str) -> dict:
 
     pids = [p.name for p in Path("/proc").iterdir() if p.name.isdigit()]
     found = {pid: e for pid, e in ((pid, environ(pid)) for pid in pids)
-             if e.get("JUPYTERHUB_USER") == user and "JUPYTERHUB_API_TOKEN" in e}
+             if e.get("JUPYTERHUB_USER") == user and "JUPYTERHUB_API_TOKEN" in e
+             and f":{hub.env['QT_HUB_PORT']}/" in e.get("JUPYTERHUB_API_URL", "")}
 
     def parent(pid: str) -> str:
         try:
@@ -328,12 +333,12 @@ def test_the_simple_spawners_server_gets_the_accelerators_env(hub):
     status, body = hub.spawn("lena", {"runtime_minutes": 5, "gpu_selection": "phx"})
     assert status in (201, 202), (status, body)
     hub.wait_ready("lena")
-    assert server_environ("lena")["PHX_VISIBLE_DEVICES"] == "all"
+    assert server_environ("lena", hub)["PHX_VISIBLE_DEVICES"] == "all"
     hub.stop_server("lena")
     status, body = hub.spawn("lena", {"runtime_minutes": 5})
     assert status in (201, 202), (status, body)
     hub.wait_ready("lena")
-    assert "PHX_VISIBLE_DEVICES" not in server_environ("lena")
+    assert "PHX_VISIBLE_DEVICES" not in server_environ("lena", hub)
     hub.stop_server("lena")
     # The simple spawner cannot place a server on a node: said once, not per spawn.
     assert hub.log().count("placement (nodeSelector) is not applied for spawner class SimpleLocalProcessSpawner") == 1

@@ -33,9 +33,10 @@ def hub(tmp_path_factory):
     h.stop()
 
 
-def server_token(user: str) -> str:
-    """The JUPYTERHUB_API_TOKEN of `user`'s running single-user server, read from its process (the
-    hub keeps only a hash)."""
+def server_token(user: str, hub) -> str:
+    """The JUPYTERHUB_API_TOKEN of `user`'s running single-user server of `hub`, read from its
+    process (the hub keeps only a hash; another hub beside this one may have a `user` too)."""
+    api = f":{hub.env['QT_HUB_PORT']}/".encode()
     for pid in os.listdir("/proc"):
         if not pid.isdigit():
             continue
@@ -44,7 +45,8 @@ def server_token(user: str) -> str:
         except OSError:
             continue
         pairs = dict(e.split(b"=", 1) for e in env if b"=" in e)
-        if pairs.get(b"JUPYTERHUB_USER") == user.encode() and b"JUPYTERHUB_API_TOKEN" in pairs:
+        if (pairs.get(b"JUPYTERHUB_USER") == user.encode() and b"JUPYTERHUB_API_TOKEN" in pairs
+                and api in pairs.get(b"JUPYTERHUB_API_URL", b"")):
             return pairs[b"JUPYTERHUB_API_TOKEN"].decode()
     raise AssertionError(f"no single-user server process of {user}")
 
@@ -59,7 +61,7 @@ def test_the_status_bar_warning_and_extend_inside_jupyterlab(hub, browser):
     status, body = hub.spawn("lena", {"runtime_minutes": 2})
     assert status in (201, 202), (status, body)
     hub.wait_ready("lena")
-    token = server_token("lena")
+    token = server_token("lena", hub)
 
     ctx, page = login(browser, hub, "lena", "/user/lena/lab")
     seen: list[str] = []
@@ -127,7 +129,7 @@ def test_a_servers_token_reads_only_its_owner_quota_and_extends_only_their_sessi
         status, body = hub.spawn(user, {"runtime_minutes": 30})
         assert status in (201, 202), (status, body)
         hub.wait_ready(user)
-    mia = server_token("mia")
+    mia = server_token("mia", hub)
     status, own = hub.api("GET", STATUS, mia)
     assert status == 200 and own["me"]["username"] == "mia" and own["session"]["username"] == "mia", own
     # Not an admin's reads, not another user's session.
