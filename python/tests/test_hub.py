@@ -298,47 +298,17 @@ def test_the_example_config_runs_as_the_readme_says(tmp_path):
         h.stop()
 
 
-def server_environ(user: str, hub: Hub) -> dict:
-    """The environment of `user`'s single-user server process of `hub`, read from /proc (Linux):
-    another hub on the machine (the same suite on the other JupyterHub, run beside) may have a
-    `user` of that name too."""
-
-    def environ(pid: str) -> dict:
-        try:
-            raw = Path(f"/proc/{pid}/environ").read_bytes()
-        except OSError:
-            return {}
-        return dict(kv.split("=", 1) for kv in raw.decode("utf-8", "replace").split("\0") if "=" in kv)
-
-    pids = [p.name for p in Path("/proc").iterdir() if p.name.isdigit()]
-    found = {pid: e for pid, e in ((pid, environ(pid)) for pid in pids)
-             if e.get("JUPYTERHUB_USER") == user and "JUPYTERHUB_API_TOKEN" in e
-             and f":{hub.env['QT_HUB_PORT']}/" in e.get("JUPYTERHUB_API_URL", "")}
-
-    def parent(pid: str) -> str:
-        try:
-            return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1]
-        except (OSError, IndexError):
-            return ""
-
-    # The server's own children (JupyterLab's helpers) inherit its environment: the server is the
-    # one whose parent is not among them.
-    found = [e for pid, e in found.items() if parent(pid) not in found]
-    assert len(found) == 1, f"{len(found)} server processes of {user}"
-    return found[0]
-
-
 def test_the_simple_spawners_server_gets_the_accelerators_env(hub):
     set_quota(hub, "lena", 100)
     status, body = hub.spawn("lena", {"runtime_minutes": 5, "gpu_selection": "phx"})
     assert status in (201, 202), (status, body)
     hub.wait_ready("lena")
-    assert server_environ("lena", hub)["PHX_VISIBLE_DEVICES"] == "all"
+    assert hub.server_environ("lena")["PHX_VISIBLE_DEVICES"] == "all"
     hub.stop_server("lena")
     status, body = hub.spawn("lena", {"runtime_minutes": 5})
     assert status in (201, 202), (status, body)
     hub.wait_ready("lena")
-    assert "PHX_VISIBLE_DEVICES" not in server_environ("lena", hub)
+    assert "PHX_VISIBLE_DEVICES" not in hub.server_environ("lena")
     hub.stop_server("lena")
     # The simple spawner cannot place a server on a node: said once, not per spawn.
     assert hub.log().count("placement (nodeSelector) is not applied for spawner class SimpleLocalProcessSpawner") == 1

@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
-from pathlib import Path
 
 import pytest
 
@@ -33,24 +31,6 @@ def hub(tmp_path_factory):
     h.stop()
 
 
-def server_token(user: str, hub) -> str:
-    """The JUPYTERHUB_API_TOKEN of `user`'s running single-user server of `hub`, read from its
-    process (the hub keeps only a hash; another hub beside this one may have a `user` too)."""
-    api = f":{hub.env['QT_HUB_PORT']}/".encode()
-    for pid in os.listdir("/proc"):
-        if not pid.isdigit():
-            continue
-        try:
-            env = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
-        except OSError:
-            continue
-        pairs = dict(e.split(b"=", 1) for e in env if b"=" in e)
-        if (pairs.get(b"JUPYTERHUB_USER") == user.encode() and b"JUPYTERHUB_API_TOKEN" in pairs
-                and api in pairs.get(b"JUPYTERHUB_API_URL", b"")):
-            return pairs[b"JUPYTERHUB_API_TOKEN"].decode()
-    raise AssertionError(f"no single-user server process of {user}")
-
-
 def lab_state(page) -> dict:
     return page.evaluate("() => JSON.parse(JSON.stringify(window.jupyterlabQuota))")
 
@@ -61,7 +41,7 @@ def test_the_status_bar_warning_and_extend_inside_jupyterlab(hub, browser):
     status, body = hub.spawn("lena", {"runtime_minutes": 2})
     assert status in (201, 202), (status, body)
     hub.wait_ready("lena")
-    token = server_token("lena", hub)
+    token = hub.server_environ("lena")["JUPYTERHUB_API_TOKEN"]
 
     ctx, page = login(browser, hub, "lena", "/user/lena/lab")
     seen: list[str] = []
@@ -129,7 +109,7 @@ def test_a_servers_token_reads_only_its_owner_quota_and_extends_only_their_sessi
         status, body = hub.spawn(user, {"runtime_minutes": 30})
         assert status in (201, 202), (status, body)
         hub.wait_ready(user)
-    mia = server_token("mia", hub)
+    mia = hub.server_environ("mia")["JUPYTERHUB_API_TOKEN"]
     status, own = hub.api("GET", STATUS, mia)
     assert status == 200 and own["me"]["username"] == "mia" and own["session"]["username"] == "mia", own
     # Not an admin's reads, not another user's session.

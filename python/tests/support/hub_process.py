@@ -200,6 +200,35 @@ class Hub:
         finally:
             conn.close()
 
+    def server_environ(self, user: str) -> dict:
+        """The environment of `user`'s single-user server process of this hub, read from /proc (Linux):
+        another hub on the machine (the same suite on the other JupyterHub, run beside) may have a
+        `user` of that name too."""
+
+        def environ(pid: str) -> dict:
+            try:
+                raw = Path(f"/proc/{pid}/environ").read_bytes()
+            except OSError:
+                return {}
+            return dict(kv.split("=", 1) for kv in raw.decode("utf-8", "replace").split("\0") if "=" in kv)
+
+        pids = [p.name for p in Path("/proc").iterdir() if p.name.isdigit()]
+        found = {pid: e for pid, e in ((pid, environ(pid)) for pid in pids)
+                 if e.get("JUPYTERHUB_USER") == user and "JUPYTERHUB_API_TOKEN" in e
+                 and f":{self.env['QT_HUB_PORT']}/" in e.get("JUPYTERHUB_API_URL", "")}
+
+        def parent(pid: str) -> str:
+            try:
+                return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1]
+            except (OSError, IndexError):
+                return ""
+
+        # The server's own children (JupyterLab's helpers) inherit its environment: the server is the
+        # one whose parent is not among them.
+        found = [e for pid, e in found.items() if parent(pid) not in found]
+        assert len(found) == 1, f"{len(found)} server processes of {user}"
+        return found[0]
+
 
 class Browser:
     """Cookies and the `_xsrf` token, as a browser page has them."""
