@@ -2,17 +2,18 @@
 // The thread waits on a shared cell for a call, runs it, writes the answer into the shared buffer
 // (or posts it on the port when it does not fit) and wakes the caller. It never returns to its event
 // loop: a call costs two futex wake-ups, not two trips through event loops.
-import { writeSync } from 'node:fs';
 import { format } from 'node:util';
 import { deserialize, serialize } from 'node:v8';
 import { receiveMessageOnPort, workerData } from 'node:worker_threads';
 
+import { writeAll } from './blocking-write.js';
 import { LocalEngine } from './node.js';
 
 // A worker's console goes through its parent's event loop, which is blocked while it waits for an
-// answer: enough output (jco's JCO_DEBUG log) would stall both. Written to the file descriptors here.
+// answer: enough output (jco's JCO_DEBUG log) would stall both. Written to the file descriptors here,
+// waiting while a pipe is full (src/blocking-write.js).
 for (const [name, fd] of [['log', 1], ['info', 1], ['debug', 1], ['warn', 2], ['error', 2]]) {
-  console[name] = (...args) => void writeSync(fd, `${format(...args)}\n`);
+  console[name] = (...args) => writeAll(fd, `${format(...args)}\n`);
 }
 
 const { port, shared, path, values, options, component } = workerData;

@@ -232,6 +232,63 @@ test('jco’s debug log still works when asked for (JCO_DEBUG), though read once
   assert.doesNotMatch(run({ JCO_DEBUG: '' }), /quota:engine\/sql@0\.3\.0/);
 });
 
+test('the engine thread\'s log waits while its pipe is full instead of failing with EAGAIN', async () => {
+  // Node makes stdio pipes non-blocking; a parent that reads slowly fills one (CI saw EAGAIN from a
+  // JCO_DEBUG log). A real FIFO, filled until the kernel refuses, then one line written from a thread
+  // that says when its first attempt was refused, then drained: the line arrives whole, after the fill.
+  const { execFileSync } = await import('node:child_process');
+  const { Worker } = await import('node:worker_threads');
+  const fs = await import('node:fs');
+  const os = await import('node:os');
+  const nodePath = await import('node:path');
+  const dir = fs.mkdtempSync(nodePath.join(os.tmpdir(), 'quota-pipe-'));
+  const fifo = nodePath.join(dir, 'pipe');
+  execFileSync('mkfifo', [fifo]);
+  const { O_RDONLY, O_WRONLY, O_NONBLOCK } = fs.constants;
+  const r = fs.openSync(fifo, O_RDONLY | O_NONBLOCK);
+  const w = fs.openSync(fifo, O_WRONLY | O_NONBLOCK);
+  const chunk = Buffer.alloc(4096, 'x');
+  let filled = 0;
+  for (;;) {
+    try { filled += fs.writeSync(w, chunk); } catch (e) { assert.equal(e.code, 'EAGAIN'); break; }
+  }
+  const writer = new Worker(`const { workerData: { fd, module }, parentPort } = require('node:worker_threads');
+    const { writeSync } = require('node:fs');
+    import(module).then(({ writeAll }) => {
+      let refused = 0;
+      writeAll(fd, 'the whole line\\n', (f, b) => {
+        try { return writeSync(f, b); } catch (e) { if (refused++ === 0) parentPort.postMessage('refused'); throw e; }
+      });
+      parentPort.postMessage(refused);
+    });`, { eval: true, workerData: { fd: w, module: new URL('../src/blocking-write.js', import.meta.url).href } });
+  const next = () => new Promise((resolve, reject) => {
+    writer.once('message', resolve);
+    writer.once('error', reject);
+  });
+  assert.equal(await next(), 'refused', 'the pipe was full when the line was first written');
+  const read = [];
+  const drain = () => {
+    const buf = Buffer.alloc(65536);
+    for (;;) {
+      let n;
+      try { n = fs.readSync(r, buf); } catch (e) { if (e.code === 'EAGAIN') return; throw e; }
+      if (n === 0) return;
+      read.push(Buffer.from(buf.subarray(0, n)));
+    }
+  };
+  drain();
+  const refusals = await next();
+  drain();
+  await writer.terminate();
+  fs.closeSync(w);
+  fs.closeSync(r);
+  fs.rmSync(dir, { recursive: true });
+  const all = Buffer.concat(read).toString();
+  assert.ok(refusals >= 1, 'at least one refused attempt was retried');
+  assert.equal(all.length, filled + 'the whole line\n'.length);
+  assert.ok(all.endsWith('x'.repeat(10) + 'the whole line\n'), 'the line follows the fill, whole');
+});
+
 test('a wake-up that comes late or from elsewhere never hands either side the wrong bytes', async () => {
   // A thread preempted between storing its cell and notifying it wakes the other side late, when
   // the cell is already back to 0 and the buffer holds the next call. Another thread notifying
