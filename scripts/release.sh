@@ -16,7 +16,11 @@
 # installed (qemu-aarch64), run. Installs what it needs: Rust targets, Debian's musl-tools and
 # gcc-aarch64-linux-gnu, cargo-cyclonedx (target/tools), python/requirements-release.txt
 # (target/release-venv). .github/workflows/release.yml runs it on a tag and publishes dist/.
+# `--prepare` does only the long builds (the tools, the static binaries) and writes nothing to dist/:
+# scripts/test-all.sh runs it at low priority beside the Python tests, so the release after them is
+# quick. The engine component and js/gen must be built already for it.
 set -euo pipefail
+prepare=""; [ "${1:-}" = --prepare ] && prepare=1
 cd "$(dirname "$0")/.."
 version=$(cat VERSION)
 revision=$(git rev-parse HEAD)
@@ -33,6 +37,19 @@ venv=target/release-venv
 cdx_version=0.5.9
 if ! target/tools/bin/cargo-cyclonedx cyclonedx --version 2>/dev/null | grep -q " $cdx_version\$"; then
     cargo install -q --locked --root target/tools cargo-cyclonedx --version "=$cdx_version"
+fi
+
+static_binaries() {
+    for arch in amd64 arm64; do
+        binary=$(bash scripts/build-static.sh "$arch")
+        "$venv/bin/python" scripts/check_elf.py "$binary" "$arch"
+        [ -n "$prepare" ] || cp "$binary" "$dist/quota-hub-$version-linux-$arch"
+    done
+}
+if [ -n "$prepare" ]; then
+    step "static quota-hub binaries (amd64, arm64), prepared"
+    static_binaries
+    exit 0
 fi
 
 step "the engine component and the admin page's modules"
@@ -54,11 +71,7 @@ step "the npm package"
 [ -f "$dist/quota-engine-js-$version.tgz" ] || fail "npm pack did not write quota-engine-js-$version.tgz"
 
 step "static quota-hub binaries (amd64, arm64)"
-for arch in amd64 arm64; do
-    binary=$(bash scripts/build-static.sh "$arch")
-    "$venv/bin/python" scripts/check_elf.py "$binary" "$arch"
-    cp "$binary" "$dist/quota-hub-$version-linux-$arch"
-done
+static_binaries
 if command -v qemu-aarch64 >/dev/null; then
     out=$(qemu-aarch64 "$dist/quota-hub-$version-linux-arm64" --version)
     [ "$out" = "quota-hub $version" ] || fail "the arm64 binary under qemu-aarch64 said \`$out\`"

@@ -42,37 +42,51 @@ bash scripts/with-postgres.sh cargo test --workspace --locked "${pg_features[@]}
 
 step "container image without an engine: a static quota-hub in an OCI layout (scripts/build-image.sh)"
 bash scripts/build-image.sh
-# The OCI tools the image and release tests read the layouts with, and qemu-user to run the arm64
-# binary (command, then its Debian package).
-for pair in umoci:umoci skopeo:skopeo qemu-aarch64:qemu-user; do
+# The OCI tools the image and release tests read the layouts with, qemu-user to run the arm64
+# binary, and the arm64 C cross-compiler the release's binary needs (command, then its Debian
+# package): installed here, so nothing runs apt beside the Python tests.
+for pair in umoci:umoci skopeo:skopeo qemu-aarch64:qemu-user aarch64-linux-gnu-gcc:gcc-aarch64-linux-gnu; do
     command -v "${pair%%:*}" >/dev/null || { if [ "$(id -u)" = 0 ]; then apt-get update -qq && env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${pair#*:}" >/dev/null;
         else sudo apt-get update -qq && sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${pair#*:}" >/dev/null; fi; }
 done
-
-step "release into dist/: wheel, npm package, amd64 + arm64 binaries and image, chart, SBOMs, checksums (scripts/release.sh)"
-bash scripts/release.sh
 if [ "${CI:-}" = true ]; then
     # A CI clone is thrown away and its disk is not large. The steps after this one run what is
-    # built and never cargo, so the test executables (~1.2 GB) and the cross-compiled release builds
-    # (~1.4 GB, copied into dist/) go. Binaries cargo hardlinks into target/debug have two links and stay.
+    # built and cargo only for the release's static builds, so the test executables (~1.2 GB) go.
+    # Binaries cargo hardlinks into target/debug have two links and stay.
     find target/debug/deps -maxdepth 1 -type f -perm -u+x -links 1 ! -name '*.so' -delete
-    rm -rf target/x86_64-unknown-linux-musl target/aarch64-unknown-linux-musl
 fi
 
-step "python: the engine in JupyterHub (python/), and beside it javascript: the Node bridge (js/)"
-# Both mostly wait on real hubs, servers and browsers; the Node tests' log is printed after the
-# Python run. Chromium is installed first, so the two never run apt at once.
+step "python: the engine in JupyterHub (python/); beside it javascript: the Node bridge (js/), and the release's long builds at the lowest priority (scripts/release.sh --prepare)"
+# The Python and Node tests mostly wait on real hubs, servers and browsers: the release's arm64
+# build and cargo-cyclonedx take the CPU they leave (nice 19), so the release after them is quick.
+# The Node tests' and the builds' logs are printed after the Python run. Chromium is installed
+# first, so nothing runs apt at once.
 bash scripts/ensure-chromium.sh
+(nice -n 19 bash scripts/release.sh --prepare > target/release-prepare.log 2>&1) &
+prepare_pid=$!
 (bash scripts/test-js.sh > target/test-js.log 2>&1) &
 js_pid=$!
 py_rc=0
-bash scripts/test-python.sh || py_rc=$?
+QUOTA_RELEASE_TESTS_LATER=1 bash scripts/test-python.sh || py_rc=$?
 js_rc=0
 wait "$js_pid" || js_rc=$?
 step "javascript: the Node bridge (js/), run beside the Python tests (exit $js_rc)"
 cat target/test-js.log
+prepare_rc=0
+wait "$prepare_pid" || prepare_rc=$?
+step "the release's long builds, run beside the tests (exit $prepare_rc)"
+cat target/release-prepare.log
 [ "$py_rc" -eq 0 ] || { echo "the Python tests failed (exit $py_rc)"; exit "$py_rc"; }
 [ "$js_rc" -eq 0 ] || exit "$js_rc"
+[ "$prepare_rc" -eq 0 ] || exit "$prepare_rc"
+
+step "release into dist/: wheel, npm package, amd64 + arm64 binaries and image, chart, SBOMs, checksums (scripts/release.sh), and its tests (python/tests/test_release.py)"
+bash scripts/release.sh
+(cd python/tests && ../../target/pyenv/bin/python -m pytest -q -p no:cacheprovider test_release.py)
+if [ "${CI:-}" = true ]; then
+    # The cross-compiled release builds (~1.4 GB) are copied into dist/.
+    rm -rf target/x86_64-unknown-linux-musl target/aarch64-unknown-linux-musl
+fi
 
 step "API fuzzing: schemathesis against a real quota-hub serve, 25 examples per operation and phase (scripts/fuzz-api.sh)"
 # The quota-hub the Rust tests built (with the test features: building it again without them would
