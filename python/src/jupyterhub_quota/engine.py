@@ -257,7 +257,25 @@ class QuotaEngine:
         now: Optional[int] = None,
     ) -> Response:
         """Answers one REST request below the base URL (``/api/quota/me``, ...), as quota-hub does.
-        GETs run in a read transaction."""
+        GETs run in a read transaction; a refresh with a run id is committed a chunk of users per
+        transaction (``handle_request_step`` until it answers)."""
+        t = _timestamp(now)
+        while (r := self.handle_request_step(method, path, query, body, caller, t)) is None:
+            pass
+        return r
+
+    def handle_request_step(
+        self,
+        method: str,
+        path: str,
+        query: str = "",
+        body: str = "",
+        caller: Optional[Caller] = None,
+        now: Optional[int] = None,
+    ) -> Optional[Response]:
+        """One transaction of ``handle_request``: None while a refresh with a run id has chunks left
+        (send the same request, with the same ``now``, again), then the response. A host that
+        serves other calls between the chunks (the hub's worker) never makes them wait for a run."""
         req = _record(
             method=method,
             path=path,
@@ -269,12 +287,10 @@ class QuotaEngine:
         if method == "GET":
             r = self._call(lambda f, s: f["handle-request"](s, req, t), write=False)
         else:
-            # A refresh with a run id is committed a chunk of users per transaction: the step
-            # answers None (wasmtime-py's `more`) until the response.
             chunk = self.refresh_chunk_users
-            r = None
-            while r is None:
-                r = self._call(lambda f, s: f["handle-request-step"](s, req, t, chunk))
+            r = self._call(lambda f, s: f["handle-request-step"](s, req, t, chunk))
+            if r is None:
+                return None
         if isinstance(r, str):
             raise self.contract.failed("other", r)
         return Response(r.status, r.body)
@@ -299,20 +315,28 @@ class QuotaEngine:
     def run_rule(self, rule: str, run_id: Optional[str], now: Optional[int] = None, dry_run: bool = False) -> dict:
         """Runs refresh rule ``rule`` of the values file once for ``run_id`` (a run id already
         applied changes nothing and answers as the first run did). Returns the result as JSON
-        (``replayed`` added)."""
+        (``replayed`` added). With a run id it is committed a chunk of users per transaction
+        (``run_rule_step`` until it answers)."""
         t = _timestamp(now)
-        if run_id is not None and not dry_run:
-            # Committed a chunk of users per transaction, as `handle_request` does.
-            chunk = self.refresh_chunk_users
-            r = None
-            while r is None:
-                r = self._call(lambda f, s: f["run-rule-step"](s, rule, run_id, t, chunk))
-            if isinstance(r, Variant):
-                raise _quota_error(r)
-        else:
+        if run_id is None or dry_run:
             r = self._call(lambda f, s: f["run-rule"](s, rule, run_id, dry_run, t))
-            if isinstance(r, Variant):
-                raise _quota_error(r)
+            return self._rule_result(r)
+        while (out := self.run_rule_step(rule, run_id, t)) is None:
+            pass
+        return out
+
+    def run_rule_step(self, rule: str, run_id: str, now: Optional[int] = None) -> Optional[dict]:
+        """One transaction of ``run_rule`` with a run id: None while users are left (call again with
+        the same arguments), then the result."""
+        t = _timestamp(now)
+        chunk = self.refresh_chunk_users
+        r = self._call(lambda f, s: f["run-rule-step"](s, rule, run_id, t, chunk))
+        return None if r is None else self._rule_result(r)
+
+    @staticmethod
+    def _rule_result(r: Any) -> dict:
+        if isinstance(r, Variant):
+            raise _quota_error(r)
         out = json.loads(r.json)
         out["replayed"] = r.replayed
         return out

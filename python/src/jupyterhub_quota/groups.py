@@ -5,12 +5,15 @@ what it was told last."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+import asyncio
+from typing import TYPE_CHECKING, Any, Optional
+from urllib.parse import quote
 
-from .service import log
+from .service import SYSTEM, log
 
 if TYPE_CHECKING:
     from .quota_hub import QuotaHub
+    from .service import QuotaService
 
 
 def user_groups(user: Any) -> list[str]:
@@ -18,25 +21,81 @@ def user_groups(user: Any) -> list[str]:
     return sorted(g.name for g in getattr(user, "groups", None) or ())
 
 
-def hub_memberships(db: Any) -> list[tuple[str, list[str]]]:
-    """Every user in at least one group, with all of their groups, in one query of the hub's
-    database (its ORM session: call it on the hub's event loop)."""
+#: Users per page of the engine's memberships read (its largest page) and per write (one
+#: transaction each): the hub's other quota calls run between the pages.
+READ_PAGE = 10_000
+WRITE_PAGE = 1_000
+
+
+def hub_memberships(db: Any) -> dict[str, tuple[str, ...]]:
+    """Every user in at least one group, with all of their groups (sorted), in one query of the
+    hub's database through `db` (an ORM session)."""
     from jupyterhub import orm
 
     users: dict[str, list[str]] = {}
     rows = db.query(orm.User.name, orm.Group.name).join(orm.Group.users)
     for user, group in rows:
         users.setdefault(user, []).append(group)
-    return sorted((u, sorted(g)) for u, g in users.items())
+    return {u: tuple(sorted(g)) for u, g in users.items()}
+
+
+async def read_hub(db: Any) -> dict[str, tuple[str, ...]]:
+    """`hub_memberships`, read off the hub's event loop through a session of its own (a hub with
+    100,000 users in groups takes a second to read). An in-memory hub database has one connection
+    only, shared with the hub's session: read there, on the loop."""
+    from sqlalchemy.orm import Session
+    from sqlalchemy.pool import StaticPool
+
+    bind = db.get_bind()
+    if isinstance(bind.pool, StaticPool):
+        return hub_memberships(db)
+
+    def read() -> dict[str, tuple[str, ...]]:
+        with Session(bind) as session:
+            return hub_memberships(session)
+
+    return await asyncio.to_thread(read)
+
+
+async def engine_memberships(service: "QuotaService") -> dict[str, tuple[str, ...]]:
+    """The engine's memberships (users in at least one group), a page per call."""
+    out: dict[str, tuple[str, ...]] = {}
+    after: Optional[str] = None
+    while True:
+        query = f"limit={READ_PAGE}" + ("" if after is None else f"&after={quote(after, safe='')}")
+        r = await service.request("GET", "/admin/api/quota/memberships", caller=SYSTEM, query=query)
+        if r.status != 200:
+            raise RuntimeError(f"reading the engine's memberships: {r.status} {r.body}")
+        body = r.json()
+        out.update((m["username"], tuple(m["groups"])) for m in body["memberships"] if m["groups"])
+        after = body["next_after"]
+        if after is None:
+            return out
+
+
+def changes(hub: dict[str, tuple[str, ...]], engine: dict[str, tuple[str, ...]]) -> list[tuple[str, list[str]]]:
+    """What makes the engine's memberships the hub's: each user whose groups differ, with the hub's
+    groups (none for a user in no hub group any more). The engine keeps usernames in lower case."""
+    out = [(u, list(g)) for u, g in hub.items() if engine.get(u.lower()) != g]
+    in_hub = {u.lower() for u in hub}
+    out.extend((u, []) for u in engine if u not in in_hub)
+    return sorted(out)
 
 
 async def snapshot(quota: "QuotaHub") -> None:
-    """Replaces the engine's memberships with the hub's (complete: a user in no hub group is in
-    none afterwards), in one engine transaction. Without a hub database it does nothing."""
+    """Makes the engine's memberships the hub's (a user in no hub group is in none afterwards):
+    the hub's read off its event loop, the engine's read a page at a time, and only the users whose
+    groups differ written, a page per transaction. Without a hub database it does nothing."""
     db = getattr(quota.app, "db", None)
     if db is None:
         return
-    users = hub_memberships(db)
-    r = await quota.service.run(lambda e: e.replace_memberships(users, complete=True))
-    if r["changed"]:
-        log.info("quota: groups from the hub: %s users in groups, %s changed", r["users"], r["changed"])
+    hub = await read_hub(db)
+    engine = await engine_memberships(quota.service)
+    todo = await asyncio.to_thread(changes, hub, engine)
+    changed = 0
+    for k in range(0, len(todo), WRITE_PAGE):
+        page = todo[k:k + WRITE_PAGE]
+        r = await quota.service.run(lambda e, page=page: e.replace_memberships(page, complete=False))
+        changed += r["changed"]
+    if changed:
+        log.info("quota: groups from the hub: %s users in groups, %s changed", len(hub), changed)

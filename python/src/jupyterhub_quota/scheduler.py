@@ -166,7 +166,7 @@ class Scheduler:
             try:
                 if self.before_run is not None:
                     await self.before_run()
-                r = await self.service.run(lambda e: e.run_rule(rule, rid, now=now))
+                r = await self.service.run_steps(lambda e: e.run_rule_step(rule, rid, now=now))
             except Exception as e:  # noqa: BLE001 - logged; the rule goes on at its next time
                 log.error("quota: refresh rule %s: run %s failed and changed nothing: %s", rule, rid, e)
                 continue

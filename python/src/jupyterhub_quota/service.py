@@ -87,6 +87,14 @@ class QuotaService:
     def run_sync(self, fn: Callable[[QuotaEngine], Any]) -> Any:
         return self.executor.submit(self._on_worker, fn).result()
 
+    async def run_steps(self, step: Callable[[QuotaEngine], Any]) -> Any:
+        """Long work a transaction at a time: `step` runs on a worker until it answers something
+        other than None, each time as its own call, so the calls made meanwhile (a spawn's gate)
+        run between the steps instead of after the whole of it."""
+        while (out := await self.run(step)) is None:
+            pass
+        return out
+
     @property
     def conflicts_retried(self) -> int:
         """Calls run again after a conflict, over every worker's engine."""
@@ -98,17 +106,18 @@ class QuotaService:
     ) -> Response:
         text = body if isinstance(body, str) else ("" if body is None else json.dumps(body, separators=(",", ":")))
         now = int(time.time())
-        return await self.run(lambda e: e.handle_request(method, path, query, text, caller, now))
+        return await self.run_steps(lambda e: e.handle_request_step(method, path, query, text, caller, now))
 
     async def answer(self, method: str, path: str, body: str, caller: Optional[Caller], query: str = "") -> tuple[Response, str]:
         """`request`, and the route template the engine gives the path (for the HTTP metrics;
         `unmatched` for a path no route answers), in one trip to a worker."""
         now = int(time.time())
 
-        def call(e: QuotaEngine) -> tuple[Response, str]:
-            return e.handle_request(method, path, query, body, caller, now), e.route_template(path) or "unmatched"
+        def step(e: QuotaEngine) -> Optional[tuple[Response, str]]:
+            r = e.handle_request_step(method, path, query, body, caller, now)
+            return None if r is None else (r, e.route_template(path) or "unmatched")
 
-        return await self.run(call)
+        return await self.run_steps(step)
 
     async def active_sessions(self) -> list[dict]:
         """Every active session, for re-arming auto-stop timers."""

@@ -85,13 +85,14 @@ class Hub:
 
     # Life cycle
 
-    def start(self) -> "Hub":
+    def start(self, deadline: float = DEADLINE_S) -> "Hub":
+        """Starts the hub and waits until it answers (`deadline`: longer for a hub of many users)."""
         log = open(self.log_path, "a")
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "jupyterhub", "-f", str(self.config)],
             cwd=self.state, env=self.env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
         )
-        wait_for("the hub to answer", self._up)
+        wait_for("the hub to answer", self._up, deadline)
         return self
 
     def exited(self) -> Optional[int]:
