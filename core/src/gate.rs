@@ -223,7 +223,15 @@ fn decide(
         let end = start.min(limit_end);
         let minutes =
             sessions::billed_minutes(end.seconds() - orphan.start_time.seconds()).min(orphan.runtime_minutes);
-        sessions::close(store, orphan, end, minutes, SessionStatus::Completed, now)?;
+        sessions::close(
+            store,
+            orphan,
+            Some(stored_user.clone()),
+            end,
+            minutes,
+            SessionStatus::Completed,
+            now,
+        )?;
     }
 
     let mut user: Option<UserRecord> = None;

@@ -53,6 +53,16 @@ pub trait Store {
             },
         })
     }
+    /// A session and its user's record: the end of a session's one read (see `gate_state`).
+    fn session_and_user(&mut self, id: i64) -> Result<Option<(Session, Option<UserRecord>)>, StoreError> {
+        match self.get_session(id)? {
+            Some(s) => {
+                let user = self.get_user(&s.username)?;
+                Ok(Some((s, user)))
+            }
+            None => Ok(None),
+        }
+    }
     /// Active sessions that started strictly before `cutoff`, by id.
     fn stale_sessions(&mut self, cutoff: Timestamp) -> Result<Vec<Session>, StoreError>;
     /// A page of the sessions by id (see [`SessionPage`]).

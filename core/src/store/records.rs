@@ -228,7 +228,7 @@ pub struct Membership {
     pub since: Timestamp,
 }
 
-/// What the spawn gate reads of a user in one store call ([`super::Store::gate_state`]).
+/// What the spawn gate reads of a user in one store call (`Store::gate_state`).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct GateState {
     pub user: Option<UserRecord>,

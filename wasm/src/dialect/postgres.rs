@@ -313,6 +313,11 @@ pub const postgres: Dialect = Dialect {
         session_columns!(),
         " FROM sessions WHERE status = 'active') s ON s.username = q.k"
     ),
+    session_and_user: concat!(
+        "SELECT s.*, u.username, u.balance, u.unlimited, u.updated_at FROM (SELECT ",
+        session_columns!(),
+        " FROM sessions WHERE id = $1) s LEFT JOIN users u ON u.username = s.username"
+    ),
     stale_sessions: concat!(
         "SELECT ",
         session_columns!(),

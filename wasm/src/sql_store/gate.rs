@@ -1,9 +1,9 @@
-//! The spawn gate's one read (issue 36): a user's record, stored groups and active sessions in a
-//! single statement, where it took three (each a crossing of the host boundary): a row per active
-//! session (or one row with the session's columns null), the user's and the groups' columns
-//! repeated on each.
+//! The one reads of the spawn gate and of a session's end (issue 36), each a single statement where
+//! they took two or three (each a crossing of the host boundary). The gate's: a user's record, stored
+//! groups and active sessions, a row per active session (or one row with the session's columns
+//! null), the user's and the groups' columns repeated on each. The end's: a session and its user.
 
-use quota_core::store::GateState;
+use quota_core::store::{GateState, Session, UserRecord};
 use quota_core::StoreError;
 
 use super::bridge::query;
@@ -42,4 +42,31 @@ pub(super) fn gate_state(d: &Dialect, username: &str, with_groups: bool) -> Resu
     }
     out.active.sort_unstable_by_key(|s| s.id);
     Ok(out)
+}
+
+/// [`quota_core::store::Store::session_and_user`] over SQL.
+pub(super) fn session_and_user(
+    d: &Dialect,
+    id: i64,
+) -> Result<Option<(Session, Option<UserRecord>)>, StoreError> {
+    let Some(mut row) = query(d.session_and_user, Params::new().int(id)?)?
+        .into_iter()
+        .next()
+    else {
+        return Ok(None);
+    };
+    let expected = dialect::session_column_count + user_columns;
+    if row.len() != expected {
+        return Err(StoreError(format!(
+            "a session and its user: a row has {} columns, expected {expected}",
+            row.len()
+        )));
+    }
+    let (s, u) = row.split_at_mut(dialect::session_column_count);
+    let user = if matches!(u[0], Cell::Null) {
+        None
+    } else {
+        Some(user(u)?)
+    };
+    Ok(Some((session(s)?, user)))
 }

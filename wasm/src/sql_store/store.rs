@@ -151,6 +151,10 @@ impl Store for SqlStore {
         Ok(list)
     }
 
+    fn session_and_user(&mut self, id: i64) -> Result<Option<(Session, Option<UserRecord>)>, StoreError> {
+        super::gate::session_and_user(self.d, id)
+    }
+
     fn gate_state(
         &mut self,
         username: &str,
