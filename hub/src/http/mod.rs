@@ -103,6 +103,10 @@ async fn handle(State(app): State<Arc<App>>, req: Request) -> Response {
 
 async fn answer(app: Arc<App>, req: Request, caller_name: Arc<std::sync::OnceLock<String>>) -> Response {
     let (parts, body) = req.into_parts();
+    // What the client sent is read before any answer: a response that leaves the body unread makes
+    // the server close the connection, and a client reusing it from its pool then finds it gone
+    // ("peer disconnected", seen in CI after the metrics' 405 and after a refused Idempotency-Key).
+    let body = read_body(Body::new(body), app.limits.body_read_timeout).await;
     let full_path = parts.uri.path();
     let Some(path) = full_path
         .strip_prefix(app.base.as_str())
@@ -134,10 +138,6 @@ async fn answer(app: Arc<App>, req: Request, caller_name: Arc<std::sync::OnceLoc
     };
     let secret = tokens::from_header(header_str(&headers, "authorization")).map(str::to_string);
     if path == metrics::metrics_path {
-        // Read what the client sent (a POST's body) before answering: a response that leaves the
-        // body unread makes the server close the connection, and a client reusing it from its
-        // pool then finds it gone ("peer disconnected", seen in CI after the 405).
-        let _ = read_body(Body::new(body), app.limits.body_read_timeout).await;
         return match &app.metrics {
             Some(m) => scrape::scrape(&app, m, &method, secret, now, caller_name).await,
             None => error(404, "Metrics are off on this server (--no-metrics)"),
@@ -159,7 +159,7 @@ async fn answer(app: Arc<App>, req: Request, caller_name: Arc<std::sync::OnceLoc
 
     // The engine answers 413 after routing and authorisation, so for an oversized body a stand-in
     // one byte over the limit carries the fact.
-    let body = match read_body(Body::new(body), app.limits.body_read_timeout).await {
+    let body = match body {
         Ok(Some(b)) => match String::from_utf8(b) {
             Ok(s) => s,
             Err(_) => return error(400, "body: not valid UTF-8"),
