@@ -3,7 +3,7 @@ SQLite for the hub and, by default, for the quota database; ``--pg URL`` puts th
 PostgreSQL): how long ``POST /hub/admin/api/quota/refresh`` with a run id takes (the hub's group
 snapshot first, then the run a chunk of users per transaction), and what the hub's own requests
 (``GET /hub/api/users``) and a quota request (``GET /hub/api/quota/rates``) wait meanwhile, against
-the same requests before it. The first run's snapshot writes every user's groups; the second finds
+the same requests before it (each asked every 0.1 s). The first run's snapshot writes every user's groups; the second finds
 them unchanged. Prints figures; asserts nothing about time.
 
     bash scripts/test-python.sh -k nothing   # once: target/pyenv with the package
@@ -48,6 +48,11 @@ def seed_hub(db: Path, users: int) -> None:
     gid = dict(session.execute(select(orm.Group.name, orm.Group.id)).all())
     rows = [{"user_id": uid[f"u{i:06}"], "group_id": gid[g]} for i in range(users) for g in groups_of(i)]
     session.execute(insert(orm.user_group_map), rows)
+    # The hub's `user` role, held already: a hub starting with users who lack it grants it one by one.
+    role = orm.Role(name="user")
+    session.add(role)
+    session.flush()
+    session.execute(insert(orm.Base.metadata.tables["user_role_map"]), [{"user_id": u, "role_id": role.id} for u in uid.values()])
     session.commit()
     session.close()
 
@@ -66,8 +71,13 @@ def seed_quota(db: str, values: dict, users: int) -> None:
     e.close()
 
 
+#: Seconds between the starts of a prober's requests (sooner only when one took longer): a busy
+#: hub, not one saturated by the bench's own requests (whose waits would be its own queue).
+EVERY_S = 0.1
+
+
 class Prober(threading.Thread):
-    """GETs `path` one after another until stopped, recording each request's time."""
+    """GETs `path` every EVERY_S until stopped, recording each request's time."""
 
     def __init__(self, hub: Hub, path: str):
         super().__init__(daemon=True)
@@ -82,7 +92,9 @@ class Prober(threading.Thread):
             with urllib.request.urlopen(req, timeout=120) as r:
                 r.read()
                 assert r.status == 200, r.status
-            self.times.append(time.perf_counter() - t)
+            took = time.perf_counter() - t
+            self.times.append(took)
+            self.stopping.wait(max(0.0, EVERY_S - took))
 
     def stop(self) -> list[float]:
         self.stopping.set()

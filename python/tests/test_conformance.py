@@ -40,7 +40,7 @@ def inject(e: QuotaEngine, kind: str, write: int, times, nth_run=None) -> None:
     ``kind``, ``times`` runs."""
     b = e.bridge
     state = {"seen": 0, "runs": 0, "left": float("inf") if times == "always" else (times or 1)}
-    run, count, begin = b.run, b._count, b.begin
+    run, rows_of, begin = b.run, b._execute_rows, b.begin
 
     def fault(sql: str) -> None:
         if WRITE.match(sql) and state["left"] > 0 and nth_run in (None, state["runs"]):
@@ -53,16 +53,20 @@ def inject(e: QuotaEngine, kind: str, write: int, times, nth_run=None) -> None:
         fault(sql)
         return run(sql, params)
 
-    def faulty_count(sql, row):
-        fault(sql)
-        return count(sql, row)
+    def faulty_rows(sql, rows):
+        # Each row of an execute-many is a write, as the contract counts them.
+        changed = 0
+        for row in rows:
+            fault(sql)
+            changed += rows_of(sql, [row])
+        return changed
 
     def faulty_begin(w=True):
         state["seen"] = 0
         state["runs"] += 1
         begin(w)
 
-    b.run, b._count, b.begin = faulty_run, faulty_count, faulty_begin
+    b.run, b._execute_rows, b.begin = faulty_run, faulty_rows, faulty_begin
 
 
 def balances(path: Path, users: list) -> dict:

@@ -166,6 +166,26 @@ def test_a_row_value_the_engine_never_stores_fails_the_statement_as_a_value(tmp_
     assert json.loads(good) == [["u", 2**53 - 1], [None, -(2**53 - 1)]]
 
 
+@pytest.mark.parametrize("bad", ["1.5", "true", "[1]", "{}", "1e3"])
+def test_a_parameter_the_engine_never_sends_fails_the_statement_as_a_value(tmp_path, bad):
+    # Parameters are checked by their types (their bound is the component's: it never sends an
+    # integer past +-(2^53-1)).
+    e = QuotaEngine(str(tmp_path / "q.db"), VALUES)
+    b = e.bridge
+    b.begin(True)
+    for out in (b.query(None, "SELECT ?1, ?2", f'["u", {bad}]'),
+                b.execute_many(None, "UPDATE users SET balance = ?2 WHERE username = ?1", f'[["u", 1], ["v", {bad}]]')):
+        assert out.tag == "other" and ("only integers within" in out.payload or "JSON" in out.payload), out
+        b.failed = None
+    b.rollback()
+    b.begin(True)
+    digits = "1234567890123456789"
+    good = b.query(None, "SELECT ?1, ?2, ?3", f'["{digits}", {2**53 - 1}, null]')
+    assert json.loads(good) == [[digits, 2**53 - 1, None]]
+    assert b.execute_many(None, "UPDATE users SET balance = ?2 WHERE username = ?1", f'[["{digits}", {2**53 - 1}]]') == 0
+    b.rollback()
+
+
 def test_one_engine_per_thread_is_not_required_when_calls_come_from_one_worker(tmp_path):
     # The hub runs every call on one worker thread; the engine was opened on another.
     e = QuotaEngine(str(tmp_path / "q.db"), VALUES)
