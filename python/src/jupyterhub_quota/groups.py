@@ -89,8 +89,8 @@ async def snapshot(quota: "QuotaHub") -> None:
     db = getattr(quota.app, "db", None)
     if db is None:
         return
-    hub = await read_hub(db)
-    engine = await engine_memberships(quota.service)
+    # Both sides at once: the hub's on a thread of its own, the engine's on its worker.
+    hub, engine = await asyncio.gather(read_hub(db), engine_memberships(quota.service))
     todo = await asyncio.to_thread(changes, hub, engine)
     changed = 0
     for k in range(0, len(todo), WRITE_PAGE):
