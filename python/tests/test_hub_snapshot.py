@@ -1,6 +1,6 @@
 """The hub's long quota work never holds the engine's worker for its whole length: the group
-snapshot (the hub's groups read from a real JupyterHub database through its own session, the
-engine's read a page at a time, only the users whose groups differ written, a page per transaction)
+snapshot (the hub's groups read from a real JupyterHub database through its own session a page of
+users per transaction, the engine's read a page at a time, only the users whose groups differ written, a page per transaction)
 and a refresh with a run id (a chunk of users per worker call), so a call made meanwhile runs
 between the pages or chunks. (test_hub_groups.py runs the snapshot inside a real JupyterHub.)"""
 
@@ -49,6 +49,7 @@ class Calls:
 
 
 def test_a_snapshot_writes_only_what_differs_a_page_at_a_time_from_the_hubs_own_database(tmp_path, monkeypatch):
+    monkeypatch.setattr(groups, "HUB_PAGE", 2)
     monkeypatch.setattr(groups, "READ_PAGE", 3)
     monkeypatch.setattr(groups, "WRITE_PAGE", 2)
     calls = Calls()

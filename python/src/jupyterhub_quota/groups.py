@@ -27,22 +27,31 @@ READ_PAGE = 10_000
 WRITE_PAGE = 1_000
 
 
-def hub_memberships(db: Any) -> dict[str, tuple[str, ...]]:
-    """Every user in at least one group, with all of their groups (sorted), in one query of the
-    hub's database through `db` (an ORM session)."""
+#: Hub users per read of the hub's database, each its own short transaction: a SQLite hub database
+#: (a rollback journal) makes the hub's own writes wait while a read is open.
+HUB_PAGE = 5_000
+
+
+def hub_memberships(db: Any, ids: Optional[tuple[int, int]] = None) -> dict[str, tuple[str, ...]]:
+    """The users in at least one group, with all of their groups (sorted), through `db` (an ORM
+    session): every user, or those whose ids are within `ids` (first, last)."""
     from jupyterhub import orm
 
-    users: dict[str, list[str]] = {}
     rows = db.query(orm.User.name, orm.Group.name).join(orm.Group.users)
+    if ids is not None:
+        rows = rows.filter(orm.User.id >= ids[0], orm.User.id <= ids[1])
+    users: dict[str, list[str]] = {}
     for user, group in rows:
         users.setdefault(user, []).append(group)
     return {u: tuple(sorted(g)) for u, g in users.items()}
 
 
 async def read_hub(db: Any) -> dict[str, tuple[str, ...]]:
-    """`hub_memberships`, read off the hub's event loop through a session of its own (a hub with
-    100,000 users in groups takes a second to read). An in-memory hub database has one connection
-    only, shared with the hub's session: read there, on the loop."""
+    """`hub_memberships`, read off the hub's event loop through a session of its own, HUB_PAGE users
+    per transaction (a hub with 100,000 users in groups takes a second to read, and its own writes
+    would wait for all of it). An in-memory hub database has one connection only, shared with the
+    hub's session: read there, on the loop, at once."""
+    from jupyterhub import orm
     from sqlalchemy.orm import Session
     from sqlalchemy.pool import StaticPool
 
@@ -51,8 +60,17 @@ async def read_hub(db: Any) -> dict[str, tuple[str, ...]]:
         return hub_memberships(db)
 
     def read() -> dict[str, tuple[str, ...]]:
+        out: dict[str, tuple[str, ...]] = {}
+        after = 0
         with Session(bind) as session:
-            return hub_memberships(session)
+            while True:
+                ids = [i for (i,) in session.query(orm.User.id).filter(orm.User.id > after)
+                       .order_by(orm.User.id).limit(HUB_PAGE)]
+                if not ids:
+                    return out
+                out.update(hub_memberships(session, (ids[0], ids[-1])))
+                session.rollback()  # the read transaction ends: the hub's own writes go on
+                after = ids[-1]
 
     return await asyncio.to_thread(read)
 
