@@ -112,10 +112,7 @@ class Bridge:
             return self._fail(e)
 
     def _execute_rows(self, statement: str, rows: list) -> int:
-        """Runs `statement` once per row; the rows it changed in all."""
-        return sum(self._count(statement, row) for row in rows)
-
-    def _count(self, statement: str, row: list) -> int:
+        """Runs `statement` once per row (in one driver call); the rows it changed in all."""
         raise NotImplementedError
 
     def _fail(self, e: Exception) -> Variant:
