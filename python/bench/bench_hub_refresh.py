@@ -26,15 +26,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from support.hub_process import Hub  # noqa: E402
 
+from bench_snapshot import groups_of  # noqa: E402  (the same groups as the engine-only bench)
+
 GROUPS = 1000
-
-
-def groups_of(i: int) -> list[str]:
-    """User i is in group g(i % 1000), and every tenth user also in g((i / 10) % 1000)."""
-    g = {f"g{i % GROUPS:03}"}
-    if i % 10 == 0:
-        g.add(f"g{(i // 10) % GROUPS:03}")
-    return sorted(g)
 
 
 def seed_hub(db: Path, users: int) -> None:
