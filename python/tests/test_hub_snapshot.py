@@ -79,7 +79,8 @@ def test_a_snapshot_writes_only_what_differs_a_page_at_a_time_from_the_hubs_own_
     # A hub change is the only write of the next snapshot.
     from jupyterhub import orm
 
-    db.query(orm.Group).filter_by(name="x").one().users.clear()
+    x = db.query(orm.Group).filter_by(name="x").one()  # held: the session keeps objects weakly
+    x.users.clear()
     db.commit()
     asyncio.run(q.snapshot_groups())
     assert calls.replaced == 4

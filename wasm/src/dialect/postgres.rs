@@ -346,8 +346,11 @@ pub const postgres: Dialect = Dialect {
     clear_memberships: "UPDATE memberships SET group_names = '', since = $2
          WHERE username = ANY (ARRAY(SELECT jsonb_array_elements_text($1::text::jsonb)))
          AND group_names <> '' RETURNING username",
+    // `IN (SELECT ...)`, a hashed set: with `= ANY (ARRAY(...))` each row of the index (its key is
+    // the group's name first, so every row is read) was compared with the whole page of names,
+    // and a first snapshot of 100,000 users took 87 s in a hub.
     delete_group_members_of: "DELETE FROM group_members
-         WHERE username = ANY (ARRAY(SELECT jsonb_array_elements_text($1::text::jsonb)))",
+         WHERE username IN (SELECT jsonb_array_elements_text($1::text::jsonb))",
     delete_group_members: "DELETE FROM group_members WHERE username = $1",
     insert_group_member: "INSERT INTO group_members (group_name, username) VALUES ($1, $2)",
     scan_memberships_first: concat!(
