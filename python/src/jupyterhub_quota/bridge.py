@@ -45,20 +45,20 @@ def _check_rows(rows: list) -> list:
     return rows
 
 
-def _sent(values: Iterable[Any], again: Callable[[], Iterable[Any]]) -> None:
-    """The component's parameters: their types checked in C (`set(map(type, ...))`), and only when
-    one is not a string, an integer or null, value by value for the message. Their bound is the
-    component's: it refuses an integer past +-(2^53-1) before sending it (a chunk of a refresh
-    checked 32,000 values one at a time here: issue 36)."""
-    if not set(map(type, values)) <= _WIRE_TYPES:
-        _check(again())
+def _sent(values: Callable[[], Iterable[Any]]) -> None:
+    """The component's parameters (`values()` gives them): their types checked in C
+    (`set(map(type, ...))`), and only when one is not a string, an integer or null, value by value
+    for the message. Their bound is the component's: it refuses an integer past +-(2^53-1) before
+    sending it (a chunk of a refresh checked 32,000 values one at a time here: issue 36)."""
+    if not set(map(type, values())) <= _WIRE_TYPES:
+        _check(values())
 
 
 def _params(text: str) -> list:
     params = json.loads(text)
     if not isinstance(params, list):
         raise StorageError("other", "parameters: expected a JSON array")
-    _sent(params, lambda: params)
+    _sent(lambda: params)
     return params
 
 
@@ -66,7 +66,7 @@ def _param_rows(rows_json: str) -> list:
     rows = json.loads(rows_json)
     if not isinstance(rows, list) or not all(isinstance(r, list) for r in rows):
         raise StorageError("other", "parameter rows: expected an array of arrays")
-    _sent(chain.from_iterable(rows), lambda: chain.from_iterable(rows))
+    _sent(lambda: chain.from_iterable(rows))
     return rows
 
 

@@ -14,6 +14,11 @@ from .contract import HostingContract, StorageError
 _PLACEHOLDER = re.compile(r"\$(\d+)")
 
 
+def _by_name(params: Any) -> dict:
+    """Positional parameters as the names `_named` gives their placeholders."""
+    return {f"p{i}": v for i, v in enumerate(params, 1)}
+
+
 def _named(statement: str) -> str:
     """``$1`` placeholders as psycopg's ``%(p1)s`` (a ``$N`` may appear more than once)."""
     return _PLACEHOLDER.sub(lambda m: f"%(p{m.group(1)})s", statement.replace("%", "%%"))
@@ -70,8 +75,7 @@ class PgBridge(Bridge):
         return s
 
     def _execute(self, statement: str, params: Any) -> Any:
-        named = {f"p{i}": v for i, v in enumerate(params, 1)}
-        return self.conn.execute(self._sql(statement), named, prepare=None)
+        return self.conn.execute(self._sql(statement), _by_name(params), prepare=None)
 
     def run(self, sql: str, params: Any = ()) -> list:
         cur = self._execute(sql, params)
@@ -85,7 +89,7 @@ class PgBridge(Bridge):
             return 0
         try:
             with self.conn.cursor() as cur:
-                cur.executemany(self._sql(statement), [{f"p{i}": v for i, v in enumerate(r, 1)} for r in rows])
+                cur.executemany(self._sql(statement), [_by_name(r) for r in rows])
                 return cur.rowcount
         except Exception as e:  # noqa: BLE001
             raise self.classify(e) from e
