@@ -13,7 +13,8 @@
 //! `BENCH_PROFILE=1` runs only the check_start/end_session loop and `BENCH_PROFILE=refresh` only the
 //! refresh, for `perf record`; `BENCH_PROFILE=gate` prints check_start's median (typed, and as the
 //! hub's REST request) as one JSON line for the other languages' benches; `BENCH_PROFILE=budget`
-//! only the gate charging a shared budget (with and without a member limit) beside the personal one.
+//! only the gate charging a shared budget (with and without a member limit) beside the personal one;
+//! `BENCH_PROFILE=durable` only the durable cycles on a file.
 //! `QUOTA_BENCH_COMPONENT=path` benches another build of the component (an older commit's).
 
 use std::path::PathBuf;
@@ -387,6 +388,14 @@ fn main() {
             bs / cs,
             ls / cs
         );
+        return;
+    }
+    // `BENCH_PROFILE=durable`: only the durable start+end cycles on a file, for `perf record`.
+    if std::env::var("BENCH_PROFILE").as_deref() == Ok("durable") {
+        let dir = std::env::temp_dir().join(format!("quota-bench-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        durable::cycles(&rt, &names, &dir);
+        let _ = std::fs::remove_dir_all(&dir);
         return;
     }
     if std::env::var("BENCH_PROFILE").as_deref() == Ok("events") {
