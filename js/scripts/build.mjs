@@ -3,6 +3,9 @@
 // bridge pass its imports as plain functions and instantiate again after a trap.
 // `--pack` (npm's prepack): what the package ships, from a clean checkout: the component built when
 // missing (scripts/build-wasm.sh, a Rust toolchain), gen/ only, and the repository's LICENSE.
+// jco is pinned to 1.11.2: from 1.13 its generated code keeps a task record around every call and
+// import (the component model's async), a third of a gate through the Node bridge (80 -> 56 us,
+// docs/performance.md); this component is synchronous and has no use for it.
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { copyFileSync, existsSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
@@ -27,16 +30,6 @@ function transpile(component, out) {
   execFileSync(jco, ['transpile', component, '--instantiation', 'sync', '--name', 'quota-engine', '-o', join(root, out), '--quiet'], {
     stdio: 'inherit',
   });
-  // jco's debug hook reads process.env on every call and builds its arguments even when off: 12 % of
-  // a check-start in a profile (`node --cpu-prof`). Read the switch once, and skip the calls.
-  const js = join(root, out, 'quota-engine.js');
-  const hook = 'if (!globalThis?.process?.env?.JCO_DEBUG) { return; }';
-  let text = readFileSync(js, 'utf8');
-  if (!text.includes(hook)) throw new Error(`${js}: jco's debug hook changed; update scripts/build.mjs`);
-  text = text.replace(hook, 'if (!_jcoDebug) { return; }');
-  text = text.replace(/^(\s*)_debugLog\(/gm, '$1_jcoDebug && _debugLog(');
-  text = text.replace(/^(\s*)const _debugLog = /m, '$1const _jcoDebug = !!globalThis?.process?.env?.JCO_DEBUG;\n$1const _debugLog = ');
-  writeFileSync(js, text);
   // The core modules the generated code asks for, so a page can compile them before instantiating.
   const modules = readdirSync(join(root, out)).filter((f) => f.endsWith('.wasm')).sort();
   writeFileSync(join(root, out, 'modules.json'), JSON.stringify(modules) + '\n');

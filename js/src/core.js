@@ -73,30 +73,32 @@ export class Engine {
   }
 
   instantiate() {
+    // An import's failure goes back to the component as its `error` (thrown as `{payload}`, jco's
+    // convention); a result is returned as it is.
     const fail = (e) => {
       const f = e instanceof StorageError ? e : this.contract.failed('other', `${e?.name ?? 'Error'}: ${e?.message ?? e}`);
       if (this.failed === null) this.failed = f;
-      return { tag: 'err', val: f.kind === 'busy' ? { tag: 'busy' } : { tag: f.kind, val: f.message } };
+      throw { payload: f.kind === 'busy' ? { tag: 'busy' } : { tag: f.kind, val: f.message } };
     };
     const db = this.db;
     const sql = {
       getDialect: () => db?.dialect ?? 'sqlite',
       query: (statement, paramsJson) => {
-        if (!db) return fail(new StorageError('other', 'this engine has no database'));
+        if (!db) fail(new StorageError('other', 'this engine has no database'));
         try {
-          return { tag: 'ok', val: JSON.stringify(db.query(statement, parseParams(JSON.parse(paramsJson)))) };
+          return JSON.stringify(db.query(statement, parseParams(JSON.parse(paramsJson))));
         } catch (e) {
-          return fail(e);
+          fail(e);
         }
       },
       executeMany: (statement, rowsJson) => {
-        if (!db) return fail(new StorageError('other', 'this engine has no database'));
+        if (!db) fail(new StorageError('other', 'this engine has no database'));
         try {
           const rows = JSON.parse(rowsJson);
           if (!Array.isArray(rows)) throw new StorageError('other', 'parameter rows: expected an array of arrays');
-          return { tag: 'ok', val: BigInt(db.executeMany(statement, rows.map(parseParams))) };
+          return BigInt(db.executeMany(statement, rows.map(parseParams)));
         } catch (e) {
-          return fail(e);
+          fail(e);
         }
       },
     };

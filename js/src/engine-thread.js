@@ -10,7 +10,7 @@ import { writeAll } from './blocking-write.js';
 import { LocalEngine } from './node.js';
 
 // A worker's console goes through its parent's event loop, which is blocked while it waits for an
-// answer: enough output (jco's JCO_DEBUG log) would stall both. Written to the file descriptors here,
+// answer: enough output (a debugging log) would stall both. Written to the file descriptors here,
 // waiting while a pipe is full (src/blocking-write.js).
 for (const [name, fd] of [['log', 1], ['info', 1], ['debug', 1], ['warn', 2], ['error', 2]]) {
   console[name] = (...args) => writeAll(fd, `${format(...args)}\n`);

@@ -223,15 +223,6 @@ test('typed calls with groups: a snapshot, a restricted accelerator, the reporte
   e.close();
 });
 
-test('jco’s debug log still works when asked for (JCO_DEBUG), though read once at load', async () => {
-  const { execFileSync } = await import('node:child_process');
-  const script = `import { QuotaEngine } from ${JSON.stringify(new URL('../src/node.js', import.meta.url).href)};
-    new QuotaEngine(':memory:', { custom: { authMode: 'github' } });`;
-  const run = (env) => execFileSync(process.execPath, ['--input-type=module', '-e', script], { env: { ...process.env, ...env }, encoding: 'utf8' });
-  assert.match(run({ JCO_DEBUG: '1' }), /quota:engine\/sql@0\.3\.0/);
-  assert.doesNotMatch(run({ JCO_DEBUG: '' }), /quota:engine\/sql@0\.3\.0/);
-});
-
 test('the engine thread\'s log waits while its pipe is full instead of failing with EAGAIN', async () => {
   // Node makes stdio pipes non-blocking; a parent that reads slowly fills one (CI saw EAGAIN from a
   // JCO_DEBUG log). A real FIFO, filled until the kernel refuses, then one line written from a thread
