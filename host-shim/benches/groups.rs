@@ -19,7 +19,7 @@ use quota_core::gate::{StartDecision, StartRequest};
 use quota_core::sessions::{EndRequest, EndTarget, Outcome};
 use quota_core::Timestamp;
 use quota_host::pg::PgDb;
-use quota_host::{Database, Limits, Runtime, SqlValue, SqliteDb, SqliteOptions, Worker};
+use quota_host::{Database, Runtime, SqlValue, SqliteDb, SqliteOptions, Worker};
 
 const USERS: usize = 100_000;
 const GROUPS: usize = 1_000;
@@ -27,15 +27,9 @@ const TARGETED: usize = 10;
 const RUNS: usize = 5;
 const T0: i64 = 1_795_000_000;
 
-fn runtime() -> Arc<Runtime> {
-    // `QUOTA_BENCH_COMPONENT`: another build of the component (an older commit's, for a before and
-    // after on the same machine), as in the component bench.
-    let path = std::env::var_os("QUOTA_BENCH_COMPONENT").map_or_else(
-        || std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/wasm/quota-engine.wasm"),
-        std::path::PathBuf::from,
-    );
-    Runtime::load(&path, Limits::default()).expect("component (bash scripts/build-wasm.sh)")
-}
+#[path = "support/mod.rs"]
+mod support;
+use support::runtime;
 
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);

@@ -19,22 +19,16 @@ use std::time::Instant;
 
 use quota_core::{Caller, Request, Timestamp};
 use quota_host::pg::PgDb;
-use quota_host::{Database, Dialect, Limits, Runtime, SqliteDb, SqliteOptions, Worker};
+use quota_host::{Database, Dialect, Runtime, SqliteDb, SqliteOptions, Worker};
 
 const DAY: i64 = 86_400;
 /// 2026-11-26T00:00:00Z: the last day of the ledger.
 const LAST_DAY: i64 = 20_783;
 const USERS: i64 = 10_000;
 
-fn runtime() -> Arc<Runtime> {
-    // `QUOTA_BENCH_COMPONENT`: another build of the component (an older commit's, for a before and
-    // after on the same machine), as in the component bench.
-    let path = std::env::var_os("QUOTA_BENCH_COMPONENT").map_or_else(
-        || std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/wasm/quota-engine.wasm"),
-        std::path::PathBuf::from,
-    );
-    Runtime::load(&path, Limits::default()).expect("component (bash scripts/build-wasm.sh)")
-}
+#[path = "support/mod.rs"]
+mod support;
+use support::runtime;
 
 fn percentile(v: &mut [f64], p: f64) -> f64 {
     v.sort_by(f64::total_cmp);

@@ -260,6 +260,8 @@ fn rest_gate(rt: &std::sync::Arc<Runtime>, names: &[String]) -> f64 {
 }
 
 mod durable;
+#[path = "../support/mod.rs"]
+mod support;
 
 /// What writing events costs the gate and the end (an end writes `session.ended`): the same
 /// fault-injection component with the events written and with them turned off
@@ -342,17 +344,7 @@ fn events_cost(names: &[String]) {
 }
 
 fn main() {
-    // `QUOTA_BENCH_COMPONENT=path/to/quota-engine.wasm`: another build of the component (an older
-    // commit's, for a before and after in one run).
-    let path = std::env::var_os("QUOTA_BENCH_COMPONENT").map_or_else(
-        || {
-            PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-                .join("..")
-                .join(quota_host::component_path)
-        },
-        PathBuf::from,
-    );
-    let rt = Runtime::load(&path, Limits::default()).unwrap_or_else(|e| panic!("{e}"));
+    let rt = support::runtime();
     let names = names();
 
     // `BENCH_PROFILE=refresh`: only the 100,000-user refresh, five times, for `perf record`.
