@@ -51,15 +51,15 @@ impl SqliteDb {
     pub fn open(rt: &Runtime, path: &Path, options: SqliteOptions) -> Result<SqliteDb, SqlError> {
         configure_sqlite();
         let contract = rt.contract(Dialect::Sqlite);
-        let conn = Connection::open(path)
-            .map_err(|e| SqlError::from_driver(&contract, "", format!("sqlite: {e}")))?;
+        let driver = |e: rusqlite::Error| SqlError::from_driver(&contract, "", format!("sqlite: {e}"));
+        let conn = Connection::open(path).map_err(driver)?;
         conn.set_prepared_statement_cache_capacity(statement_cache_capacity);
         // A plan fixed at prepare time. Without it SQLite 3.54 (rusqlite's bundled build) compiles a
         // statement again at every new binding when it has an ORDER BY and a `column = ?` term: the
         // grants read of every gate and session end spent 12 of its 13 us in the parser
         // (docs/performance.md). The engine's statements never want a plan made for one value.
         conn.set_db_config(DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG, true)
-            .map_err(|e| SqlError::from_driver(&contract, "", format!("sqlite: {e}")))?;
+            .map_err(driver)?;
         let mut db = SqliteDb { conn, contract };
         let busy = options.busy_timeout.unwrap_or(db.contract.busy_wait);
         let durability = options.durability.unwrap_or(Durability::Full);
