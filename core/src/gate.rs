@@ -189,29 +189,32 @@ fn decide(
         ),
     };
 
+    // One read serves the stored groups, the orphan check, the record and the reservations. The
+    // stored groups are read when the start needs them, and when groups are reported (written only
+    // when they differ: a host reporting the same groups at every start costs no statement more).
+    // A budget's membership needs the groups only when the user is not listed by name.
+    let need_groups = config.groups.matter_for_start()
+        || budget
+            .as_ref()
+            .is_some_and(|b| !b.def.groups.is_empty() && !b.def.users.contains(&username));
+    let state = store.gate_state(&username, need_groups || req.groups.is_some())?;
+    let stored_groups = state.groups.map(|m| m.groups).unwrap_or_default();
+
     // Group access first: a forbidden start records nothing (not even the reported groups).
     let groups = match &req.groups {
         Some(g) => Cow::Borrowed(g),
-        // A budget's membership needs the groups only when the user is not listed by name.
-        None if config.groups.matter_for_start()
-            || budget
-                .as_ref()
-                .is_some_and(|b| !b.def.groups.is_empty() && !b.def.users.contains(&username)) =>
-        {
-            Cow::Owned(groups::of(store, &username)?)
-        }
+        None if need_groups => Cow::Borrowed(&stored_groups),
         None => Cow::Owned(BTreeSet::new()),
     };
     if !config.groups.may_start(resource, &groups) {
         return Ok(StartDecision::Forbidden(forbidden_message(config, resource)));
     }
-    if let Some(g) = &req.groups {
+    if let Some(g) = req.groups.as_ref().filter(|g| **g != stored_groups) {
         groups::report(store, &username, g, now)?;
     }
 
     // A hub starts only a server that is not running: an active session of this server is an orphan.
-    // One read serves the orphan check, the record and the reservations.
-    let (stored_user, mut active) = store.gate_state(&username)?;
+    let (stored_user, mut active) = (state.user, state.active);
     let mut orphan_closed = false;
     if let Some(pos) = active.iter().position(|s| s.server_name == server_name) {
         orphan_closed = true;
@@ -220,7 +223,15 @@ fn decide(
         let end = start.min(limit_end);
         let minutes =
             sessions::billed_minutes(end.seconds() - orphan.start_time.seconds()).min(orphan.runtime_minutes);
-        sessions::close(store, orphan, end, minutes, SessionStatus::Completed, now)?;
+        sessions::close(
+            store,
+            orphan,
+            Some(stored_user.clone()),
+            end,
+            minutes,
+            SessionStatus::Completed,
+            now,
+        )?;
     }
 
     let mut user: Option<UserRecord> = None;

@@ -173,7 +173,7 @@ pub fn me(
     forecast: bool,
 ) -> Result<Me, QuotaError> {
     let username = normalize_username("username", username)?;
-    let (user, active) = store.gate_state(&username)?;
+    let crate::store::GateState { user, active, .. } = store.gate_state(&username, false)?;
     let user = as_of(store, user, now)?;
     let uses_groups = config
         .refresh_rules

@@ -7,7 +7,7 @@ use crate::events::{self, Event};
 use crate::ledger::{self, Account, Entry};
 use crate::limits;
 use crate::names::{normalize_username, validate_server_name};
-use crate::store::{Session, SessionStatus, Store, TransactionType};
+use crate::store::{Session, SessionStatus, Store, TransactionType, UserRecord};
 use crate::time::Timestamp;
 
 /// Which session to end.
@@ -56,9 +56,10 @@ pub fn billed_minutes(elapsed_seconds: i64) -> i64 {
 }
 
 pub fn end_session(store: &mut dyn Store, req: &EndRequest, now: Timestamp) -> Result<EndResult, QuotaError> {
-    let session = match &req.target {
+    // One read serves the session and its user's record (the charge's account).
+    let (session, user) = match &req.target {
         EndTarget::Id(id) => store
-            .get_session(*id)?
+            .session_and_user(*id)?
             .ok_or_else(|| QuotaError::NotFound(format!("Session {id} not found")))?,
         EndTarget::Server {
             username,
@@ -66,17 +67,20 @@ pub fn end_session(store: &mut dyn Store, req: &EndRequest, now: Timestamp) -> R
         } => {
             let username = normalize_username("username", username)?;
             let server_name = validate_server_name("server_name", server_name)?;
-            find_active(store, &username, &server_name)?.ok_or_else(|| {
+            let state = store.gate_state(&username, false)?;
+            let found = state.active.into_iter().find(|s| s.server_name == server_name);
+            let session = found.ok_or_else(|| {
                 QuotaError::NotFound(format!(
                     "No active session for user {username} server `{server_name}`"
                 ))
-            })?
+            })?;
+            (session, state.user)
         }
     };
     if session.status != SessionStatus::Active {
         let balance = match &session.budget {
             Some(b) => store.get_budget(b)?.map_or(0, |r| r.balance),
-            None => store.get_user(&session.username)?.map_or(0, |u| u.balance),
+            None => user.map_or(0, |u| u.balance),
         };
         return Ok(EndResult {
             session_id: session.id,
@@ -92,7 +96,7 @@ pub fn end_session(store: &mut dyn Store, req: &EndRequest, now: Timestamp) -> R
         Outcome::Completed => SessionStatus::Completed,
         Outcome::Failed => SessionStatus::Failed,
     };
-    close(store, session, end, minutes, status, now)
+    close(store, session, Some(user), end, minutes, status, now)
 }
 
 /// The active session of (username, server_name), if any.
@@ -108,10 +112,12 @@ pub fn find_active(
 }
 
 /// Ends an active session: records status, end time and minutes, and charges a billable completed
-/// session of a user who is not unlimited now. `now` stamps the transaction.
+/// session of a user who is not unlimited now. `now` stamps the transaction. `user`: the session's
+/// user's record when the caller has just read it (`Some(None)`: no row), else `None` (read here).
 pub fn close(
     store: &mut dyn Store,
     mut session: Session,
+    user: Option<Option<UserRecord>>,
     end: Timestamp,
     minutes: i64,
     status: SessionStatus,
@@ -129,7 +135,10 @@ pub fn close(
         }
         acct.row.balance
     } else {
-        let user = store.get_user(&session.username)?;
+        let user = match user {
+            Some(u) => u,
+            None => store.get_user(&session.username)?,
+        };
         let charge_user = charge_budget && !user.as_ref().is_some_and(|u| u.unlimited);
         match user {
             // The row read above (one read per call, not two); a user without a row starts at zero.

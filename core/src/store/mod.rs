@@ -40,10 +40,28 @@ pub trait Store {
     fn update_session(&mut self, session: &Session) -> Result<(), StoreError>;
     /// The user's active sessions, by id.
     fn active_sessions(&mut self, username: &str) -> Result<Vec<Session>, StoreError>;
-    /// The user's record and active sessions: the spawn gate's one read. A backend behind a costly
-    /// boundary (the component's host calls) answers it in one call.
-    fn gate_state(&mut self, username: &str) -> Result<(Option<UserRecord>, Vec<Session>), StoreError> {
-        Ok((self.get_user(username)?, self.active_sessions(username)?))
+    /// The user's record, active sessions and (`with_groups`) stored groups: the spawn gate's one
+    /// read. A backend behind a costly boundary (the component's host calls) answers it in one call.
+    fn gate_state(&mut self, username: &str, with_groups: bool) -> Result<GateState, StoreError> {
+        Ok(GateState {
+            user: self.get_user(username)?,
+            active: self.active_sessions(username)?,
+            groups: if with_groups {
+                self.get_membership(username)?
+            } else {
+                None
+            },
+        })
+    }
+    /// A session and its user's record: the end of a session's one read (see `gate_state`).
+    fn session_and_user(&mut self, id: i64) -> Result<Option<(Session, Option<UserRecord>)>, StoreError> {
+        match self.get_session(id)? {
+            Some(s) => {
+                let user = self.get_user(&s.username)?;
+                Ok(Some((s, user)))
+            }
+            None => Ok(None),
+        }
     }
     /// Active sessions that started strictly before `cutoff`, by id.
     fn stale_sessions(&mut self, cutoff: Timestamp) -> Result<Vec<Session>, StoreError>;

@@ -228,6 +228,16 @@ pub struct Membership {
     pub since: Timestamp,
 }
 
+/// What the spawn gate reads of a user in one store call (`Store::gate_state`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct GateState {
+    pub user: Option<UserRecord>,
+    /// The user's active sessions, by id.
+    pub active: Vec<Session>,
+    /// The user's stored groups, when asked for (None: not asked, or in no group).
+    pub groups: Option<Membership>,
+}
+
 /// The recorded outcome of a refresh run with a `run_id` (at-most-once).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RefreshRun {

@@ -303,6 +303,21 @@ pub const postgres: Dialect = Dialect {
         session_columns!(),
         " FROM sessions WHERE username = $1 AND status = 'active'"
     ),
+    // The sessions as a subquery: its columns are `s.*`, in the order the session reader expects.
+    gate_state: concat!(
+        "SELECT u.username, u.balance, u.unlimited, u.updated_at, m.username, m.group_names, m.since, s.*
+         FROM (SELECT $1::text AS k) q
+         LEFT JOIN users u ON u.username = q.k
+         LEFT JOIN memberships m ON m.username = q.k
+         LEFT JOIN (SELECT ",
+        session_columns!(),
+        " FROM sessions WHERE status = 'active') s ON s.username = q.k"
+    ),
+    session_and_user: concat!(
+        "SELECT s.*, u.username, u.balance, u.unlimited, u.updated_at FROM (SELECT ",
+        session_columns!(),
+        " FROM sessions WHERE id = $1) s LEFT JOIN users u ON u.username = s.username"
+    ),
     stale_sessions: concat!(
         "SELECT ",
         session_columns!(),

@@ -28,6 +28,11 @@ pub struct Dialect {
     pub get_session: &'static str,
     pub update_session: &'static str,
     pub active_sessions: &'static str,
+    /// The spawn gate's one read of `?1`: user columns, membership columns, then session columns,
+    /// a row per active session (or one with the session columns null), each part null when absent.
+    pub gate_state: &'static str,
+    /// Session `?1` (session columns), then its user's (null when the user has no row).
+    pub session_and_user: &'static str,
     pub stale_sessions: &'static str,
     pub scan_sessions: &'static str,
     pub get_refresh_run: &'static str,

@@ -151,6 +151,18 @@ impl Store for SqlStore {
         Ok(list)
     }
 
+    fn session_and_user(&mut self, id: i64) -> Result<Option<(Session, Option<UserRecord>)>, StoreError> {
+        super::gate::session_and_user(self.d, id)
+    }
+
+    fn gate_state(
+        &mut self,
+        username: &str,
+        with_groups: bool,
+    ) -> Result<quota_core::store::GateState, StoreError> {
+        super::gate::gate_state(self.d, username, with_groups)
+    }
+
     fn stale_sessions(&mut self, cutoff: Timestamp) -> Result<Vec<Session>, StoreError> {
         all(
             query(self.d.stale_sessions, Params::new().int(cutoff.seconds())?)?,
