@@ -66,7 +66,7 @@ fn a_fresh_database_is_migrated_once_and_a_second_host_finds_it_current() {
         .expect("version");
     assert_eq!(
         version,
-        vec![vec![SqlValue::Text("quota-engine schema 7".into())]]
+        vec![vec![SqlValue::Text("quota-engine schema 8".into())]]
     );
     // A database of the previous release (schema 3: no memberships) gains the table.
     db.query("DROP TABLE memberships", &[]).expect("drop");
@@ -98,7 +98,7 @@ fn a_fresh_database_is_migrated_once_and_a_second_host_finds_it_current() {
         .expect("version");
     assert_eq!(
         version,
-        vec![vec![SqlValue::Text("quota-engine schema 7".into())]]
+        vec![vec![SqlValue::Text("quota-engine schema 8".into())]]
     );
     let members = w
         .db()

@@ -7,8 +7,8 @@ mod common;
 mod tables;
 
 use tables::{
-    as_before_schema_6, as_before_schema_7, back_to_schema_5, back_to_schema_6, int, rows, tables,
-    version_of, without_schema_7, worker, SchemaVersion,
+    as_before_schema_6, as_before_schema_7, back_to_schema_5, back_to_schema_6, back_to_schema_7, int, rows,
+    tables, version_of, without_schema_7, worker, SchemaVersion,
 };
 
 use quota_core::Timestamp;
@@ -21,10 +21,10 @@ fn a_fresh_database_gets_the_current_schema_once() {
     let dir = tempfile::tempdir().expect("dir");
     let path = dir.path().join("q.db");
     let mut w = worker(&path);
-    assert_eq!(version_of(&path), 7);
+    assert_eq!(version_of(&path), 8);
     // Idempotent: a second migrate finds the current version and does nothing.
     let m = w.migrate().expect("again");
-    assert_eq!((m.from_version, m.to_version), (7, 7));
+    assert_eq!((m.from_version, m.to_version), (8, 8));
 }
 
 #[test]
@@ -61,7 +61,7 @@ fn a_schema_6_database_gains_the_events_and_keeps_its_rows() {
     back_to_schema_6(w.db());
     let before = tables(w.db());
     let m = w.migrate().expect("migrate");
-    assert_eq!((m.from_version, m.to_version), (6, 7));
+    assert_eq!((m.from_version, m.to_version), (6, 8));
     assert_eq!(before, as_before_schema_7(tables(w.db())));
     // The session running across the upgrade is not warned (its marks were never armed), and it
     // is extended and ended as any other.
@@ -95,6 +95,72 @@ fn a_schema_6_database_gains_the_events_and_keeps_its_rows() {
     assert_eq!(b["events"][0]["kind"], "session.ended", "{b}");
 }
 
+/// The day totals and the sums by user, each summed by (day, resource type): they must agree.
+fn day_totals(w: &mut Worker) -> (Vec<Vec<SqlValue>>, Vec<Vec<SqlValue>>) {
+    let kept = rows(
+        w.db(),
+        "SELECT day, resource_type, credits, minutes, sessions FROM usage_days ORDER BY day, resource_type",
+    );
+    let by_user = rows(
+        w.db(),
+        "SELECT day, resource_type, SUM(credits), SUM(minutes), SUM(sessions) FROM user_usage_days
+         GROUP BY day, resource_type ORDER BY day, resource_type",
+    );
+    (kept, by_user)
+}
+
+/// Schema 8 keeps the day totals from the sums by user by trigger: a session's end writes one sum.
+#[test]
+fn a_schema_7_database_gains_the_day_total_triggers_and_its_totals_stay_the_users_sums() {
+    let dir = tempfile::tempdir().expect("dir");
+    let mut w = worker(&dir.path().join("q.db"));
+    let (admin, hub) = (common::admin(), common::hub());
+    let t0 = 1_795_230_000;
+    let run = |w: &mut Worker, user: &str, server: &str, start: i64, minutes: i64| {
+        let body = format!(r#"{{"username":"{user}","server_name":"{server}","runtime_minutes":60}}"#);
+        let (st, s) = common::request(w, &hub, "POST", "/api/quota/sessions", &body, Timestamp(start));
+        assert_eq!(st, 201, "{s}");
+        let path = format!("/api/quota/sessions/{}/end", s["session_id"]);
+        let (st, e) = common::request(w, &hub, "POST", &path, "{}", Timestamp(start + minutes * 60));
+        assert_eq!(st, 200, "{e}");
+    };
+    for user in ["alice", "bob"] {
+        let path = format!("/admin/api/quota/users/{user}");
+        let (st, _) = common::request(
+            &mut w,
+            &admin,
+            "POST",
+            &path,
+            r#"{"action":"set","amount":1000}"#,
+            Timestamp(t0),
+        );
+        assert_eq!(st, 200);
+    }
+    // A new (user, day) row, the same row again (an upsert that updates), another user that day.
+    run(&mut w, "alice", "", t0, 10);
+    run(&mut w, "alice", "", t0 + 3_600, 20);
+    run(&mut w, "bob", "b", t0, 5);
+    let (kept, by_user) = day_totals(&mut w);
+    assert_eq!(kept, by_user);
+    assert_eq!(kept.len(), 1, "{kept:?}");
+    assert_eq!(int(&kept[0][3]), 35, "minutes of the day: {kept:?}");
+    assert_eq!(int(&kept[0][4]), 3, "sessions of the day: {kept:?}");
+
+    back_to_schema_7(w.db());
+    let before = tables(w.db());
+    let m = w.migrate().expect("migrate");
+    assert_eq!((m.from_version, m.to_version), (7, 8));
+    assert_eq!(tables(w.db()), before, "the migration writes no row");
+    // The next day, and the first day again: both paths of the triggers.
+    run(&mut w, "bob", "b", t0 + 86_400, 7);
+    run(&mut w, "alice", "", t0 + 7_200, 1);
+    let (kept, by_user) = day_totals(&mut w);
+    assert_eq!(kept, by_user);
+    assert_eq!(kept.len(), 2, "{kept:?}");
+    assert_eq!(int(&kept[0][3]), 36, "{kept:?}");
+    assert_eq!(int(&kept[1][3]), 7, "{kept:?}");
+}
+
 #[test]
 fn a_schema_3_database_gains_the_memberships_table_and_keeps_its_rows() {
     let dir = tempfile::tempdir().expect("dir");
@@ -118,7 +184,7 @@ fn a_schema_3_database_gains_the_memberships_table_and_keeps_its_rows() {
     w.db().query("PRAGMA user_version = 3", &[]).expect("version");
     let before = tables(w.db());
     let m = w.migrate().expect("migrate");
-    assert_eq!((m.from_version, m.to_version), (3, 7));
+    assert_eq!((m.from_version, m.to_version), (3, 8));
     let mut after = tables(w.db());
     assert_eq!(after.remove("memberships"), Some(Vec::new()));
     assert_eq!(after.remove("group_members"), Some(Vec::new()));
@@ -184,7 +250,7 @@ fn a_schema_4_database_gets_the_usage_sums_the_engine_would_have_kept() {
     w.db().query("DROP TABLE user_usage_days", &[]).expect("drop");
     w.db().query("PRAGMA user_version = 4", &[]).expect("version");
     let m = w.migrate().expect("migrate");
-    assert_eq!((m.from_version, m.to_version), (4, 7));
+    assert_eq!((m.from_version, m.to_version), (4, 8));
     let kept = without_schema_7(kept);
     assert_eq!(
         without_schema_7(tables(w.db())),
@@ -260,7 +326,7 @@ fn a_quota_hub_0_1_0_file_migrates_without_losing_a_row() {
     drop(old);
 
     let mut w = worker(&path);
-    assert_eq!(version_of(&path), 7);
+    assert_eq!(version_of(&path), 8);
     let mut after = tables(w.db());
     // Schema 5's usage sums are built from the ledger: the credits of every `usage` row, by user.
     let sums = rows(
@@ -374,7 +440,7 @@ fn hosts_starting_at_once_on_one_new_file_both_come_up() {
         h.join().expect("thread").expect("worker came up");
     }
     let mut db = SqliteDb::open(&common::runtime(), &path, SqliteOptions::default()).expect("open");
-    assert_eq!(db.schema_version().unwrap(), 7);
+    assert_eq!(db.schema_version().unwrap(), 8);
     assert_eq!(
         rows(&mut db, "SELECT COUNT(*) FROM users"),
         vec![vec![SqlValue::Int(0)]]
@@ -419,5 +485,5 @@ fn a_long_migration_is_not_stopped_at_the_call_deadline() {
     let mut w = Worker::new(rt, Box::new(db), &common::fixture_json()).expect("migrated within its deadline");
     let sums = rows(w.db(), "SELECT SUM(credits) FROM user_usage_days");
     assert_eq!(sums, vec![vec![SqlValue::Int(300_000)]]);
-    assert_eq!(rows(w.db(), "PRAGMA user_version"), vec![vec![SqlValue::Int(7)]]);
+    assert_eq!(rows(w.db(), "PRAGMA user_version"), vec![vec![SqlValue::Int(8)]]);
 }

@@ -61,8 +61,20 @@ pub fn tables(db: &mut dyn Database) -> BTreeMap<String, Vec<String>> {
 
 /// Takes a schema 6 file back to what schema 5 had (the tests that migrate an older file make it
 /// from a current one): the budgets' tables, indexes and columns and the grants go.
+/// Schema 7 as the previous release wrote it: no triggers keeping the day totals.
+pub fn back_to_schema_7(db: &mut dyn Database) {
+    for sql in [
+        "DROP TRIGGER usage_days_added",
+        "DROP TRIGGER usage_days_changed",
+        "PRAGMA user_version = 7",
+    ] {
+        db.query(sql, &[]).expect(sql);
+    }
+}
+
 /// Schema 6 as the previous release wrote it: no events, warnings or webhooks.
 pub fn back_to_schema_6(db: &mut dyn Database) {
+    back_to_schema_7(db);
     for sql in [
         "DROP INDEX sessions_warn",
         "DROP INDEX grants_warn",

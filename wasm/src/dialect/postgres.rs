@@ -137,6 +137,32 @@ const postgres_usage_tables: [&str; 3] = [
     "CREATE INDEX IF NOT EXISTS user_usage_days_by_day ON user_usage_days (day)",
 ];
 
+/// Schema 8: the day totals kept from the sums by user by a trigger (see the SQLite dialect). `OLD`
+/// is null for an insert (PostgreSQL 11 and later).
+const postgres_usage_triggers: [&str; 3] = [
+    "CREATE OR REPLACE FUNCTION quota_usage_days_total() RETURNS trigger LANGUAGE plpgsql AS $$
+     BEGIN
+         INSERT INTO usage_days AS t (day, resource_type, credits, minutes, sessions)
+         VALUES (NEW.day, NEW.resource_type, NEW.credits - COALESCE(OLD.credits, 0),
+                 NEW.minutes - COALESCE(OLD.minutes, 0), NEW.sessions - COALESCE(OLD.sessions, 0))
+         ON CONFLICT (day, resource_type) DO UPDATE SET credits = t.credits + excluded.credits,
+         minutes = t.minutes + excluded.minutes, sessions = t.sessions + excluded.sessions;
+         RETURN NULL;
+     END
+     $$",
+    "DROP TRIGGER IF EXISTS usage_days_total ON user_usage_days",
+    "CREATE TRIGGER usage_days_total AFTER INSERT OR UPDATE ON user_usage_days
+     FOR EACH ROW EXECUTE FUNCTION quota_usage_days_total()",
+];
+
+/// Schema 7 to 8: the trigger.
+const postgres_from_7: &[&str] = &[
+    postgres_usage_triggers[0],
+    postgres_usage_triggers[1],
+    postgres_usage_triggers[2],
+    "COMMENT ON TABLE users IS 'quota-engine schema 8'",
+];
+
 /// Schema 4 to 5: the usage sums, rebuilt from the ledger.
 const postgres_from_4: &[&str] = &usage_migration!(
     postgres_usage_tables,
@@ -244,7 +270,7 @@ const postgres_from_3: &[&str] = &[
 ];
 
 pub const postgres: Dialect = Dialect {
-    current_version: 7,
+    current_version: 8,
     read_version: "SELECT COALESCE(substring(obj_description(to_regclass('users'), 'pg_class')
          FROM 'quota-engine schema ([0-9]+)')::bigint, 0)",
     migrations: &[
@@ -253,7 +279,8 @@ pub const postgres: Dialect = Dialect {
         (4, postgres_from_4),
         (5, postgres_from_5),
         (6, postgres_feed.migration),
-        (7, &[]),
+        (7, postgres_from_7),
+        (8, &[]),
     ],
 
     get_user: concat!("SELECT ", user_columns!(), " FROM users WHERE username = $1"),
@@ -389,10 +416,6 @@ pub const postgres: Dialect = Dialect {
     scan_group: "SELECT username FROM group_members WHERE group_name = $1 AND username > $2
          ORDER BY username LIMIT $3",
     group_counts: "SELECT group_name, COUNT(*) FROM group_members GROUP BY group_name ORDER BY group_name",
-    record_usage_day: "INSERT INTO usage_days AS t (day, resource_type, credits, minutes, sessions)
-         VALUES ($1, $2, $3, $4, $5) ON CONFLICT (day, resource_type) DO UPDATE SET
-         credits = t.credits + excluded.credits, minutes = t.minutes + excluded.minutes,
-         sessions = t.sessions + excluded.sessions",
     record_user_usage_day: "INSERT INTO user_usage_days AS t (username, day, resource_type, credits,
          minutes, sessions) VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (username, day, resource_type)
          DO UPDATE SET credits = t.credits + excluded.credits, minutes = t.minutes + excluded.minutes,

@@ -88,6 +88,32 @@ const sqlite_usage_tables: [&str; 3] = [
     "CREATE INDEX IF NOT EXISTS user_usage_days_by_day ON user_usage_days (day)",
 ];
 
+/// Schema 8: the day totals (`usage_days`) kept from the sums by user by two triggers, so a
+/// session's end writes both sums in one statement, the upsert into `user_usage_days` (issue 36).
+/// An upsert that updates fires the UPDATE trigger, which adds the difference.
+const sqlite_usage_triggers: [&str; 2] = [
+    "CREATE TRIGGER IF NOT EXISTS usage_days_added AFTER INSERT ON user_usage_days BEGIN
+     INSERT INTO usage_days (day, resource_type, credits, minutes, sessions)
+     VALUES (NEW.day, NEW.resource_type, NEW.credits, NEW.minutes, NEW.sessions)
+     ON CONFLICT (day, resource_type) DO UPDATE SET credits = credits + excluded.credits,
+     minutes = minutes + excluded.minutes, sessions = sessions + excluded.sessions;
+     END",
+    "CREATE TRIGGER IF NOT EXISTS usage_days_changed AFTER UPDATE ON user_usage_days BEGIN
+     INSERT INTO usage_days (day, resource_type, credits, minutes, sessions)
+     VALUES (NEW.day, NEW.resource_type, NEW.credits - OLD.credits, NEW.minutes - OLD.minutes,
+     NEW.sessions - OLD.sessions)
+     ON CONFLICT (day, resource_type) DO UPDATE SET credits = credits + excluded.credits,
+     minutes = minutes + excluded.minutes, sessions = sessions + excluded.sessions;
+     END",
+];
+
+/// Schema 7 to 8: the triggers.
+const sqlite_from_7: &[&str] = &[
+    sqlite_usage_triggers[0],
+    sqlite_usage_triggers[1],
+    "PRAGMA user_version = 8",
+];
+
 /// Schema 6's addition: dated grants (credit that lapses), each an account's (a user's, `budget`
 /// empty, or a budget's, `username` empty). The partial indexes hold only grants with credit left.
 const sqlite_grants_tables: [&str; 3] = [
@@ -234,7 +260,7 @@ const sqlite_from_1_or_2: &[&str] = &[
 ];
 
 pub const sqlite: Dialect = Dialect {
-    current_version: 7,
+    current_version: 8,
     read_version: "PRAGMA user_version",
     migrations: &[
         (0, sqlite_create),
@@ -244,7 +270,8 @@ pub const sqlite: Dialect = Dialect {
         (4, sqlite_from_4),
         (5, sqlite_from_5),
         (6, sqlite_feed.migration),
-        (7, &[]),
+        (7, sqlite_from_7),
+        (8, &[]),
     ],
 
     get_user: concat!("SELECT ", user_columns!(), " FROM users WHERE username = ?1"),
@@ -383,10 +410,6 @@ pub const sqlite: Dialect = Dialect {
     scan_group: "SELECT username FROM group_members WHERE group_name = ?1 AND username > ?2
          ORDER BY username LIMIT ?3",
     group_counts: "SELECT group_name, COUNT(*) FROM group_members GROUP BY group_name ORDER BY group_name",
-    record_usage_day: "INSERT INTO usage_days (day, resource_type, credits, minutes, sessions)
-         VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT (day, resource_type) DO UPDATE SET
-         credits = credits + excluded.credits, minutes = minutes + excluded.minutes,
-         sessions = sessions + excluded.sessions",
     record_user_usage_day: "INSERT INTO user_usage_days (username, day, resource_type, credits, minutes,
          sessions) VALUES (?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT (username, day, resource_type) DO UPDATE SET
          credits = credits + excluded.credits, minutes = minutes + excluded.minutes,

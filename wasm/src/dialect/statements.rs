@@ -68,10 +68,8 @@ pub struct Dialect {
     /// Members of group `?1` after username `?2`, at most `?3`.
     pub scan_group: &'static str,
     pub group_counts: &'static str,
-    /// Adds to a day's sum of one resource type: (day, resource type, credits, minutes, sessions).
-    pub record_usage_day: &'static str,
     /// Adds to a user's day's sum of one resource type: (username, day, resource type, credits,
-    /// minutes, sessions).
+    /// minutes, sessions); the day's sum of all users (`usage_days`) follows by trigger.
     pub record_user_usage_day: &'static str,
     /// (day, resource type, credits, minutes, sessions) of the days `?1` to `?2`.
     pub usage_by_day: &'static str,
@@ -341,7 +339,6 @@ macro_rules! usage_backfill {
     ($sum:literal, $end:literal) => {
         [
             "DELETE FROM user_usage_days",
-            "DELETE FROM usage_days",
             concat!(
                 "INSERT INTO user_usage_days (username, day, resource_type, credits, minutes, sessions)
                  SELECT username, created_at / 86400, COALESCE(resource_type, ''), -",
@@ -360,6 +357,9 @@ macro_rules! usage_backfill {
                  minutes = user_usage_days.minutes + excluded.minutes,
                  sessions = user_usage_days.sessions + excluded.sessions"
             ),
+            // The day totals after the sums by user, from them: schema 8's triggers (present when a
+            // file's version was set back by hand) have added to them meanwhile.
+            "DELETE FROM usage_days",
             concat!(
                 "INSERT INTO usage_days (day, resource_type, credits, minutes, sessions)
                  SELECT day, resource_type, ",

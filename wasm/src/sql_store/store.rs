@@ -337,10 +337,7 @@ impl Store for SqlStore {
         let (username, day, resource_type) = (key.username, key.day, key.resource_type);
         let sums =
             |p: Params| -> Result<Params, StoreError> { p.int(u.credits)?.int(u.minutes)?.int(u.sessions) };
-        query(
-            self.d.record_usage_day,
-            sums(Params::new().int(day)?.text(resource_type))?,
-        )?;
+        // One statement: the day's sum of all users follows by trigger (schema 8).
         query(
             self.d.record_user_usage_day,
             sums(Params::new().text(username).int(day)?.text(resource_type))?,
