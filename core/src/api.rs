@@ -25,6 +25,7 @@ mod budget_routes;
 mod event_routes;
 mod group_routes;
 mod handlers;
+mod listing;
 mod me_routes;
 mod query;
 mod routes;
@@ -33,6 +34,7 @@ mod usage_routes;
 
 pub use bodies::refresh_request_from_json;
 use bodies::*;
+use listing::Listing;
 use query::*;
 use routes::*;
 pub use routes::{route_methods, route_template};

@@ -71,14 +71,26 @@ pub(super) fn list_memberships(c: &mut Call<'_>) -> Result<Response, QuotaError>
     } else {
         None
     };
-    let rows: Vec<Value> = page
-        .into_iter()
-        .map(|(u, m)| json!({"username": u, "groups": m.groups, "since": m.since}))
+    let rows: Vec<MembershipRow> = page
+        .iter()
+        .map(|(username, m)| MembershipRow {
+            username,
+            groups: &m.groups,
+            since: m.since,
+        })
         .collect();
     Ok(Response::json(
         200,
-        &json!({ "memberships": rows, "next_after": next }),
+        &Listing::paged("memberships", &rows, "next_after", next),
     ))
+}
+
+/// A row of the memberships list.
+#[derive(Serialize)]
+struct MembershipRow<'a> {
+    username: &'a str,
+    groups: &'a BTreeSet<String>,
+    since: Timestamp,
 }
 
 /// `GET /api/accelerators`: the accelerators the caller (or, for an admin or the hub, `?username=`)

@@ -82,13 +82,13 @@ fn list_users(c: &mut Call<'_>) -> Result<Response, QuotaError> {
     if after.is_none() && limit.is_none() {
         // The spec's shape: every user at once.
         let users = reads::list_users(c.store, c.now)?;
-        return Ok(Response::json(200, &json!({ "users": users })));
+        return Ok(Response::json(200, &Listing::all("users", &users)));
     }
     let limit = limit.map_or(limits::users_page_max, |n| n as usize);
     let (users, next) = reads::users_page(c.store, after.as_deref(), limit, c.now)?;
     Ok(Response::json(
         200,
-        &json!({ "users": users, "next_after": next }),
+        &Listing::paged("users", &users, "next_after", next),
     ))
 }
 
@@ -216,7 +216,7 @@ fn ledger(c: &mut Call<'_>) -> Result<Response, QuotaError> {
     };
     Ok(Response::json(
         200,
-        &json!({ "transactions": txs, "next_after_id": next }),
+        &Listing::paged("transactions", &txs, "next_after_id", next),
     ))
 }
 
@@ -240,7 +240,7 @@ fn list_sessions(c: &mut Call<'_>) -> Result<Response, QuotaError> {
     let (list, next) = reads::list_sessions(c.store, username.as_deref(), status, after_id, limit as usize)?;
     Ok(Response::json(
         200,
-        &json!({ "sessions": list, "next_after_id": next }),
+        &Listing::paged("sessions", &list, "next_after_id", next),
     ))
 }
 

@@ -19,7 +19,7 @@ pub(super) fn transactions(c: &mut Call<'_>) -> Result<Response, QuotaError> {
     let (rows, next) = mine::transactions(c.store, &c.caller.name, after, limit)?;
     Ok(Response::json(
         200,
-        &json!({ "transactions": rows, "next_after": next }),
+        &Listing::paged("transactions", &rows, "next_after", next),
     ))
 }
 
@@ -28,6 +28,6 @@ pub(super) fn sessions(c: &mut Call<'_>) -> Result<Response, QuotaError> {
     let (rows, next) = mine::sessions(c.store, &c.caller.name, after, limit, c.now)?;
     Ok(Response::json(
         200,
-        &json!({ "sessions": rows, "next_after": next }),
+        &Listing::paged("sessions", &rows, "next_after", next),
     ))
 }
