@@ -3,7 +3,7 @@
 
 use std::fmt;
 
-use chrono::{DateTime, NaiveDateTime};
+use chrono::{DateTime, Datelike, NaiveDateTime, Timelike};
 use serde::{Serialize, Serializer};
 
 use crate::limits;
@@ -54,10 +54,29 @@ impl Timestamp {
     }
 }
 
-/// ISO 8601, UTC, no zone suffix, seconds precision: `2026-11-22T10:30:00`.
+/// ISO 8601, UTC, no zone suffix, seconds precision: `2026-11-22T10:30:00`. Written digit by
+/// digit: chrono's `format` reads its pattern again at every call, and the admin list of 50,000
+/// users writes 50,000 of these (docs/performance.md).
 impl fmt::Display for Timestamp {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}", self.to_naive().format("%Y-%m-%dT%H:%M:%S"))
+        let n = self.to_naive();
+        let mut text = *b"0000-00-00T00:00:00";
+        // The year is 1970 to 9999 (`to_naive` clamps): four digits.
+        let fields = [
+            (0..4, n.year().unsigned_abs()),
+            (5..7, n.month()),
+            (8..10, n.day()),
+            (11..13, n.hour()),
+            (14..16, n.minute()),
+            (17..19, n.second()),
+        ];
+        for (at, mut value) in fields {
+            for digit in text[at].iter_mut().rev() {
+                *digit = b'0' + (value % 10) as u8;
+                value /= 10;
+            }
+        }
+        f.write_str(std::str::from_utf8(&text).map_err(|_| fmt::Error)?)
     }
 }
 
@@ -79,6 +98,22 @@ mod tests {
         assert_eq!(a, b);
         assert_eq!(a, c);
         assert_eq!(a.to_string(), "2026-11-22T10:30:00");
+    }
+
+    #[test]
+    fn prints_what_chronos_pattern_prints_from_1970_to_9999_and_clamps_outside() {
+        let chrono_text = |t: Timestamp| t.to_naive().format("%Y-%m-%dT%H:%M:%S").to_string();
+        let (min, max) = (limits::timestamp_seconds_min, limits::timestamp_seconds_max);
+        let mut t = min;
+        while t <= max {
+            assert_eq!(Timestamp(t).to_string(), chrono_text(Timestamp(t)), "{t}");
+            t += 7_919_993; // a prime step: every field's digits take many values
+        }
+        for t in [min, max, 951_782_400, 4_107_542_400] {
+            assert_eq!(Timestamp(t).to_string(), chrono_text(Timestamp(t)), "{t}");
+        }
+        assert_eq!(Timestamp(min - 1).to_string(), "1970-01-01T00:00:00");
+        assert_eq!(Timestamp(i64::MAX).to_string(), "9999-12-31T23:59:59");
     }
 
     #[test]
