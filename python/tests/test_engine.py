@@ -153,7 +153,8 @@ def test_values_outside_the_exact_range_are_refused_before_reaching_the_engine(t
 
 @pytest.mark.parametrize("bad", ["1.5", "x'00'", str(2**53), str(-(2**53)), "9223372036854775807"])
 def test_a_row_value_the_engine_never_stores_fails_the_statement_as_a_value(tmp_path, bad):
-    # Checked for every row of every statement, in one loop over the rows: the next rows too.
+    # Checked for every row of every statement, all rows at once (types and integer bounds): the
+    # next rows too.
     e = QuotaEngine(str(tmp_path / "q.db"), VALUES)
     b = e.bridge
     b.begin(False)

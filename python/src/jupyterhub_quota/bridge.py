@@ -12,7 +12,9 @@ code come from the hosting contract. An exception must never escape into the com
 from __future__ import annotations
 
 import json
-from itertools import chain
+from functools import partial
+from itertools import chain, compress
+from operator import is_
 from typing import Any, Callable, Iterable, Optional
 
 from wasmtime.component import Variant
@@ -39,9 +41,22 @@ def _check(values: Any) -> Any:
 _WIRE_TYPES = frozenset((str, int, type(None)))
 
 
+_is_int = partial(is_, int)
+
+
 def _check_rows(rows: list) -> list:
-    """``_check`` of every row (values read from the database), in one loop."""
-    _check(chain.from_iterable(rows))
+    """``_check`` of every row (values read from the database), done in C a column at a time: the
+    column's types as a set, and its integers' largest and smallest; only a row set that fails goes
+    value by value, for the message. The admin list of 50,000 users checked 200,000 values one at a
+    time here: 41 ms of its 126 (issue 36, docs/performance.md)."""
+    for column in zip(*rows):
+        types = set(map(type, column))
+        if not types <= _WIRE_TYPES:
+            _check(chain.from_iterable(rows))
+        if int in types:
+            ints = column if len(types) == 1 else list(compress(column, map(_is_int, map(type, column))))
+            if max(ints) > JSON_INT_MAX or min(ints) < -JSON_INT_MAX:
+                _check(chain.from_iterable(rows))
     return rows
 
 
