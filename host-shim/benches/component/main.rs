@@ -14,7 +14,8 @@
 //! refresh, for `perf record`; `BENCH_PROFILE=gate` prints check_start's median (typed, and as the
 //! hub's REST request) as one JSON line for the other languages' benches; `BENCH_PROFILE=budget`
 //! only the gate charging a shared budget (with and without a member limit) beside the personal one;
-//! `BENCH_PROFILE=durable` only the durable cycles on a file.
+//! `BENCH_PROFILE=durable` only the durable cycles on a file; `BENCH_PROFILE=list` only the admin list
+//! of 50,000 users (also in the full run).
 //! `QUOTA_BENCH_COMPONENT=path` benches another build of the component (an older commit's).
 
 use std::path::PathBuf;
@@ -260,6 +261,7 @@ fn rest_gate(rt: &std::sync::Arc<Runtime>, names: &[String]) -> f64 {
 }
 
 mod durable;
+mod list;
 #[path = "../support/mod.rs"]
 mod support;
 
@@ -390,6 +392,11 @@ fn main() {
         let _ = std::fs::remove_dir_all(&dir);
         return;
     }
+    if std::env::var("BENCH_PROFILE").as_deref() == Ok("list") {
+        let dir = tempfile::tempdir().unwrap();
+        list::admin_list(&rt, &dir.path().join("list.db"));
+        return;
+    }
     if std::env::var("BENCH_PROFILE").as_deref() == Ok("events") {
         events_cost(&names);
         return;
@@ -465,5 +472,6 @@ fn main() {
     std::fs::create_dir_all(&dir).unwrap();
     durable::cycles(&rt, &names, &dir);
     durable::refresh(&rt, &dir);
+    list::admin_list(&rt, &dir.join("list.db"));
     let _ = std::fs::remove_dir_all(&dir);
 }
