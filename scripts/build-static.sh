@@ -8,8 +8,6 @@
 # must be built first (scripts/build-wasm.sh, scripts/build-js.sh). QUOTA_BUILD_REVISION (default:
 # the checkout's commit) goes into quota_build_info. Used by scripts/build-image.sh,
 # scripts/release.sh and deploy/image/Dockerfile, so every image carries the same build.
-# arm64 builds in a target directory of its own (target/arm64): cargo locks a target directory for
-# a whole build, and the test command builds arm64 at low priority beside the amd64 build.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 sudo_=""; [ "$(id -u)" = 0 ] || sudo_="sudo"
@@ -22,7 +20,6 @@ need_deb() { # command package
 case "$arch" in
     amd64)
         target=x86_64-unknown-linux-musl
-        export CARGO_TARGET_DIR=target
         need_deb musl-gcc musl-tools
         ;;
     arm64)
@@ -32,7 +29,6 @@ case "$arch" in
         # glibc's headers would make SQLite call open64 and friends, which musl does not have.
         export CFLAGS_aarch64_unknown_linux_musl=-DSQLITE_DISABLE_LFS
         export CARGO_TARGET_AARCH64_UNKNOWN_LINUX_MUSL_LINKER=rust-lld
-        export CARGO_TARGET_DIR=target/arm64
         ;;
     *) echo "build-static.sh: unknown architecture \`$arch\` (amd64 or arm64)" >&2; exit 2 ;;
 esac
@@ -42,4 +38,4 @@ for f in target/wasm/quota-engine.wasm js/gen/source.json; do
 done
 QUOTA_BUILD_REVISION=${QUOTA_BUILD_REVISION:-$(git rev-parse HEAD 2>/dev/null || echo unknown)} \
     CARGO_PROFILE_RELEASE_STRIP=symbols cargo build --release --locked -q -p quota-hub --target "$target" >&2
-echo "$CARGO_TARGET_DIR/$target/release/quota-hub"
+echo "target/$target/release/quota-hub"

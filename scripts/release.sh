@@ -16,10 +16,9 @@
 # installed (qemu-aarch64), run. Installs what it needs: Rust targets, Debian's musl-tools and
 # gcc-aarch64-linux-gnu, cargo-cyclonedx (target/tools), python/requirements-release.txt
 # (target/release-venv). .github/workflows/release.yml runs it on a tag and publishes dist/.
-# `--prepare` does only the long builds nothing else in the test command makes (the tools, the arm64
-# binary) and writes nothing to dist/: scripts/test-all.sh runs it at low priority beside its other
-# steps, so the release after them is quick (the amd64 binary is the image step's build). The
-# engine component and js/gen must be built already for it.
+# `--prepare` does only the long builds (the tools, the static binaries) and writes nothing to dist/:
+# scripts/test-all.sh runs it at low priority beside the Python tests, so the release after them is
+# quick. The engine component and js/gen must be built already for it.
 set -euo pipefail
 prepare=""; [ "${1:-}" = --prepare ] && prepare=1
 cd "$(dirname "$0")/.."
@@ -40,16 +39,16 @@ if ! target/tools/bin/cargo-cyclonedx cyclonedx --version 2>/dev/null | grep -q 
     cargo install -q --locked --root target/tools cargo-cyclonedx --version "=$cdx_version"
 fi
 
-static_binaries() { # architectures...
-    for arch in "$@"; do
+static_binaries() {
+    for arch in amd64 arm64; do
         binary=$(bash scripts/build-static.sh "$arch")
         "$venv/bin/python" scripts/check_elf.py "$binary" "$arch"
         [ -n "$prepare" ] || cp "$binary" "$dist/quota-hub-$version-linux-$arch"
     done
 }
 if [ -n "$prepare" ]; then
-    step "the static arm64 quota-hub binary, prepared"
-    static_binaries arm64
+    step "static quota-hub binaries (amd64, arm64), prepared"
+    static_binaries
     exit 0
 fi
 
@@ -72,7 +71,7 @@ step "the npm package"
 [ -f "$dist/quota-engine-js-$version.tgz" ] || fail "npm pack did not write quota-engine-js-$version.tgz"
 
 step "static quota-hub binaries (amd64, arm64)"
-static_binaries amd64 arm64
+static_binaries
 if command -v qemu-aarch64 >/dev/null; then
     out=$(qemu-aarch64 "$dist/quota-hub-$version-linux-arm64" --version)
     [ "$out" = "quota-hub $version" ] || fail "the arm64 binary under qemu-aarch64 said \`$out\`"

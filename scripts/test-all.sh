@@ -29,24 +29,6 @@ cargo fmt --all -- --check
 python3 scripts/check_imports.py
 python3 scripts/sizes.py --check
 
-step "the release's long builds start, at the lowest priority, beside every step up to the release (scripts/release.sh --prepare)"
-# The arm64 binary and cargo-cyclonedx (about 10 minutes of both cores alone) take only the CPU
-# the steps up to the release leave: the single-threaded links and test binaries, the hub suites'
-# waits. The arm64 build has its own target directory, so it never holds the lock of a build the
-# steps wait for. What it and the later steps install is installed first, so nothing runs apt or
-# rustup beside it: the static targets, musl-tools and the arm64 C cross-compiler (the static
-# builds), the OCI tools the image and release tests read the layouts with, qemu-user to run the
-# arm64 binary (command, then its Debian package).
-for t in x86_64-unknown-linux-musl aarch64-unknown-linux-musl; do
-    rustup target list --installed | grep -q "^$t\$" || rustup target add "$t"
-done
-for pair in musl-gcc:musl-tools aarch64-linux-gnu-gcc:gcc-aarch64-linux-gnu umoci:umoci skopeo:skopeo qemu-aarch64:qemu-user; do
-    command -v "${pair%%:*}" >/dev/null || { if [ "$(id -u)" = 0 ]; then apt-get update -qq && env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${pair#*:}" >/dev/null;
-        else sudo apt-get update -qq && sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${pair#*:}" >/dev/null; fi; }
-done
-(nice -n 19 bash scripts/release.sh --prepare > target/release-prepare.log 2>&1) &
-prepare_pid=$!
-
 # The PostgreSQL suites are test targets behind the `pg-tests` features; every Rust step turns them
 # on, so the workspace compiles once (not again with other features for those suites).
 pg_features=(--features quota-host/pg-tests,quota-hub/pg-tests)
@@ -60,6 +42,13 @@ bash scripts/with-postgres.sh cargo test --workspace --locked "${pg_features[@]}
 
 step "container image without an engine: a static quota-hub in an OCI layout (scripts/build-image.sh)"
 bash scripts/build-image.sh
+# The OCI tools the image and release tests read the layouts with, qemu-user to run the arm64
+# binary, and the arm64 C cross-compiler the release's binary needs (command, then its Debian
+# package): installed here, so nothing runs apt beside the Python tests.
+for pair in umoci:umoci skopeo:skopeo qemu-aarch64:qemu-user aarch64-linux-gnu-gcc:gcc-aarch64-linux-gnu; do
+    command -v "${pair%%:*}" >/dev/null || { if [ "$(id -u)" = 0 ]; then apt-get update -qq && env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${pair#*:}" >/dev/null;
+        else sudo apt-get update -qq && sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${pair#*:}" >/dev/null; fi; }
+done
 if [ "${CI:-}" = true ]; then
     # A CI clone is thrown away and its disk is not large. The steps after this one run what is
     # built and cargo only for the release's static builds, so the test executables (~1.2 GB) go.
@@ -67,10 +56,14 @@ if [ "${CI:-}" = true ]; then
     find target/debug/deps -maxdepth 1 -type f -perm -u+x -links 1 ! -name '*.so' -delete
 fi
 
-step "python: the engine in JupyterHub (python/); beside it javascript: the Node bridge (js/)"
-# The Node tests' log is printed after the Python run. Chromium is installed first, so nothing runs
-# apt at once.
+step "python: the engine in JupyterHub (python/); beside it javascript: the Node bridge (js/), and the release's long builds at the lowest priority (scripts/release.sh --prepare)"
+# The Python and Node tests mostly wait on real hubs, servers and browsers: the release's arm64
+# build and cargo-cyclonedx take the CPU they leave (nice 19), so the release after them is quick.
+# The Node tests' and the builds' logs are printed after the Python run. Chromium is installed
+# first, so nothing runs apt at once.
 bash scripts/ensure-chromium.sh
+(nice -n 19 bash scripts/release.sh --prepare > target/release-prepare.log 2>&1) &
+prepare_pid=$!
 (bash scripts/test-js.sh > target/test-js.log 2>&1) &
 js_pid=$!
 py_rc=0
@@ -92,7 +85,7 @@ bash scripts/release.sh
 (cd python/tests && ../../target/pyenv/bin/python -m pytest -q -p no:cacheprovider test_release.py)
 if [ "${CI:-}" = true ]; then
     # The cross-compiled release builds (~1.4 GB) are copied into dist/.
-    rm -rf target/x86_64-unknown-linux-musl target/arm64
+    rm -rf target/x86_64-unknown-linux-musl target/aarch64-unknown-linux-musl
 fi
 
 step "API fuzzing: schemathesis against a real quota-hub serve, 25 examples per operation and phase (scripts/fuzz-api.sh)"
