@@ -280,6 +280,9 @@ test('Extend: on the user page for the caller\'s running server, in the admin Ru
   const after = await running();
   assert.equal(after.runtime_minutes, before.runtime_minutes + 30);
   assert.equal(after.estimated_cost, before.estimated_cost + 90, 'the reservation grows at the GPU rate');
+  // The answer's message comes first; the table is read again after it (a busy machine shows the
+  // old row in between).
+  await page.locator('#running tbody tr').filter({ hasText: after.ends_at.replace('T', ' ') }).waitFor();
   const shown = await page.$$eval('#running tbody tr', (rows) => rows.map((r) => r.cells[5].textContent));
   assert.deepEqual(shown, [after.ends_at.replace('T', ' ')], 'the new auto-stop time');
   // Past the 480-minute bound: refused, naming the field; nothing changes.
