@@ -119,6 +119,18 @@ class Hub:
             os.killpg(self.proc.pid, signal.SIGKILL)
             self.proc.wait()
         self.proc = None
+        self._stop_orphaned_proxy()
+
+    def _stop_orphaned_proxy(self) -> None:
+        """The proxy of a hub that exited without stopping it: a hub that stops itself at the
+        consecutive-failure limit leaves its configurable-http-proxy running (in a session of its
+        own, with no pid file left), one per such test. Found by the public port it serves."""
+        mine = f"--port\0{self.port}\0".encode()
+        for proc in Path("/proc").iterdir():
+            with contextlib.suppress(OSError, ValueError):
+                cmdline = (proc / "cmdline").read_bytes()
+                if b"configurable-http-proxy" in cmdline and mine in cmdline:
+                    os.kill(int(proc.name), signal.SIGTERM)
 
     def log(self) -> str:
         return self.log_path.read_text() if self.log_path.exists() else ""
