@@ -25,7 +25,8 @@ pub fn parse(text: &str) -> Result<Value, StrictError> {
     let duplicate = RefCell::new(None);
     let mut de = serde_json::Deserializer::from_str(text);
     let parsed = Node {
-        path: String::new(),
+        parent: "",
+        at: At::Root,
         duplicate: &duplicate,
     }
     .deserialize(&mut de)
@@ -37,10 +38,30 @@ pub fn parse(text: &str) -> Result<Value, StrictError> {
     }
 }
 
-/// One value at `path`; the first repeated key found is noted in `duplicate`.
-struct Node<'d> {
-    path: String,
-    duplicate: &'d RefCell<Option<String>>,
+/// One value, where it is in its parent (at `parent`'s path); the first repeated key found is
+/// noted in `duplicate`. The value's own path is written out only for an object or a list (whose
+/// children need it): a list of 50 names once wrote 50 paths nobody read (issue 36).
+struct Node<'p> {
+    parent: &'p str,
+    at: At<'p>,
+    duplicate: &'p RefCell<Option<String>>,
+}
+
+#[derive(Clone, Copy)]
+enum At<'p> {
+    Root,
+    Key(&'p str),
+    Index(usize),
+}
+
+impl Node<'_> {
+    fn path(&self) -> String {
+        match self.at {
+            At::Root => String::new(),
+            At::Key(key) => join(self.parent, key),
+            At::Index(i) => format!("{}[{i}]", self.parent),
+        }
+    }
 }
 
 impl<'de> DeserializeSeed<'de> for Node<'_> {
@@ -82,10 +103,12 @@ impl<'de> Visitor<'de> for Node<'_> {
         Ok(Value::Null)
     }
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+        let here = self.path();
         let mut out = Vec::new();
         loop {
             let child = Node {
-                path: format!("{}[{}]", self.path, out.len()),
+                parent: &here,
+                at: At::Index(out.len()),
                 duplicate: self.duplicate,
             };
             match seq.next_element_seed(child)? {
@@ -95,15 +118,17 @@ impl<'de> Visitor<'de> for Node<'_> {
         }
     }
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+        let here = self.path();
         let mut out = Map::new();
         while let Some(key) = map.next_key::<String>()? {
-            let path = join(&self.path, &key);
             if out.contains_key(&key) {
+                let path = join(&here, &key);
                 *self.duplicate.borrow_mut() = Some(path.clone());
                 return Err(de::Error::custom(format!("duplicate key `{path}`")));
             }
             let v = map.next_value_seed(Node {
-                path,
+                parent: &here,
+                at: At::Key(&key),
                 duplicate: self.duplicate,
             })?;
             out.insert(key, v);
@@ -149,6 +174,8 @@ mod tests {
                 "users[1].username",
             ),
             (r#"{"a":{"b":1},"a":{"b":1}}"#, "a"),
+            (r#"{"a":["x",[{"y":1}],[1,{"x":1,"x":2}]]}"#, "a[2][1].x"),
+            (r#"[{"x":1},{"x":1,"x":1}]"#, "[1].x"),
         ];
         for (text, path) in cases {
             assert_eq!(parse(text), Err(StrictError::Duplicate(path.into())), "{text}");
