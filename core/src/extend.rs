@@ -10,7 +10,7 @@ use crate::config::Config;
 use crate::error::QuotaError;
 use crate::feed::sweep::{ends_at, next_warning, still_told};
 use crate::gate::{personal_refusal, Ask};
-use crate::groups;
+use crate::groups::{self, GroupNames};
 use crate::limits;
 use crate::lots;
 use crate::milli::Milli;
@@ -167,6 +167,6 @@ fn refusal(
         estimated_cost: extra,
         held,
     };
-    let groups = groups::of(store, username)?;
-    Ok(personal_refusal(config, store, Some(&groups), &user, &groups, &ask, now)?.map(|r| r.message))
+    let groups = GroupNames::from_set(&groups::of(store, username)?);
+    Ok(personal_refusal(config, store, true, &user, &groups, &ask, now)?.map(|r| r.message))
 }

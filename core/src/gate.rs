@@ -1,8 +1,5 @@
 //! The spawn gate: may this user start this server now?
 
-use std::borrow::Cow;
-use std::collections::BTreeSet;
-
 use serde::Serialize;
 
 use crate::accelerators::cpu_resource;
@@ -11,7 +8,7 @@ use crate::config::Config;
 use crate::error::QuotaError;
 use crate::events::{self, Event, GateResult};
 use crate::forecast::{next_start_refresh, NextRefresh};
-use crate::groups;
+use crate::groups::{self, GroupNames, ReportedGroups};
 use crate::ledger::{self, Entry};
 use crate::limits;
 use crate::lots;
@@ -32,9 +29,9 @@ pub struct StartRequest {
     pub server_name: String,
     /// When the server starts; `now` when absent.
     pub started_at: Option<Timestamp>,
-    /// The user's groups as the host knows them now (validated names): stored when they changed,
-    /// and used for this decision. `None`: the stored ones.
-    pub groups: Option<BTreeSet<String>>,
+    /// The user's groups as the host knows them now: stored when they changed, and used for this
+    /// decision. `None`: the stored ones.
+    pub groups: Option<ReportedGroups>,
     /// The budget to charge; `None`: the user's personal account.
     pub budget: Option<String>,
 }
@@ -198,19 +195,21 @@ fn decide(
             .as_ref()
             .is_some_and(|b| !b.def.groups.is_empty() && !b.def.users.contains(&username));
     let state = store.gate_state(&username, need_groups || req.groups.is_some())?;
-    let stored_groups = state.groups.map(|m| m.groups).unwrap_or_default();
+    // Groups as one text each (GroupNames): a report is compared with the stored text, and
+    // checked only when it differs; neither is taken apart. Unread, the stored ones are none.
+    let stored_groups = state.groups.unwrap_or_default();
+    let changed = match &req.groups {
+        Some(r) => r.changed_from("groups", &stored_groups)?,
+        None => None,
+    };
+    let groups = changed.as_ref().unwrap_or(&stored_groups);
 
     // Group access first: a forbidden start records nothing (not even the reported groups).
-    let groups = match &req.groups {
-        Some(g) => Cow::Borrowed(g),
-        None if need_groups => Cow::Borrowed(&stored_groups),
-        None => Cow::Owned(BTreeSet::new()),
-    };
-    if !config.groups.may_start(resource, &groups) {
+    if !config.groups.may_start(resource, groups) {
         return Ok(StartDecision::Forbidden(forbidden_message(config, resource)));
     }
-    if let Some(g) = req.groups.as_ref().filter(|g| **g != stored_groups) {
-        groups::report(store, &username, g, now)?;
+    if let Some(g) = &changed {
+        groups::report(store, &username, &g.to_set(), now)?;
     }
 
     // A hub starts only a server that is not running: an active session of this server is an orphan.
@@ -246,14 +245,14 @@ fn decide(
         };
         let mut u = match current {
             Some(u) => u,
-            None => create_record(config, store, &username, &groups, now)?,
+            None => create_record(config, store, &username, groups, now)?,
         };
         if let Some(b) = &budget {
             // Checks 2 to 5; an unlimited user charging a budget is charged.
             let ask = budgets::BudgetStart {
                 budget: b,
                 username: &username,
-                groups: &groups,
+                groups,
                 resource,
                 rate,
                 runtime_minutes: req.runtime_minutes,
@@ -292,7 +291,7 @@ fn decide(
                     estimated_cost,
                     held,
                 };
-                if let Some(r) = personal_refusal(config, store, req.groups.as_ref(), &u, &groups, &ask, now)?
+                if let Some(r) = personal_refusal(config, store, req.groups.is_some(), &u, groups, &ask, now)?
                 {
                     return Ok(StartDecision::Refused(r));
                 }
@@ -354,9 +353,9 @@ pub(crate) struct Ask {
 pub(crate) fn personal_refusal(
     config: &Config,
     store: &mut dyn Store,
-    reported: Option<&BTreeSet<String>>,
+    reported: bool,
     u: &UserRecord,
-    groups: &BTreeSet<String>,
+    groups: &GroupNames,
     ask: &Ask,
     now: Timestamp,
 ) -> Result<Option<Refusal>, QuotaError> {
@@ -382,8 +381,8 @@ pub(crate) fn personal_refusal(
     );
     // Refresh targets may name groups the gate did not need to read.
     let member_of = match (reported, config.groups.matter_for_start()) {
-        (None, false) => groups::of(store, &u.username)?,
-        _ => groups.clone(),
+        (false, false) => groups::of(store, &u.username)?,
+        _ => groups.to_set(),
     };
     let next_refresh = i64::try_from(needed)
         .ok()
@@ -420,10 +419,10 @@ fn create_record(
     config: &Config,
     store: &mut dyn Store,
     username: &str,
-    groups: &BTreeSet<String>,
+    groups: &GroupNames,
     now: Timestamp,
 ) -> Result<UserRecord, QuotaError> {
-    let grant = config.groups.default_quota(groups, config.default_quota);
+    let grant = config.groups.default_quota(groups.iter(), config.default_quota);
     let mut u = UserRecord {
         username: username.to_string(),
         balance: 0,

@@ -253,7 +253,7 @@ fn gate(rt: &Arc<Runtime>, mode: Gate) -> f64 {
             runtime_minutes: 60,
             server_name: String::new(),
             started_at: None,
-            groups: (mode == Gate::Reported).then(|| fifty.clone()),
+            groups: (mode == Gate::Reported).then(|| quota_core::groups::GroupNames::from_set(&fifty).into()),
             budget: None,
         })
         .collect();

@@ -37,7 +37,7 @@ pub fn start_request(r: &StartRequest) -> api::StartRequest {
         runtime_minutes: r.runtime_minutes,
         server_name: r.server_name.clone(),
         started_at: r.started_at.map(Timestamp::seconds),
-        groups: r.groups.as_ref().map(|g| g.iter().cloned().collect()),
+        groups: r.groups.as_ref().map(|g| g.as_str().to_string()),
         budget: r.budget.clone(),
     }
 }

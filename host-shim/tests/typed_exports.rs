@@ -299,3 +299,89 @@ fn typed_exports_agree_with_the_rest_answers() {
         [("bob", 481)]
     );
 }
+
+/// `start-request.groups` is one text (a name per line): any order and repeats are one set, stored
+/// once; the same groups again change nothing; a bad line is named and nothing is recorded.
+#[test]
+fn reported_groups_cross_as_one_text() {
+    use quota_core::groups::{GroupNames, ReportedGroups};
+    let v = json!({"custom": {"authMode": "github", "quota": {"defaultQuota": 1000,
+        "groups": {"lab": {"accelerators": ["phx"]}}},
+        "accelerators": {"phx": {"quotaRate": 2.5}}}});
+    let mut w = Worker::new(
+        common::runtime(),
+        Box::new(SqliteDb::memory(&common::runtime()).expect("memory db")),
+        &v.to_string(),
+    )
+    .expect("worker");
+    let start = |server: &str, groups: Option<&str>| StartRequest {
+        username: "ann".into(),
+        resource: Some("phx".into()),
+        runtime_minutes: 4,
+        server_name: server.into(),
+        started_at: None,
+        groups: groups.map(|g| ReportedGroups::text(g.into())),
+        budget: None,
+    };
+    let memberships = |w: &mut Worker| rest(w, "GET", "/admin/api/quota/memberships")["memberships"].clone();
+
+    let d = w.check_start(&start("a", Some("zz\nlab\nzz")), T0).expect("ok");
+    assert!(matches!(d, StartDecision::Allowed(_)), "{d:?}");
+    let stored = memberships(&mut w);
+    assert_eq!(
+        stored,
+        json!([{"username": "ann", "groups": ["lab", "zz"], "since": "2026-11-18T11:06:40"}])
+    );
+
+    // The same groups, as sorted text, in another order, or checked by the host: nothing written.
+    let later = T0.plus_seconds(60);
+    for groups in ["lab\nzz", "zz\nlab"] {
+        let d = w.check_start(&start("b", Some(groups)), later).expect("ok");
+        assert!(matches!(d, StartDecision::Allowed(_)), "{d:?}");
+        assert_eq!(memberships(&mut w), stored, "{groups:?}");
+    }
+    let checked = GroupNames::from_names("groups", ["zz", "lab"]).expect("valid");
+    let d = w
+        .check_start(
+            &StartRequest {
+                groups: Some(checked.into()),
+                ..start("c", None)
+            },
+            later,
+        )
+        .expect("ok");
+    assert!(matches!(d, StartDecision::Allowed(_)), "{d:?}");
+    assert_eq!(memberships(&mut w), stored);
+
+    // A bad line: named by its place, and nothing recorded (no session, the groups as they were).
+    let sessions_before = rest(&mut w, "GET", "/admin/api/quota/sessions");
+    for (text, field) in [
+        ("lab\n\nzz", "groups[1]"),
+        ("lab\nz/z", "groups[1]"),
+        (" lab", "groups[0]"),
+    ] {
+        match w.check_start(&start("d", Some(text)), later) {
+            Err(HostError::Quota(QuotaError::Invalid { field: f, .. })) => assert_eq!(f, field, "{text:?}"),
+            other => panic!("{text:?}: {other:?}"),
+        }
+    }
+    assert_eq!(rest(&mut w, "GET", "/admin/api/quota/sessions"), sessions_before);
+    assert_eq!(memberships(&mut w), stored);
+
+    // Reported empty: in no group from now on, so the restricted accelerator is forbidden.
+    let d = w.check_start(&start("e", Some("")), later).expect("ok");
+    assert!(matches!(d, StartDecision::Forbidden(_)), "{d:?}");
+    assert_eq!(memberships(&mut w), stored, "a forbidden start records nothing");
+    let cpu = StartRequest {
+        resource: None,
+        ..start("e", Some(""))
+    };
+    assert!(matches!(
+        w.check_start(&cpu, later).expect("ok"),
+        StartDecision::Allowed(_)
+    ));
+    assert_eq!(
+        memberships(&mut w),
+        json!([{"username": "ann", "groups": [], "since": "2026-11-18T11:07:40"}])
+    );
+}

@@ -72,7 +72,11 @@ export class QuotaEngine {
   /** `now`: whole seconds since the epoch (default: the clock). */
   handleRequest(req: Request, now?: number): Response;
   checkStart(
-    req: { username: string; accelerator?: string | null; runtimeMinutes: number; serverName?: string; startedAt?: number | null },
+    req: {
+      username: string; accelerator?: string | null; runtimeMinutes: number; serverName?: string; startedAt?: number | null;
+      /** The user's groups as the host knows them now, any order; null: the stored ones. */
+      groups?: Iterable<string> | null;
+    },
     now?: number,
   ):
     | { allowed: { sessionId: number; rate: number; runtimeMinutes: number; estimatedCost: number; balance: number } }

@@ -5,7 +5,7 @@ import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-import { Engine, seconds } from './core.js';
+import { Engine, QuotaError, seconds } from './core.js';
 import { SqliteBridge } from './sqlite-bridge.js';
 
 export { ConfigError, EngineError, QuotaError, StorageError } from './core.js';
@@ -42,6 +42,20 @@ const num = (v) => (typeof v === 'bigint' ? Number(v) : v);
  * document, as an object). It has no call deadline (JavaScript cannot stop a guest running on its
  * own thread); `QuotaEngine` runs one in a worker thread it can stop.
  */
+/**
+ * A user's groups as the component takes them: one text, a name per line (the engine compares it
+ * with the stored groups without taking it apart). A name with a line break in it would read as
+ * two, so it is refused here, as the engine refuses every control character in a name.
+ */
+function groupLines(groups) {
+  const names = [...groups];
+  names.forEach((g, i) => {
+    if (typeof g !== 'string') throw new QuotaError('invalid', `groups[${i}]: must be a string`);
+    if (g.includes('\n')) throw new QuotaError('invalid', `groups[${i}]: must not contain '\\n'`);
+  });
+  return names.join('\n');
+}
+
 export class LocalEngine extends Engine {
   /**
    * @param {string} path a SQLite file, or `:memory:`
@@ -67,12 +81,12 @@ export class LocalEngine extends Engine {
   /**
    * The spawn gate: `{allowed: {...}}`, `{refused: {...}}` (not enough credits) or
    * `{forbidden: {message}}` (an accelerator of groups the user is not in). `groups`: the user's
-   * groups as the host knows them now (null: the stored ones).
+   * groups as the host knows them now (null: the stored ones), any order.
    */
   checkStart({ username, accelerator = null, runtimeMinutes, serverName = '', startedAt = null, groups = null }, now) {
     const req = {
       username, accelerator: accelerator ?? undefined, runtimeMinutes: seconds(runtimeMinutes), serverName,
-      startedAt: startedAt === null ? undefined : seconds(startedAt), groups: groups === null ? undefined : [...groups],
+      startedAt: startedAt === null ? undefined : seconds(startedAt), groups: groups === null ? undefined : groupLines(groups),
     };
     const t = seconds(now);
     const d = this.call((api) => api.checkStart(req, t));

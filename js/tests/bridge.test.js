@@ -219,6 +219,19 @@ test('typed calls with groups: a snapshot, a restricted accelerator, the reporte
   const f = e.checkStart({ username: 'bo', accelerator: 'phx', runtimeMinutes: 5 }, T0);
   assert.match(f.forbidden.message, /^Cannot start container: accelerator `phx` \(phx\) is only for members of the groups lab\./);
   assert.ok(e.checkStart({ username: 'bo', accelerator: 'phx', runtimeMinutes: 5, groups: ['lab'] }, T0).allowed, 'reported');
+  // Any order, repeats ignored, any iterable; then stored.
+  assert.ok(e.checkStart({ username: 'cy', accelerator: 'phx', runtimeMinutes: 5, groups: new Set(['zz', 'lab']) }, T0).allowed);
+  assert.ok(e.checkStart({ username: 'cy', accelerator: 'phx', runtimeMinutes: 5, serverName: 'b' }, T0).allowed, 'stored');
+  // A bad name is named by its place in the list; a line break never splits a name in two.
+  const invalid = (re) => (err) => err instanceof QuotaError && err.kind === 'invalid' && re.test(err.message);
+  assert.throws(() => e.checkStart({ username: 'cy', runtimeMinutes: 5, serverName: 'c', groups: ['lab', 'x\ny'] }, T0),
+    invalid(/^groups\[1\]: must not contain '\\n'$/));
+  assert.throws(() => e.checkStart({ username: 'cy', runtimeMinutes: 5, serverName: 'c', groups: ['zz', ' x', 'lab'] }, T0),
+    invalid(/^groups\[1\]: must not begin or end with white space/));
+  assert.throws(() => e.checkStart({ username: 'cy', runtimeMinutes: 5, serverName: 'c', groups: ['lab', 7] }, T0),
+    invalid(/^groups\[1\]: must be a string$/));
+  assert.ok(e.checkStart({ username: 'cy', runtimeMinutes: 5, serverName: 'c', groups: [] }, T0).allowed, 'in no group now');
+  assert.ok(e.checkStart({ username: 'cy', accelerator: 'phx', runtimeMinutes: 5, serverName: 'd' }, T0).forbidden, 'stored: none');
   assert.throws(() => e.replaceMemberships([['ann', ['a/b']]], false, T0), (err) => err instanceof QuotaError && /users\[0\]\.groups\[0\]/.test(err.message));
   e.close();
 });

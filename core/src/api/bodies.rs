@@ -64,7 +64,7 @@ pub(super) fn start_body(body: &Value) -> Result<StartRequest, QuotaError> {
     let budget = f.opt_str("budget").map(str::to_string);
     first_problem(f.finish())?;
     let groups = groups
-        .map(|g| crate::groups::validate_groups("groups", g))
+        .map(|g| crate::groups::GroupNames::from_names("groups", g).map(Into::into))
         .transpose()?;
     Ok(StartRequest {
         username: username.unwrap_or_default().to_string(),

@@ -3,7 +3,7 @@
 //! Every refusal records nothing; the budget's reservation and its checks are one step of the
 //! caller's transaction (the store serializes writers), so concurrent starts never overspend.
 
-use std::collections::BTreeSet;
+use crate::groups::GroupSet;
 
 use super::account::{balance_and_held_of, member_month, Budget};
 use crate::config::Config;
@@ -16,7 +16,7 @@ use crate::time::Timestamp;
 pub struct BudgetStart<'a> {
     pub budget: &'a Budget,
     pub username: &'a str,
-    pub groups: &'a BTreeSet<String>,
+    pub groups: &'a dyn GroupSet,
     pub resource: &'a str,
     pub rate: Milli,
     pub runtime_minutes: i64,

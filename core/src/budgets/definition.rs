@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use crate::accelerators::{cpu_resource, Accelerator};
 use crate::error::QuotaError;
-use crate::groups::validate_group;
+use crate::groups::{validate_group, GroupSet};
 use crate::json::{kind, Fields};
 use crate::limits;
 use crate::names::normalize_username;
@@ -47,8 +47,8 @@ pub struct BudgetDefinition {
 
 impl BudgetDefinition {
     /// Whether `username`, in `groups`, may charge this budget.
-    pub fn is_member(&self, username: &str, groups: &BTreeSet<String>) -> bool {
-        self.users.contains(username) || self.groups.iter().any(|g| groups.contains(g))
+    pub fn is_member(&self, username: &str, groups: &(impl GroupSet + ?Sized)) -> bool {
+        self.users.contains(username) || groups.in_any(&self.groups)
     }
 
     /// Whether it pays for `resource` (`cpu` or an accelerator key).

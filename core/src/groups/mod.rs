@@ -12,13 +12,15 @@ use crate::error::QuotaError;
 
 mod names;
 pub mod settings;
+mod text;
 use crate::limits;
 use crate::names::normalize_username;
 pub use crate::store::Membership;
 use crate::store::Store;
 use crate::time::Timestamp;
-pub use names::{validate_group, validate_groups, validate_owned_groups};
+pub use names::{validate_group, validate_groups};
 pub use settings::{GroupRules, GroupSettings};
+pub use text::{GroupNames, GroupSet, ReportedGroups};
 
 /// A user's stored groups (none when never reported).
 pub fn of(store: &mut dyn Store, username: &str) -> Result<BTreeSet<String>, QuotaError> {
@@ -265,7 +267,24 @@ mod tests {
     fn group_names_are_checked_and_kept_as_given() {
         assert_eq!(validate_group("g", "Course-101").unwrap(), "Course-101");
         assert_eq!(validate_group("g", "org:team a").unwrap(), "org:team a");
-        for bad in ["", "a/b", " lead", "trail ", "nul\u{0}", &"x".repeat(256)] {
+        // At the edges of the ASCII fast path and beyond it.
+        for good in ["~", "a b", &"x".repeat(255), &"é".repeat(255), "\u{e9}t\u{e9}"] {
+            assert_eq!(validate_group("g", good).unwrap(), good);
+        }
+        let too_long = "x".repeat(256);
+        let bad_ones = [
+            "",
+            "a/b",
+            " lead",
+            "trail ",
+            "nul\u{0}",
+            "tab\t",
+            "del\u{7f}",
+            "c1\u{85}",
+            "\u{a0}nbsp",
+            &too_long,
+        ];
+        for bad in bad_ones {
             let e = validate_group("groups[0]", bad).unwrap_err();
             assert!(e.to_string().starts_with("groups[0]: "), "{bad:?}: {e}");
         }

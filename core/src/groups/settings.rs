@@ -7,6 +7,7 @@ use indexmap::IndexMap;
 use serde_json::Value;
 
 use super::names::validate_group;
+use super::text::GroupSet;
 use crate::accelerators::{cpu_resource, Accelerator};
 use crate::error::QuotaError;
 use crate::json::{kind, Fields};
@@ -32,18 +33,10 @@ pub struct GroupRules {
 
 impl GroupRules {
     /// Whether a member of `groups` may start `resource` (`cpu` or an accelerator key).
-    pub fn may_start(&self, resource: &str, groups: &BTreeSet<String>) -> bool {
-        match self.restricted.get(resource) {
-            None => true,
-            Some(allowed) => {
-                // The smaller set drives the look-ups: a user in 50 groups, an accelerator of 2.
-                if allowed.len() <= groups.len() {
-                    allowed.iter().any(|g| groups.contains(g))
-                } else {
-                    groups.iter().any(|g| allowed.contains(g))
-                }
-            }
-        }
+    pub fn may_start(&self, resource: &str, groups: &(impl GroupSet + ?Sized)) -> bool {
+        self.restricted
+            .get(resource)
+            .is_none_or(|allowed| groups.in_any(allowed))
     }
 
     /// Whether some accelerator is restricted, or some group sets `defaultQuota`: only then does a
@@ -54,9 +47,9 @@ impl GroupRules {
 
     /// The initial grant of a user in `groups`: the highest `defaultQuota` among them, else
     /// `fallback` (`custom.quota.defaultQuota`).
-    pub fn default_quota(&self, groups: &BTreeSet<String>, fallback: i64) -> i64 {
+    pub fn default_quota<'a>(&self, groups: impl IntoIterator<Item = &'a str>, fallback: i64) -> i64 {
         groups
-            .iter()
+            .into_iter()
             .filter_map(|g| self.settings.get(g)?.default_quota)
             .max()
             .unwrap_or(fallback)
@@ -130,6 +123,7 @@ pub fn read(
 #[cfg(test)]
 mod tests {
     use crate::config::Config;
+    use crate::groups::GroupNames;
     use serde_json::json;
     use std::collections::BTreeSet;
 
@@ -159,22 +153,23 @@ mod tests {
         .unwrap();
         let g = &c.groups;
         assert!(g.matter_for_start());
-        assert!(g.may_start("cpu", &set(&[])), "cpu is open");
-        assert!(g.may_start("v100", &set(&[])), "in no list: open");
-        assert!(!g.may_start("t4", &set(&["staff"])));
-        assert!(g.may_start("t4", &set(&["staff", "course-101"])));
-        assert!(!g.may_start("a100", &set(&["course-101"])));
-        assert_eq!(
-            g.default_quota(&set(&["course-101", "lab"]), 10),
-            200,
-            "the highest"
-        );
-        assert_eq!(
-            g.default_quota(&set(&["staff"]), 10),
-            10,
-            "no group grant: the default"
-        );
-        assert_eq!(g.default_quota(&set(&[]), 10), 10);
+        // Both forms of a user's groups answer alike.
+        for (groups, t4, a100) in [
+            (&[][..], false, false),
+            (&["staff"][..], false, false),
+            (&["staff", "course-101"][..], true, false),
+            (&["course-101"][..], true, false),
+            (&["lab"][..], true, true),
+        ] {
+            let text = GroupNames::from_names("groups", groups.iter().copied()).unwrap();
+            for (r, may) in [("cpu", true), ("v100", true), ("t4", t4), ("a100", a100)] {
+                assert_eq!(g.may_start(r, &set(groups)), may, "{r} for {groups:?}");
+                assert_eq!(g.may_start(r, &text), may, "{r} for {groups:?} as text");
+            }
+        }
+        assert_eq!(g.default_quota(["course-101", "lab"], 10), 200, "the highest");
+        assert_eq!(g.default_quota(["staff"], 10), 10, "no group grant: the default");
+        assert_eq!(g.default_quota([], 10), 10);
     }
 
     #[test]

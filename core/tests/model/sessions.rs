@@ -36,7 +36,9 @@ pub fn start(s: Step<'_>) -> Result<Done, String> {
         runtime_minutes: runtime,
         server_name: server.clone(),
         started_at: None,
-        groups: reported.clone(),
+        groups: reported
+            .as_ref()
+            .map(|g| quota_core::groups::GroupNames::from_set(g).into()),
         budget: None,
     };
     let effective = reported

@@ -48,11 +48,8 @@ impl Guest for Component {
             runtime_minutes: req.runtime_minutes,
             server_name: req.server_name,
             started_at: req.started_at.map(Timestamp),
-            groups: req
-                .groups
-                .map(|g| quota_core::groups::validate_owned_groups("groups", g))
-                .transpose()
-                .map_err(error_out)?,
+            // Checked by the gate, and only when they differ from the stored ones.
+            groups: req.groups.map(quota_core::groups::ReportedGroups::text),
             budget: req.budget,
         };
         recorded(now, |cfg, store| {

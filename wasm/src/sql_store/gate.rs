@@ -7,7 +7,7 @@ use quota_core::store::{GateState, Session, UserRecord};
 use quota_core::StoreError;
 
 use super::bridge::query;
-use super::rows::{membership, session, user};
+use super::rows::{membership_text, session, user};
 use crate::dialect::{self, Dialect};
 use crate::sql_json::{Cell, Params};
 
@@ -33,7 +33,7 @@ pub(super) fn gate_state(d: &Dialect, username: &str, with_groups: bool) -> Resu
                 out.user = Some(user(u)?);
             }
             if with_groups && !matches!(g[0], Cell::Null) {
-                out.groups = Some(membership(g)?.1);
+                out.groups = Some(membership_text(g)?);
             }
         }
         if !matches!(s[0], Cell::Null) {

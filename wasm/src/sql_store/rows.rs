@@ -1,5 +1,6 @@
 //! The store's records as the bridge's rows and parameters, column by column in the dialects' order.
 
+use quota_core::groups::GroupNames;
 use quota_core::milli::Milli;
 use quota_core::store::{
     AccountKey, BudgetRow, BudgetUsage, Grant, Membership, NewSession, NewTransaction, Session,
@@ -72,21 +73,20 @@ pub(super) fn session(row: &mut [Cell]) -> Result<Session, StoreError> {
     })
 }
 
-/// A set of group names as stored: sorted, joined by newlines (a name holds no control character).
+/// A set of group names as stored: [`GroupNames`]' text (sorted, joined by newlines).
 pub(super) fn group_text(groups: &std::collections::BTreeSet<String>) -> String {
-    let mut out = String::new();
-    for (i, g) in groups.iter().enumerate() {
-        if i > 0 {
-            out.push('\n');
-        }
-        out.push_str(g);
-    }
-    out
+    GroupNames::from_set(groups).into_string()
 }
 
 pub(super) fn two_texts(row: &mut [Cell]) -> Result<(String, String), StoreError> {
     let mut c = Columns::new(row, "group_members", 2)?;
     Ok((c.text(0)?, c.text(1)?))
+}
+
+/// A membership row's groups as their stored text (the spawn gate's: compared, never split).
+pub(super) fn membership_text(row: &mut [Cell]) -> Result<GroupNames, StoreError> {
+    let mut c = Columns::new(row, "memberships", dialect::membership_column_count)?;
+    Ok(GroupNames::stored(c.text(1)?))
 }
 
 pub(super) fn membership(row: &mut [Cell]) -> Result<(String, Membership), StoreError> {
