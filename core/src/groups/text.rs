@@ -106,6 +106,47 @@ impl GroupNames {
     pub fn to_set(&self) -> BTreeSet<String> {
         self.iter().map(str::to_string).collect()
     }
+
+    /// Whether `name` is one of the lines: a binary search of the sorted text, each probe the
+    /// whole line around a middle byte.
+    fn has(&self, name: &[u8]) -> bool {
+        let text = self.0.as_bytes();
+        // `lo..hi` holds whole lines.
+        let (mut lo, mut hi) = (0, text.len());
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            let start = text[lo..mid]
+                .iter()
+                .rposition(|&c| c == b'\n')
+                .map_or(lo, |p| lo + p + 1);
+            let end = text[mid..hi]
+                .iter()
+                .position(|&c| c == b'\n')
+                .map_or(hi, |p| mid + p);
+            let line = &text[start..end];
+            if line == name {
+                return true;
+            }
+            if before(line, name) {
+                lo = end + 1;
+            } else if start == lo {
+                return false;
+            } else {
+                hi = start - 1;
+            }
+        }
+        false
+    }
+}
+
+/// `a == b`, eight bytes at a time: in the component `memcmp` compares a byte at a time, and a
+/// report is compared whole with the stored groups at every start.
+fn same(a: &[u8], b: &[u8]) -> bool {
+    let word = |c: &[u8]| u64::from_ne_bytes(c.try_into().unwrap_or_default());
+    let (mut x, mut y) = (a.chunks_exact(8), b.chunks_exact(8));
+    a.len() == b.len()
+        && x.by_ref().zip(y.by_ref()).all(|(p, q)| word(p) == word(q))
+        && x.remainder() == y.remainder()
 }
 
 /// A user's groups as a host reported them for a start (`start-request.groups`), checked only
@@ -140,7 +181,7 @@ impl ReportedGroups {
     /// The reported groups when they differ from `stored`; `None` when they are the same. A bad
     /// name is `field[i]` (its line in a host's text).
     pub fn changed_from(&self, field: &str, stored: &GroupNames) -> Result<Option<GroupNames>, QuotaError> {
-        if self.as_str() == stored.as_str() {
+        if same(self.as_str().as_bytes(), stored.as_str().as_bytes()) {
             return Ok(None);
         }
         let names = match &self.0 {
@@ -159,17 +200,7 @@ impl From<GroupNames> for ReportedGroups {
 
 impl GroupSet for GroupNames {
     fn in_any(&self, groups: &BTreeSet<String>) -> bool {
-        // Both sorted the same way (bytewise): one walk through the two.
-        let mut wanted = groups.iter().map(String::as_bytes).peekable();
-        for name in self.iter().map(str::as_bytes) {
-            while wanted.next_if(|w| before(w, name)).is_some() {}
-            match wanted.peek() {
-                None => return false,
-                Some(w) if *w == name => return true,
-                Some(_) => {}
-            }
-        }
-        false
+        groups.iter().any(|g| self.has(g.as_bytes()))
     }
 }
 
@@ -253,6 +284,58 @@ mod tests {
             assert_eq!(as_set.in_any(&wanted), expected, "{wanted:?}");
         }
         assert!(!GroupNames::default().in_any(&set(&["lab"])));
+    }
+
+    #[test]
+    fn the_line_search_and_the_word_compare_agree_with_plain_ones() {
+        let pool: Vec<String> = [
+            "",
+            "a",
+            "ab",
+            "abc",
+            "b",
+            "ba",
+            "c",
+            "course-101",
+            "course-1010",
+            "lab",
+            "zz",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        for n in 0..pool.len() {
+            for skip in 0..pool.len() {
+                // Every other name of the pool after `skip`, `n` at most: gaps to search for.
+                let names: BTreeSet<String> = pool
+                    .iter()
+                    .skip(skip)
+                    .step_by(2)
+                    .take(n)
+                    .filter(|s| !s.is_empty())
+                    .cloned()
+                    .collect();
+                let g = GroupNames::from_set(&names);
+                for probe in &pool {
+                    assert_eq!(
+                        g.has(probe.as_bytes()),
+                        names.contains(probe),
+                        "{probe:?} in {names:?}"
+                    );
+                }
+            }
+        }
+        let text = "course-101\ncourse-1010\nlab";
+        for i in 0..=text.len() {
+            let (a, b) = (&text.as_bytes()[..i], text.as_bytes());
+            assert!(same(a, a));
+            assert_eq!(same(a, b), a == b, "{i}");
+            let mut c = b.to_vec();
+            if let Some(x) = c.get_mut(i) {
+                *x ^= 1;
+                assert!(!same(&c, b), "{i}");
+            }
+        }
     }
 
     #[test]
