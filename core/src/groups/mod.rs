@@ -12,7 +12,7 @@ use crate::error::QuotaError;
 
 mod names;
 pub mod settings;
-mod text;
+pub mod text;
 use crate::limits;
 use crate::names::normalize_username;
 pub use crate::store::Membership;

@@ -48,7 +48,7 @@ pub trait Store {
             active: self.active_sessions(username)?,
             groups: if with_groups {
                 self.get_membership(username)?
-                    .map(|m| crate::groups::GroupNames::from_set(&m.groups))
+                    .map(|m| crate::groups::text::GroupNames::from_set(&m.groups))
             } else {
                 None
             },

@@ -235,7 +235,7 @@ pub struct GateState {
     /// The user's active sessions, by id.
     pub active: Vec<Session>,
     /// The user's stored groups, when asked for (None: not asked, or in no group).
-    pub groups: Option<crate::groups::GroupNames>,
+    pub groups: Option<crate::groups::text::GroupNames>,
 }
 
 /// The recorded outcome of a refresh run with a `run_id` (at-most-once).
