@@ -92,12 +92,8 @@ pub(super) fn membership_text(row: &mut [Cell]) -> Result<GroupNames, StoreError
 pub(super) fn membership(row: &mut [Cell]) -> Result<(String, Membership), StoreError> {
     let mut c = Columns::new(row, "memberships", dialect::membership_column_count)?;
     let username = c.text(0)?;
-    let names = c.text(1)?;
-    let groups: std::collections::BTreeSet<String> = names
-        .split('\n')
-        .filter(|g| !g.is_empty())
-        .map(str::to_string)
-        .collect();
+    // The stored text is `GroupNames`' form: one place splits it.
+    let groups = GroupNames::stored(c.text(1)?).to_set();
     Ok((
         username,
         Membership {
