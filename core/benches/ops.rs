@@ -6,7 +6,8 @@ use std::time::Instant;
 use quota_core::gate::{check_start, StartDecision, StartRequest};
 use quota_core::refresh::{refresh, RefreshAction, RefreshParams, RefreshRequest};
 use quota_core::sessions::{end_session, EndRequest, EndTarget, Outcome};
-use quota_core::store::{Store, UserRecord};
+use quota_core::store::UserRecord;
+use quota_core::store::UserStore;
 use quota_core::targets::Targets;
 use quota_core::{Config, MemStore, Timestamp};
 

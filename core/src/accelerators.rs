@@ -14,7 +14,7 @@ use crate::milli::Milli;
 use crate::values_read::{entry_fields, mapping};
 
 /// The resource type of a CPU-only server.
-pub const cpu_resource: &str = "cpu";
+pub const CPU_RESOURCE: &str = "cpu";
 
 /// One `custom.accelerators.<key>` entry. Unknown keys are kept in `extra` but never exposed.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -33,7 +33,7 @@ pub struct Accelerator {
 /// Kubernetes' rule for an environment variable's name (`[-._a-zA-Z][-._a-zA-Z0-9]*`).
 pub(crate) fn valid_env_name(name: &str) -> bool {
     let ok = |c: char| c.is_ascii_alphanumeric() || matches!(c, '-' | '.' | '_');
-    name.len() <= limits::env_name_len_max
+    name.len() <= limits::ENV_NAME_LEN_MAX
         && name.chars().next().is_some_and(|c| ok(c) && !c.is_ascii_digit())
         && name.chars().all(ok)
 }
@@ -48,7 +48,7 @@ pub(crate) fn read_accelerators(
     };
     for (key, entry) in map {
         let path = format!("custom.accelerators.{key}");
-        if key == cpu_resource {
+        if key == CPU_RESOURCE {
             problems.push(QuotaError::invalid(
                 &path,
                 "`cpu` is reserved for CPU-only servers",
@@ -61,7 +61,7 @@ pub(crate) fn read_accelerators(
         let display_name = f.opt_str("displayName").unwrap_or(key).to_string();
         let description = f.opt_str("description").unwrap_or("").to_string();
         let quota_rate_present = f.raw("quotaRate").is_some();
-        let quota_rate = f.opt_milli("quotaRate", Milli(limits::rate_max_milli));
+        let quota_rate = f.opt_milli("quotaRate", Milli(limits::RATE_MAX_MILLI));
         if !quota_rate_present {
             let p = f.path_of("quotaRate");
             f.problem(&p, "is required (credits per minute)");

@@ -34,7 +34,7 @@ impl AdminAction {
 
     /// Checks the amount's bounds for this action.
     pub fn validate(self) -> Result<(), QuotaError> {
-        let max = limits::amount_abs_max;
+        let max = limits::AMOUNT_ABS_MAX;
         let (amount, lo) = match self {
             AdminAction::Set(a) => (a, 0),
             AdminAction::Add(a) => (a, -max),
@@ -77,10 +77,10 @@ pub struct AdminResult {
 
 fn check_description(d: Option<&str>) -> Result<String, QuotaError> {
     let d = d.unwrap_or("");
-    if d.chars().count() > limits::description_chars_max {
+    if d.chars().count() > limits::DESCRIPTION_CHARS_MAX {
         return Err(QuotaError::invalid(
             "description",
-            format!("must be at most {} characters", limits::description_chars_max),
+            format!("must be at most {} characters", limits::DESCRIPTION_CHARS_MAX),
         ));
     }
     Ok(d.to_string())
@@ -266,7 +266,7 @@ pub struct BatchResult {
 }
 
 /// Description of the transactions a batch writes.
-pub const batch_description: &str = "Batch update";
+pub const BATCH_DESCRIPTION: &str = "Batch update";
 
 /// An entry the caller could not even read (wrong JSON types): reported as failed.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -284,10 +284,10 @@ pub fn batch(
     caller: &str,
     now: Timestamp,
 ) -> Result<BatchResult, QuotaError> {
-    if entries.len() > limits::batch_users_max {
+    if entries.len() > limits::BATCH_USERS_MAX {
         return Err(QuotaError::invalid(
             "users",
-            format!("must have at most {} entries", limits::batch_users_max),
+            format!("must have at most {} entries", limits::BATCH_USERS_MAX),
         ));
     }
     let mut result = BatchResult {
@@ -352,7 +352,7 @@ fn batch_one(
     let mut user = ledger::user_or_new(store, &username, now)?;
     let mut balance = 0;
     for action in actions.chain(e.unlimited.map(AdminAction::SetUnlimited)) {
-        let description = batch_description.into();
+        let description = BATCH_DESCRIPTION.into();
         let at = if let AdminAction::Set(_) = action {
             expires_at
         } else {

@@ -40,11 +40,11 @@ use routes::*;
 pub use routes::{route_methods, route_template};
 
 /// Largest accepted request body, in bytes.
-pub use crate::limits::body_bytes_max;
+pub use crate::limits::BODY_BYTES_MAX;
 
-pub const scope_sessions: &str = "quota:sessions";
-pub const scope_refresh: &str = "quota:refresh";
-pub const scope_admin: &str = "quota:admin";
+pub const SCOPE_SESSIONS: &str = "quota:sessions";
+pub const SCOPE_REFRESH: &str = "quota:refresh";
+pub const SCOPE_ADMIN: &str = "quota:admin";
 
 /// Who is calling, as the host authenticated them.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -104,7 +104,7 @@ impl Response {
 
 /// The OpenAPI 3.1 description of every route (`GET {base}/api/quota/openapi.json`): written by
 /// hand beside this route table and held to it by `tests/openapi.rs`.
-pub const openapi_json: &str = include_str!("api/openapi.json");
+pub const OPENAPI_JSON: &str = include_str!("api/openapi.json");
 
 /// Answers one request. `Err` only for storage failures: the host rolls back and answers 500.
 pub fn handle_request(
@@ -191,10 +191,10 @@ fn dispatch(
             "Forbidden: this token may not use this route",
         ));
     }
-    if req.body.len() > body_bytes_max {
+    if req.body.len() > BODY_BYTES_MAX {
         return Ok(Response::error(
             413,
-            &format!("body: larger than {body_bytes_max} bytes"),
+            &format!("body: larger than {BODY_BYTES_MAX} bytes"),
         ));
     }
     let mut call = handlers::Call {

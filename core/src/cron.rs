@@ -9,8 +9,8 @@ use chrono::{Datelike, Duration, NaiveDate, NaiveDateTime, Timelike};
 
 use crate::time::Timestamp;
 
-const field_names: [&str; 5] = ["minute", "hour", "day of month", "month", "day of week"];
-const field_ranges: [(u32, u32); 5] = [(0, 59), (0, 23), (1, 31), (1, 12), (0, 6)];
+const FIELD_NAMES: [&str; 5] = ["minute", "hour", "day of month", "month", "day of week"];
+const FIELD_RANGES: [(u32, u32); 5] = [(0, 59), (0, 23), (1, 31), (1, 12), (0, 6)];
 /// A parsed schedule. Each field is a bit set of the values it allows.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Cron {
@@ -39,7 +39,7 @@ impl Cron {
         let mut sets = [0u64; 5];
         for (i, part) in parts.iter().enumerate() {
             sets[i] =
-                parse_field(part, field_ranges[i]).map_err(|e| format!("{} field: {e}", field_names[i]))?;
+                parse_field(part, FIELD_RANGES[i]).map_err(|e| format!("{} field: {e}", FIELD_NAMES[i]))?;
         }
         let cron = Cron {
             text: parts.join(" "),
@@ -81,7 +81,7 @@ impl Cron {
     pub fn next_after(&self, t: Timestamp) -> Option<Timestamp> {
         let start = t.to_naive();
         let mut cur = start.with_second(0)?.with_nanosecond(0)? + Duration::minutes(1);
-        let limit = start + Duration::days(crate::limits::cron_search_horizon_days);
+        let limit = start + Duration::days(crate::limits::CRON_SEARCH_HORIZON_DAYS);
         while cur <= limit {
             let date = cur.date();
             if !self.allows(3, cur.month()) {

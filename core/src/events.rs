@@ -12,7 +12,7 @@ use std::cell::RefCell;
 use crate::store::SessionStatus;
 
 /// Events one call may hold at most (a call records a handful: cleanup aggregates by resource type).
-pub const events_per_call_max: usize = 1000;
+pub const EVENTS_PER_CALL_MAX: usize = 1000;
 
 /// How a start attempt was decided.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -65,7 +65,7 @@ thread_local! {
 pub fn record(e: Event) {
     EVENTS.with(|v| {
         let mut v = v.borrow_mut();
-        if v.len() < events_per_call_max {
+        if v.len() < EVENTS_PER_CALL_MAX {
             v.push(e);
         }
     });

@@ -52,14 +52,14 @@ pub fn extend(
             session.status.as_str()
         )));
     }
-    let room = limits::runtime_minutes_max - session.runtime_minutes;
+    let room = limits::RUNTIME_MINUTES_MAX - session.runtime_minutes;
     if minutes < 1 || minutes > room {
         return Err(QuotaError::invalid(
             "minutes",
             format!(
                 "must be a whole number of minutes from 1 to {room}: the session runs {} minutes and may run at most {}, got {minutes}",
                 session.runtime_minutes,
-                limits::runtime_minutes_max
+                limits::RUNTIME_MINUTES_MAX
             ),
         ));
     }
@@ -90,13 +90,13 @@ pub fn quote(
     now: Timestamp,
 ) -> Result<(Milli, Option<String>), QuotaError> {
     let extra = session.rate.times(minutes).unwrap_or(Milli(i64::MAX));
-    let room = limits::runtime_minutes_max - session.runtime_minutes;
+    let room = limits::RUNTIME_MINUTES_MAX - session.runtime_minutes;
     if minutes > room {
         return Ok((
             extra,
             Some(format!(
                 "A server may run at most {} minutes; this one may run {room} more",
-                limits::runtime_minutes_max
+                limits::RUNTIME_MINUTES_MAX
             )),
         ));
     }

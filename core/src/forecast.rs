@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 use indexmap::IndexMap;
 use serde::Serialize;
 
-use crate::accelerators::cpu_resource;
+use crate::accelerators::CPU_RESOURCE;
 use crate::config::Config;
 use crate::limits;
 use crate::store::{Session, UserRecord};
@@ -40,7 +40,7 @@ pub fn next_refresh(
         let Ok(new) = i64::try_from(rule.params.new_balance(user.balance)) else {
             continue;
         };
-        if new == user.balance || new.abs() > limits::balance_abs_max {
+        if new == user.balance || new.abs() > limits::BALANCE_ABS_MAX {
             continue;
         }
         let Some(at) = rule.schedule.next_after(now) else {
@@ -74,14 +74,14 @@ pub fn next_start_refresh(
     let rules: Vec<_> = config.refresh_rules.values().filter(|r| r.enabled).collect();
     let mut next: Vec<Option<Timestamp>> = rules.iter().map(|r| r.schedule.next_after(now)).collect();
     let mut sim = user.clone();
-    for _ in 0..limits::forecast_runs_max {
+    for _ in 0..limits::FORECAST_RUNS_MAX {
         // The earliest pending run (the rules are in name order, so a tie goes to the first name).
         let (i, at) = next
             .iter()
             .enumerate()
             .filter_map(|(i, t)| t.map(|t| (i, t)))
             .min_by_key(|&(i, t)| (t, i))?;
-        if at.seconds() - now.seconds() > limits::forecast_days_max * 86_400 {
+        if at.seconds() - now.seconds() > limits::FORECAST_DAYS_MAX * 86_400 {
             return None;
         }
         let rule = rules[i];
@@ -92,7 +92,7 @@ pub fn next_start_refresh(
         let Ok(new) = i64::try_from(rule.params.new_balance(sim.balance)) else {
             continue;
         };
-        if new == sim.balance || new.abs() > limits::balance_abs_max {
+        if new == sim.balance || new.abs() > limits::BALANCE_ABS_MAX {
             continue;
         }
         sim.balance = new;
@@ -126,7 +126,7 @@ pub fn lasts_minutes(
         .map(|s| i128::from(s.estimated_cost.raw()))
         .sum();
     let free = (i128::from(balance) * 1000 - held).max(0);
-    let resources = std::iter::once(cpu_resource)
+    let resources = std::iter::once(CPU_RESOURCE)
         .chain(config.accelerators.keys().map(String::as_str))
         .filter(|r| config.groups.may_start(r, groups));
     Some(

@@ -2,7 +2,7 @@
 
 use serde::Serialize;
 
-use crate::accelerators::cpu_resource;
+use crate::accelerators::CPU_RESOURCE;
 use crate::budgets;
 use crate::config::Config;
 use crate::error::QuotaError;
@@ -85,19 +85,19 @@ pub struct Estimate {
 /// What a start of `resource` (`cpu` or an accelerator key) for `runtime_minutes` would cost, with
 /// the gate's own checks of both: the spawn form shows exactly what the gate then holds.
 pub fn estimate(config: &Config, resource: &str, runtime_minutes: i64) -> Result<Estimate, QuotaError> {
-    if !(limits::runtime_minutes_min..=limits::runtime_minutes_max).contains(&runtime_minutes) {
+    if !(limits::RUNTIME_MINUTES_MIN..=limits::RUNTIME_MINUTES_MAX).contains(&runtime_minutes) {
         return Err(QuotaError::invalid(
             "runtime_minutes",
             format!(
                 "must be a whole number of minutes from {} to {}, got {}",
-                limits::runtime_minutes_min,
-                limits::runtime_minutes_max,
+                limits::RUNTIME_MINUTES_MIN,
+                limits::RUNTIME_MINUTES_MAX,
                 runtime_minutes
             ),
         ));
     }
     let rate = config.rate_of(resource).ok_or_else(|| {
-        let known: Vec<&str> = std::iter::once(cpu_resource)
+        let known: Vec<&str> = std::iter::once(CPU_RESOURCE)
             .chain(config.accelerators.keys().map(String::as_str))
             .collect();
         QuotaError::invalid(
@@ -146,7 +146,7 @@ fn note_refusal(req: &StartRequest, message: &str, now: Timestamp) {
         "status": 403,
         "message": message,
         "server_name": req.server_name,
-        "resource_type": req.resource.as_deref().unwrap_or(cpu_resource),
+        "resource_type": req.resource.as_deref().unwrap_or(CPU_RESOURCE),
     });
     crate::feed::note(crate::feed::about_user(
         crate::store::EventKind::StartRefused,
@@ -160,8 +160,8 @@ fn note_refusal(req: &StartRequest, message: &str, now: Timestamp) {
 /// A resource type as a metrics label: a configured one, or `other` (a client's free text must not
 /// become a label of its own).
 pub fn resource_label(config: &Config, resource: Option<&str>) -> String {
-    match resource.unwrap_or(cpu_resource) {
-        r if r == cpu_resource || config.accelerators.contains_key(r) => r.to_string(),
+    match resource.unwrap_or(CPU_RESOURCE) {
+        r if r == CPU_RESOURCE || config.accelerators.contains_key(r) => r.to_string(),
         _ => "other".to_string(),
     }
 }
@@ -174,7 +174,7 @@ fn decide(
 ) -> Result<StartDecision, QuotaError> {
     let username = normalize_username("username", &req.username)?;
     let server_name = validate_server_name("server_name", &req.server_name)?;
-    let resource = req.resource.as_deref().unwrap_or(cpu_resource);
+    let resource = req.resource.as_deref().unwrap_or(CPU_RESOURCE);
     let Estimate { rate, estimated_cost } = estimate(config, resource, req.runtime_minutes)?;
     let start = req.started_at.unwrap_or(now);
     // Check 1 of a start charging a budget: it exists (a 400, like every bad field).

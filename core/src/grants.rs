@@ -5,6 +5,7 @@
 
 use crate::error::QuotaError;
 use crate::ledger::{self, Account, BudgetAccount, Entry};
+use crate::limits;
 use crate::lots;
 use crate::store::{AccountKey, Grant, NewGrant, Store, TransactionType, UserRecord};
 use crate::time::Timestamp;
@@ -129,7 +130,7 @@ pub struct Swept {
 
 /// Grants written off per page of a sweep: one read of the grants, one of their users, one bulk
 /// write of the `expire` rows and one of the grants.
-const sweep_page_grants: usize = 1000;
+const SWEEP_PAGE_GRANTS: usize = 1000;
 
 /// Writes every expiry due by `now` (`POST .../expire`): each account's `expire` transactions, as
 /// its next write would. Running it again writes nothing. With `limit`, at most that many grants,
@@ -138,29 +139,35 @@ const sweep_page_grants: usize = 1000;
 pub fn sweep(store: &mut dyn Store, now: Timestamp, limit: Option<usize>) -> Result<Swept, QuotaError> {
     let mut out = Swept::default();
     let mut done = 0usize;
-    // Budgets first (few accounts), each through its own settle.
-    for name in store.due_budgets(now)? {
-        let key = AccountKey::Budget(name.clone());
-        let Some(row) = store.get_budget(&name)? else {
-            continue;
-        };
-        let mut account = BudgetAccount {
-            row,
-            member: String::new(),
-        };
-        let grants = store.account_grants(&key)?;
-        for g in lots::due(&grants, now) {
-            out.grants_expired += 1;
-            out.credits_expired += g.remaining;
-            done += 1;
+    // Budgets first (few accounts), each through its own settle, a page of names at a time.
+    let mut after: Option<String> = None;
+    loop {
+        let names = store.due_budgets(now, after.as_deref(), limits::SWEEP_PAGE_BUDGETS)?;
+        let Some(last) = names.last().cloned() else { break };
+        for name in names {
+            let key = AccountKey::Budget(name.clone());
+            let Some(row) = store.get_budget(&name)? else {
+                continue;
+            };
+            let mut account = BudgetAccount {
+                row,
+                member: String::new(),
+            };
+            let grants = store.account_grants(&key)?;
+            for g in lots::due(&grants, now) {
+                out.grants_expired += 1;
+                out.credits_expired += g.remaining;
+                done += 1;
+            }
+            settle_with(store, &mut account, grants, now)?;
         }
-        settle_with(store, &mut account, grants, now)?;
+        after = Some(last);
     }
     // Users a page of grants at a time, set-based.
     loop {
         let page = match limit {
-            Some(l) => l.saturating_sub(done).min(sweep_page_grants),
-            None => sweep_page_grants,
+            Some(l) => l.saturating_sub(done).min(SWEEP_PAGE_GRANTS),
+            None => SWEEP_PAGE_GRANTS,
         };
         if page == 0 {
             out.more = Some(!store.due_user_grants(now, 1)?.is_empty());
@@ -205,6 +212,7 @@ mod tests {
     use super::*;
     use crate::ledger::new_user;
     use crate::memstore::MemStore;
+    use crate::store::GrantStore;
 
     fn entry(kind: TransactionType) -> Entry<'static> {
         Entry {

@@ -25,7 +25,7 @@ pub fn parse_quota_input(field: &str, text: &str) -> Result<QuotaInput, QuotaErr
             field,
             format!(
                 "must be a whole number from 0 to {}, or -1, ∞ or unlimited for no limit; got `{t}`",
-                limits::amount_abs_max
+                limits::AMOUNT_ABS_MAX
             ),
         )
     };
@@ -33,7 +33,7 @@ pub fn parse_quota_input(field: &str, text: &str) -> Result<QuotaInput, QuotaErr
         return Err(refused());
     }
     match t.parse::<i64>() {
-        Ok(n) if n <= limits::amount_abs_max => Ok(QuotaInput::Set(n)),
+        Ok(n) if n <= limits::AMOUNT_ABS_MAX => Ok(QuotaInput::Set(n)),
         _ => Err(refused()),
     }
 }
@@ -59,7 +59,7 @@ mod tests {
         assert_eq!(parse_quota_input("quota", " 250 ").unwrap(), QuotaInput::Set(250));
         assert_eq!(
             parse_quota_input("quota", "10000000").unwrap(),
-            QuotaInput::Set(limits::amount_abs_max)
+            QuotaInput::Set(limits::AMOUNT_ABS_MAX)
         );
     }
 

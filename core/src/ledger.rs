@@ -12,14 +12,14 @@ use crate::time::Timestamp;
 
 /// Narrows an exact result to a balance, refusing values outside the exact range.
 pub fn checked_balance(v: i128, what: &str) -> Result<i64, QuotaError> {
-    let max = i128::from(limits::balance_abs_max);
+    let max = i128::from(limits::BALANCE_ABS_MAX);
     if (-max..=max).contains(&v) {
         // In range of i64 because balance_abs_max is.
         Ok(v as i64)
     } else {
         Err(QuotaError::OutOfRange(format!(
             "{what} would leave the balance range of ±{}; nothing was changed",
-            limits::balance_abs_max
+            limits::BALANCE_ABS_MAX
         )))
     }
 }

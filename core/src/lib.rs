@@ -10,7 +10,6 @@
 //! - [`refresh::refresh`]: add-or-set over filtered users, at most once per `run_id`.
 //! - [`reads`]: list, detail, me, rates, accelerators, sessions, the ledger.
 //! - [`api::handle_request`]: the HTTP-shaped front door every host serves.
-#![allow(non_upper_case_globals)]
 
 pub mod accelerators;
 pub mod admin;

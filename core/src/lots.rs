@@ -64,10 +64,10 @@ pub fn check_expires_at(field: &str, expires_at: Timestamp, now: Timestamp) -> R
     if expires_at <= now {
         return Err(QuotaError::invalid(field, "must be later than now"));
     }
-    if expires_at.seconds() - now.seconds() > limits::grant_days_max * 86_400 {
+    if expires_at.seconds() - now.seconds() > limits::GRANT_DAYS_MAX * 86_400 {
         return Err(QuotaError::invalid(
             field,
-            format!("must be at most {} days ahead", limits::grant_days_max),
+            format!("must be at most {} days ahead", limits::GRANT_DAYS_MAX),
         ));
     }
     Ok(expires_at)
@@ -81,7 +81,7 @@ pub fn parse_expires_after(field: &str, text: &str) -> Result<i64, QuotaError> {
             field,
             format!(
                 "`{text}` is not a duration like 30m, 12h or 7d (at least 1, at most {} days)",
-                limits::grant_days_max
+                limits::GRANT_DAYS_MAX
             ),
         )
     };
@@ -101,7 +101,7 @@ pub fn parse_expires_after(field: &str, text: &str) -> Result<i64, QuotaError> {
     }
     let n: i64 = digits.parse().map_err(|_| bad())?;
     let seconds = n * unit_seconds;
-    if n < 1 || seconds > limits::grant_days_max * 86_400 {
+    if n < 1 || seconds > limits::GRANT_DAYS_MAX * 86_400 {
         return Err(bad());
     }
     Ok(seconds)
@@ -184,7 +184,7 @@ mod tests {
         let now = Timestamp(1_000_000);
         assert!(check_expires_at("expires_at", now, now).is_err());
         assert!(check_expires_at("expires_at", now.plus_seconds(1), now).is_ok());
-        let max = now.plus_seconds(limits::grant_days_max * 86_400);
+        let max = now.plus_seconds(limits::GRANT_DAYS_MAX * 86_400);
         assert!(check_expires_at("expires_at", max, now).is_ok());
         let e = check_expires_at("expires_at", max.plus_seconds(1), now).unwrap_err();
         assert!(e.to_string().contains("expires_at"), "{e}");

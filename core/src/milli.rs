@@ -54,7 +54,7 @@ impl Milli {
             return Err(format!("`{text}` is not a plain decimal number"));
         }
         let frac_trimmed = frac_part.trim_end_matches('0');
-        if frac_trimmed.len() > crate::limits::rate_fraction_digits_max as usize {
+        if frac_trimmed.len() > crate::limits::RATE_FRACTION_DIGITS_MAX as usize {
             return Err(format!("`{text}` has more than 3 fractional digits"));
         }
         let too_large = || format!("`{text}` is too large");

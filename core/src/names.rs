@@ -10,10 +10,10 @@ pub fn normalize_username(field: &str, raw: &str) -> Result<String, QuotaError> 
     if name.is_empty() {
         return Err(QuotaError::invalid(field, "must not be empty"));
     }
-    if name.chars().count() > limits::username_chars_max {
+    if name.chars().count() > limits::USERNAME_CHARS_MAX {
         return Err(QuotaError::invalid(
             field,
-            format!("must be at most {} characters", limits::username_chars_max),
+            format!("must be at most {} characters", limits::USERNAME_CHARS_MAX),
         ));
     }
     if let Some(c) = name
@@ -28,10 +28,10 @@ pub fn normalize_username(field: &str, raw: &str) -> Result<String, QuotaError> 
 /// A JupyterHub server name: `""` is the default server. At most 255 characters, no control
 /// characters and no `/`.
 pub fn validate_server_name(field: &str, raw: &str) -> Result<String, QuotaError> {
-    if raw.chars().count() > limits::server_name_chars_max {
+    if raw.chars().count() > limits::SERVER_NAME_CHARS_MAX {
         return Err(QuotaError::invalid(
             field,
-            format!("must be at most {} characters", limits::server_name_chars_max),
+            format!("must be at most {} characters", limits::SERVER_NAME_CHARS_MAX),
         ));
     }
     if let Some(c) = raw.chars().find(|c| c.is_control() || *c == '/') {

@@ -85,8 +85,8 @@ pub fn list_users(store: &mut dyn Store, now: Timestamp) -> Result<Vec<UserRow>,
     let mut out = Vec::new();
     let mut after: Option<String> = None;
     loop {
-        let page = store.scan_users(after.as_deref(), limits::scan_page_users)?;
-        let full = page.len() == limits::scan_page_users;
+        let page = store.scan_users(after.as_deref(), limits::SCAN_PAGE_USERS)?;
+        let full = page.len() == limits::SCAN_PAGE_USERS;
         after = page.last().map(|u| u.username.clone());
         out.extend(with_groups(store, page, now)?);
         if !full {
@@ -132,7 +132,7 @@ pub fn user_detail(store: &mut dyn Store, username: &str, now: Timestamp) -> Res
     let username = normalize_username("username", username)?;
     let stored = store.get_user(&username)?;
     let user = as_of(store, stored, now)?;
-    let recent_transactions = store.recent_transactions(&username, limits::recent_transactions_max)?;
+    let recent_transactions = store.recent_transactions(&username, limits::RECENT_TRANSACTIONS_MAX)?;
     let groups = crate::groups::of(store, &username)?;
     let grants = crate::lots::live(store.account_grants(&AccountKey::User(username.clone()))?, now);
     Ok(UserDetail {
@@ -180,7 +180,7 @@ pub fn me(
         .values()
         .any(|r| r.enabled && r.params.targets.uses_groups())
         || !config.groups.restricted.is_empty();
-    let any_budget = !config.budgets.is_empty() || !store.budgets()?.is_empty();
+    let any_budget = !config.budgets.is_empty() || !store.scan_budgets(None, 1)?.is_empty();
     let groups = if uses_groups || any_budget {
         crate::groups::of(store, &username)?
     } else {
@@ -260,7 +260,7 @@ pub fn list_sessions(
     limit: usize,
 ) -> Result<(Vec<SessionView>, Option<i64>), QuotaError> {
     let username = username.map(|u| normalize_username("username", u)).transpose()?;
-    let limit = limit.min(limits::sessions_list_max);
+    let limit = limit.min(limits::SESSIONS_LIST_MAX);
     let mut sessions = store.scan_sessions(&SessionPage {
         username: username.as_deref(),
         status,
@@ -293,7 +293,7 @@ pub fn ledger(
         since: range.0,
         until: range.1,
         after_id,
-        limit: limit.min(limits::ledger_page_max),
+        limit: limit.min(limits::LEDGER_PAGE_MAX),
     })?)
 }
 
@@ -308,13 +308,13 @@ pub fn active_sessions_by_type(
             username: None,
             status: Some(SessionStatus::Active),
             after_id,
-            limit: limits::sessions_list_max,
+            limit: limits::SESSIONS_LIST_MAX,
         })?;
         for s in &page {
             *counts.entry(s.resource_type.clone()).or_insert(0) += 1;
         }
         match page.last() {
-            Some(last) if page.len() == limits::sessions_list_max => after_id = last.id,
+            Some(last) if page.len() == limits::SESSIONS_LIST_MAX => after_id = last.id,
             _ => return Ok(counts),
         }
     }

@@ -52,7 +52,7 @@ pub struct EndResult {
 /// Billed minutes for an elapsed time: whole minutes, at least one (a clock that went backwards
 /// bills one minute).
 pub fn billed_minutes(elapsed_seconds: i64) -> i64 {
-    (elapsed_seconds.div_euclid(60)).max(limits::billed_minutes_min)
+    (elapsed_seconds.div_euclid(60)).max(limits::BILLED_MINUTES_MIN)
 }
 
 pub fn end_session(store: &mut dyn Store, req: &EndRequest, now: Timestamp) -> Result<EndResult, QuotaError> {
@@ -261,7 +261,7 @@ pub struct CleanedSession {
 
 /// Closes every session active for more than 8 hours as `cleaned_up`, without charge.
 pub fn cleanup_stale(store: &mut dyn Store, now: Timestamp) -> Result<Vec<CleanedSession>, QuotaError> {
-    let cutoff = now.plus_seconds(-limits::stale_after_seconds);
+    let cutoff = now.plus_seconds(-limits::STALE_AFTER_SECONDS);
     let mut cleaned = Vec::new();
     let mut by_resource: std::collections::BTreeMap<String, u64> = Default::default();
     for mut s in store.stale_sessions(cutoff)? {

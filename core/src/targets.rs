@@ -52,7 +52,7 @@ impl Targets {
     /// a typo must never widen the target set.
     pub fn read(path: &str, value: Option<&Value>, problems: &mut Vec<crate::QuotaError>) -> Targets {
         let mut f = Fields::new(path, value, true);
-        let bound = limits::balance_abs_max;
+        let bound = limits::BALANCE_ABS_MAX;
         let mut t = Targets {
             include_unlimited: f.opt_bool("includeUnlimited").unwrap_or(false),
             balance_below: f.opt_int("balanceBelow", -bound, bound),
@@ -61,7 +61,7 @@ impl Targets {
         };
         for (key, is_include) in [("includeUsers", true), ("excludeUsers", false)] {
             let p = f.path_of(key);
-            let Some(list) = f.opt_str_list(key, limits::target_users_max) else {
+            let Some(list) = f.opt_str_list(key, limits::TARGET_USERS_MAX) else {
                 continue;
             };
             if is_include && list.is_empty() {
@@ -85,7 +85,7 @@ impl Targets {
         }
         for (key, is_include) in [("includeGroups", true), ("excludeGroups", false)] {
             let p = f.path_of(key);
-            let Some(list) = f.opt_str_list(key, limits::target_groups_max) else {
+            let Some(list) = f.opt_str_list(key, limits::TARGET_GROUPS_MAX) else {
                 continue;
             };
             if is_include && list.is_empty() {
@@ -100,10 +100,10 @@ impl Targets {
         }
         if let Some(text) = f.opt_str("usernamePattern") {
             let p = f.path_of("usernamePattern");
-            if text.chars().count() > limits::pattern_chars_max {
+            if text.chars().count() > limits::PATTERN_CHARS_MAX {
                 f.problem(
                     &p,
-                    format!("must be at most {} characters", limits::pattern_chars_max),
+                    format!("must be at most {} characters", limits::PATTERN_CHARS_MAX),
                 );
             } else {
                 match RegexBuilder::new(&format!("^(?:{text})"))
@@ -121,7 +121,7 @@ impl Targets {
             }
         }
         let bp = f.path_of("budgets");
-        if let Some(list) = f.opt_str_list("budgets", limits::target_groups_max) {
+        if let Some(list) = f.opt_str_list("budgets", limits::TARGET_GROUPS_MAX) {
             if list.is_empty() {
                 f.problem(&bp, "must not be empty (omit it to target users)");
             } else {

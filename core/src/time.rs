@@ -33,7 +33,7 @@ impl Timestamp {
                 .map_err(|_| format!("`{text}` is not an RFC 3339 timestamp"))?;
             naive.and_utc().timestamp()
         };
-        if !(limits::timestamp_seconds_min..=limits::timestamp_seconds_max).contains(&secs) {
+        if !(limits::TIMESTAMP_SECONDS_MIN..=limits::TIMESTAMP_SECONDS_MAX).contains(&secs) {
             return Err(format!("`{text}` is outside the years 1970 to 9999"));
         }
         Ok(Timestamp(secs))
@@ -42,7 +42,7 @@ impl Timestamp {
     pub fn to_naive(self) -> NaiveDateTime {
         DateTime::from_timestamp(
             self.0
-                .clamp(limits::timestamp_seconds_min, limits::timestamp_seconds_max),
+                .clamp(limits::TIMESTAMP_SECONDS_MIN, limits::TIMESTAMP_SECONDS_MAX),
             0,
         )
         .unwrap_or_default()
@@ -103,7 +103,7 @@ mod tests {
     #[test]
     fn prints_what_chronos_pattern_prints_from_1970_to_9999_and_clamps_outside() {
         let chrono_text = |t: Timestamp| t.to_naive().format("%Y-%m-%dT%H:%M:%S").to_string();
-        let (min, max) = (limits::timestamp_seconds_min, limits::timestamp_seconds_max);
+        let (min, max) = (limits::TIMESTAMP_SECONDS_MIN, limits::TIMESTAMP_SECONDS_MAX);
         let mut t = min;
         while t <= max {
             assert_eq!(Timestamp(t).to_string(), chrono_text(Timestamp(t)), "{t}");

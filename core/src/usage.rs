@@ -19,16 +19,16 @@ pub use crate::store::Usage;
 use crate::time::Timestamp;
 
 /// Seconds in a UTC day.
-pub const day_seconds: i64 = 86_400;
+pub const DAY_SECONDS: i64 = 86_400;
 
 /// The UTC day (days since 1970-01-01) of a timestamp.
 pub fn day_of(t: Timestamp) -> i64 {
-    t.seconds().div_euclid(day_seconds)
+    t.seconds().div_euclid(DAY_SECONDS)
 }
 
 /// `YYYY-MM-DD` of a day number.
 pub fn day_text(day: i64) -> String {
-    Timestamp(day * day_seconds)
+    Timestamp(day * DAY_SECONDS)
         .to_naive()
         .format("%Y-%m-%d")
         .to_string()
@@ -41,7 +41,7 @@ pub fn parse_day(field: &str, text: &str) -> Result<i64, QuotaError> {
         .filter(|_| text.len() == 10)
         .ok_or_else(|| QuotaError::invalid(field, format!("must be a date YYYY-MM-DD, got `{text}`")))?;
     let t = Timestamp::from_naive(date.and_hms_opt(0, 0, 0).unwrap_or_default());
-    if !(limits::timestamp_seconds_min..=limits::timestamp_seconds_max).contains(&t.seconds()) {
+    if !(limits::TIMESTAMP_SECONDS_MIN..=limits::TIMESTAMP_SECONDS_MAX).contains(&t.seconds()) {
         return Err(QuotaError::invalid(
             field,
             format!("`{text}` is outside the years 1970 to 9999"),
@@ -75,10 +75,10 @@ impl Days {
         if last < first {
             return Err(QuotaError::invalid("to", "must not be before `from`"));
         }
-        if last - first + 1 > limits::usage_range_days_max {
+        if last - first + 1 > limits::USAGE_RANGE_DAYS_MAX {
             return Err(QuotaError::invalid(
                 "to",
-                format!("a range holds at most {} days", limits::usage_range_days_max),
+                format!("a range holds at most {} days", limits::USAGE_RANGE_DAYS_MAX),
             ));
         }
         Ok(Days { first, last })
@@ -96,8 +96,8 @@ impl Days {
     /// The first second of the range and the first second after it.
     pub fn seconds(&self) -> (Timestamp, Timestamp) {
         (
-            Timestamp(self.first * day_seconds),
-            Timestamp((self.last + 1) * day_seconds),
+            Timestamp(self.first * DAY_SECONDS),
+            Timestamp((self.last + 1) * DAY_SECONDS),
         )
     }
 }

@@ -1,13 +1,13 @@
-#![allow(non_upper_case_globals)]
 //! A refresh committed in chunks (`refresh_step`) does to every user exactly what one call does,
 //! and a run cut off between chunks is completed, each user once, by its run id.
 
 use quota_core::refresh::{refresh, refresh_step, RefreshAction, RefreshParams, RefreshRequest, Step};
-use quota_core::store::{Store, TransactionType, UserRecord};
+use quota_core::store::UserStore;
+use quota_core::store::{TransactionType, UserRecord};
 use quota_core::targets::Targets;
 use quota_core::{MemStore, QuotaError, Timestamp};
 
-const t0: Timestamp = Timestamp(1_795_000_000);
+const T0: Timestamp = Timestamp(1_795_000_000);
 
 /// 2,503 users (not a multiple of any chunk used here), balances 0..=9 so a capped top-up skips some.
 fn store() -> MemStore {
@@ -17,7 +17,7 @@ fn store() -> MemStore {
             username: format!("u{i:05}"),
             balance: i % 10,
             unlimited: false,
-            updated_at: t0,
+            updated_at: T0,
         })
         .unwrap();
     }
@@ -54,7 +54,7 @@ fn chunks_of_any_size_end_where_one_call_ends() {
         &quota_core::Config::default(),
         &mut whole,
         &request(Some("r1"), 5),
-        t0,
+        T0,
     )
     .unwrap();
     for chunk in [1u32, 7, 1000, 2503, 2504] {
@@ -66,7 +66,7 @@ fn chunks_of_any_size_end_where_one_call_ends() {
                 &quota_core::Config::default(),
                 &mut s,
                 &request(Some("r1"), 5),
-                t0,
+                T0,
                 chunk,
             )
             .unwrap()
@@ -88,7 +88,7 @@ fn chunks_of_any_size_end_where_one_call_ends() {
             &quota_core::Config::default(),
             &mut s,
             &request(Some("r1"), 5),
-            t0,
+            T0,
             chunk,
         )
         .unwrap();
@@ -108,7 +108,7 @@ fn a_run_cut_off_between_chunks_is_completed_once_by_a_whole_call() {
         &quota_core::Config::default(),
         &mut whole,
         &request(Some("r1"), 5),
-        t0,
+        T0,
     )
     .unwrap();
     let mut s = store();
@@ -118,7 +118,7 @@ fn a_run_cut_off_between_chunks_is_completed_once_by_a_whole_call() {
                 &quota_core::Config::default(),
                 &mut s,
                 &request(Some("r1"), 5),
-                t0,
+                T0,
                 500
             )
             .unwrap(),
@@ -132,7 +132,7 @@ fn a_run_cut_off_between_chunks_is_completed_once_by_a_whole_call() {
         &quota_core::Config::default(),
         &mut s,
         &request(Some("r1"), 5),
-        t0,
+        T0,
     )
     .unwrap();
     assert_eq!(result, expected);
@@ -156,7 +156,7 @@ fn a_partial_run_resumed_with_other_parameters_is_a_conflict() {
             &quota_core::Config::default(),
             &mut s,
             &request(Some("r1"), 5),
-            t0,
+            T0,
             100
         )
         .unwrap(),
@@ -167,7 +167,7 @@ fn a_partial_run_resumed_with_other_parameters_is_a_conflict() {
         &quota_core::Config::default(),
         &mut s,
         &request(Some("r1"), 6),
-        t0,
+        T0,
         100,
     )
     .unwrap_err();
@@ -179,7 +179,7 @@ fn a_partial_run_resumed_with_other_parameters_is_a_conflict() {
 fn without_a_run_id_or_in_a_dry_run_the_refresh_is_one_call() {
     let mut s = store();
     let Step::Done(r) =
-        refresh_step(&quota_core::Config::default(), &mut s, &request(None, 5), t0, 10).unwrap()
+        refresh_step(&quota_core::Config::default(), &mut s, &request(None, 5), T0, 10).unwrap()
     else {
         panic!("nothing to resume from: one call")
     };
@@ -187,7 +187,7 @@ fn without_a_run_id_or_in_a_dry_run_the_refresh_is_one_call() {
     let mut s = store();
     let mut dry = request(Some("r2"), 5);
     dry.dry_run = true;
-    let Step::Done(r) = refresh_step(&quota_core::Config::default(), &mut s, &dry, t0, 10).unwrap() else {
+    let Step::Done(r) = refresh_step(&quota_core::Config::default(), &mut s, &dry, T0, 10).unwrap() else {
         panic!("a dry run writes nothing, so it is one call")
     };
     assert_eq!(r.changes.map(|c| c.len() as u64), Some(r.users_updated));

@@ -1,4 +1,3 @@
-#![allow(non_upper_case_globals)]
 //! Randomized: the forecast in `GET /api/quota/me` (`next_refresh`) is what the refresh does. For
 //! random users (balances, unlimited flags, groups) and random rules (schedules, add or set, caps,
 //! floors, targets with groups), the rules are then run as the scheduler would, each at its fire
@@ -13,13 +12,14 @@ use std::collections::BTreeSet;
 use quota_core::forecast::next_refresh;
 use quota_core::groups;
 use quota_core::refresh::refresh;
-use quota_core::store::{Store, UserRecord};
+use quota_core::store::UserRecord;
+use quota_core::store::UserStore;
 use quota_core::{Config, MemStore, Timestamp};
 use serde_json::json;
 
-const runs: u64 = 300;
-const users: [&str; 4] = ["ann", "bob", "cy", "dee"];
-const schedules: [&str; 5] = [
+const RUNS: u64 = 300;
+const USERS: [&str; 4] = ["ann", "bob", "cy", "dee"];
+const SCHEDULES: [&str; 5] = [
     "0 6 * * 1",
     "0 12 * * *",
     "30 * * * *",
@@ -31,7 +31,7 @@ fn random_rule(rng: &mut Rng) -> serde_json::Value {
     let set = rng.chance(30);
     let mut r = json!({
         "enabled": rng.chance(85),
-        "schedule": rng.pick(&schedules),
+        "schedule": rng.pick(&SCHEDULES),
         "action": if set { "set" } else { "add" },
         "amount": if set { *rng.pick(&[0i64, 20, 100]) } else { *rng.pick(&[-30i64, -5, 10, 50]) },
     });
@@ -68,7 +68,7 @@ fn run(seed: u64) -> Result<(), String> {
     .map_err(|e| format!("config: {e}"))?;
     let mut store = MemStore::new();
     let now = Timestamp(1_795_000_000 + rng.below(86_400 * 14) as i64);
-    for u in users {
+    for u in USERS {
         if rng.chance(85) {
             let rec = UserRecord {
                 username: u.into(),
@@ -85,7 +85,7 @@ fn run(seed: u64) -> Result<(), String> {
             .collect();
         groups::report(&mut store, u, &g, now).unwrap();
     }
-    let user = *rng.pick(&users);
+    let user = *rng.pick(&USERS);
     let record = store.get_user(user).unwrap();
     let mine = groups::of(&mut store, user).unwrap();
     let forecast = next_refresh(&config, record.as_ref(), &mine, now);
@@ -147,7 +147,7 @@ fn the_forecast_is_what_the_refresh_does_at_that_time() {
         .and_then(|s| s.parse().ok())
     {
         Some(s) => vec![s],
-        None => (0..runs).map(|i| 0xF0_0000 + i).collect(),
+        None => (0..RUNS).map(|i| 0xF0_0000 + i).collect(),
     };
     for seed in seeds {
         if let Err(e) = run(seed) {

@@ -1,14 +1,14 @@
-#![allow(non_upper_case_globals)]
 //! Dated grants through the admin actions (credit model 2): `add` with `expires_at` makes a grant,
 //! the next write after its expiry writes it off dated then, `set` replaces the whole credit, and
 //! every refused request changes nothing.
 
 use quota_core::admin::{admin_update, AdminAction, AdminRequest};
-use quota_core::store::{AccountKey, Store, TransactionType};
+use quota_core::store::GrantStore;
+use quota_core::store::{AccountKey, TransactionType};
 use quota_core::{MemStore, QuotaError, Timestamp};
 
-const t0: Timestamp = Timestamp(1_795_000_000);
-const day: i64 = 86_400;
+const T0: Timestamp = Timestamp(1_795_000_000);
+const DAY: i64 = 86_400;
 
 fn act(
     store: &mut MemStore,
@@ -33,7 +33,7 @@ fn ledger(store: &MemStore) -> Vec<(TransactionType, i64, i64)> {
             (
                 t.transaction_type,
                 t.amount,
-                t.created_at.seconds() - t0.seconds(),
+                t.created_at.seconds() - T0.seconds(),
             )
         })
         .collect()
@@ -42,16 +42,16 @@ fn ledger(store: &MemStore) -> Vec<(TransactionType, i64, i64)> {
 #[test]
 fn an_add_with_expiry_lapses_at_its_time_and_is_written_off_by_the_next_write() {
     let mut s = MemStore::new();
-    assert_eq!(act(&mut s, AdminAction::Set(10), None, t0).unwrap(), 10);
+    assert_eq!(act(&mut s, AdminAction::Set(10), None, T0).unwrap(), 10);
     assert_eq!(
-        act(&mut s, AdminAction::Add(50), Some(t0.plus_seconds(7 * day)), t0).unwrap(),
+        act(&mut s, AdminAction::Add(50), Some(T0.plus_seconds(7 * DAY)), T0).unwrap(),
         60
     );
     let grants = s.account_grants(&AccountKey::User("ann".into())).unwrap();
     assert_eq!((grants.len(), grants[0].amount, grants[0].remaining), (1, 50, 50));
     // A deduct draws from the grant first (it expires before the undated lot, which never does).
     assert_eq!(
-        act(&mut s, AdminAction::Deduct(20), None, t0.plus_seconds(day)).unwrap(),
+        act(&mut s, AdminAction::Deduct(20), None, T0.plus_seconds(DAY)).unwrap(),
         40
     );
     assert_eq!(
@@ -60,7 +60,7 @@ fn an_add_with_expiry_lapses_at_its_time_and_is_written_off_by_the_next_write() 
     );
     // Eight days in, the next write first writes the grant off, dated at its expiry.
     assert_eq!(
-        act(&mut s, AdminAction::Add(1), None, t0.plus_seconds(8 * day)).unwrap(),
+        act(&mut s, AdminAction::Add(1), None, T0.plus_seconds(8 * DAY)).unwrap(),
         11
     );
     assert_eq!(
@@ -68,9 +68,9 @@ fn an_add_with_expiry_lapses_at_its_time_and_is_written_off_by_the_next_write() 
         vec![
             (TransactionType::Set, 10, 0),
             (TransactionType::Add, 50, 0),
-            (TransactionType::Deduct, -20, day),
-            (TransactionType::Expire, -30, 7 * day),
-            (TransactionType::Add, 1, 8 * day),
+            (TransactionType::Deduct, -20, DAY),
+            (TransactionType::Expire, -30, 7 * DAY),
+            (TransactionType::Add, 1, 8 * DAY),
         ]
     );
     assert!(s
@@ -82,21 +82,21 @@ fn an_add_with_expiry_lapses_at_its_time_and_is_written_off_by_the_next_write() 
 #[test]
 fn a_set_replaces_every_grant_and_a_dated_set_is_one_grant() {
     let mut s = MemStore::new();
-    act(&mut s, AdminAction::Add(30), Some(t0.plus_seconds(day)), t0).unwrap();
-    act(&mut s, AdminAction::Add(5), None, t0).unwrap();
+    act(&mut s, AdminAction::Add(30), Some(T0.plus_seconds(DAY)), T0).unwrap();
+    act(&mut s, AdminAction::Add(5), None, T0).unwrap();
     assert_eq!(
-        act(&mut s, AdminAction::Set(100), Some(t0.plus_seconds(2 * day)), t0).unwrap(),
+        act(&mut s, AdminAction::Set(100), Some(T0.plus_seconds(2 * DAY)), T0).unwrap(),
         100
     );
     let grants = s.account_grants(&AccountKey::User("ann".into())).unwrap();
     assert_eq!(grants.len(), 1, "the old grant holds nothing any more");
     assert_eq!(
         (grants[0].amount, grants[0].expires_at),
-        (100, t0.plus_seconds(2 * day))
+        (100, T0.plus_seconds(2 * DAY))
     );
     // Past the new grant's expiry everything lapses: the undated lot was 0 after the set.
     assert_eq!(
-        act(&mut s, AdminAction::Add(0), None, t0.plus_seconds(3 * day)).unwrap(),
+        act(&mut s, AdminAction::Add(0), None, T0.plus_seconds(3 * DAY)).unwrap(),
         0
     );
     assert_eq!(
@@ -111,37 +111,37 @@ fn a_set_replaces_every_grant_and_a_dated_set_is_one_grant() {
 #[test]
 fn bad_expiries_are_refused_naming_the_field_and_change_nothing() {
     let mut s = MemStore::new();
-    act(&mut s, AdminAction::Set(10), None, t0).unwrap();
+    act(&mut s, AdminAction::Set(10), None, T0).unwrap();
     let before = s.clone();
     for (action, at, field) in [
-        (AdminAction::Add(5), t0, "expires_at"),
-        (AdminAction::Add(5), t0.plus_seconds(-1), "expires_at"),
-        (AdminAction::Add(5), t0.plus_seconds(3661 * day), "expires_at"),
-        (AdminAction::Add(0), t0.plus_seconds(day), "amount"),
-        (AdminAction::Add(-5), t0.plus_seconds(day), "amount"),
-        (AdminAction::Deduct(5), t0.plus_seconds(day), "expires_at"),
+        (AdminAction::Add(5), T0, "expires_at"),
+        (AdminAction::Add(5), T0.plus_seconds(-1), "expires_at"),
+        (AdminAction::Add(5), T0.plus_seconds(3661 * DAY), "expires_at"),
+        (AdminAction::Add(0), T0.plus_seconds(DAY), "amount"),
+        (AdminAction::Add(-5), T0.plus_seconds(DAY), "amount"),
+        (AdminAction::Deduct(5), T0.plus_seconds(DAY), "expires_at"),
         (
             AdminAction::SetUnlimited(true),
-            t0.plus_seconds(day),
+            T0.plus_seconds(DAY),
             "expires_at",
         ),
     ] {
-        match act(&mut s, action, Some(at), t0) {
+        match act(&mut s, action, Some(at), T0) {
             Err(QuotaError::Invalid { field: f, .. }) => assert_eq!(f, field, "{action:?} {at:?}"),
             other => panic!("{action:?} {at:?}: {other:?}"),
         }
         assert_eq!(s, before, "{action:?} changed the store");
     }
-    assert!(act(&mut s, AdminAction::Add(5), Some(t0.plus_seconds(3660 * day)), t0).is_ok());
+    assert!(act(&mut s, AdminAction::Add(5), Some(T0.plus_seconds(3660 * DAY)), T0).is_ok());
 }
 
 #[test]
 fn a_deduct_refused_on_the_balance_as_of_now_writes_no_expiry_either() {
     let mut s = MemStore::new();
-    act(&mut s, AdminAction::Add(50), Some(t0.plus_seconds(day)), t0).unwrap();
+    act(&mut s, AdminAction::Add(50), Some(T0.plus_seconds(DAY)), T0).unwrap();
     let before = s.clone();
     // The stored balance is 50, but the grant has lapsed: as of now there is nothing to deduct.
-    let later = t0.plus_seconds(2 * day);
+    let later = T0.plus_seconds(2 * DAY);
     assert_eq!(
         act(&mut s, AdminAction::Deduct(10), None, later),
         Err(QuotaError::InsufficientBalance)
@@ -157,8 +157,8 @@ fn the_gate_and_the_charge_see_the_balance_as_of_now() {
     let cfg: quota_core::Config =
         serde_json::from_value(serde_json::json!({"custom": {"authMode": "github"}})).expect("config");
     let mut s = MemStore::new();
-    act(&mut s, AdminAction::Set(5), None, t0).unwrap();
-    act(&mut s, AdminAction::Add(100), Some(t0.plus_seconds(day)), t0).unwrap();
+    act(&mut s, AdminAction::Set(5), None, T0).unwrap();
+    act(&mut s, AdminAction::Add(100), Some(T0.plus_seconds(DAY)), T0).unwrap();
     let req = StartRequest {
         username: "ann".into(),
         resource: None,
@@ -169,7 +169,7 @@ fn the_gate_and_the_charge_see_the_balance_as_of_now() {
         budget: None,
     };
     // Within the grant's time 105 credits cover an hour at 1/min; a running server holds 60.
-    let t1 = t0.plus_seconds(3600);
+    let t1 = T0.plus_seconds(3600);
     let StartDecision::Allowed(started) = check_start(&cfg, &mut s, &req, t1).unwrap() else {
         panic!("allowed within the grant's time")
     };
@@ -185,7 +185,7 @@ fn the_gate_and_the_charge_see_the_balance_as_of_now() {
     assert_eq!(grants[0].remaining, 70);
     // Past the expiry the gate counts only the undated 5: refused, and nothing written by it.
     let before = s.clone();
-    let t2 = t0.plus_seconds(2 * day);
+    let t2 = T0.plus_seconds(2 * DAY);
     match check_start(&cfg, &mut s, &req, t2).unwrap() {
         StartDecision::Refused(r) => {
             assert_eq!(r.balance, 5);
@@ -207,11 +207,11 @@ fn the_sweep_writes_off_every_due_grant_once() {
             username: name.into(),
             action: AdminAction::Add(amount),
             description: None,
-            expires_at: Some(t0.plus_seconds(days * day)),
+            expires_at: Some(T0.plus_seconds(days * DAY)),
         };
-        admin_update(&mut s, &req, "root", t0).unwrap();
+        admin_update(&mut s, &req, "root", T0).unwrap();
     }
-    let now = t0.plus_seconds(4 * day);
+    let now = T0.plus_seconds(4 * DAY);
     let swept = quota_core::grants::sweep(&mut s, now, None).unwrap();
     assert_eq!((swept.grants_expired, swept.credits_expired), (3, 35));
     assert_eq!(
@@ -252,13 +252,13 @@ fn a_sweep_in_chunks_writes_what_one_call_writes_and_says_when_it_is_done() {
                 username: format!("u{i}"),
                 action: AdminAction::Add(10 + i),
                 description: None,
-                expires_at: Some(t0.plus_seconds(day)),
+                expires_at: Some(T0.plus_seconds(DAY)),
             };
-            admin_update(&mut s, &req, "root", t0).unwrap();
+            admin_update(&mut s, &req, "root", T0).unwrap();
         }
         s
     };
-    let now = t0.plus_seconds(2 * day);
+    let now = T0.plus_seconds(2 * DAY);
     let mut whole = make();
     let all = quota_core::grants::sweep(&mut whole, now, None).unwrap();
     let mut chunked = make();

@@ -6,12 +6,12 @@
 
 use std::collections::BTreeSet;
 
-use quota_core::api::{openapi_json, route_methods, route_template, Request};
+use quota_core::api::{route_methods, route_template, Request, OPENAPI_JSON};
 use quota_core::{handle_request, Config, MemStore, Timestamp};
 use serde_json::Value;
 
 fn doc() -> Value {
-    serde_json::from_str(openapi_json).expect("openapi.json is JSON")
+    serde_json::from_str(OPENAPI_JSON).expect("openapi.json is JSON")
 }
 
 /// A concrete path for a template: `{name}` -> `alice`, `{id}` -> `7`.
@@ -182,7 +182,7 @@ fn the_document_is_served_to_anyone_and_only_read() {
         handle_request(&config, store, &req, now).unwrap()
     };
     let r = ask(&mut store, "GET", "");
-    assert_eq!((r.status, r.body.as_str()), (200, openapi_json));
+    assert_eq!((r.status, r.body.as_str()), (200, OPENAPI_JSON));
     assert_eq!(ask(&mut store, "POST", "").status, 405);
     let r = ask(&mut store, "GET", "x=1");
     assert_eq!(r.status, 400, "{}", r.body);

@@ -1,16 +1,16 @@
-#![allow(non_upper_case_globals)]
 //! Rules that need a seeded store (balances near the exact-integer bound) or the typed API.
 
 use quota_core::admin::{admin_update, AdminAction, AdminRequest};
 use quota_core::gate::{check_start, StartDecision, StartRequest};
-use quota_core::limits::balance_abs_max;
+use quota_core::limits::BALANCE_ABS_MAX;
 use quota_core::refresh::{refresh, RefreshAction, RefreshParams, RefreshRequest};
 use quota_core::sessions::{end_session, EndRequest, EndTarget, Outcome};
-use quota_core::store::{Store, UserRecord};
+use quota_core::store::UserRecord;
+use quota_core::store::UserStore;
 use quota_core::targets::Targets;
 use quota_core::{Config, MemStore, QuotaError, Timestamp};
 
-const t0: Timestamp = Timestamp(1_795_000_000);
+const T0: Timestamp = Timestamp(1_795_000_000);
 
 fn config() -> Config {
     serde_json::from_value(serde_json::json!({"custom": {"authMode": "github",
@@ -24,7 +24,7 @@ fn store_with(name: &str, balance: i64) -> MemStore {
         username: name.into(),
         balance,
         unlimited: false,
-        updated_at: t0,
+        updated_at: T0,
     })
     .unwrap();
     s
@@ -32,7 +32,7 @@ fn store_with(name: &str, balance: i64) -> MemStore {
 
 #[test]
 fn admin_add_past_the_exact_range_is_refused_and_changes_nothing() {
-    let mut store = store_with("alice", balance_abs_max - 5);
+    let mut store = store_with("alice", BALANCE_ABS_MAX - 5);
     let before = store.clone();
     let req = AdminRequest {
         username: "alice".into(),
@@ -40,7 +40,7 @@ fn admin_add_past_the_exact_range_is_refused_and_changes_nothing() {
         description: None,
         expires_at: None,
     };
-    let err = admin_update(&mut store, &req, "root", t0).unwrap_err();
+    let err = admin_update(&mut store, &req, "root", T0).unwrap_err();
     assert!(matches!(err, QuotaError::OutOfRange(_)), "{err:?}");
     assert_eq!(err.status(), 400);
     assert_eq!(store, before);
@@ -51,20 +51,20 @@ fn admin_add_past_the_exact_range_is_refused_and_changes_nothing() {
         expires_at: None,
     };
     assert_eq!(
-        admin_update(&mut store, &req, "root", t0).unwrap().balance,
-        balance_abs_max
+        admin_update(&mut store, &req, "root", T0).unwrap().balance,
+        BALANCE_ABS_MAX
     );
 }
 
 #[test]
 fn refresh_that_would_overflow_for_one_user_changes_nobody() {
-    let mut store = store_with("zed", balance_abs_max - 1);
+    let mut store = store_with("zed", BALANCE_ABS_MAX - 1);
     store
         .put_user(&UserRecord {
             username: "amy".into(),
             balance: 0,
             unlimited: false,
-            updated_at: t0,
+            updated_at: T0,
         })
         .unwrap();
     let before = store.clone();
@@ -85,7 +85,7 @@ fn refresh_that_would_overflow_for_one_user_changes_nobody() {
             run_id: None,
             dry_run: false,
         },
-        t0,
+        T0,
     )
     .unwrap_err();
     assert!(matches!(err, QuotaError::OutOfRange(_)), "{err:?}");
@@ -105,12 +105,12 @@ fn usage_charge_past_the_exact_range_is_refused_and_the_session_stays_active() {
         groups: None,
         budget: None,
     };
-    let StartDecision::Allowed(s) = check_start(&cfg, &mut store, &req, t0).unwrap() else {
+    let StartDecision::Allowed(s) = check_start(&cfg, &mut store, &req, T0).unwrap() else {
         panic!("allowed")
     };
     // Drive the balance to the bottom of the range, then end: the charge would cross it.
     let mut u = store.get_user("alice").unwrap().unwrap();
-    u.balance = -balance_abs_max + 1;
+    u.balance = -BALANCE_ABS_MAX + 1;
     store.put_user(&u).unwrap();
     let before = store.clone();
     let end = EndRequest {
@@ -118,7 +118,7 @@ fn usage_charge_past_the_exact_range_is_refused_and_the_session_stays_active() {
         ended_at: None,
         outcome: Outcome::Completed,
     };
-    let err = end_session(&mut store, &end, t0.plus_seconds(600)).unwrap_err();
+    let err = end_session(&mut store, &end, T0.plus_seconds(600)).unwrap_err();
     assert!(matches!(err, QuotaError::OutOfRange(_)), "{err:?}");
     assert_eq!(store, before);
 }
@@ -134,7 +134,7 @@ fn deduct_more_than_the_balance_is_insufficient_balance() {
         expires_at: None,
     };
     assert_eq!(
-        admin_update(&mut store, &req, "root", t0).unwrap_err(),
+        admin_update(&mut store, &req, "root", T0).unwrap_err(),
         QuotaError::InsufficientBalance
     );
     assert_eq!(store, before);
@@ -152,7 +152,7 @@ fn refusal_message_is_byte_exact() {
         groups: None,
         budget: None,
     };
-    let StartDecision::Refused(r) = check_start(&config(), &mut store, &req, t0).unwrap() else {
+    let StartDecision::Refused(r) = check_start(&config(), &mut store, &req, T0).unwrap() else {
         panic!("refused")
     };
     assert_eq!(
@@ -172,7 +172,7 @@ fn bodies_over_one_mebibyte_are_413_and_change_nothing() {
         admin: true,
         scopes: vec![],
     };
-    let pad = " ".repeat(quota_core::api::body_bytes_max);
+    let pad = " ".repeat(quota_core::api::BODY_BYTES_MAX);
     let body = format!(r#"{{"action": "set", "amount": 5}}{pad}"#);
     let req = Request {
         method: "POST",
@@ -181,14 +181,14 @@ fn bodies_over_one_mebibyte_are_413_and_change_nothing() {
         body: &body,
         caller: Some(&admin),
     };
-    let r = handle_request(&cfg, &mut store, &req, t0).unwrap();
+    let r = handle_request(&cfg, &mut store, &req, T0).unwrap();
     assert_eq!(r.status, 413, "{}", r.body);
     assert!(r.body.starts_with(r#"{"error":"body: larger than"#), "{}", r.body);
     assert_eq!(store, MemStore::new());
     // Exactly at the limit is accepted (JSON allows trailing whitespace).
     let json = r#"{"action": "set", "amount": 5}"#;
     let body = format!("{json}{}", &pad[json.len()..]);
-    assert_eq!(body.len(), quota_core::api::body_bytes_max);
+    assert_eq!(body.len(), quota_core::api::BODY_BYTES_MAX);
     let req = Request { body: &body, ..req };
-    assert_eq!(handle_request(&cfg, &mut store, &req, t0).unwrap().status, 200);
+    assert_eq!(handle_request(&cfg, &mut store, &req, T0).unwrap().status, 200);
 }

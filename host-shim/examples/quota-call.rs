@@ -12,8 +12,7 @@ use std::process::ExitCode;
 
 use quota_host::{Runtime, SqliteDb, SqliteOptions, Worker};
 
-#[allow(non_upper_case_globals)]
-const usage: &str =
+const USAGE: &str =
     "usage: quota-call --db FILE --values FILE.json [--as NAME[,admin][,SCOPE...]] [--now RFC3339] \
 [--component FILE.wasm] METHOD PATH[?QUERY] [BODY]";
 
@@ -22,22 +21,22 @@ fn run() -> Result<String, String> {
     let (mut db, mut values, mut caller, mut now, mut component) = (None, None, None, None, None);
     let mut rest = Vec::new();
     while let Some(a) = args.next() {
-        let mut value = |name: &str| args.next().ok_or(format!("{name} needs a value\n{usage}"));
+        let mut value = |name: &str| args.next().ok_or(format!("{name} needs a value\n{USAGE}"));
         match a.as_str() {
             "--db" => db = Some(PathBuf::from(value("--db")?)),
             "--values" => values = Some(PathBuf::from(value("--values")?)),
             "--as" => caller = Some(value("--as")?),
             "--now" => now = Some(value("--now")?),
             "--component" => component = Some(PathBuf::from(value("--component")?)),
-            "-h" | "--help" => return Ok(usage.to_string()),
+            "-h" | "--help" => return Ok(USAGE.to_string()),
             _ => rest.push(a),
         }
     }
-    let db = db.ok_or(format!("--db is required\n{usage}"))?;
-    let values = values.ok_or(format!("--values is required\n{usage}"))?;
+    let db = db.ok_or(format!("--db is required\n{USAGE}"))?;
+    let values = values.ok_or(format!("--values is required\n{USAGE}"))?;
     let (method, target) = match rest.as_slice() {
         [m, t] | [m, t, _] => (m.clone(), t.clone()),
-        _ => return Err(usage.to_string()),
+        _ => return Err(USAGE.to_string()),
     };
     let body = rest.get(2).cloned().unwrap_or_default();
     let caller = caller.map(|spec| {
@@ -71,7 +70,7 @@ fn run() -> Result<String, String> {
         // target/<profile>/quota-call -> target/wasm/quota-engine.wasm
         exe_dir
             .and_then(|d| d.parent().map(|t| t.join("wasm/quota-engine.wasm")))
-            .unwrap_or_else(|| PathBuf::from(quota_host::component_path))
+            .unwrap_or_else(|| PathBuf::from(quota_host::COMPONENT_PATH))
     });
     let runtime = Runtime::load(&component, quota_host::Limits::default()).map_err(|e| e.to_string())?;
     let db_conn = SqliteDb::open(&runtime, &db, SqliteOptions::default()).map_err(|e| e.to_string())?;

@@ -16,7 +16,7 @@ use sha2::{Digest, Sha256};
 use wasmtime::component::Component;
 use wasmtime::Engine;
 
-const magic: &[u8; 8] = b"QUOTACW1";
+const MAGIC: &[u8; 8] = b"QUOTACW1";
 
 /// What `load` did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -60,7 +60,7 @@ pub fn file_of(dir: &Path, key: &[u8; 32]) -> PathBuf {
 
 /// The compiled bytes of a cache file if its magic, key and checksum all match.
 fn checked(file: &[u8], key: &[u8; 32]) -> Option<Vec<u8>> {
-    let rest = file.strip_prefix(magic.as_slice())?;
+    let rest = file.strip_prefix(MAGIC.as_slice())?;
     let (file_key, rest) = rest.split_at_checked(32)?;
     let (sum, payload) = rest.split_at_checked(32)?;
     (file_key == key && Sha256::digest(payload).as_slice() == sum).then(|| payload.to_vec())
@@ -90,7 +90,7 @@ fn store(path: &Path, key: &[u8; 32], payload: &[u8]) -> std::io::Result<()> {
     let dir = path.parent().unwrap_or(Path::new("."));
     std::fs::create_dir_all(dir)?;
     let mut bytes = Vec::with_capacity(8 + 64 + payload.len());
-    bytes.extend_from_slice(magic);
+    bytes.extend_from_slice(MAGIC);
     bytes.extend_from_slice(key);
     bytes.extend_from_slice(&Sha256::digest(payload));
     bytes.extend_from_slice(payload);

@@ -135,8 +135,8 @@ impl HostingContract {
 fn random() -> u64 {
     use std::hash::{BuildHasher, Hasher};
     use std::sync::atomic::{AtomicU64, Ordering};
-    static counter: AtomicU64 = AtomicU64::new(0);
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
     let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-    h.write_u64(counter.fetch_add(1, Ordering::Relaxed));
+    h.write_u64(COUNTER.fetch_add(1, Ordering::Relaxed));
     h.finish()
 }

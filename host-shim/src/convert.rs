@@ -55,7 +55,7 @@ pub fn start_decision(d: api::StartDecision, req: &StartRequest) -> StartDecisio
             resource_type: req
                 .resource
                 .clone()
-                .unwrap_or_else(|| quota_core::accelerators::cpu_resource.to_string()),
+                .unwrap_or_else(|| quota_core::accelerators::CPU_RESOURCE.to_string()),
             rate: Milli(s.rate),
             runtime_minutes: s.runtime_minutes,
             estimated_cost: Milli(s.estimated_cost),

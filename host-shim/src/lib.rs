@@ -7,8 +7,6 @@
 //! - [`Database`]: the SQL bridge the component's `sql` import runs on; [`SqliteDb`] implements it
 //!   over a file or `:memory:`. The schema and every query are the component's.
 
-#![allow(non_upper_case_globals)]
-
 mod bindings;
 mod convert;
 pub mod observe;
@@ -47,6 +45,6 @@ pub use types::{ConfigSummary, Migration, RuleInfo};
 pub use worker::{Tx, Worker};
 
 /// Where `scripts/build-wasm.sh` puts the component, relative to the workspace root.
-pub const component_path: &str = "target/wasm/quota-engine.wasm";
+pub const COMPONENT_PATH: &str = "target/wasm/quota-engine.wasm";
 /// The test-only fault-injection variant (`scripts/build-wasm.sh --fault`).
-pub const fault_component_path: &str = "target/wasm/quota-engine-fault.wasm";
+pub const FAULT_COMPONENT_PATH: &str = "target/wasm/quota-engine-fault.wasm";

@@ -53,7 +53,7 @@ impl<'de> serde::Deserialize<'de> for Param<'de> {
                 f.write_str("an integer within +-(2^53-1), a string or null")
             }
             fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<Param<'de>, E> {
-                let max = quota_core::limits::json_int_abs_max;
+                let max = quota_core::limits::JSON_INT_ABS_MAX;
                 if (-max..=max).contains(&v) {
                     Ok(Param::Int(v))
                 } else {
@@ -183,7 +183,7 @@ mod tests {
 
     #[test]
     fn the_wire_carries_every_integer_the_engine_keeps() {
-        assert_eq!(quota_sql_wire::int_abs_max, quota_core::limits::json_int_abs_max);
+        assert_eq!(quota_sql_wire::INT_ABS_MAX, quota_core::limits::JSON_INT_ABS_MAX);
     }
 
     #[test]
@@ -194,7 +194,7 @@ mod tests {
                 SqlValue::Int(1),
                 SqlValue::Text("a".into()),
                 SqlValue::Null,
-                SqlValue::Int(-quota_core::limits::json_int_abs_max)
+                SqlValue::Int(-quota_core::limits::JSON_INT_ABS_MAX)
             ]
         );
         for bad in [

@@ -5,7 +5,8 @@
 mod common;
 
 use quota_core::memstore::MemStore;
-use quota_core::store::{Store, UserRecord};
+use quota_core::store::UserRecord;
+use quota_core::store::UserStore;
 use quota_core::Timestamp;
 use quota_host::{Limits, Runtime, SqlValue, SqliteDb, Worker};
 
@@ -132,7 +133,7 @@ fn audit_rows_of_any_count_match_the_native_core_row_for_row() {
 fn a_refresh_committed_in_chunks_writes_the_native_rows() {
     // Seven users per transaction: 158 chunks for 1,100 users, the last one short.
     let runtime = Runtime::load(
-        &common::workspace().join(quota_host::component_path),
+        &common::workspace().join(quota_host::COMPONENT_PATH),
         Limits {
             refresh_chunk_users: Some(7),
             ..Limits::default()

@@ -15,7 +15,7 @@ fn bytes(rel: &str) -> Vec<u8> {
 }
 
 fn shipped() -> Vec<u8> {
-    bytes(quota_host::component_path)
+    bytes(quota_host::COMPONENT_PATH)
 }
 
 fn load(component: &[u8], dir: &Path) -> (std::sync::Arc<Runtime>, Outcome) {
@@ -104,7 +104,7 @@ fn a_file_made_for_another_component_is_not_used() {
     let dir = tempfile::tempdir().expect("dir");
     let other = tempfile::tempdir().expect("dir");
     // A valid cache file of the fault build, under the shipped component's name.
-    let (rt, _) = load(&bytes(quota_host::fault_component_path), other.path());
+    let (rt, _) = load(&bytes(quota_host::FAULT_COMPONENT_PATH), other.path());
     assert!(is_fault_build(rt));
     let engine_key_file = {
         load(&shipped(), dir.path());

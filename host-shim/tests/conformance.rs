@@ -144,13 +144,13 @@ fn run_case(suite: &Value, case: &Value, write: u64) {
             call_deadline: Some(deadline),
             ..Limits::default()
         };
-        runtime_with(quota_host::fault_component_path, limits)
+        runtime_with(quota_host::FAULT_COMPONENT_PATH, limits)
     } else if let Some(n) = case["chunk_users"].as_u64() {
         let limits = Limits {
             refresh_chunk_users: Some(u32::try_from(n).expect("chunk_users")),
             ..Limits::default()
         };
-        runtime_with(quota_host::component_path, limits)
+        runtime_with(quota_host::COMPONENT_PATH, limits)
     } else {
         common::runtime()
     };

@@ -1,4 +1,3 @@
-#![allow(non_upper_case_globals)]
 //! A session started by one host process is ended correctly by a new process on the same file:
 //! sessions live in storage, not in a process's memory. Each step is a separate process: this test
 //! binary again, running only `child_process_step` with the request in its environment.
@@ -7,7 +6,7 @@ mod common;
 
 use std::process::Command;
 
-const step_var: &str = "QUOTA_RESTART_STEP";
+const STEP_VAR: &str = "QUOTA_RESTART_STEP";
 
 fn quota_call(
     db: &std::path::Path,
@@ -21,7 +20,7 @@ fn quota_call(
     });
     let out = Command::new(std::env::current_exe().expect("test binary"))
         .args(["--exact", "child_process_step", "--nocapture", "--test-threads=1"])
-        .env(step_var, step.to_string())
+        .env(STEP_VAR, step.to_string())
         .output()
         .expect("child process runs");
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -45,7 +44,7 @@ fn quota_call(
 /// the ordinary test run (no step in the environment) it does nothing.
 #[test]
 fn child_process_step() {
-    let Ok(step) = std::env::var(step_var) else {
+    let Ok(step) = std::env::var(STEP_VAR) else {
         return;
     };
     let step: serde_json::Value = serde_json::from_str(&step).expect("step");

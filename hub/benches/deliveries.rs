@@ -1,5 +1,3 @@
-#![allow(non_upper_case_globals)]
-
 //! Webhook delivery from one real `quota-hub serve` to a local receiver:
 //! `cargo bench -p quota-hub --bench deliveries` (after `bash scripts/build-wasm.sh`). A backlog of
 //! BENCH_EVENTS (default 100,000) pending events, as after an outage (written into the database
@@ -14,7 +12,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-const bin: &str = env!("CARGO_BIN_EXE_quota-hub");
+const BIN: &str = env!("CARGO_BIN_EXE_quota-hub");
 
 /// A receiver answering 200 to every POST (keep-alive), counting them.
 fn receiver(count: Arc<AtomicUsize>) -> u16 {
@@ -58,7 +56,7 @@ fn receiver(count: Arc<AtomicUsize>) -> u16 {
 }
 
 fn serve(db: &str, values: &std::path::Path) -> (std::process::Child, String) {
-    let mut child = Command::new(bin)
+    let mut child = Command::new(BIN)
         .args(["serve", "--db", db, "--values"])
         .arg(values)
         .args(["--listen", "127.0.0.1:0"])
@@ -103,7 +101,7 @@ fn main() {
     let mut child = child;
     let _ = child.kill();
     let _ = child.wait();
-    let out = Command::new(bin)
+    let out = Command::new(BIN)
         .args(["token", "issue", "--db", &db, "--user", "alice"])
         .output()
         .expect("token");

@@ -1,5 +1,3 @@
-#![allow(non_upper_case_globals)]
-
 //! Requests per second and latency of the real server, with concurrent keep-alive clients on the
 //! same machine: `cargo bench -p quota-hub --bench http` (after `bash scripts/build-wasm.sh`).
 //! Prints figures; asserts nothing about time. Env: BENCH_CLIENTS (default 4), BENCH_READS
@@ -14,14 +12,14 @@ use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-const bin: &str = env!("CARGO_BIN_EXE_quota-hub");
+const BIN: &str = env!("CARGO_BIN_EXE_quota-hub");
 
 fn env_usize(k: &str, d: usize) -> usize {
     std::env::var(k).ok().and_then(|v| v.parse().ok()).unwrap_or(d)
 }
 
 fn token(db: &str, user: &str, args: &[&str]) -> String {
-    let out = Command::new(bin)
+    let out = Command::new(BIN)
         .args(["token", "issue", "--db", db, "--user", user])
         .args(args)
         .output()
@@ -84,7 +82,7 @@ where
 /// A `quota-hub serve` on `db` with `env`; its URL.
 fn start(db: &str, env: &[(&str, &str)]) -> (std::process::Child, String) {
     let values = concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/values.yaml");
-    let mut child = Command::new(bin)
+    let mut child = Command::new(BIN)
         .args(["serve", "--db", db, "--values", values, "--listen", "127.0.0.1:0"])
         .envs(env.iter().copied())
         .stdout(Stdio::piped())

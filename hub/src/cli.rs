@@ -4,8 +4,8 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 
-pub const default_values: &str = "examples/values.yaml";
-pub const default_db: &str = "sqlite://quota.db";
+pub const DEFAULT_VALUES: &str = "examples/values.yaml";
+pub const DEFAULT_DB: &str = "sqlite://quota.db";
 
 #[derive(Parser)]
 #[command(
@@ -81,7 +81,7 @@ pub enum Command {
         /// The PostgreSQL database: `postgres://user@host/db`.
         #[arg(long)]
         to: String,
-        #[arg(long, env = "QUOTA_HUB_VALUES", default_value = default_values)]
+        #[arg(long, env = "QUOTA_HUB_VALUES", default_value = DEFAULT_VALUES)]
         values: PathBuf,
         /// Empty a target that already holds rows first (otherwise it is refused).
         #[arg(long)]
@@ -92,7 +92,7 @@ pub enum Command {
     /// file appears whole. PostgreSQL: pg_dump.
     Backup {
         /// The database: `sqlite://FILE`.
-        #[arg(long, env = "QUOTA_HUB_DB", default_value = default_db)]
+        #[arg(long, env = "QUOTA_HUB_DB", default_value = DEFAULT_DB)]
         db: String,
         /// The backup file to write; or a folder (`DIR/`), where it is `quota-<UTC time>Z.db`.
         #[arg(short, long)]
@@ -103,7 +103,7 @@ pub enum Command {
         /// With a folder as `-o`: keep this many backups there, removing the oldest.
         #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
         keep: Option<u32>,
-        #[arg(long, env = "QUOTA_HUB_VALUES", default_value = default_values)]
+        #[arg(long, env = "QUOTA_HUB_VALUES", default_value = DEFAULT_VALUES)]
         values: PathBuf,
     },
     /// Replace a SQLite database with a backup, after checking the backup (it opens, has this
@@ -111,17 +111,17 @@ pub enum Command {
     /// replaces is kept beside it (`FILE.before-restore-<time>`).
     Restore {
         /// The database to replace: `sqlite://FILE`.
-        #[arg(long, env = "QUOTA_HUB_DB", default_value = default_db)]
+        #[arg(long, env = "QUOTA_HUB_DB", default_value = DEFAULT_DB)]
         db: String,
         /// The backup file (from `backup`).
         #[arg(short, long)]
         input: PathBuf,
-        #[arg(long, env = "QUOTA_HUB_VALUES", default_value = default_values)]
+        #[arg(long, env = "QUOTA_HUB_VALUES", default_value = DEFAULT_VALUES)]
         values: PathBuf,
     },
     /// Print one Kubernetes CronJob (batch/v1) per enabled refresh rule, as YAML.
     RenderCronjobs {
-        #[arg(long, env = "QUOTA_HUB_VALUES", default_value = default_values)]
+        #[arg(long, env = "QUOTA_HUB_VALUES", default_value = DEFAULT_VALUES)]
         values: PathBuf,
         #[arg(long, default_value = "default")]
         namespace: String,
@@ -180,7 +180,7 @@ pub enum Command {
     },
     /// Validate a values file and print every problem with its key path.
     CheckConfig {
-        #[arg(long, env = "QUOTA_HUB_VALUES", default_value = default_values)]
+        #[arg(long, env = "QUOTA_HUB_VALUES", default_value = DEFAULT_VALUES)]
         values: PathBuf,
     },
 }
@@ -211,11 +211,11 @@ pub struct ExportLedgerArgs {
 #[derive(Args)]
 pub struct ServeArgs {
     /// The values file (the Helm chart's format: `custom.quota`, `custom.accelerators`, `custom.authMode`).
-    #[arg(long, env = "QUOTA_HUB_VALUES", default_value = default_values)]
+    #[arg(long, env = "QUOTA_HUB_VALUES", default_value = DEFAULT_VALUES)]
     pub values: PathBuf,
     /// Database: `sqlite://FILE` (created if missing; `sqlite:///abs/path` for an absolute one) or
     /// `postgres://user:password@host/db` (several servers on one database).
-    #[arg(long, env = "QUOTA_HUB_DB", default_value = default_db)]
+    #[arg(long, env = "QUOTA_HUB_DB", default_value = DEFAULT_DB)]
     pub db: String,
     /// Address to listen on (`127.0.0.1:0` picks a free port; the URL printed says which).
     #[arg(long, default_value = "127.0.0.1:8765")]
@@ -284,7 +284,7 @@ pub enum TokenCommand {
     /// Create a token; prints it once on stdout (only its hash is stored).
     Issue {
         /// The database (`sqlite://FILE` or `postgres://user:password@host/db`).
-        #[arg(long, env = "QUOTA_HUB_DB", default_value = default_db)]
+        #[arg(long, env = "QUOTA_HUB_DB", default_value = DEFAULT_DB)]
         db: String,
         /// The user or service the token acts as.
         #[arg(long)]
@@ -303,14 +303,14 @@ pub enum TokenCommand {
     /// at most once a minute). Never a secret.
     List {
         /// The database (`sqlite://FILE` or `postgres://user:password@host/db`).
-        #[arg(long, env = "QUOTA_HUB_DB", default_value = default_db)]
+        #[arg(long, env = "QUOTA_HUB_DB", default_value = DEFAULT_DB)]
         db: String,
     },
     /// Revoke tokens: every token of a user or service (`hub`), or one token by its secret or its
     /// first characters as `token list` shows them (`qh_1a2b3c4d`). Refused from the next request.
     Revoke {
         /// The database (`sqlite://FILE` or `postgres://user:password@host/db`).
-        #[arg(long, env = "QUOTA_HUB_DB", default_value = default_db)]
+        #[arg(long, env = "QUOTA_HUB_DB", default_value = DEFAULT_DB)]
         db: String,
         /// A name, or `qh_` and at least 6 characters of a token.
         what: String,
@@ -321,10 +321,10 @@ pub enum TokenCommand {
 #[derive(Args, Clone)]
 pub struct Target {
     /// Database to act on directly: `sqlite://FILE` or `postgres://user:password@host/db`.
-    #[arg(long, env = "QUOTA_HUB_DB", default_value = default_db)]
+    #[arg(long, env = "QUOTA_HUB_DB", default_value = DEFAULT_DB)]
     pub db: String,
     /// The values file (used with `--db`).
-    #[arg(long, env = "QUOTA_HUB_VALUES", default_value = default_values)]
+    #[arg(long, env = "QUOTA_HUB_VALUES", default_value = DEFAULT_VALUES)]
     pub values: PathBuf,
     /// Act through a running server instead, e.g. `http://127.0.0.1:8765/hub`.
     #[arg(long)]

@@ -13,7 +13,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use quota_core::Timestamp;
 
 /// The environment variable that moves the system clock (testing only).
-pub const days_ahead_var: &str = "QUOTA_HUB_TEST_DAYS_AHEAD";
+pub const DAYS_AHEAD_VAR: &str = "QUOTA_HUB_TEST_DAYS_AHEAD";
 
 #[derive(Clone, Debug)]
 pub struct Clock {
@@ -32,7 +32,7 @@ fn real_ms() -> i64 {
 
 /// The test shift of the system clock, in days (0 unless `QUOTA_HUB_TEST_DAYS_AHEAD` is set).
 pub fn days_ahead() -> Result<i64, String> {
-    match std::env::var(days_ahead_var) {
+    match std::env::var(DAYS_AHEAD_VAR) {
         Err(_) => Ok(0),
         Ok(s) => s
             .trim()
@@ -40,7 +40,7 @@ pub fn days_ahead() -> Result<i64, String> {
             .ok()
             .filter(|d| (0..=36_500).contains(d))
             .ok_or(format!(
-                "{days_ahead_var}: `{s}` is not a whole number of days from 0 to 36500"
+                "{DAYS_AHEAD_VAR}: `{s}` is not a whole number of days from 0 to 36500"
             )),
     }
 }

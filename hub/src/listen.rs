@@ -32,7 +32,7 @@ pub struct ConnLimits {
 }
 
 /// How long the server waits for connections in flight to finish after a stop signal.
-const shutdown_grace: Duration = Duration::from_secs(10);
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
 
 /// Serves `router` on `listener` until `stop` resolves, then lets the requests in flight finish.
 pub async fn serve(
@@ -90,10 +90,10 @@ pub async fn serve(
         });
     }
     drop(listener);
-    if tokio::time::timeout(shutdown_grace, graceful.shutdown())
+    if tokio::time::timeout(SHUTDOWN_GRACE, graceful.shutdown())
         .await
         .is_err()
     {
-        info!("stopping: connections still open after {shutdown_grace:?} were closed");
+        info!("stopping: connections still open after {SHUTDOWN_GRACE:?} were closed");
     }
 }

@@ -1,7 +1,5 @@
 //! `quota-hub`: the quota server and its admin command line. See `quota-hub --help`.
 
-#![allow(non_upper_case_globals)]
-
 mod app;
 mod cli;
 mod clock;

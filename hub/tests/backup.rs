@@ -3,8 +3,6 @@
 //! file, a ledger that does not add up, another schema version: refused, nothing changed), refuses
 //! while a server has the database open, and keeps what it replaced.
 
-#![allow(non_upper_case_globals)]
-
 mod common;
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -12,7 +10,7 @@ use std::sync::Arc;
 
 use common::{cli, Setup};
 
-const writers: usize = 8;
+const WRITERS: usize = 8;
 
 fn balances(db: &std::path::Path) -> Vec<(String, i64)> {
     let c = rusqlite::Connection::open(db).expect("open");
@@ -77,11 +75,11 @@ fn a_backup_under_8_writers_holds_every_acknowledged_write_and_reconciles() {
     let admin = setup.token("root", true, &[]);
     let server = Arc::new(setup.start(&[]));
     let stop = Arc::new(AtomicBool::new(false));
-    let acked: Arc<Vec<AtomicU64>> = Arc::new((0..writers).map(|_| AtomicU64::new(0)).collect());
+    let acked: Arc<Vec<AtomicU64>> = Arc::new((0..WRITERS).map(|_| AtomicU64::new(0)).collect());
     // The slowest write answered while the backup ran (a figure printed, not asserted).
     let (backing_up, slowest_us) = (Arc::new(AtomicBool::new(false)), Arc::new(AtomicU64::new(0)));
     let slowest_else_us = Arc::new(AtomicU64::new(0));
-    let threads: Vec<_> = (0..writers)
+    let threads: Vec<_> = (0..WRITERS)
         .map(|i| {
             let (server, stop, acked, admin) = (server.clone(), stop.clone(), acked.clone(), admin.clone());
             let (backing_up, slowest_us, slowest_else_us) =
@@ -143,7 +141,7 @@ fn a_backup_under_8_writers_holds_every_acknowledged_write_and_reconciles() {
             "writer{i}: {n} writes acknowledged before the backup, {b} in it"
         );
     }
-    assert_eq!(got.len(), 20_000 + writers);
+    assert_eq!(got.len(), 20_000 + WRITERS);
     assert_eq!(reconciles(&out), (vec![], "ok".to_string()));
     for leftover in ["backup.db.partial", "backup.db.final", "backup.db-wal"] {
         assert!(

@@ -1,8 +1,6 @@
 //! Malformed and refused requests against the real server: each gets the right status and a JSON
 //! error body, and the database (every table) is byte-for-byte what it was before.
 
-#![allow(non_upper_case_globals)]
-
 mod common;
 
 struct Case {

@@ -1,8 +1,6 @@
 //! The admin command line: set-quota / add-quota with arguments and CSV files, list-quota, against
 //! the database directly and through a running server.
 
-#![allow(non_upper_case_globals)]
-
 mod common;
 
 use std::path::Path;

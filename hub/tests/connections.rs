@@ -12,7 +12,7 @@ use common::Server;
 /// Reads until the server closes the connection (whatever it sent first); fails if our own
 /// patience runs out first.
 fn closed_by_server(mut s: TcpStream, what: &str) -> Vec<u8> {
-    s.set_read_timeout(Some(common::patience)).expect("timeout");
+    s.set_read_timeout(Some(common::PATIENCE)).expect("timeout");
     let mut got = Vec::new();
     let mut buf = [0u8; 4096];
     loop {

@@ -2,14 +2,12 @@
 //! its `sh` block run with, each line in order from an operator's directory, and each does what
 //! the page says. The example's date is moved ahead of the clock the test runs on.
 
-#![allow(non_upper_case_globals)]
-
 mod common;
 
 use common::cli_in;
 
 /// The date the page uses, and the one the test puts in its place (1,000 days from now).
-const example_date: &str = "2027-01-31T23:59:59Z";
+const EXAMPLE_DATE: &str = "2027-01-31T23:59:59Z";
 
 fn blocks(text: &str, lang: &str) -> Vec<String> {
     let fence = format!("```{lang}\n");
@@ -38,7 +36,7 @@ fn the_course_example_runs_as_written() {
     let commands = blocks(&doc, "sh").into_iter().next().expect("a sh block");
     let mut outputs = Vec::new();
     for line in commands.lines().filter(|l| !l.trim().is_empty()) {
-        let line = line.replace(example_date, &ahead);
+        let line = line.replace(EXAMPLE_DATE, &ahead);
         let words: Vec<&str> = line.split_whitespace().collect();
         assert_eq!(words[0], "quota-hub", "{line}");
         // The command line's own quoting: one quoted argument at most, the description.

@@ -8,7 +8,7 @@ mod common;
 use std::path::Path;
 use std::process::{Command, Stdio};
 
-use common::{bin, Lines};
+use common::{Lines, BIN};
 use serde_json::json;
 
 /// `quota-hub serve ARGS` inside the overlay root, as a child whose stdout and stderr are followed.
@@ -32,7 +32,7 @@ fn serve_in_container(dir: &Path, args: &[&str]) -> (std::process::Child, Lines,
             "-c",
             &script,
             "sh",
-            bin,
+            BIN,
             "serve",
         ])
         .args(["--values", &values.to_string_lossy(), "--listen", "127.0.0.1:0"])

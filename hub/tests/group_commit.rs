@@ -3,8 +3,6 @@
 //! disk after a SIGKILL. The queue is made deterministic by holding SQLite's write lock from the
 //! test until every request is waiting or running (read from `/metrics`, not guessed with sleeps).
 
-#![allow(non_upper_case_globals)]
-
 mod common;
 
 use std::time::Instant;
@@ -12,7 +10,7 @@ use std::time::Instant;
 use common::metrics::{get, parse, Samples};
 use common::{http, Server};
 
-const requests: usize = 24;
+const REQUESTS: usize = 24;
 
 type Answer = std::thread::JoinHandle<(u16, String)>;
 
@@ -51,7 +49,7 @@ fn start_sessions(url: &str, hub: &str, n: usize) -> Vec<Answer> {
 /// Scrapes until `n` write requests are waiting for or running on the writer; each scrape is also
 /// given to `check`.
 fn wait_until_inside(scrape: impl Fn() -> Samples, n: usize, check: impl Fn(f64, f64)) {
-    let deadline = Instant::now() + common::patience;
+    let deadline = Instant::now() + common::PATIENCE;
     loop {
         let now = scrape();
         let (waiting, running) = (
@@ -89,9 +87,9 @@ fn queued_writes_share_one_commit_and_every_acknowledged_write_survives_sigkill(
     let lock = rusqlite::Connection::open(&db).expect("open");
     lock.execute_batch("BEGIN IMMEDIATE")
         .expect("take the write lock");
-    let clients = start_sessions(&server.url, &hub, requests);
+    let clients = start_sessions(&server.url, &hub, REQUESTS);
     // Every request has reached the writer's queue or the writer.
-    wait_until_inside(scrape, requests, |_, _| {});
+    wait_until_inside(scrape, REQUESTS, |_, _| {});
     lock.execute_batch("ROLLBACK").expect("release the lock");
 
     for c in clients {
@@ -105,9 +103,9 @@ fn queued_writes_share_one_commit_and_every_acknowledged_write_survives_sigkill(
     let commits = delta("quota_group_commit_calls");
     assert!(
         (1.0..=2.0).contains(&commits),
-        "{requests} writes in {commits} commits"
+        "{REQUESTS} writes in {commits} commits"
     );
-    assert_eq!(delta("quota_group_commit_calls_sum"), requests as f64);
+    assert_eq!(delta("quota_group_commit_calls_sum"), REQUESTS as f64);
     assert_eq!(get(&after, "quota_write_calls_waiting", ""), 0.0);
     assert_eq!(get(&after, "quota_write_calls_running", ""), 0.0);
 
@@ -119,7 +117,7 @@ fn queued_writes_share_one_commit_and_every_acknowledged_write_survives_sigkill(
             r.get(0)
         })
         .expect("count");
-    assert_eq!(active, requests as i64);
+    assert_eq!(active, REQUESTS as i64);
 }
 
 #[test]
@@ -175,7 +173,7 @@ fn sixteen_members_at_once_never_overspend_a_shared_budget_with_group_commit_on(
     let ended = budget_load::check_and_end(&seen, &urls, &hub);
     let c = rusqlite::Connection::open(&db).expect("db");
     let wrong: Vec<String> = c
-        .prepare(budget_load::mismatches_sql)
+        .prepare(budget_load::MISMATCHES_SQL)
         .expect("prepare")
         .query_map([], |r| r.get(0))
         .expect("query")

@@ -4,8 +4,6 @@
 //! changes nothing), and while PostgreSQL is stopped; it is 200 again once the cause is gone
 //! (a stopped PostgreSQL restarted: the workers connect again and writes go through).
 
-#![allow(non_upper_case_globals)]
-
 mod common;
 
 use common::{http, json, Server};

@@ -4,8 +4,6 @@
 //! and a replayed Idempotency-Key count nothing; only an administrator or a `quota:metrics` token
 //! may read it.
 
-#![allow(non_upper_case_globals)]
-
 mod common;
 
 use std::collections::BTreeMap;
@@ -13,9 +11,9 @@ use std::collections::BTreeMap;
 use common::metrics::{family, get, parse};
 use common::{http, json};
 
-const t0: &str = "2026-06-01T10:00:00Z";
-const t10: &str = "2026-06-01T10:10:00Z";
-const t9h: &str = "2026-06-01T19:00:00Z";
+const T0: &str = "2026-06-01T10:00:00Z";
+const T10: &str = "2026-06-01T10:10:00Z";
+const T9H: &str = "2026-06-01T19:00:00Z";
 
 #[test]
 fn scraped_counters_equal_what_happened() {
@@ -51,7 +49,7 @@ fn scraped_counters_equal_what_happened() {
         };
         let body = serde_json::json!({"username": user, "server_name": server_name,
                                       "resource_type": resource, "runtime_minutes": minutes});
-        post(&hub, "/api/quota/sessions", &body.to_string(), t0)
+        post(&hub, "/api/quota/sessions", &body.to_string(), T0)
     };
     let scrape = || {
         let (status, text) = http(&agent, "GET", &url("/metrics"), Some(&scraper), None, &[]);
@@ -76,7 +74,7 @@ fn scraped_counters_equal_what_happened() {
             &admin,
             "/admin/api/quota/users/alice",
             r#"{"action":"set","amount":1000}"#,
-            t0
+            T0
         )
         .0,
         200
@@ -86,7 +84,7 @@ fn scraped_counters_equal_what_happened() {
             &admin,
             "/admin/api/quota/users/bob",
             r#"{"action":"set","amount":5}"#,
-            t0
+            T0
         )
         .0,
         200
@@ -114,7 +112,7 @@ fn scraped_counters_equal_what_happened() {
     assert_eq!(start("alice", "x1", "tpu", 30).0, 400);
     assert_eq!(start("alice", "x2", "phx", 0).0, 400);
     assert_eq!(
-        post(&hub, "/api/quota/sessions", r#"{"runtime_minutes": 5}"#, t0).0,
+        post(&hub, "/api/quota/sessions", r#"{"runtime_minutes": 5}"#, T0).0,
         400
     );
     // A start replayed with its Idempotency-Key is one decision.
@@ -126,7 +124,7 @@ fn scraped_counters_equal_what_happened() {
             &url("/api/quota/sessions"),
             Some(&hub),
             Some(body),
-            &[("X-Quota-Test-Now", t0), ("Idempotency-Key", "carol-k")],
+            &[("X-Quota-Test-Now", T0), ("Idempotency-Key", "carol-k")],
         );
         assert_eq!(status, 201, "{answer}");
     }
@@ -173,18 +171,18 @@ fn scraped_counters_equal_what_happened() {
     // Ends: s1 and s2 after 10 minutes (2/min: 20 each), c1 after 10 (1/min: 10); s1 twice (the
     // second end changes nothing, so it is no second end).
     for name in ["s1", "s2", "c1", "s1"] {
-        let (status, body) = post(&hub, &format!("/api/quota/sessions/{}/end", ids[name]), "{}", t10);
+        let (status, body) = post(&hub, &format!("/api/quota/sessions/{}/end", ids[name]), "{}", T10);
         assert_eq!(status, 200, "{body}");
     }
     // Cleanup nine hours on: s3, g1 and carol's k (cleaned up, charged nothing).
-    let (status, body) = post(&admin, "/admin/api/quota/cleanup", "{}", t9h);
+    let (status, body) = post(&admin, "/admin/api/quota/cleanup", "{}", T9H);
     assert_eq!(status, 200, "{body}");
     assert_eq!(json(&body)["cleaned"], 3, "{body}");
 
     // Refreshes: the configured rule, a rule name the setup.values file does not have, no rule name, a
     // dry run and a replayed run id (neither counted).
     let refresh = |body: &str| {
-        let (status, answer) = post(&admin, "/admin/api/quota/refresh", body, t9h);
+        let (status, answer) = post(&admin, "/admin/api/quota/refresh", body, T9H);
         assert_eq!(status, 200, "{answer}");
         json(&answer)["users_updated"].as_f64().expect("users_updated")
     };
@@ -289,18 +287,18 @@ fn budgets_balances_and_charges_are_exported() {
         &admin,
         "/admin/api/quota/budgets/lab",
         r#"{"action":"set","amount":100}"#,
-        t0,
+        T0,
     );
     assert_eq!(st, 200, "{b}");
     let (st, b) = post(
         &hub,
         "/api/quota/sessions",
         r#"{"username":"ann","runtime_minutes":30,"budget":"lab"}"#,
-        t0,
+        T0,
     );
     assert_eq!(st, 201, "{b}");
     let id = json(&b)["session_id"].as_i64().expect("id");
-    let (st, b) = post(&hub, &format!("/api/quota/sessions/{id}/end"), "{}", t10);
+    let (st, b) = post(&hub, &format!("/api/quota/sessions/{id}/end"), "{}", T10);
     assert_eq!(st, 200, "{b}");
     let (status, text) = http(
         &agent,
@@ -308,7 +306,7 @@ fn budgets_balances_and_charges_are_exported() {
         &url("/metrics"),
         Some(&admin),
         None,
-        &[("X-Quota-Test-Now", t10)],
+        &[("X-Quota-Test-Now", T10)],
     );
     assert_eq!(status, 200, "{text}");
     let m = parse(&text);

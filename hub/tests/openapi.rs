@@ -1,8 +1,6 @@
 //! The API document over HTTP: quota-hub serves it to anyone at `{base}/api/quota/openapi.json`,
 //! and a 405 names the methods the route answers in `Allow` (RFC 9110), as schemathesis checks.
 
-#![allow(non_upper_case_globals)]
-
 mod common;
 
 fn get(url: &str, method: &str, token: Option<&str>) -> (u16, Option<String>, String) {
@@ -33,7 +31,7 @@ fn the_document_is_served_to_anyone_and_a_405_names_the_allowed_methods() {
 
     let (status, _, body) = get(&format!("{}/api/quota/openapi.json", server.url), "GET", None);
     assert_eq!(status, 200);
-    assert_eq!(body.trim_end(), quota_core::api::openapi_json.trim_end());
+    assert_eq!(body.trim_end(), quota_core::api::OPENAPI_JSON.trim_end());
 
     for (method, path, allow) in [
         ("PUT", "/api/quota/me", "GET"),

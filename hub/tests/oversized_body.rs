@@ -11,8 +11,8 @@ use std::net::TcpStream;
 /// Sends one oversized POST on a fresh connection and returns the status line and body.
 fn post_oversized(addr: &str, path: &str, token: &str, body_len: usize) -> (String, String) {
     let mut s = TcpStream::connect(addr).expect("connect");
-    s.set_read_timeout(Some(common::patience)).expect("timeout");
-    s.set_write_timeout(Some(common::patience)).expect("timeout");
+    s.set_read_timeout(Some(common::PATIENCE)).expect("timeout");
+    s.set_write_timeout(Some(common::PATIENCE)).expect("timeout");
     let head = format!(
         "POST {path} HTTP/1.1\r\nHost: {addr}\r\nAuthorization: token {token}\r\n\
          Content-Type: application/json\r\nContent-Length: {body_len}\r\n\r\n"

@@ -299,7 +299,7 @@ fn sixteen_members_on_three_replicas_never_overspend_a_shared_budget() {
     let seen = budget_load::run(&urls, &admin, &hub);
     let ended = budget_load::check_and_end(&seen, &urls, &hub);
     let mut db = PgDb::connect(&common::runtime(), &url).expect("connect");
-    let wrong = db.query(budget_load::mismatches_sql, &[]).expect("ledger check");
+    let wrong = db.query(budget_load::MISMATCHES_SQL, &[]).expect("ledger check");
     assert!(wrong.is_empty(), "{wrong:?}");
     assert_eq!(
         scalar(&mut db, "SELECT balance FROM budgets WHERE name = 'course'"),
@@ -357,7 +357,7 @@ fn a_replica_killed_during_a_refresh_leaves_whole_chunks_and_a_resend_completes_
     // Kill it once the first chunks of the refresh have committed (each chunk is a transaction).
     let mut db = PgDb::connect(&common::runtime(), &url).expect("connect");
     let refreshed = "SELECT COUNT(*) FROM transactions WHERE transaction_type = 'auto_refresh'";
-    let deadline = std::time::Instant::now() + common::patience;
+    let deadline = std::time::Instant::now() + common::PATIENCE;
     while scalar(&mut db, refreshed) == 0 && std::time::Instant::now() < deadline {
         std::thread::yield_now();
     }

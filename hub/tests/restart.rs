@@ -1,8 +1,6 @@
 //! Crash safety: the server is killed with SIGKILL in the middle of a write load; after a restart on
 //! the same file every acknowledged write is there and nothing is half applied.
 
-#![allow(non_upper_case_globals)]
-
 mod common;
 
 use std::sync::mpsc;
@@ -10,9 +8,9 @@ use std::sync::mpsc;
 use common::json;
 use rusqlite::Connection;
 
-const clients: usize = 4;
+const CLIENTS: usize = 4;
 /// Acknowledged writes to wait for before the kill.
-const acks_before_kill: usize = 300;
+const ACKS_BEFORE_KILL: usize = 300;
 
 #[derive(Default, Debug)]
 struct Seen {
@@ -31,7 +29,7 @@ fn sigkill_mid_load_loses_no_acknowledged_write_and_half_applies_nothing() {
     let hub = setup.token("hub", false, &["quota:sessions"]);
     let (tx, rx) = mpsc::channel::<()>();
     let mut handles = Vec::new();
-    for c in 0..clients {
+    for c in 0..CLIENTS {
         let (url, admin, hub, tx) = (server.url.clone(), admin.clone(), hub.clone(), tx.clone());
         handles.push(std::thread::spawn(move || {
             let agent = common::agent();
@@ -86,7 +84,7 @@ fn sigkill_mid_load_loses_no_acknowledged_write_and_half_applies_nothing() {
         }));
     }
     drop(tx);
-    for _ in 0..acks_before_kill {
+    for _ in 0..ACKS_BEFORE_KILL {
         rx.recv().expect("clients stopped before the kill");
     }
     server.kill9();

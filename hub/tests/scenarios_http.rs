@@ -3,8 +3,6 @@
 //! exactly the native core's transcript: every endpoint and extension, byte for byte, including the
 //! 403 message of the spawn gate.
 
-#![allow(non_upper_case_globals)]
-
 mod common;
 
 use std::collections::HashMap;

@@ -6,8 +6,6 @@
 //! runs every fire time after the instant its start-up read. It waits for log lines, never for a
 //! fixed time.
 
-#![allow(non_upper_case_globals)]
-
 mod common;
 
 use common::Server;

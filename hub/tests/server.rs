@@ -1,13 +1,11 @@
 //! The server as a whole: the authorisation matrix, Idempotency-Key, the base URL, start-up
 //! refusal of a bad values file, stale cleanup at start, and a clean SIGTERM.
 
-#![allow(non_upper_case_globals)]
-
 mod common;
 
 use common::{http, json, Server};
 
-const everyone: [&str; 8] = [
+const EVERYONE: [&str; 8] = [
     "none",
     "bad",
     "alice",
@@ -26,12 +24,12 @@ fn routes() -> Vec<(
     Option<&'static str>,
     &'static [&'static str],
 )> {
-    const admins: &[&str] = &["admin", "service-admin"];
-    const users: &[&str] = &["alice", "bob", "admin", "sessions", "refresh", "service-admin"];
+    const ADMINS: &[&str] = &["admin", "service-admin"];
+    const USERS: &[&str] = &["alice", "bob", "admin", "sessions", "refresh", "service-admin"];
     vec![
-        ("GET", "/admin/api/quota/", None, admins),
-        ("GET", "/admin/api/quota/users", None, admins),
-        ("GET", "/admin/api/quota/transactions", None, admins),
+        ("GET", "/admin/api/quota/", None, ADMINS),
+        ("GET", "/admin/api/quota/users", None, ADMINS),
+        ("GET", "/admin/api/quota/transactions", None, ADMINS),
         (
             "GET",
             "/admin/api/quota/alice",
@@ -48,19 +46,19 @@ fn routes() -> Vec<(
             "POST",
             "/admin/api/quota/alice",
             Some(r#"{"action":"add","amount":1}"#),
-            admins,
+            ADMINS,
         ),
         (
             "POST",
             "/admin/api/quota/users/alice",
             Some(r#"{"action":"add","amount":1}"#),
-            admins,
+            ADMINS,
         ),
         (
             "POST",
             "/admin/api/quota/batch",
             Some(r#"{"users":[{"username":"carol","amount":5}]}"#),
-            admins,
+            ADMINS,
         ),
         (
             "POST",
@@ -68,18 +66,18 @@ fn routes() -> Vec<(
             Some(r#"{"action":"add","amount":1,"dry_run":true}"#),
             &["admin", "refresh", "service-admin"],
         ),
-        ("POST", "/admin/api/quota/cleanup", Some("{}"), admins),
-        ("GET", "/api/quota/me", None, users),
-        ("GET", "/api/quota/rates", None, users),
-        ("GET", "/api/accelerators", None, users),
+        ("POST", "/admin/api/quota/cleanup", Some("{}"), ADMINS),
+        ("GET", "/api/quota/me", None, USERS),
+        ("GET", "/api/quota/rates", None, USERS),
+        ("GET", "/api/accelerators", None, USERS),
         (
             "POST",
             "/api/quota/sessions",
             Some(r#"{"username":"alice","runtime_minutes":1}"#),
             &["admin", "sessions"],
         ),
-        ("GET", "/api/quota/sessions", None, admins),
-        ("GET", "/api/quota/sessions/1", None, admins),
+        ("GET", "/api/quota/sessions", None, ADMINS),
+        ("GET", "/api/quota/sessions/1", None, ADMINS),
         (
             "POST",
             "/api/quota/sessions/1/end",
@@ -110,7 +108,7 @@ fn authorisation_matrix_every_route_by_every_principal() {
         ("refresh", Some(t("scheduler", false, &["quota:refresh"]))),
         ("service-admin", Some(t("ops", false, &["quota:admin"]))),
     ];
-    assert_eq!(tokens.len(), everyone.len());
+    assert_eq!(tokens.len(), EVERYONE.len());
     let agent = common::agent();
     let admin = tokens[4].1.clone();
     let (st, b) = server.call(
@@ -319,7 +317,7 @@ fn the_readme_walkthrough_works_as_written() {
         &[],
     );
     let script = script
-        .replace("Q=target/release/quota-hub", &format!("Q={}", common::bin))
+        .replace("Q=target/release/quota-hub", &format!("Q={}", common::BIN))
         .replace("URL=http://127.0.0.1:8765/hub", &format!("URL={}", server.url))
         .replace("curl -s", "curl -sS --fail-with-body")
         + "\necho\n";

@@ -3,8 +3,6 @@
 //! error: 500). Each rolls the whole request back: the database is byte for byte as before, and
 //! the same request succeeds once the cause is gone, applied once.
 
-#![allow(non_upper_case_globals)]
-
 mod common;
 
 use common::{http, json, Server};

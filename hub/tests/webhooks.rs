@@ -3,8 +3,6 @@
 //! order, each with a valid signature; a server killed with SIGKILL while deliveries are pending
 //! loses none of them after its restart.
 
-#![allow(non_upper_case_globals)]
-
 mod common;
 
 use std::time::Duration;
@@ -14,7 +12,7 @@ use common::{json, with_values, Server};
 use hmac::{Hmac, KeyInit, Mac};
 use sha2::Sha256;
 
-const secret: &str = "wh-s3cret";
+const SECRET: &str = "wh-s3cret";
 
 fn setup(receiver: &Receiver) -> common::Setup {
     with_values(serde_json::json!({"custom": {"authMode": "github", "quota": {
@@ -24,7 +22,7 @@ fn setup(receiver: &Receiver) -> common::Setup {
 }
 
 fn start(s: &common::Setup) -> Server {
-    Server::start_with_env(&s.db, &s.values, &[], &[("WH_SECRET".into(), secret.into())])
+    Server::start_with_env(&s.db, &s.values, &[], &[("WH_SECRET".into(), SECRET.into())])
 }
 
 /// `n` refused starts: `n` events (`start.refused`).
@@ -42,7 +40,7 @@ fn verify(r: &Received) {
         .split_once(',')
         .and_then(|(t, v)| Some((t.strip_prefix("t=")?, v.strip_prefix("v1=")?)))
         .unwrap_or_else(|| panic!("signature header: {:?}", r.signature));
-    let mut mac = Hmac::<Sha256>::new_from_slice(secret.as_bytes()).expect("key");
+    let mut mac = Hmac::<Sha256>::new_from_slice(SECRET.as_bytes()).expect("key");
     mac.update(format!("{t}.{}", r.body).as_bytes());
     let hex: String = mac
         .finalize()

@@ -4,11 +4,9 @@
 //! times more inside the component). Both sides of the bridge use it: `quota-wasm` (the rows it
 //! reads) and `quota-host` (the parameters it binds); the engine's rules (`quota-core`) never do.
 
-#![allow(non_upper_case_globals)]
-
 /// The largest integer the wire carries: every integer JSON readers agree on (2^53 - 1); the
 /// engine's `limits::json_int_abs_max` is the same (a host-shim test holds them equal).
-pub const int_abs_max: i64 = (1 << 53) - 1;
+pub const INT_ABS_MAX: i64 = (1 << 53) - 1;
 
 /// One value as the engine stores it and the SQL bridge carries it: an integer within
 /// +-(2^53-1), a string, or null (flags are 0/1). Read from JSON without an intermediate tree;
@@ -73,7 +71,7 @@ impl<'de> serde::Deserialize<'de> for SqlValue {
                 f.write_str("an integer within +-(2^53-1), a string or null")
             }
             fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<SqlValue, E> {
-                let max = int_abs_max;
+                let max = INT_ABS_MAX;
                 if (-max..=max).contains(&v) {
                     Ok(SqlValue::Int(v))
                 } else {
@@ -139,10 +137,10 @@ pub fn push_string(out: &mut String, s: &str) {
         };
         out.push_str(&s[start..i]);
         if esc.is_empty() {
-            const hex: &[u8; 16] = b"0123456789abcdef";
+            const HEX: &[u8; 16] = b"0123456789abcdef";
             out.push_str("\\u00");
-            out.push(char::from(hex[usize::from(b >> 4)]));
-            out.push(char::from(hex[usize::from(b & 15)]));
+            out.push(char::from(HEX[usize::from(b >> 4)]));
+            out.push(char::from(HEX[usize::from(b & 15)]));
         } else {
             out.push_str(esc);
         }

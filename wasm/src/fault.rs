@@ -8,7 +8,7 @@ use crate::bindings::api as wit;
 use crate::sql_store::SqlStore;
 
 pub fn fault(path: &str) -> Option<Result<wit::HttpResponse, String>> {
-    use quota_core::Store;
+    use quota_core::store::UserStore;
     match path {
         "/__fault/trap-after-write" => {
             let user = quota_core::store::UserRecord {

@@ -8,28 +8,28 @@ use crate::bindings::hosting::{
     StorageErrorKind as Kind, Table, TransactionStatements,
 };
 use crate::bindings::sql::Dialect;
-use crate::dialect::tables;
+use crate::sql_store::TABLES;
 
 /// How long a statement waits for another writer's lock before it fails as `busy`.
-const busy_wait_ms: u32 = 10_000;
+const BUSY_WAIT_MS: u32 = 10_000;
 /// A refresh of 100,000 users in one call runs well under a second; a call still running after
 /// this is a runaway guest.
-const call_deadline_ms: u32 = 30_000;
+const CALL_DEADLINE_MS: u32 = 30_000;
 /// `migrate`: schema 5's usage sums are built from the whole ledger (measured: 20 s for ten
 /// million rows on SQLite, longer on PostgreSQL), so an upgrade gets an hour, not 30 s.
-const migration_deadline_ms: u32 = 3_600_000;
+const MIGRATION_DEADLINE_MS: u32 = 3_600_000;
 /// Users per transaction of a refresh with a run id: about 30 ms of PostgreSQL's time and 6 ms of
 /// SQLite's per chunk (docs/postgres.md).
-const refresh_chunk_users: u32 = 2_000;
+const REFRESH_CHUNK_USERS: u32 = 2_000;
 /// A refresh of 100,000 users holds every change in memory for a moment (about 20 MiB).
-const memory_limit_bytes: u64 = 256 << 20;
+const MEMORY_LIMIT_BYTES: u64 = 256 << 20;
 /// A set-up statement answered busy runs again after 1 ms, then 2, 4, ... up to 50 ms.
-const setup_pause: SetupPause = SetupPause {
+const SETUP_PAUSE: SetupPause = SetupPause {
     first_ms: 1,
     max_ms: 50,
 };
 /// The advisory lock key PostgreSQL hosts take around `migrate` ("quota" in ASCII).
-const migration_lock_key: i64 = 0x71756f7461;
+const MIGRATION_LOCK_KEY: i64 = 0x71756f7461;
 
 fn setup(sql: String, expect: &[&str], retry_while_busy: bool) -> SetupStatement {
     SetupStatement {
@@ -119,8 +119,8 @@ fn contract(dialect: Dialect) -> HostingContract {
                 rollback_to_savepoint: "ROLLBACK TO SAVEPOINT quota_call".into(),
                 // A session lock, taken before the migration's transaction (and its snapshot).
                 migration_lock: Some((
-                    format!("SELECT pg_advisory_lock({migration_lock_key})"),
-                    format!("SELECT pg_advisory_unlock({migration_lock_key})::int"),
+                    format!("SELECT pg_advisory_lock({MIGRATION_LOCK_KEY})"),
+                    format!("SELECT pg_advisory_unlock({MIGRATION_LOCK_KEY})::int"),
                 )),
             },
             vec![
@@ -134,19 +134,19 @@ fn contract(dialect: Dialect) -> HostingContract {
     };
     HostingContract {
         dialect,
-        setup_pause,
+        setup_pause: SETUP_PAUSE,
         transactions,
-        busy_wait_ms,
+        busy_wait_ms: BUSY_WAIT_MS,
         retry: RetryPolicy {
             attempts: 30,
             backoff_base_us: 200,
             backoff_max_us: 100_000,
             jitter_percent: 50,
         },
-        refresh_chunk_users,
-        call_deadline_ms,
-        migration_deadline_ms,
-        memory_limit_bytes,
+        refresh_chunk_users: REFRESH_CHUNK_USERS,
+        call_deadline_ms: CALL_DEADLINE_MS,
+        migration_deadline_ms: MIGRATION_DEADLINE_MS,
+        memory_limit_bytes: MEMORY_LIMIT_BYTES,
         error_codes,
         error_handling: vec![
             // The busy wait has already passed inside the database: answer at once.
@@ -156,7 +156,7 @@ fn contract(dialect: Dialect) -> HostingContract {
             handling(Kind::Constraint, false, 500, false),
             handling(Kind::Other, false, 500, false),
         ],
-        tables: tables
+        tables: TABLES
             .iter()
             .map(|(name, columns, key, identity)| Table {
                 name: name.to_string(),

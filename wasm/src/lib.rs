@@ -2,7 +2,6 @@
 //! over the host's SQL bridge with every query, the schema and its migrations; every rule lives in
 //! `quota-core`.
 
-#![allow(non_upper_case_globals)]
 //!
 //! The one piece of state kept between calls is the parsed configuration (set by `configure`), so a
 //! host can reuse an instance for many calls.
@@ -13,7 +12,6 @@ static ALLOCATOR: talc::wasm::WasmDynamicTalc = talc::wasm::new_wasm_dynamic_all
 
 mod bindings;
 mod convert;
-mod dialect;
 mod exports;
 #[cfg(feature = "fault-injection")]
 mod fault;

@@ -6,10 +6,11 @@ use quota_core::gate;
 use quota_core::inputs::{parse_quota_input, QuotaInput};
 use quota_core::memstore::MemStore;
 use quota_core::refresh;
-use quota_core::store::{Store, UserRecord};
+use quota_core::store::UserRecord;
 use quota_core::{Config, QuotaError, StoreError, Timestamp};
 
 use crate::bindings::api as wit;
+use quota_core::store::{GroupStore, UserStore};
 
 pub fn estimate(
     cfg: &Config,
@@ -18,7 +19,7 @@ pub fn estimate(
 ) -> Result<wit::Estimate, QuotaError> {
     let resource = accelerator
         .as_deref()
-        .unwrap_or(quota_core::accelerators::cpu_resource);
+        .unwrap_or(quota_core::accelerators::CPU_RESOURCE);
     let e = gate::estimate(cfg, resource, minutes)?;
     Ok(wit::Estimate {
         rate: e.rate.raw(),

@@ -7,7 +7,7 @@
 use quota_core::StoreError;
 
 /// The largest magnitude a value may have on the wire: 2^53 - 1.
-pub const json_int_max: i64 = quota_core::limits::json_int_abs_max;
+pub const JSON_INT_MAX: i64 = quota_core::limits::JSON_INT_ABS_MAX;
 
 /// One statement's parameters (a JSON array), or the rows of a bulk write (an array of arrays).
 #[derive(Default)]
@@ -67,7 +67,7 @@ impl Params {
     }
 
     pub fn push_int(&mut self, v: i64) -> Result<(), StoreError> {
-        if !(-json_int_max..=json_int_max).contains(&v) {
+        if !(-JSON_INT_MAX..=JSON_INT_MAX).contains(&v) {
             return Err(StoreError(format!(
                 "value {v} is outside +-(2^53-1) and cannot be stored exactly"
             )));
@@ -200,9 +200,9 @@ mod tests {
 
     #[test]
     fn values_beyond_two_to_the_53_are_refused() {
-        assert!(Params::new().int(json_int_max).is_ok());
-        assert!(Params::new().int(json_int_max + 1).is_err());
-        assert!(Params::new().int(-json_int_max - 1).is_err());
+        assert!(Params::new().int(JSON_INT_MAX).is_ok());
+        assert!(Params::new().int(JSON_INT_MAX + 1).is_err());
+        assert!(Params::new().int(-JSON_INT_MAX - 1).is_err());
     }
 
     #[test]

@@ -35,7 +35,7 @@ pub(super) fn parse_body(body: &str) -> Result<Value, QuotaError> {
 /// leave the engine, ±(2^53 - 1)) is simply not found, never a storage error.
 pub(super) fn session_id(text: &str) -> Result<i64, QuotaError> {
     match text.parse::<i64>() {
-        Ok(id) if id > 0 && id <= limits::json_int_abs_max && text.bytes().all(|b| b.is_ascii_digit()) => {
+        Ok(id) if id > 0 && id <= limits::JSON_INT_ABS_MAX && text.bytes().all(|b| b.is_ascii_digit()) => {
             Ok(id)
         }
         _ => Err(QuotaError::NotFound(format!("Session {text} not found"))),
@@ -60,7 +60,7 @@ pub(super) fn start_body(body: &Value) -> Result<StartRequest, QuotaError> {
     let runtime = f.req_int("runtime_minutes", i64::MIN, i64::MAX);
     let server_name = f.opt_str("server_name").unwrap_or("").to_string();
     let started_at = timestamp(&mut f, "started_at");
-    let groups = f.opt_str_list("groups", limits::user_groups_max);
+    let groups = f.opt_str_list("groups", limits::USER_GROUPS_MAX);
     let budget = f.opt_str("budget").map(str::to_string);
     first_problem(f.finish())?;
     let groups = groups
@@ -183,10 +183,10 @@ pub(super) fn batch_body(body: &Value) -> Result<Vec<BatchItem>, QuotaError> {
         }
         None => return Err(QuotaError::invalid("users", "is required")),
     };
-    if list.len() > limits::batch_users_max {
+    if list.len() > limits::BATCH_USERS_MAX {
         return Err(QuotaError::invalid(
             "users",
-            format!("must have at most {} entries", limits::batch_users_max),
+            format!("must have at most {} entries", limits::BATCH_USERS_MAX),
         ));
     }
     // A malformed entry is a per-user failure, not a structural one: the others still apply.
@@ -250,10 +250,10 @@ pub(super) fn members_body(body: &Value, replace: bool) -> Result<Vec<MemberChan
         let list = if replace {
             f.raw(key)
                 .is_some()
-                .then(|| f.opt_str_list(key, limits::group_members_max))
+                .then(|| f.opt_str_list(key, limits::GROUP_MEMBERS_MAX))
                 .flatten()
         } else {
-            f.opt_str_list(key, limits::group_members_max)
+            f.opt_str_list(key, limits::GROUP_MEMBERS_MAX)
         };
         if replace && list.is_none() && f.problems.is_empty() {
             f.problem(key, "is required (the group's members; [] to empty it)");

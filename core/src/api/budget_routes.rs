@@ -5,11 +5,22 @@ use super::handlers::Call;
 use super::*;
 use crate::budgets;
 
-/// `GET .../budgets`.
+/// `GET .../budgets`: every budget (the first shape), or a page with `after` or `limit`.
 pub(super) fn list(c: &mut Call<'_>) -> Result<Response, QuotaError> {
-    no_query(&c.query)?;
-    let budgets = budgets::list(c.config, c.store, c.now)?;
-    Ok(Response::json(200, &json!({ "budgets": budgets })))
+    let mut q = QueryFields::new(&c.query);
+    let after = q.take("after");
+    let limit = q.int("limit", 1, limits::BUDGETS_MAX as i64)?;
+    q.finish()?;
+    if after.is_none() && limit.is_none() {
+        let (budgets, _) = budgets::list(c.config, c.store, c.now, None, usize::MAX)?;
+        return Ok(Response::json(200, &json!({ "budgets": budgets })));
+    }
+    let limit = limit.map_or(limits::BUDGETS_MAX, |n| n as usize);
+    let (budgets, next) = budgets::list(c.config, c.store, c.now, after.as_deref(), limit)?;
+    Ok(Response::json(
+        200,
+        &json!({ "budgets": budgets, "next_after": next }),
+    ))
 }
 
 /// `.../budgets/<name>` by method.

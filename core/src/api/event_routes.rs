@@ -17,7 +17,7 @@ pub(super) fn extend(c: &mut Call<'_>, id: &str) -> Result<Response, QuotaError>
     let minutes = minutes.unwrap_or(0);
     let asker = Asker {
         name: &c.caller.name,
-        any_session: c.caller.has(scope_sessions) || c.caller.has(scope_admin),
+        any_session: c.caller.has(SCOPE_SESSIONS) || c.caller.has(SCOPE_ADMIN),
     };
     match extend::extend(c.config, c.store, &asker, id, minutes, c.now)? {
         Extended::Done(view) => Ok(Response::json(200, &view)),
@@ -27,10 +27,10 @@ pub(super) fn extend(c: &mut Call<'_>, id: &str) -> Result<Response, QuotaError>
 
 /// `?after=` (an id: only newer events) and `?limit=`.
 fn page(q: &mut QueryFields<'_>) -> Result<(i64, usize), QuotaError> {
-    let after = q.int("after", 0, limits::json_int_abs_max)?.unwrap_or(0);
+    let after = q.int("after", 0, limits::JSON_INT_ABS_MAX)?.unwrap_or(0);
     let limit = q
-        .int("limit", 1, limits::events_page_max as i64)?
-        .map_or(limits::events_page_max, |n| n as usize);
+        .int("limit", 1, limits::EVENTS_PAGE_MAX as i64)?
+        .map_or(limits::EVENTS_PAGE_MAX, |n| n as usize);
     Ok((after, limit))
 }
 
@@ -55,7 +55,7 @@ pub(super) fn my_events(
 ) -> Result<Vec<crate::store::StoredEvent>, QuotaError> {
     let username = normalize_username("username", &c.caller.name)?;
     let mut budgets = String::from(",");
-    if !c.config.budgets.is_empty() || !c.store.budgets()?.is_empty() {
+    if !c.config.budgets.is_empty() || !c.store.scan_budgets(None, 1)?.is_empty() {
         let groups = crate::groups::of(c.store, &username)?;
         for (b, _) in crate::budgets::all(c.config, c.store)? {
             if b.def.is_member(&username, &groups) {
@@ -82,7 +82,7 @@ pub(super) fn all(c: &mut Call<'_>) -> Result<Response, QuotaError> {
                 "kind",
                 format!(
                     "`{k}` is not an event kind (one of {})",
-                    EventKind::all.map(EventKind::as_str).join(", ")
+                    EventKind::ALL.map(EventKind::as_str).join(", ")
                 ),
             )
         })?),
@@ -115,7 +115,7 @@ pub(super) fn status(c: &mut Call<'_>) -> Result<Response, QuotaError> {
 pub(super) fn redeliver(c: &mut Call<'_>, name: &str) -> Result<Response, QuotaError> {
     no_query(&c.query)?;
     let mut f = Fields::new("", Some(&c.body), false);
-    let from_id = f.req_int("from_id", 1, limits::json_int_abs_max);
+    let from_id = f.req_int("from_id", 1, limits::JSON_INT_ABS_MAX);
     first_problem(f.finish())?;
     let from_id = from_id.unwrap_or(1);
     Ok(Response::json(
@@ -129,24 +129,24 @@ pub(super) fn deliveries(c: &mut Call<'_>, name: &str) -> Result<Response, Quota
     no_query(&c.query)?;
     let mut f = Fields::new("", Some(&c.body), false);
     let holder = f.req_str("holder").map(str::to_string);
-    let delivered_through = f.opt_int("delivered_through", 0, limits::json_int_abs_max);
-    let limit = f.opt_int("limit", 1, limits::delivery_batch_max as i64);
+    let delivered_through = f.opt_int("delivered_through", 0, limits::JSON_INT_ABS_MAX);
+    let limit = f.opt_int("limit", 1, limits::DELIVERY_BATCH_MAX as i64);
     let release = f.opt_bool("release").unwrap_or(false);
     let failed_path = f.path_of("failed");
     let failed = f.raw("failed");
     let mut problems = f.finish();
     let failed = failed.and_then(|v| {
         let mut g = Fields::new(&failed_path, Some(v), false);
-        let id = g.req_int("event_id", 1, limits::json_int_abs_max);
+        let id = g.req_int("event_id", 1, limits::JSON_INT_ABS_MAX);
         let error = g.req_str("error").map(str::to_string);
         problems.extend(g.finish());
         Some((id?, error?))
     });
     if let Some(h) = &holder {
-        if h.is_empty() || h.chars().count() > limits::rule_name_chars_max {
+        if h.is_empty() || h.chars().count() > limits::RULE_NAME_CHARS_MAX {
             problems.push(QuotaError::invalid(
                 "holder",
-                format!("must be 1 to {} characters", limits::rule_name_chars_max),
+                format!("must be 1 to {} characters", limits::RULE_NAME_CHARS_MAX),
             ));
         }
     }

@@ -61,8 +61,8 @@ pub(super) fn list_memberships(c: &mut Call<'_>) -> Result<Response, QuotaError>
     let mut q = QueryFields::new(&c.query);
     let after = q.take("after");
     let limit = q
-        .int("limit", 1, limits::users_page_max as i64)?
-        .map_or(limits::users_page_max, |n| n as usize);
+        .int("limit", 1, limits::USERS_PAGE_MAX as i64)?
+        .map_or(limits::USERS_PAGE_MAX, |n| n as usize);
     q.finish()?;
     let mut page = c.store.scan_memberships(after.as_deref(), limit + 1)?;
     let next = if page.len() > limit {
@@ -103,7 +103,7 @@ pub(super) fn accelerators(c: &mut Call<'_>) -> Result<Response, QuotaError> {
         Some(u) => {
             let u = normalize_username("username", &u)?;
             let own = u == c.caller.name.to_lowercase();
-            if !own && !c.caller.has(scope_admin) && !c.caller.has(scope_sessions) {
+            if !own && !c.caller.has(SCOPE_ADMIN) && !c.caller.has(SCOPE_SESSIONS) {
                 return Ok(Response::error(
                     403,
                     "Forbidden: only an admin or the hub may ask for another user's accelerators",

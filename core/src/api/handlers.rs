@@ -70,21 +70,21 @@ pub(super) fn answer(route: Route<'_>, method: &str, c: &mut Call<'_>) -> Result
 pub(super) fn openapi_response() -> Response {
     Response {
         status: 200,
-        body: openapi_json.to_string(),
+        body: OPENAPI_JSON.to_string(),
     }
 }
 
 fn list_users(c: &mut Call<'_>) -> Result<Response, QuotaError> {
     let mut q = QueryFields::new(&c.query);
     let after = q.take("after");
-    let limit = q.int("limit", 1, limits::users_page_max as i64)?;
+    let limit = q.int("limit", 1, limits::USERS_PAGE_MAX as i64)?;
     q.finish()?;
     if after.is_none() && limit.is_none() {
         // The spec's shape: every user at once.
         let users = reads::list_users(c.store, c.now)?;
         return Ok(Response::json(200, &Listing::all("users", &users)));
     }
-    let limit = limit.map_or(limits::users_page_max, |n| n as usize);
+    let limit = limit.map_or(limits::USERS_PAGE_MAX, |n| n as usize);
     let (users, next) = reads::users_page(c.store, after.as_deref(), limit, c.now)?;
     Ok(Response::json(
         200,
@@ -120,7 +120,7 @@ fn batch(c: &mut Call<'_>) -> Result<Response, QuotaError> {
 }
 
 /// Keys only a refresh body has: with any of them, `POST .../quota/refresh` is surely a refresh.
-const refresh_only_keys: [&str; 6] = [
+const REFRESH_ONLY_KEYS: [&str; 6] = [
     "rule_name",
     "targets",
     "max_balance",
@@ -134,7 +134,7 @@ const refresh_only_keys: [&str; 6] = [
 /// the same minimal body. When a user named `refresh` exists, such a body is refused: it may have
 /// been meant for that user, and as a refresh it would change every balance.
 fn refresh_not_ambiguous(store: &mut dyn Store, body: &Value) -> Result<(), QuotaError> {
-    let specific = refresh_only_keys.iter().any(|k| body.get(k).is_some());
+    let specific = REFRESH_ONLY_KEYS.iter().any(|k| body.get(k).is_some());
     if specific || store.get_user("refresh")?.is_none() {
         return Ok(());
     }
@@ -176,7 +176,7 @@ fn expire(c: &mut Call<'_>) -> Result<Response, QuotaError> {
     // transaction, so locks are held briefly), the answer saying whether `more` remain.
     let in_chunks = f.opt_bool("in_chunks").unwrap_or(false);
     first_problem(f.finish())?;
-    let limit = in_chunks.then_some(limits::sweep_chunk_grants);
+    let limit = in_chunks.then_some(limits::SWEEP_CHUNK_GRANTS);
     let swept = crate::grants::sweep(c.store, c.now, limit)?;
     let told = crate::feed::sweep::tell(c.config, c.store, c.now, limit)?;
     let mut answer = json!({
@@ -195,10 +195,10 @@ fn ledger(c: &mut Call<'_>) -> Result<Response, QuotaError> {
     let mut q = QueryFields::new(&c.query);
     let username = q.take("username");
     let budget = q.take("budget");
-    let after_id = q.int("after_id", 0, limits::json_int_abs_max)?.unwrap_or(0);
+    let after_id = q.int("after_id", 0, limits::JSON_INT_ABS_MAX)?.unwrap_or(0);
     let limit = q
-        .int("limit", 1, limits::ledger_page_max as i64)?
-        .unwrap_or(limits::ledger_page_max as i64);
+        .int("limit", 1, limits::LEDGER_PAGE_MAX as i64)?
+        .unwrap_or(limits::LEDGER_PAGE_MAX as i64);
     let range = usage_routes::ledger_range(&mut q)?;
     q.finish()?;
     let txs = reads::ledger(
@@ -232,10 +232,10 @@ fn list_sessions(c: &mut Call<'_>) -> Result<Response, QuotaError> {
             )
         })?),
     };
-    let after_id = q.int("after_id", 0, limits::json_int_abs_max)?.unwrap_or(0);
+    let after_id = q.int("after_id", 0, limits::JSON_INT_ABS_MAX)?.unwrap_or(0);
     let limit = q
-        .int("limit", 1, limits::sessions_list_max as i64)?
-        .unwrap_or(limits::sessions_list_max as i64);
+        .int("limit", 1, limits::SESSIONS_LIST_MAX as i64)?
+        .unwrap_or(limits::SESSIONS_LIST_MAX as i64);
     q.finish()?;
     let (list, next) = reads::list_sessions(c.store, username.as_deref(), status, after_id, limit as usize)?;
     Ok(Response::json(

@@ -8,14 +8,14 @@ use crate::mine;
 /// `?limit=` (1 to `max`, default `max`) and `?after=` (an id: only older rows).
 fn page_query(c: &Call<'_>, max: usize) -> Result<(Option<i64>, usize), QuotaError> {
     let mut q = QueryFields::new(&c.query);
-    let after = q.int("after", 1, limits::json_int_abs_max)?;
+    let after = q.int("after", 1, limits::JSON_INT_ABS_MAX)?;
     let limit = q.int("limit", 1, max as i64)?.map_or(max, |n| n as usize);
     q.finish()?;
     Ok((after, limit))
 }
 
 pub(super) fn transactions(c: &mut Call<'_>) -> Result<Response, QuotaError> {
-    let (after, limit) = page_query(c, limits::ledger_page_max)?;
+    let (after, limit) = page_query(c, limits::LEDGER_PAGE_MAX)?;
     let (rows, next) = mine::transactions(c.store, &c.caller.name, after, limit)?;
     Ok(Response::json(
         200,
@@ -24,7 +24,7 @@ pub(super) fn transactions(c: &mut Call<'_>) -> Result<Response, QuotaError> {
 }
 
 pub(super) fn sessions(c: &mut Call<'_>) -> Result<Response, QuotaError> {
-    let (after, limit) = page_query(c, limits::sessions_list_max)?;
+    let (after, limit) = page_query(c, limits::SESSIONS_LIST_MAX)?;
     let (rows, next) = mine::sessions(c.store, &c.caller.name, after, limit, c.now)?;
     Ok(Response::json(
         200,

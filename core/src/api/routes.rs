@@ -184,11 +184,11 @@ pub(super) fn permitted(access: Access<'_>, caller: &Caller) -> bool {
     match access {
         Access::Public | Access::Authenticated => true,
         Access::SelfOrAdmin(name) => {
-            caller.has(scope_admin)
+            caller.has(SCOPE_ADMIN)
                 || normalize_username("username", name).is_ok_and(|n| n == caller.name.to_lowercase())
         }
-        Access::Admin => caller.has(scope_admin),
-        Access::Sessions => caller.has(scope_sessions),
-        Access::Refresh => caller.has(scope_refresh) || caller.has(scope_admin),
+        Access::Admin => caller.has(SCOPE_ADMIN),
+        Access::Sessions => caller.has(SCOPE_SESSIONS),
+        Access::Refresh => caller.has(SCOPE_REFRESH) || caller.has(SCOPE_ADMIN),
     }
 }

@@ -12,10 +12,10 @@ use crate::feed;
 use crate::names::validate_server_name;
 
 /// The extensions a user is offered, in minutes.
-pub const extend_choices: [i64; 3] = [30, 60, 120];
+pub const EXTEND_CHOICES: [i64; 3] = [30, 60, 120];
 
 /// Events in one answer at most (the newest are read again by the next poll).
-const events_max: usize = 20;
+const EVENTS_MAX: usize = 20;
 
 #[derive(Serialize)]
 struct Choice {
@@ -28,7 +28,7 @@ struct Choice {
 pub(super) fn status(c: &mut Call<'_>) -> Result<Response, QuotaError> {
     let mut q = QueryFields::new(&c.query);
     let server = q.take("server").unwrap_or_default();
-    let after = q.int("events_after", 0, limits::json_int_abs_max)?;
+    let after = q.int("events_after", 0, limits::JSON_INT_ABS_MAX)?;
     q.finish()?;
     let server = validate_server_name("server", &server)?;
     let me = reads::me(c.config, c.store, &c.caller.name, c.now, true)?;
@@ -45,7 +45,7 @@ pub(super) fn status(c: &mut Call<'_>) -> Result<Response, QuotaError> {
         } else {
             sessions::session_cost(s, minutes)?
         });
-        for minutes in extend_choices {
+        for minutes in EXTEND_CHOICES {
             let (cost, refusal) = extend::quote(c.config, c.store, s, minutes, c.now)?;
             choices.push(Choice {
                 minutes,
@@ -57,8 +57,8 @@ pub(super) fn status(c: &mut Call<'_>) -> Result<Response, QuotaError> {
     let events: Vec<Value> = match after {
         None => Vec::new(),
         Some(after) => {
-            let mut list = my_events(c, after, limits::events_page_max)?;
-            let skip = list.len().saturating_sub(events_max);
+            let mut list = my_events(c, after, limits::EVENTS_PAGE_MAX)?;
+            let skip = list.len().saturating_sub(EVENTS_MAX);
             list.drain(..skip);
             list.iter().map(feed::event_json).collect()
         }

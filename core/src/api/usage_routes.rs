@@ -15,11 +15,11 @@ pub(super) fn ledger_range(q: &mut QueryFields<'_>) -> Result<(Timestamp, Timest
             return Err(QuotaError::invalid("to", "must not be before `from`"));
         }
     }
-    let since = from.map_or(Timestamp(limits::timestamp_seconds_min), |d| {
-        Timestamp(d * usage::day_seconds)
+    let since = from.map_or(Timestamp(limits::TIMESTAMP_SECONDS_MIN), |d| {
+        Timestamp(d * usage::DAY_SECONDS)
     });
-    let until = to.map_or(Timestamp(limits::timestamp_seconds_max + 1), |d| {
-        Timestamp((d + 1) * usage::day_seconds)
+    let until = to.map_or(Timestamp(limits::TIMESTAMP_SECONDS_MAX + 1), |d| {
+        Timestamp((d + 1) * usage::DAY_SECONDS)
     });
     Ok((since, until))
 }
@@ -34,8 +34,8 @@ pub(super) fn report(c: &mut Call<'_>) -> Result<Response, QuotaError> {
     let after = q.take("after");
     let budget = q.take("budget");
     let limit = q
-        .int("limit", 1, limits::usage_page_max as i64)?
-        .map_or(limits::usage_page_max, |n| n as usize);
+        .int("limit", 1, limits::USAGE_PAGE_MAX as i64)?
+        .map_or(limits::USAGE_PAGE_MAX, |n| n as usize);
     q.finish()?;
     let days = Days::parse(from.as_deref(), to.as_deref())?;
     let group_by = GroupBy::parse(group_by.as_deref().unwrap_or("day"))?;
@@ -78,7 +78,7 @@ pub(super) fn mine(c: &mut Call<'_>) -> Result<Response, QuotaError> {
     let to = q.take("to");
     q.finish()?;
     let days = match (&from, &to) {
-        (None, None) => Days::ending(c.now, limits::my_usage_days_default),
+        (None, None) => Days::ending(c.now, limits::MY_USAGE_DAYS_DEFAULT),
         _ => Days::parse(from.as_deref(), to.as_deref())?,
     };
     Ok(Response::json(200, &usage::mine(c.store, &c.caller.name, days)?))

@@ -7,6 +7,7 @@ use super::definition::{stored, BudgetDefinition, Source};
 use crate::config::Config;
 use crate::error::QuotaError;
 use crate::ledger::BudgetAccount;
+use crate::limits;
 use crate::lots;
 use crate::store::{AccountKey, BudgetRow, Store};
 use crate::time::Timestamp;
@@ -44,11 +45,18 @@ pub fn known(config: &Config, store: &mut dyn Store, name: &str) -> Result<Budge
 
 /// Every budget, by name, with its stored row (`None`: no balance change yet).
 pub fn all(config: &Config, store: &mut dyn Store) -> Result<Vec<(Budget, Option<BudgetRow>)>, QuotaError> {
-    let mut rows: std::collections::BTreeMap<String, BudgetRow> = store
-        .budgets()?
-        .into_iter()
-        .map(|r| (r.name.clone(), r))
-        .collect();
+    let mut rows: std::collections::BTreeMap<String, BudgetRow> = std::collections::BTreeMap::new();
+    // A page at a time: at most `budgets_max` are defined, but rows of values-file budgets a
+    // later values file dropped stay too.
+    loop {
+        let after = rows.keys().next_back().cloned();
+        let page = store.scan_budgets(after.as_deref(), limits::SCAN_PAGE_BUDGETS)?;
+        let full = page.len() == limits::SCAN_PAGE_BUDGETS;
+        rows.extend(page.into_iter().map(|r| (r.name.clone(), r)));
+        if !full {
+            break;
+        }
+    }
     let mut out = Vec::new();
     for (name, def) in &config.budgets {
         let row = rows.remove(name);
@@ -83,7 +91,7 @@ pub fn members(store: &mut dyn Store, def: &BudgetDefinition) -> Result<BTreeSet
     for g in &def.groups {
         let mut after = String::new();
         loop {
-            let page = store.scan_group(g, &after, crate::limits::users_page_max)?;
+            let page = store.scan_group(g, &after, crate::limits::USERS_PAGE_MAX)?;
             let Some(last) = page.last().cloned() else { break };
             out.extend(page);
             after = last;

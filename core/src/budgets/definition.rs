@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use indexmap::IndexMap;
 use serde_json::Value;
 
-use crate::accelerators::{cpu_resource, Accelerator};
+use crate::accelerators::{Accelerator, CPU_RESOURCE};
 use crate::error::QuotaError;
 use crate::groups::{validate_group, GroupSet};
 use crate::json::{kind, Fields};
@@ -65,14 +65,14 @@ struct Keys {
     member_limit: &'static str,
 }
 
-const values_keys: Keys = Keys {
+const VALUES_KEYS: Keys = Keys {
     users: "users",
     groups: "groups",
     accelerators: "accelerators",
     member_limit: "memberLimit",
 };
 
-const body_keys: Keys = Keys {
+const BODY_KEYS: Keys = Keys {
     users: "users",
     groups: "groups",
     accelerators: "accelerators",
@@ -97,13 +97,24 @@ pub fn read(
     else {
         return out;
     };
+    if map.len() > crate::limits::BUDGETS_MAX {
+        problems.push(QuotaError::invalid(
+            path,
+            format!(
+                "at most {} budgets may be defined, found {}",
+                crate::limits::BUDGETS_MAX,
+                map.len()
+            ),
+        ));
+        return out;
+    }
     for (name, entry) in map {
         let p = format!("{path}.{name}");
         if let Err(e) = validate_name(&p, name) {
             problems.push(e);
             continue;
         }
-        if let Some(d) = definition(&p, entry, &values_keys, accelerators, problems) {
+        if let Some(d) = definition(&p, entry, &VALUES_KEYS, accelerators, problems) {
             out.insert(name.clone(), d);
         }
     }
@@ -117,7 +128,7 @@ pub fn from_body(
     accelerators: &IndexMap<String, Accelerator>,
 ) -> Result<BudgetDefinition, QuotaError> {
     let mut problems = Vec::new();
-    match definition("", body, &body_keys, accelerators, &mut problems) {
+    match definition("", body, &BODY_KEYS, accelerators, &mut problems) {
         Some(d) if problems.is_empty() => Ok(d),
         _ => Err(problems
             .into_iter()
@@ -183,17 +194,17 @@ fn definition(
     }
     let mut f = Fields::new(p, Some(entry), true);
     let description = f.opt_str("description").unwrap_or_default().to_string();
-    if description.chars().count() > limits::description_chars_max {
+    if description.chars().count() > limits::DESCRIPTION_CHARS_MAX {
         let at = f.path_of("description");
         f.problem(
             &at,
-            format!("must be at most {} characters", limits::description_chars_max),
+            format!("must be at most {} characters", limits::DESCRIPTION_CHARS_MAX),
         );
     }
     let mut users = BTreeSet::new();
     let up = f.path_of(keys.users);
     for (i, u) in f
-        .opt_str_list(keys.users, limits::group_members_max)
+        .opt_str_list(keys.users, limits::GROUP_MEMBERS_MAX)
         .unwrap_or_default()
         .into_iter()
         .enumerate()
@@ -208,7 +219,7 @@ fn definition(
     let mut groups = BTreeSet::new();
     let gp = f.path_of(keys.groups);
     for (i, g) in f
-        .opt_str_list(keys.groups, limits::target_groups_max)
+        .opt_str_list(keys.groups, limits::TARGET_GROUPS_MAX)
         .unwrap_or_default()
         .into_iter()
         .enumerate()
@@ -226,10 +237,10 @@ fn definition(
         .map(|list| {
             let mut keys_seen = BTreeSet::new();
             for (i, key) in list.into_iter().enumerate() {
-                if key == cpu_resource || accelerators.contains_key(key) {
+                if key == CPU_RESOURCE || accelerators.contains_key(key) {
                     keys_seen.insert(key.to_string());
                 } else {
-                    let mut known: Vec<&str> = vec![cpu_resource];
+                    let mut known: Vec<&str> = vec![CPU_RESOURCE];
                     known.extend(accelerators.keys().map(String::as_str));
                     problems.push(QuotaError::invalid(
                         format!("{ap}[{i}]"),
@@ -241,7 +252,7 @@ fn definition(
         });
     let member_limit = match f.raw(keys.member_limit) {
         None | Some(Value::Null) => None,
-        Some(_) => f.opt_int(keys.member_limit, 0, limits::amount_abs_max),
+        Some(_) => f.opt_int(keys.member_limit, 0, limits::AMOUNT_ABS_MAX),
     };
     problems.extend(f.finish());
     Some(BudgetDefinition {

@@ -81,6 +81,12 @@ pub fn define(
         definition: None,
     });
     let created = row.definition.is_none();
+    if created && all(config, store)?.len() >= crate::limits::BUDGETS_MAX {
+        return Err(QuotaError::Conflict(format!(
+            "at most {} budgets may be defined: delete one before defining {name}",
+            crate::limits::BUDGETS_MAX
+        )));
+    }
     row.definition = Some(to_json(def));
     store.put_budget(&row)?;
     Ok(serde_json::json!({"budget": name, "created": created}))

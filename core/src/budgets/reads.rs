@@ -54,17 +54,31 @@ fn summary(
     ))
 }
 
-/// `GET .../budgets`: every budget, by name.
+/// `GET .../budgets`: the budgets with a name after `after` (every one when `None`), by name, at
+/// most `limit`; and the name to ask after for the next page (`None`: none left).
 pub fn list(
     config: &Config,
     store: &mut dyn Store,
     now: Timestamp,
-) -> Result<Vec<BudgetSummary>, QuotaError> {
+    after: Option<&str>,
+    limit: usize,
+) -> Result<(Vec<BudgetSummary>, Option<String>), QuotaError> {
+    let listed: Vec<Budget> = all(config, store)?
+        .into_iter()
+        .map(|(b, _)| b)
+        .filter(|b| after.is_none_or(|a| b.name.as_str() > a))
+        .collect();
+    let more = listed.len() > limit;
     let mut out = Vec::new();
-    for (b, _) in all(config, store)? {
-        out.push(summary(store, &b, now)?.0);
+    for b in listed.iter().take(limit) {
+        out.push(summary(store, b, now)?.0);
     }
-    Ok(out)
+    let next = if more {
+        out.last().map(|s| s.name.clone())
+    } else {
+        None
+    };
+    Ok((out, next))
 }
 
 /// A member's month on a budget.
@@ -118,7 +132,7 @@ pub fn detail(
             reserved: Milli(reserved),
         })
         .collect();
-    let recent_transactions = store.recent_budget_transactions(&b.name, limits::recent_transactions_max)?;
+    let recent_transactions = store.recent_budget_transactions(&b.name, limits::RECENT_TRANSACTIONS_MAX)?;
     Ok(BudgetDetail {
         summary,
         users: b.def.users,

@@ -10,7 +10,7 @@ use std::fmt;
 use serde::{Deserialize, Deserializer};
 use serde_json::Value;
 
-use crate::accelerators::{cpu_resource, read_accelerators, Accelerator};
+use crate::accelerators::{read_accelerators, Accelerator, CPU_RESOURCE};
 use crate::cron::Cron;
 use crate::error::QuotaError;
 use crate::groups::settings::GroupRules;
@@ -53,11 +53,11 @@ pub struct RefreshRule {
 /// The JSON Schema of the values document this reader takes (`quota-hub config-schema`; the Helm
 /// chart's `values.schema.json` embeds its `custom`). Written beside the reader and held to it by
 /// a property test: every document the engine accepts validates.
-pub const values_schema: &str = include_str!("schema.json");
+pub const VALUES_SCHEMA: &str = include_str!("schema.json");
 
 /// `custom.quota.onStorageError`'s values: a gate whose database fails refuses the spawn (the
 /// default), or lets it start unbilled.
-pub const on_storage_error_choices: [&str; 2] = ["refuse", "allow"];
+pub const ON_STORAGE_ERROR_CHOICES: [&str; 2] = ["refuse", "allow"];
 
 impl Default for Config {
     /// The configuration of an empty values file: every default, no accelerator, rule or budget.
@@ -109,12 +109,12 @@ impl Config {
 
         let mut q = Fields::new("custom.quota", quota, true);
         let enabled_setting = q.opt_bool("enabled");
-        let rate_max = Milli(limits::rate_max_milli);
+        let rate_max = Milli(limits::RATE_MAX_MILLI);
         let cpu_rate = q.opt_milli("cpuRate", rate_max).unwrap_or(Milli(1000));
         let minimum_to_start = q
-            .opt_milli("minimumToStart", Milli(limits::amount_abs_max * 1000))
+            .opt_milli("minimumToStart", Milli(limits::AMOUNT_ABS_MAX * 1000))
             .unwrap_or(Milli(10_000));
-        let default_quota = q.opt_int("defaultQuota", 0, limits::amount_abs_max).unwrap_or(0);
+        let default_quota = q.opt_int("defaultQuota", 0, limits::AMOUNT_ABS_MAX).unwrap_or(0);
         let rules_value = q.raw("refreshRules");
         let groups_value = q.raw("groups");
         let budgets_value = q.raw("budgets");
@@ -122,7 +122,7 @@ impl Config {
         // What a gating host does when its database fails at the gate (the JupyterHub package:
         // refuse the spawn, or let it start unbilled); read by the hosts, checked here.
         if let Some(p) = q.opt_str("onStorageError") {
-            if !on_storage_error_choices.contains(&p) {
+            if !ON_STORAGE_ERROR_CHOICES.contains(&p) {
                 problems.push(QuotaError::invalid(
                     "custom.quota.onStorageError",
                     format!("`{p}` is not one of refuse, allow"),
@@ -178,7 +178,7 @@ impl Config {
 
     /// The rate of a resource type (`cpu` or an accelerator key).
     pub fn rate_of(&self, resource: &str) -> Option<Milli> {
-        if resource == cpu_resource {
+        if resource == CPU_RESOURCE {
             Some(self.cpu_rate)
         } else {
             self.accelerators.get(resource).map(|a| a.quota_rate)
@@ -211,7 +211,7 @@ impl Config {
     /// `{cpu: cpuRate, <accelerator>: quotaRate, ...}` as JSON numbers.
     pub fn rates_json(&self) -> Value {
         let mut m = serde_json::Map::new();
-        m.insert(cpu_resource.to_string(), self.cpu_rate.to_json());
+        m.insert(CPU_RESOURCE.to_string(), self.cpu_rate.to_json());
         for (k, a) in &self.accelerators {
             m.insert(k.clone(), a.quota_rate.to_json());
         }
@@ -259,11 +259,11 @@ fn read_rules(v: Option<&Value>, problems: &mut Vec<QuotaError>) -> BTreeMap<Str
         let min_amount = if action == Some(RefreshAction::Set) {
             0
         } else {
-            -limits::amount_abs_max
+            -limits::AMOUNT_ABS_MAX
         };
-        let amount = f.req_int("amount", min_amount, limits::amount_abs_max);
-        let max_balance = f.opt_int("maxBalance", 0, limits::balance_abs_max);
-        let min_balance = f.opt_int("minBalance", 0, limits::balance_abs_max);
+        let amount = f.req_int("amount", min_amount, limits::AMOUNT_ABS_MAX);
+        let max_balance = f.opt_int("maxBalance", 0, limits::BALANCE_ABS_MAX);
+        let min_balance = f.opt_int("minBalance", 0, limits::BALANCE_ABS_MAX);
         let mut target_problems = Vec::new();
         let expires_path = f.path_of("expiresAfter");
         let expires_after = f.opt_str("expiresAfter").and_then(|text| {

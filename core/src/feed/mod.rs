@@ -35,7 +35,7 @@ enum Noted {
 
 /// Notes one call may hold (a refresh of many users notes one move per user; beyond this the
 /// rest are dropped rather than hold unbounded memory).
-const noted_max: usize = 1_000_000;
+const NOTED_MAX: usize = 1_000_000;
 
 thread_local! {
     static NOTED: RefCell<Vec<Noted>> = const { RefCell::new(Vec::new()) };
@@ -53,7 +53,7 @@ pub fn set_writing(on: bool) {
 fn push(n: Noted) {
     NOTED.with(|v| {
         let mut v = v.borrow_mut();
-        if v.len() < noted_max {
+        if v.len() < NOTED_MAX {
             v.push(n);
         }
     });

@@ -84,17 +84,17 @@ pub(crate) fn read(q: &mut Fields<'_>, problems: &mut Vec<QuotaError>) -> Notify
         q,
         "warnBeforeStopMinutes",
         1,
-        limits::runtime_minutes_max,
+        limits::RUNTIME_MINUTES_MAX,
         problems,
     );
     let below = marks(
         q,
         "notifyBelow",
-        -limits::amount_abs_max,
-        limits::amount_abs_max,
+        -limits::AMOUNT_ABS_MAX,
+        limits::AMOUNT_ABS_MAX,
         problems,
     );
-    let days = marks(q, "notifyBeforeExpiryDays", 1, limits::grant_days_max, problems);
+    let days = marks(q, "notifyBeforeExpiryDays", 1, limits::GRANT_DAYS_MAX, problems);
     let path = q.path_of("webhooks");
     let webhooks = webhooks(&path, q.raw("webhooks"), problems);
     Notify {
@@ -124,13 +124,13 @@ fn marks(
         }
         return None;
     };
-    if items.len() > limits::notify_marks_max {
+    if items.len() > limits::NOTIFY_MARKS_MAX {
         problems.push(QuotaError::invalid(
             &path,
             format!(
                 "has {} entries; at most {}",
                 items.len(),
-                limits::notify_marks_max
+                limits::NOTIFY_MARKS_MAX
             ),
         ));
         return None;
@@ -167,7 +167,7 @@ fn valid_url(url: &str) -> bool {
     rest.is_some_and(|r| {
         let host = r.split(['/', '?', '#']).next().unwrap_or("");
         !host.is_empty() && !host.starts_with(':')
-    }) && url.chars().count() <= limits::webhook_url_chars_max
+    }) && url.chars().count() <= limits::WEBHOOK_URL_CHARS_MAX
         && !url.chars().any(|c| c.is_whitespace() || c.is_control())
 }
 
@@ -184,10 +184,10 @@ fn webhooks(path: &str, v: Option<&Value>, problems: &mut Vec<QuotaError>) -> Ve
             return out;
         }
     };
-    if items.len() > limits::webhooks_max {
+    if items.len() > limits::WEBHOOKS_MAX {
         problems.push(QuotaError::invalid(
             path,
-            format!("has {} webhooks; at most {}", items.len(), limits::webhooks_max),
+            format!("has {} webhooks; at most {}", items.len(), limits::WEBHOOKS_MAX),
         ));
         return out;
     }
@@ -255,7 +255,7 @@ fn webhooks(path: &str, v: Option<&Value>, problems: &mut Vec<QuotaError>) -> Ve
                             format!("{events_path}[{j}]"),
                             format!(
                                 "{k} is not an event kind (one of {})",
-                                EventKind::all.map(EventKind::as_str).join(", ")
+                                EventKind::ALL.map(EventKind::as_str).join(", ")
                             ),
                         )),
                     }

@@ -74,7 +74,7 @@ pub fn first_session_warning(config: &Config, end: Timestamp) -> Option<Timestam
     next_warning(&config.notify.warn_before_stop_minutes, end, None, 60)
 }
 
-const day_seconds: i64 = 24 * 60 * 60;
+const DAY_SECONDS: i64 = 24 * 60 * 60;
 
 /// One sweep call's warnings and purge (at most `limit` of each when given).
 pub fn tell(
@@ -84,14 +84,14 @@ pub fn tell(
     limit: Option<usize>,
 ) -> Result<Told, QuotaError> {
     let mut out = Told::default();
-    let chunk = limit.unwrap_or(usize::MAX).min(limits::warn_chunk);
+    let chunk = limit.unwrap_or(usize::MAX).min(limits::WARN_CHUNK);
     loop {
         let purged = store.purge_events(
-            now.plus_seconds(-limits::event_retention_days * day_seconds),
-            limits::event_purge_chunk,
+            now.plus_seconds(-limits::EVENT_RETENTION_DAYS * DAY_SECONDS),
+            limits::EVENT_PURGE_CHUNK,
         )?;
         out.events_purged += purged;
-        if purged < limits::event_purge_chunk as u64 {
+        if purged < limits::EVENT_PURGE_CHUNK as u64 {
             break;
         }
         if limit.is_some() {
@@ -138,13 +138,13 @@ pub fn tell(
     }
     let days = &config.notify.notify_before_expiry_days;
     if let Some(largest) = days.first() {
-        store.arm_grant_warnings(largest * day_seconds)?;
+        store.arm_grant_warnings(largest * DAY_SECONDS)?;
         loop {
             let due = store.grants_to_warn(now, chunk)?;
             let full = due.len() == chunk;
             for (account, g, told) in due {
                 let mut told_now = told;
-                if let Some(m) = smallest_untold(days, g.expires_at, told, day_seconds, now) {
+                if let Some(m) = smallest_untold(days, g.expires_at, told, DAY_SECONDS, now) {
                     let data = json!({
                         "grant_id": g.grant_id,
                         "remaining": g.remaining,
@@ -155,7 +155,7 @@ pub fn tell(
                     told_now = Some(m);
                 }
                 // None left: its expiry (the expiry sweep then writes it off).
-                let next = next_warning(days, g.expires_at, told_now, day_seconds).unwrap_or(g.expires_at);
+                let next = next_warning(days, g.expires_at, told_now, DAY_SECONDS).unwrap_or(g.expires_at);
                 store.set_grant_warning(g.grant_id, told_now, next)?;
             }
             if !full {
@@ -174,28 +174,28 @@ pub fn tell(
 mod tests {
     use super::*;
 
-    const end: Timestamp = Timestamp(1_795_003_600);
-    const marks: [i64; 3] = [10, 5, 2];
+    const END: Timestamp = Timestamp(1_795_003_600);
+    const MARKS: [i64; 3] = [10, 5, 2];
 
     #[test]
     fn the_next_warning_is_the_largest_mark_not_told() {
-        assert_eq!(next_warning(&marks, end, None, 60), Some(end.plus_seconds(-600)));
+        assert_eq!(next_warning(&MARKS, END, None, 60), Some(END.plus_seconds(-600)));
         assert_eq!(
-            next_warning(&marks, end, Some(10), 60),
-            Some(end.plus_seconds(-300))
+            next_warning(&MARKS, END, Some(10), 60),
+            Some(END.plus_seconds(-300))
         );
-        assert_eq!(next_warning(&marks, end, Some(2), 60), None);
-        assert_eq!(next_warning(&[], end, None, 60), None);
+        assert_eq!(next_warning(&MARKS, END, Some(2), 60), None);
+        assert_eq!(next_warning(&[], END, None, 60), None);
     }
 
     #[test]
     fn a_late_sweep_tells_the_smallest_passed_mark_once() {
         // 3 minutes left, nothing told: marks 10 and 5 passed, 5 is told (one warning).
-        let now = end.plus_seconds(-180);
-        assert_eq!(smallest_untold(&marks, end, None, 60, now), Some(5));
-        assert_eq!(smallest_untold(&marks, end, Some(5), 60, now), None);
+        let now = END.plus_seconds(-180);
+        assert_eq!(smallest_untold(&MARKS, END, None, 60, now), Some(5));
+        assert_eq!(smallest_untold(&MARKS, END, Some(5), 60, now), None);
         assert_eq!(
-            smallest_untold(&marks, end, Some(5), 60, end.plus_seconds(-120)),
+            smallest_untold(&MARKS, END, Some(5), 60, END.plus_seconds(-120)),
             Some(2)
         );
     }
@@ -203,15 +203,15 @@ mod tests {
     #[test]
     fn an_extension_re_arms_the_marks_ahead_again() {
         // Told 2 (two minutes left), extended to 7 minutes left: 5 and 2 are ahead, 10 passed.
-        let now = end.plus_seconds(-120);
-        let later = end.plus_seconds(300);
-        assert_eq!(still_told(&marks, later, Some(2), 60, now), Some(10));
+        let now = END.plus_seconds(-120);
+        let later = END.plus_seconds(300);
+        assert_eq!(still_told(&MARKS, later, Some(2), 60, now), Some(10));
         assert_eq!(
-            next_warning(&marks, later, Some(10), 60),
+            next_warning(&MARKS, later, Some(10), 60),
             Some(later.plus_seconds(-300))
         );
         // Extended far: nothing told any more.
-        assert_eq!(still_told(&marks, end.plus_seconds(3600), Some(2), 60, now), None);
-        assert_eq!(still_told(&marks, later, None, 60, now), None);
+        assert_eq!(still_told(&MARKS, END.plus_seconds(3600), Some(2), 60, now), None);
+        assert_eq!(still_told(&MARKS, later, None, 60, now), None);
     }
 }

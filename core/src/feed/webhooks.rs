@@ -55,7 +55,7 @@ fn state(store: &mut dyn Store, name: &str) -> Result<WebhookRow, QuotaError> {
 /// The pause before retry number `attempts` (1: the first): doubling from 1 s, capped.
 pub fn backoff_seconds(attempts: i64) -> i64 {
     let doublings = (attempts - 1).clamp(0, 20) as u32;
-    (limits::delivery_backoff_first_seconds << doublings).min(limits::delivery_backoff_max_seconds)
+    (limits::DELIVERY_BACKOFF_FIRST_SECONDS << doublings).min(limits::DELIVERY_BACKOFF_MAX_SECONDS)
 }
 
 /// One delivery step: the host's report recorded, then the next events to send (or when to try
@@ -86,9 +86,9 @@ pub fn step(
     if let Some((id, error)) = &s.failed {
         let head = next_events(store, row.cursor, &kinds, 1)?;
         if let Some(e) = head.first().filter(|e| e.id == *id) {
-            let error: String = error.chars().take(limits::delivery_error_chars_max).collect();
+            let error: String = error.chars().take(limits::DELIVERY_ERROR_CHARS_MAX).collect();
             row.attempts += 1;
-            if now.seconds() - e.event.at.seconds() >= limits::delivery_retry_window_seconds {
+            if now.seconds() - e.event.at.seconds() >= limits::DELIVERY_RETRY_WINDOW_SECONDS {
                 store.add_webhook_failure(name, e.id, &error, now)?;
                 row.cursor = e.id;
                 row.attempts = 0;
@@ -116,7 +116,7 @@ pub fn step(
             row.held_until = None;
         } else {
             row.holder = Some(s.holder.clone());
-            row.held_until = Some(now.plus_seconds(limits::delivery_hold_seconds));
+            row.held_until = Some(now.plus_seconds(limits::DELIVERY_HOLD_SECONDS));
             answer["held"] = json!(true);
             answer["events"] = events.iter().map(|e| delivery(hook, e)).collect();
         }
@@ -255,6 +255,7 @@ pub fn redeliver(
 mod tests {
     use super::*;
     use crate::memstore::MemStore;
+    use crate::store::EventStore;
     use crate::store::NewEvent;
 
     fn config() -> Config {

@@ -45,8 +45,8 @@ pub fn members(store: &mut dyn Store, group: &str) -> Result<Vec<String>, QuotaE
     let mut out: Vec<String> = Vec::new();
     loop {
         let after = out.last().map_or("", String::as_str).to_string();
-        let page = store.scan_group(group, &after, limits::scan_page_users)?;
-        let full = page.len() == limits::scan_page_users;
+        let page = store.scan_group(group, &after, limits::SCAN_PAGE_USERS)?;
+        let full = page.len() == limits::SCAN_PAGE_USERS;
         out.extend(page);
         if !full {
             return Ok(out);
@@ -61,8 +61,8 @@ fn each_membership(
 ) -> Result<(), QuotaError> {
     let mut after: Option<String> = None;
     loop {
-        let page = store.scan_memberships(after.as_deref(), limits::scan_page_users)?;
-        let full = page.len() == limits::scan_page_users;
+        let page = store.scan_memberships(after.as_deref(), limits::SCAN_PAGE_USERS)?;
+        let full = page.len() == limits::SCAN_PAGE_USERS;
         after = page.last().map(|(u, _)| u.clone());
         for (u, m) in page {
             f(store, u, m)?;
@@ -241,13 +241,13 @@ pub fn replace(
             }
             Ok(())
         })?;
-        for page in emptied.chunks(limits::scan_page_users) {
+        for page in emptied.chunks(limits::SCAN_PAGE_USERS) {
             let page: Vec<(&str, &BTreeSet<String>)> = page.iter().map(|u| (u.as_str(), &empty)).collect();
             out.changed += store.put_memberships(&page, now)?;
         }
     }
     let all: Vec<(&str, &BTreeSet<String>)> = users.iter().map(|(u, g)| (u.as_str(), g)).collect();
-    for page in all.chunks(limits::scan_page_users) {
+    for page in all.chunks(limits::SCAN_PAGE_USERS) {
         out.changed += store.put_memberships(page, now)?;
     }
     out.users = users.values().filter(|g| !g.is_empty()).count() as u64;
@@ -258,6 +258,7 @@ pub fn replace(
 mod tests {
     use super::*;
     use crate::memstore::MemStore;
+    use crate::store::GroupStore;
 
     fn set(names: &[&str]) -> BTreeSet<String> {
         names.iter().map(|s| s.to_string()).collect()

@@ -21,7 +21,7 @@ fn check_group(raw: &str) -> Result<(), String> {
     if let (Some(b' '..=b'~'), Some(&last)) = (b.first(), b.last()) {
         if b[0] != b' '
             && last != b' '
-            && b.len() <= limits::group_name_chars_max
+            && b.len() <= limits::GROUP_NAME_CHARS_MAX
             && b.iter().all(|&c| (b' '..=b'~').contains(&c) && c != b'/')
         {
             return Ok(());
@@ -30,10 +30,10 @@ fn check_group(raw: &str) -> Result<(), String> {
     if raw.is_empty() {
         return Err("must not be empty".into());
     }
-    if raw.len() > limits::group_name_chars_max && raw.chars().count() > limits::group_name_chars_max {
+    if raw.len() > limits::GROUP_NAME_CHARS_MAX && raw.chars().count() > limits::GROUP_NAME_CHARS_MAX {
         return Err(format!(
             "must be at most {} characters",
-            limits::group_name_chars_max
+            limits::GROUP_NAME_CHARS_MAX
         ));
     }
     if let Some(c) = raw.chars().find(|c| c.is_control() || *c == '/') {
@@ -60,10 +60,10 @@ pub fn validate_groups<'a>(
 
 /// The `i`th name of a user's list at `field`: a valid name, and within the list's limit.
 pub(super) fn check_listed(field: &str, i: usize, name: &str) -> Result<(), QuotaError> {
-    if i >= limits::user_groups_max {
+    if i >= limits::USER_GROUPS_MAX {
         return Err(QuotaError::invalid(
             field,
-            format!("must list at most {} groups", limits::user_groups_max),
+            format!("must list at most {} groups", limits::USER_GROUPS_MAX),
         ));
     }
     check_group(name).map_err(|m| QuotaError::invalid(format!("{field}[{i}]"), m))

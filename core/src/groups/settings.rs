@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use super::names::validate_group;
 use super::text::GroupSet;
-use crate::accelerators::{cpu_resource, Accelerator};
+use crate::accelerators::{Accelerator, CPU_RESOURCE};
 use crate::error::QuotaError;
 use crate::json::{kind, Fields};
 use crate::limits;
@@ -85,7 +85,7 @@ pub fn read(
             ));
             continue;
         }
-        let default_quota = f.opt_int("defaultQuota", 0, limits::amount_abs_max);
+        let default_quota = f.opt_int("defaultQuota", 0, limits::AMOUNT_ABS_MAX);
         let ap = f.path_of("accelerators");
         let list = f
             .opt_str_list("accelerators", accelerators.len().max(1))
@@ -93,7 +93,7 @@ pub fn read(
         let mut keys = Vec::new();
         for (i, key) in list.into_iter().enumerate() {
             let at = format!("{ap}[{i}]");
-            if key == cpu_resource {
+            if key == CPU_RESOURCE {
                 f.problem(&at, "`cpu` is open to everyone and cannot be restricted");
             } else if !accelerators.contains_key(key) {
                 let known: Vec<&str> = accelerators.keys().map(String::as_str).collect();

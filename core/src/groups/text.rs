@@ -215,12 +215,12 @@ fn sorted_ascii_names(text: &[u8]) -> Option<usize> {
     let mut count = 0;
     for (i, name) in text.split(|&c| c == b'\n').enumerate() {
         let fine = matches!((name.first(), name.last()), (Some(&a), Some(&z)) if a != b' ' && z != b' ')
-            && name.len() <= limits::group_name_chars_max
+            && name.len() <= limits::GROUP_NAME_CHARS_MAX
             && name
                 .iter()
                 .all(|&c| c.wrapping_sub(b' ') <= b'~' - b' ' && c != b'/')
             && (i == 0 || before(prev, name))
-            && i < limits::user_groups_max;
+            && i < limits::USER_GROUPS_MAX;
         if !fine {
             return None;
         }
@@ -392,10 +392,10 @@ mod tests {
             e.to_string().starts_with("groups[0]: must not begin or end"),
             "{e}"
         );
-        let many: Vec<String> = (0..=limits::user_groups_max).map(|i| format!("g{i}")).collect();
+        let many: Vec<String> = (0..=limits::USER_GROUPS_MAX).map(|i| format!("g{i}")).collect();
         let e = GroupNames::parse("groups", many.join("\n")).unwrap_err();
         assert!(e.to_string().starts_with("groups: must list at most"), "{e}");
-        let at_most: Vec<String> = many[..limits::user_groups_max].to_vec();
+        let at_most: Vec<String> = many[..limits::USER_GROUPS_MAX].to_vec();
         assert_eq!(
             GroupNames::parse("groups", at_most.join("\n"))
                 .unwrap()

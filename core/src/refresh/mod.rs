@@ -208,10 +208,10 @@ fn resume(
     let Some(run_id) = &req.run_id else {
         return Ok(Resume::From(None, now));
     };
-    if run_id.is_empty() || run_id.chars().count() > limits::rule_name_chars_max {
+    if run_id.is_empty() || run_id.chars().count() > limits::RULE_NAME_CHARS_MAX {
         return Err(QuotaError::invalid(
             "run_id",
-            format!("must be 1 to {} characters", limits::rule_name_chars_max),
+            format!("must be 1 to {} characters", limits::RULE_NAME_CHARS_MAX),
         ));
     }
     if req.dry_run {
@@ -290,7 +290,7 @@ fn decide(
     };
     let mut scanned: usize = 0;
     d.finished = loop {
-        let want = limits::scan_page_users.min(limit - scanned);
+        let want = limits::SCAN_PAGE_USERS.min(limit - scanned);
         if want == 0 {
             break false;
         }
@@ -460,12 +460,12 @@ fn apply(
 ) -> Result<(), QuotaError> {
     let description = format!("Auto {}: {}", p.action.as_str(), p.rule_name);
     let entry = || Entry::of(TransactionType::AutoRefresh, description.clone());
-    let mut page = Vec::with_capacity(limits::scan_page_users.min(changes.len()));
+    let mut page = Vec::with_capacity(limits::SCAN_PAGE_USERS.min(changes.len()));
     for c in changes {
         match c.account {
             Holder::User(mut user) if c.grants.is_empty() && expires_at.is_none() => {
                 page.push(ledger::change(&mut user, c.new, entry(), now));
-                if page.len() == limits::scan_page_users {
+                if page.len() == limits::SCAN_PAGE_USERS {
                     store.record_changes(&page)?;
                     page.clear();
                 }

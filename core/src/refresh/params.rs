@@ -42,7 +42,7 @@ pub struct RefreshParams {
 
 impl RefreshParams {
     pub fn validate(&self) -> Result<(), QuotaError> {
-        let max = limits::amount_abs_max;
+        let max = limits::AMOUNT_ABS_MAX;
         let lo = if self.action == RefreshAction::Set {
             0
         } else {
@@ -58,10 +58,10 @@ impl RefreshParams {
                 ),
             ));
         }
-        if self.rule_name.is_empty() || self.rule_name.chars().count() > limits::rule_name_chars_max {
+        if self.rule_name.is_empty() || self.rule_name.chars().count() > limits::RULE_NAME_CHARS_MAX {
             return Err(QuotaError::invalid(
                 "rule_name",
-                format!("must be 1 to {} characters", limits::rule_name_chars_max),
+                format!("must be 1 to {} characters", limits::RULE_NAME_CHARS_MAX),
             ));
         }
         if self.expires_after.is_some() && self.action == RefreshAction::Add && self.amount <= 0 {
@@ -75,10 +75,10 @@ impl RefreshParams {
             ("min_balance", self.min_balance),
         ] {
             if let Some(v) = v {
-                if !(0..=limits::balance_abs_max).contains(&v) {
+                if !(0..=limits::BALANCE_ABS_MAX).contains(&v) {
                     return Err(QuotaError::invalid(
                         field,
-                        format!("must be between 0 and {}", limits::balance_abs_max),
+                        format!("must be between 0 and {}", limits::BALANCE_ABS_MAX),
                     ));
                 }
             }
@@ -150,8 +150,8 @@ pub fn params_from_body(
     };
     let amount = f.req_int("amount", i64::MIN, i64::MAX);
     let rule_name = f.opt_str("rule_name").unwrap_or("manual").to_string();
-    let max_balance = f.opt_int("max_balance", 0, limits::balance_abs_max);
-    let min_balance = f.opt_int("min_balance", 0, limits::balance_abs_max);
+    let max_balance = f.opt_int("max_balance", 0, limits::BALANCE_ABS_MAX);
+    let min_balance = f.opt_int("min_balance", 0, limits::BALANCE_ABS_MAX);
     let expires_after = f.opt_str("expires_after").and_then(|text| {
         crate::lots::parse_expires_after("expires_after", text)
             .map_err(|e| problems.push(e))

@@ -7,8 +7,6 @@
 //! fail: the test sees a wrong spending order. A failure prints its seed
 //! (`QUOTA_CREDIT_SEED=<seed> cargo test -p quota-core --test credit_model`).
 
-#![allow(non_upper_case_globals)]
-
 #[path = "../rng/mod.rs"]
 mod rng;
 
@@ -24,17 +22,17 @@ use serde_json::json;
 use lots::Order;
 use world::{World, SERVERS};
 
-pub const users: [&str; 3] = ["ann", "bob", "cat"];
+pub const USERS: [&str; 3] = ["ann", "bob", "cat"];
 /// ann and bob may charge the budget; cat may not.
-pub const members: [&str; 2] = ["ann", "bob"];
-pub const member_limit: i64 = 120;
-const ops_per_run: usize = 600;
-const runs: u64 = 20;
+pub const MEMBERS: [&str; 2] = ["ann", "bob"];
+pub const MEMBER_LIMIT: i64 = 120;
+const OPS_PER_RUN: usize = 600;
+const RUNS: u64 = 20;
 
 fn config() -> Config {
     Config::from_values(&json!({"custom": {"authMode": "github", "quota": {
         "cpuRate": 1, "minimumToStart": 1, "defaultQuota": 0,
-        "budgets": {"lab": {"users": members, "memberLimit": member_limit}}}}}))
+        "budgets": {"lab": {"users": MEMBERS, "memberLimit": MEMBER_LIMIT}}}}}))
     .expect("config")
 }
 
@@ -52,7 +50,7 @@ fn run(seed: u64, order: Order) -> Result<(), String> {
     };
     // 2026-11-30T20:00:00Z: the runs cross into December, a new month for the member limit.
     let mut now: i64 = 1_796_068_800;
-    for step in 0..ops_per_run {
+    for step in 0..OPS_PER_RUN {
         now += 60 * rng.below(40) as i64;
         let what = world
             .step(&mut rng, &cfg, &mut store, now)
@@ -71,7 +69,7 @@ fn grants_budgets_and_limits_match_the_reference() {
         .and_then(|s| s.parse().ok())
     {
         Some(s) => vec![s],
-        None => (0..runs).map(|i| 0xC0FF_EE00 + i).collect(),
+        None => (0..RUNS).map(|i| 0xC0FF_EE00 + i).collect(),
     };
     for seed in &seeds {
         if let Err(e) = run(*seed, Order::SoonestFirst) {
@@ -79,17 +77,17 @@ fn grants_budgets_and_limits_match_the_reference() {
         }
     }
     println!(
-        "{} runs of {ops_per_run} operations matched the reference",
+        "{} runs of {OPS_PER_RUN} operations matched the reference",
         seeds.len()
     );
 }
 
 #[test]
 fn a_reference_that_spends_the_latest_expiry_first_is_caught() {
-    let first = (0..runs).find(|i| run(0xC0FF_EE00 + i, Order::LatestFirst).is_err());
+    let first = (0..RUNS).find(|i| run(0xC0FF_EE00 + i, Order::LatestFirst).is_err());
     assert!(first.is_some(), "no run told the spending orders apart");
     println!(
-        "run {} of {runs} caught the wrong spending order",
+        "run {} of {RUNS} caught the wrong spending order",
         first.unwrap_or(0) + 1
     );
 }

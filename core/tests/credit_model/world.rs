@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 
 use crate::lots::{Lots, Order};
 use crate::rng::Rng;
-use crate::{member_limit, members, users};
+use crate::{MEMBERS, MEMBER_LIMIT, USERS};
 
 thread_local! {
     /// Each session's server name (the model's sessions leave it out).
@@ -215,7 +215,7 @@ impl World {
         store: &mut MemStore,
         now: i64,
     ) -> Result<String, String> {
-        let user = rng.pick(&users).to_string();
+        let user = rng.pick(&USERS).to_string();
         let budget = rng.chance(60);
         let minutes = 1 + rng.below(60) as i64;
         let server = format!("s{}", rng.below(3));
@@ -235,7 +235,7 @@ impl World {
             self.charge(&s, elapsed_min, now);
         }
         let expect_allowed = if budget {
-            let member = members.contains(&user.as_str());
+            let member = MEMBERS.contains(&user.as_str());
             let held: i64 = self.sessions.values().filter(|s| s.budget).map(|s| s.est).sum();
             let afford = member && self.lots("lab").balance(now) - held >= minutes;
             let spent = self
@@ -249,7 +249,7 @@ impl World {
                 .filter(|s| s.budget && s.user == user)
                 .map(|s| s.est)
                 .sum();
-            afford && spent + reserved + minutes <= member_limit
+            afford && spent + reserved + minutes <= MEMBER_LIMIT
         } else {
             let held: i64 = self
                 .sessions

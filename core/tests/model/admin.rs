@@ -8,7 +8,7 @@ use quota_core::targets::Targets;
 use quota_core::QuotaError;
 
 use crate::reference::*;
-use crate::{users, Done, Step};
+use crate::{Done, Step, USERS};
 
 /// One admin action on one user, amounts partly out of range.
 pub fn admin_action(s: Step<'_>) -> Result<Done, String> {
@@ -83,7 +83,7 @@ pub fn admin_batch(s: Step<'_>) -> Result<Done, String> {
 
     let entries: Vec<BatchEntry> = (0..rng.below(4))
         .map(|_| BatchEntry {
-            username: rng.pick(&users).to_string(),
+            username: rng.pick(&USERS).to_string(),
             amount: rng.chance(70).then(|| *rng.pick(&[-1i64, 0, 3, 50])),
             unlimited: rng.chance(30).then(|| rng.chance(50)),
             expires_at: None,
@@ -148,7 +148,7 @@ pub fn refresh_run(s: Step<'_>) -> Result<Done, String> {
         targets.include_users = Some([user.clone()].into_iter().collect());
     }
     if rng.chance(20) {
-        targets.exclude_users = [rng.pick(&users).to_string()].into_iter().collect();
+        targets.exclude_users = [rng.pick(&USERS).to_string()].into_iter().collect();
     }
     if rng.chance(35) {
         let g = some_groups(&mut *rng);

@@ -6,7 +6,7 @@ use quota_core::groups::{self as qgroups, MemberChange};
 use quota_core::QuotaError;
 
 use crate::reference::*;
-use crate::{group_names, users, Done, Step};
+use crate::{Done, Step, GROUP_NAMES, USERS};
 
 /// Group membership: a report, a group change, or a snapshot.
 pub fn groups(s: Step<'_>) -> Result<Done, String> {
@@ -23,8 +23,8 @@ pub fn groups(s: Step<'_>) -> Result<Done, String> {
     let what: String;
 
     // group membership: a report, a group change, or a snapshot
-    let g = group_names[rng.below(3) as usize];
-    let members: BTreeSet<String> = users
+    let g = GROUP_NAMES[rng.below(3) as usize];
+    let members: BTreeSet<String> = USERS
         .iter()
         .filter(|_| rng.chance(40))
         .map(|u| u.to_string())
@@ -43,7 +43,7 @@ pub fn groups(s: Step<'_>) -> Result<Done, String> {
             what = format!("set_members({g}, {members:?})");
             qgroups::change_members(&mut *store, g, &MemberChange::Set(members.clone()), t)
                 .map_err(|e| format!("step {step} {what}: {e}"))?;
-            for u in users {
+            for u in USERS {
                 let has = m.groups.get(u).is_some_and(|s| s.contains(g));
                 if members.contains(u) && !has {
                     m.groups.entry(u.to_string()).or_default().insert(g.to_string());

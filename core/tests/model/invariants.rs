@@ -9,7 +9,7 @@ use quota_core::usage::{self, Days, GroupBy, Order};
 use quota_core::{MemStore, QuotaError};
 
 use crate::reference::Model;
-use crate::users;
+use crate::USERS;
 
 /// The invariants after step `step` (`what`, refused with `refused` or not), `before` the store
 /// as it was before it.
@@ -70,7 +70,7 @@ pub fn after_step(
             m.balance.len()
         ));
     }
-    for u in users {
+    for u in USERS {
         let stored = store.memberships.get(u).map(|x| &x.groups);
         let model = m.groups.get(u);
         if stored.filter(|g| !g.is_empty()) != model.filter(|g| !g.is_empty()) {

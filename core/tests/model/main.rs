@@ -7,8 +7,6 @@
 //! seed; `scripts/model-at-scale.sh` runs 10,000,000 operations. The operations are in
 //! `sessions.rs`, `admin.rs` and `groups.rs`, one function each.
 
-#![allow(non_upper_case_globals)]
-
 #[path = "../rng/mod.rs"]
 mod rng;
 
@@ -24,11 +22,11 @@ use quota_core::{Config, MemStore, QuotaError, Timestamp};
 use reference::Model;
 use rng::Rng;
 
-const ops_per_run: usize = 1000;
-const default_runs: u64 = 110;
-const users: [&str; 4] = ["alice", "bob", "carol", "dave"];
-const servers: [&str; 2] = ["", "gpu"];
-const group_names: [&str; 3] = ["g1", "g2", "g3"];
+const OPS_PER_RUN: usize = 1000;
+const DEFAULT_RUNS: u64 = 110;
+const USERS: [&str; 4] = ["alice", "bob", "carol", "dave"];
+const SERVERS: [&str; 2] = ["", "gpu"];
+const GROUP_NAMES: [&str; 3] = ["g1", "g2", "g3"];
 
 /// What one operation sees: the run's random numbers, the configuration, the store and the model,
 /// the time, the user it acts as, and the step number (for messages).
@@ -58,7 +56,7 @@ fn run(seed: u64, ops: usize) -> Result<(), String> {
         now += rng.below(4) as i64 * rng.below(3600) as i64;
         let t = Timestamp(now);
         let before = store.clone();
-        let user = rng.pick(&users).to_string();
+        let user = rng.pick(&USERS).to_string();
         let kind = rng.below(100);
         let op = match kind {
             0..35 => sessions::start,
@@ -109,7 +107,7 @@ fn random_operations_match_the_reference_model() {
         Some(seed) => vec![seed],
         None => {
             let base = env_u64("QUOTA_MODEL_BASE").unwrap_or(0x5EED_0000_u64);
-            (0..env_u64("QUOTA_MODEL_RUNS").unwrap_or(default_runs))
+            (0..env_u64("QUOTA_MODEL_RUNS").unwrap_or(DEFAULT_RUNS))
                 .map(|i| base + i)
                 .collect()
         }
@@ -119,10 +117,10 @@ fn random_operations_match_the_reference_model() {
     let started = std::time::Instant::now();
     let mut total = 0;
     for (i, seed) in seeds.iter().enumerate() {
-        if let Err(e) = run(*seed, ops_per_run) {
+        if let Err(e) = run(*seed, OPS_PER_RUN) {
             panic!("model mismatch with seed {seed} (replay: QUOTA_MODEL_SEED={seed} cargo test -p quota-core --test model)\n{e}");
         }
-        total += ops_per_run;
+        total += OPS_PER_RUN;
         if (i + 1) % every == 0 {
             eprintln!("model: {} of {} seeds, {total} operations", i + 1, seeds.len());
         }
@@ -134,5 +132,5 @@ fn random_operations_match_the_reference_model() {
         seeds[0],
         total as f64 / secs.max(1e-9)
     );
-    assert!(total >= ops_per_run);
+    assert!(total >= OPS_PER_RUN);
 }

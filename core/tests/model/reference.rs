@@ -6,8 +6,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use quota_core::store::SessionStatus;
 use quota_core::{Config, QuotaError};
 
-use crate::group_names;
 use crate::rng::Rng;
+use crate::GROUP_NAMES;
 
 pub fn config() -> Config {
     Config::from_values(&serde_json::json!({"custom": {"authMode": "github",
@@ -56,7 +56,7 @@ pub struct Model {
 
 /// A random set of the model's groups.
 pub fn some_groups(rng: &mut Rng) -> BTreeSet<String> {
-    group_names
+    GROUP_NAMES
         .iter()
         .filter(|_| rng.chance(40))
         .map(|g| g.to_string())

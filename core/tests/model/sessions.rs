@@ -6,7 +6,7 @@ use quota_core::store::SessionStatus;
 use quota_core::QuotaError;
 
 use crate::reference::*;
-use crate::{servers, Done, Step};
+use crate::{Done, Step, SERVERS};
 
 /// Check_start: a user starts a server (inputs partly invalid, groups reported or stored).
 pub fn start(s: Step<'_>) -> Result<Done, String> {
@@ -26,7 +26,7 @@ pub fn start(s: Step<'_>) -> Result<Done, String> {
     // check_start
     let resource = *rng.pick(&[None, Some("cpu"), Some("phx"), Some("dgpu"), Some("tpu")]);
     let runtime = *rng.pick(&[-1i64, 0, 1, 5, 30, 120, 480, 481]);
-    let server = rng.pick(&servers).to_string();
+    let server = rng.pick(&SERVERS).to_string();
     let reported = rng.chance(50).then(|| some_groups(&mut *rng));
     let what: String =
         format!("check_start({user}, {resource:?}, {runtime}, {server:?}, groups {reported:?})");
@@ -168,7 +168,7 @@ pub fn end(s: Step<'_>) -> Result<Done, String> {
     let target = if by_server {
         EndTarget::Server {
             username: user.clone(),
-            server_name: rng.pick(&servers).to_string(),
+            server_name: rng.pick(&SERVERS).to_string(),
         }
     } else {
         EndTarget::Id(rng.below(m.next_id as u64 + 2) as i64)

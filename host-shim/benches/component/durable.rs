@@ -6,11 +6,12 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use quota_core::gate::StartRequest;
-use quota_core::store::{Store, UserRecord};
+use quota_core::store::UserRecord;
 use quota_core::{MemStore, Timestamp};
 use quota_host::{Checkpointer, Durability, Runtime, SqliteDb, SqliteOptions, Worker};
 
 use super::{end, seed_sql, start, start_req, values, CYCLES, REFRESH_USERS};
+use quota_core::store::UserStore;
 
 /// Durable start+end cycles on a file, each call committed, beside the bare commit rate.
 pub fn cycles(rt: &Arc<Runtime>, names: &[String], dir: &Path) {

@@ -271,7 +271,7 @@ mod support;
 fn events_cost(names: &[String]) {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("..")
-        .join(quota_host::fault_component_path);
+        .join(quota_host::FAULT_COMPONENT_PATH);
     if !path.exists() {
         println!(
             "events: skipped ({} missing: bash scripts/build-wasm.sh --fault)",

@@ -12,7 +12,7 @@ pub fn component() -> PathBuf {
         || {
             PathBuf::from(env!("CARGO_MANIFEST_DIR"))
                 .join("..")
-                .join(quota_host::component_path)
+                .join(quota_host::COMPONENT_PATH)
         },
         PathBuf::from,
     )

@@ -20,7 +20,7 @@ pub struct SqliteDb {
 }
 
 /// Prepared statements kept per connection (the engine has about 20, a host a few more).
-const statement_cache_capacity: usize = 64;
+const STATEMENT_CACHE_CAPACITY: usize = 64;
 
 /// How a connection is opened.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -53,7 +53,7 @@ impl SqliteDb {
         let contract = rt.contract(Dialect::Sqlite);
         let driver = |e: rusqlite::Error| SqlError::from_driver(&contract, "", format!("sqlite: {e}"));
         let conn = Connection::open(path).map_err(driver)?;
-        conn.set_prepared_statement_cache_capacity(statement_cache_capacity);
+        conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE_CAPACITY);
         // A plan fixed at prepare time. Without it SQLite 3.54 (rusqlite's bundled build) compiles a
         // statement again at every new binding when it has an ORDER BY and a `column = ?` term: the
         // grants read of every gate and session end spent 12 of its 13 us in the parser
@@ -91,7 +91,7 @@ mod tests {
         let rt = Runtime::load(
             &Path::new(env!("CARGO_MANIFEST_DIR"))
                 .join("..")
-                .join(crate::component_path),
+                .join(crate::COMPONENT_PATH),
             crate::Limits::default(),
         )
         .unwrap();

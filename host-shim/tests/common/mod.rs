@@ -19,7 +19,7 @@ pub fn load(rel: &str, limits: Limits) -> Arc<Runtime> {
 /// The shipped component, compiled once per test binary.
 pub fn runtime() -> Arc<Runtime> {
     static RT: OnceLock<Arc<Runtime>> = OnceLock::new();
-    RT.get_or_init(|| load(quota_host::component_path, Limits::default()))
+    RT.get_or_init(|| load(quota_host::COMPONENT_PATH, Limits::default()))
         .clone()
 }
 
@@ -31,7 +31,7 @@ pub fn fault_runtime() -> Arc<Runtime> {
             call_deadline: Some(std::time::Duration::from_millis(300)),
             ..Limits::default()
         };
-        load(quota_host::fault_component_path, limits)
+        load(quota_host::FAULT_COMPONENT_PATH, limits)
     })
     .clone()
 }

@@ -480,7 +480,7 @@ fn a_long_migration_is_not_stopped_at_the_call_deadline() {
         tick: Some(std::time::Duration::from_millis(1)),
         ..Default::default()
     };
-    let rt = common::load(quota_host::component_path, limits);
+    let rt = common::load(quota_host::COMPONENT_PATH, limits);
     let db = SqliteDb::open(&rt, &path, SqliteOptions::default()).expect("open");
     let mut w = Worker::new(rt, Box::new(db), &common::fixture_json()).expect("migrated within its deadline");
     let sums = rows(w.db(), "SELECT SUM(credits) FROM user_usage_days");

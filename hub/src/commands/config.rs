@@ -62,7 +62,7 @@ pub(super) fn check_config(path: &std::path::Path) -> Result<ExitCode, String> {
 }
 
 pub(super) fn config_schema(into_chart: Option<&std::path::Path>) -> Result<ExitCode, String> {
-    let schema: serde_json::Value = serde_json::from_str(quota_core::config::values_schema)
+    let schema: serde_json::Value = serde_json::from_str(quota_core::config::VALUES_SCHEMA)
         .map_err(|e| format!("the engine's schema: {e}"))?;
     let Some(chart) = into_chart else {
         println!(

@@ -13,7 +13,7 @@ use crate::cli::ExportLedgerArgs;
 use crate::commands::target::{segment, Target};
 
 /// The CSV columns, in order (the REST API's transaction fields).
-pub const csv_columns: [&str; 12] = [
+pub const CSV_COLUMNS: [&str; 12] = [
     "id",
     "created_at",
     "username",
@@ -29,7 +29,7 @@ pub const csv_columns: [&str; 12] = [
 ];
 
 /// Rows per page read: the engine's largest ledger page.
-const page_rows: usize = quota_core::limits::ledger_page_max;
+const PAGE_ROWS: usize = quota_core::limits::LEDGER_PAGE_MAX;
 
 fn cell(v: &Value) -> String {
     match v {
@@ -78,7 +78,7 @@ impl Rows {
     fn write(&mut self, t: &Value) -> Result<(), String> {
         match self {
             Rows::Csv(w) => w
-                .write_record(csv_columns.iter().map(|c| cell(&t[*c])))
+                .write_record(CSV_COLUMNS.iter().map(|c| cell(&t[*c])))
                 .map_err(|e| format!("writing the export: {e}")),
             Rows::Jsonl(w) => serde_json::to_writer(&mut *w, t)
                 .map_err(|e| e.to_string())
@@ -107,13 +107,13 @@ pub(super) fn export_ledger(a: ExportLedgerArgs) -> Result<ExitCode, String> {
     // The first page before the output is opened: a bad range or user writes no file.
     let first = target.ok(
         "GET",
-        &format!("/admin/api/quota/transactions?after_id=0&limit={page_rows}{query}"),
+        &format!("/admin/api/quota/transactions?after_id=0&limit={PAGE_ROWS}{query}"),
         "",
     )?;
     let (out, file) = open(a.output.as_deref())?;
     let mut rows = if a.format == "csv" {
         let mut w = csv::Writer::from_writer(out);
-        w.write_record(csv_columns).map_err(|e| e.to_string())?;
+        w.write_record(CSV_COLUMNS).map_err(|e| e.to_string())?;
         Rows::Csv(Box::new(w))
     } else {
         Rows::Jsonl(out)
@@ -161,7 +161,7 @@ fn write_pages(target: &mut Target, rows: &mut Rows, first: Value, query: &str) 
         let Some(next) = page["next_after_id"].as_i64() else {
             break;
         };
-        let path = format!("/admin/api/quota/transactions?after_id={next}&limit={page_rows}{query}");
+        let path = format!("/admin/api/quota/transactions?after_id={next}&limit={PAGE_ROWS}{query}");
         page = target.ok("GET", &path, "")?;
     }
     bar.finish_and_clear();

@@ -12,7 +12,7 @@ use crate::commands::target::{segment, Target};
 
 /// Usernames per request when a group's members or a sync's changes are sent in parts (a request
 /// body stays far below the engine's 1 MiB limit).
-const users_per_request: usize = 5_000;
+const USERS_PER_REQUEST: usize = 5_000;
 
 pub(super) fn run(command: GroupCommand) -> Result<ExitCode, String> {
     match command {
@@ -65,7 +65,7 @@ fn change(a: GroupMembersArgs, cmd: &str) -> Result<ExitCode, String> {
     let users = users_of(&a, cmd)?;
     let mut target = Target::open(&a.target, false)?;
     let path = format!("/admin/api/quota/groups/{}", segment(&a.name));
-    let mut parts = users.chunks(users_per_request).peekable();
+    let mut parts = users.chunks(USERS_PER_REQUEST).peekable();
     let (mut added, mut removed) = (0, 0);
     let mut last = Value::Null;
     let mut first = true;
@@ -158,7 +158,7 @@ fn stored(target: &mut Target) -> Result<BTreeMap<String, BTreeSet<String>>, Str
     let mut after: Option<String> = None;
     loop {
         // The engine's largest page of the memberships route.
-        let limit = quota_core::limits::users_page_max;
+        let limit = quota_core::limits::USERS_PAGE_MAX;
         let query = match &after {
             None => format!("limit={limit}"),
             Some(a) => format!("limit={limit}&after={}", segment(a)),
@@ -231,11 +231,11 @@ pub(super) fn sync(a: SyncGroupsArgs) -> Result<ExitCode, String> {
         Target::Remote { .. } => {
             let list: Vec<(&String, &BTreeSet<String>)> = changes.iter().collect();
             let bar = indicatif::ProgressBar::new(list.len() as u64);
-            if list.len() <= users_per_request {
+            if list.len() <= USERS_PER_REQUEST {
                 bar.set_draw_target(indicatif::ProgressDrawTarget::hidden());
             }
             let mut n = 0;
-            for part in list.chunks(users_per_request) {
+            for part in list.chunks(USERS_PER_REQUEST) {
                 let users: serde_json::Map<String, Value> =
                     part.iter().map(|(u, g)| ((*u).clone(), json!(g))).collect();
                 let body = json!({ "users": users, "complete": false }).to_string();

@@ -12,7 +12,7 @@ use crate::storage::host_tables;
 use crate::{engine, values};
 
 /// Rows read from the source and written to the target at a time.
-const page_rows: i64 = 5_000;
+const PAGE_ROWS: i64 = 5_000;
 
 /// The engine's tables (as its hosting contract lists them), then quota-hub's own.
 fn tables(db: &dyn Database) -> Vec<Table> {
@@ -157,7 +157,7 @@ fn copy_all(
         while offset < total {
             let rows = src
                 .query(
-                    &format!("SELECT {cols} FROM {table} ORDER BY {order} LIMIT {page_rows} OFFSET {offset}"),
+                    &format!("SELECT {cols} FROM {table} ORDER BY {order} LIMIT {PAGE_ROWS} OFFSET {offset}"),
                     &[],
                 )
                 .map_err(|e| format!("reading {table}: {e}"))?;

@@ -3,7 +3,7 @@
 use std::io::Write;
 use std::process::ExitCode;
 
-use quota_core::limits::batch_users_max;
+use quota_core::limits::BATCH_USERS_MAX;
 use serde_json::json;
 
 use crate::cli::QuotaArgs;
@@ -11,7 +11,7 @@ use crate::commands::quota_file::{self, Entry};
 use crate::commands::target::{segment, Target};
 
 /// Files with more rows than this get a progress bar.
-const progress_rows_min: usize = 300;
+const PROGRESS_ROWS_MIN: usize = 300;
 
 fn entries_of(a: &QuotaArgs, set: bool) -> Result<(Vec<Entry>, Vec<String>), String> {
     let cmd = if set { "set-quota" } else { "add-quota" };
@@ -54,7 +54,7 @@ pub(super) fn change_quota(a: QuotaArgs, set: bool) -> Result<ExitCode, String> 
         eprintln!("warning: {w}");
     }
     let mut target = Target::open(&a.target, false)?;
-    let bar = if entries.len() > progress_rows_min {
+    let bar = if entries.len() > PROGRESS_ROWS_MIN {
         indicatif::ProgressBar::new(entries.len() as u64)
     } else {
         indicatif::ProgressBar::hidden()
@@ -62,7 +62,7 @@ pub(super) fn change_quota(a: QuotaArgs, set: bool) -> Result<ExitCode, String> 
     let mut failures: Vec<String> = Vec::new();
     let mut succeeded = 0usize;
     if set {
-        for chunk in entries.chunks(batch_users_max) {
+        for chunk in entries.chunks(BATCH_USERS_MAX) {
             let users: Vec<_> = chunk
                 .iter()
                 .map(|e| match &a.expires {
@@ -126,7 +126,7 @@ fn failure(e: &Entry, msg: &str) -> String {
 }
 
 /// Users per request of `list-quota`: the engine's largest page of the admin list route.
-const list_page_users: usize = quota_core::limits::users_page_max;
+const LIST_PAGE_USERS: usize = quota_core::limits::USERS_PAGE_MAX;
 
 pub(super) fn list_quota(target: &mut Target) -> Result<ExitCode, String> {
     // Page by page (no single answer holds 50,000 users), then written line by line.
@@ -134,8 +134,8 @@ pub(super) fn list_quota(target: &mut Target) -> Result<ExitCode, String> {
     let mut after: Option<String> = None;
     loop {
         let query = match &after {
-            None => format!("limit={list_page_users}"),
-            Some(a) => format!("limit={list_page_users}&after={}", segment(a)),
+            None => format!("limit={LIST_PAGE_USERS}"),
+            Some(a) => format!("limit={LIST_PAGE_USERS}&after={}", segment(a)),
         };
         let v = target.ok("GET", &format!("/admin/api/quota/?{query}"), "")?;
         for u in v["users"].as_array().map(Vec::as_slice).unwrap_or_default() {

@@ -22,7 +22,7 @@ use crate::{engine, listen, schedule as scheduler};
 use crate::values::read_checked;
 
 /// How often the server copies the WAL into the database file.
-const checkpoint_interval_ms: u64 = 200;
+const CHECKPOINT_INTERVAL_MS: u64 = 200;
 
 pub(super) fn serve(a: ServeArgs) -> Result<ExitCode, String> {
     let rt = engine::runtime()?;
@@ -69,7 +69,7 @@ pub(super) fn serve(a: ServeArgs) -> Result<ExitCode, String> {
     }
     let _checkpointer = match &db {
         Db::Sqlite(path) => Some(
-            Checkpointer::start(&rt, path, Duration::from_millis(checkpoint_interval_ms))
+            Checkpointer::start(&rt, path, Duration::from_millis(CHECKPOINT_INTERVAL_MS))
                 .map_err(|e| format!("checkpointer: {e}"))?,
         ),
         // PostgreSQL checkpoints by itself.

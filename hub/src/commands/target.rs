@@ -19,7 +19,7 @@ pub enum Target {
 }
 
 /// Who local commands act as (the `created_by` of their audit rows).
-const local_caller: &str = "cli";
+const LOCAL_CALLER: &str = "cli";
 
 impl Target {
     pub fn open(t: &cli::Target, need_values: bool) -> Result<Target, String> {
@@ -45,7 +45,7 @@ impl Target {
         let rt = engine::runtime()?;
         let w = engine::worker(&rt, &db::parse(&t.db)?, &doc, true, None)?;
         let caller = Caller {
-            name: local_caller.into(),
+            name: LOCAL_CALLER.into(),
             admin: true,
             scopes: Vec::new(),
         };

@@ -59,7 +59,7 @@ pub fn run(command: TokenCommand) -> Result<ExitCode, String> {
 fn matching(all: &[TokenRecord], what: &str) -> Result<Vec<String>, String> {
     let what = what.trim();
     let hashes: Vec<String> = if let Some(rest) = what.strip_prefix("qh_") {
-        if rest.len() > tokens::prefix_chars {
+        if rest.len() > tokens::PREFIX_CHARS {
             // The whole secret (or more of it than is kept): by its hash.
             let hash = tokens::sha256_hex(what.as_bytes());
             all.iter()

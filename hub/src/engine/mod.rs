@@ -10,7 +10,7 @@ use crate::storage::db::Db;
 use crate::storage::host_tables;
 
 /// `scripts/build-wasm.sh` writes it; the binary carries it, so an operator deploys one file.
-static component: &[u8] = include_bytes!(concat!(
+static COMPONENT: &[u8] = include_bytes!(concat!(
     env!("CARGO_MANIFEST_DIR"),
     "/../target/wasm/quota-engine.wasm"
 ));
@@ -23,10 +23,10 @@ pub fn runtime() -> Result<Arc<Runtime>, String> {
     let limits = Limits::default();
     let dir = default_cache_dir().filter(|d| d.as_os_str() != "off");
     let Some(dir) = dir else {
-        return Runtime::from_bytes(component, limits).map_err(|e| format!("engine: {e}"));
+        return Runtime::from_bytes(COMPONENT, limits).map_err(|e| format!("engine: {e}"));
     };
     let (rt, outcome) =
-        Runtime::from_bytes_cached(component, limits, &dir).map_err(|e| format!("engine: {e}"))?;
+        Runtime::from_bytes_cached(COMPONENT, limits, &dir).map_err(|e| format!("engine: {e}"))?;
     tracing::debug!(target: "quota_hub", "engine: {outcome:?} (cache {})", dir.display());
     Ok(rt)
 }

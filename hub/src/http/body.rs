@@ -2,13 +2,13 @@
 
 use axum::body::Body;
 use http_body_util::BodyExt;
-use quota_core::limits::body_bytes_max;
+use quota_core::limits::BODY_BYTES_MAX;
 
 /// How much of an oversized body is read and thrown away before the 413 is sent. A client that
 /// does not send `Expect: 100-continue` (Python's http.client, many libraries) writes its whole
 /// body before reading; closing with its bytes unread makes the kernel reset the connection and
 /// the client never reads the answer. Past this, the connection is closed.
-pub const oversized_body_drain_bytes_max: usize = 16 << 20;
+pub const OVERSIZED_BODY_DRAIN_BYTES_MAX: usize = 16 << 20;
 
 /// The body, or `None` when it is larger than the engine takes (read to its end, or to
 /// [`oversized_body_drain_bytes_max`] past the limit, and thrown away).
@@ -29,11 +29,11 @@ pub(super) async fn read_body(
         let frame = frame.map_err(|e| e.to_string())?;
         let Ok(data) = frame.into_data() else { continue };
         seen = seen.saturating_add(data.len());
-        if seen <= body_bytes_max {
+        if seen <= BODY_BYTES_MAX {
             kept.extend_from_slice(&data);
-        } else if seen > body_bytes_max + oversized_body_drain_bytes_max {
+        } else if seen > BODY_BYTES_MAX + OVERSIZED_BODY_DRAIN_BYTES_MAX {
             break;
         }
     }
-    Ok((seen <= body_bytes_max).then_some(kept))
+    Ok((seen <= BODY_BYTES_MAX).then_some(kept))
 }

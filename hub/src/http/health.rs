@@ -20,14 +20,14 @@ use quota_host::{HostError, SqlError};
 use crate::engine::pool::{Kind, Pool};
 
 /// Below the base URL.
-pub const healthz_path: &str = "/healthz";
-pub const readyz_path: &str = "/readyz";
+pub const HEALTHZ_PATH: &str = "/healthz";
+pub const READYZ_PATH: &str = "/readyz";
 /// How long `readyz` waits for the database (Kubernetes' probe timeout defaults to 1 s; the
 /// chart gives it 3 s).
-pub const ready_check_ms: u64 = 2000;
+pub const READY_CHECK_MS: u64 = 2000;
 
 pub fn is_probe(path: &str) -> bool {
-    path == healthz_path || path == readyz_path
+    path == HEALTHZ_PATH || path == READYZ_PATH
 }
 
 fn body(status: StatusCode, value: serde_json::Value) -> Response {
@@ -58,7 +58,7 @@ pub async fn answer(pool: &Pool, method: &str, path: &str) -> Option<Response> {
             .insert(header::ALLOW, HeaderValue::from_static("GET, HEAD"));
         return Some(r);
     }
-    if path == healthz_path {
+    if path == HEALTHZ_PATH {
         return Some(body(StatusCode::OK, serde_json::json!({"status": "ok"})));
     }
     Some(match ready(pool).await {
@@ -87,11 +87,11 @@ async fn ready(pool: &Pool) -> Result<u32, String> {
             ))))
         }
     });
-    let deadline = Duration::from_millis(ready_check_ms);
+    let deadline = Duration::from_millis(READY_CHECK_MS);
     let version = match tokio::time::timeout(deadline, check).await {
         Err(_) => {
             return Err(format!(
-                "the database did not answer a read within {ready_check_ms} ms (locked, or unreachable)"
+                "the database did not answer a read within {READY_CHECK_MS} ms (locked, or unreachable)"
             ))
         }
         Ok(Err(e)) => return Err(e),

@@ -19,7 +19,7 @@ use axum::body::Body;
 use axum::extract::{Request, State};
 use axum::http::HeaderMap;
 use axum::response::Response;
-use quota_core::limits::body_bytes_max;
+use quota_core::limits::BODY_BYTES_MAX;
 use quota_core::refresh::Step;
 use quota_core::Timestamp;
 use quota_host::{HostError, Tx};
@@ -32,7 +32,7 @@ use crate::storage::host_tables::{self, IdempotencyKey, IdempotencyRecord};
 use crate::tokens;
 
 /// Longest `Idempotency-Key` accepted.
-const idempotency_key_chars_max: usize = 255;
+const IDEMPOTENCY_KEY_CHARS_MAX: usize = 255;
 
 pub fn router(app: Arc<App>) -> axum::Router {
     axum::Router::new().fallback(handle).with_state(app)
@@ -137,7 +137,7 @@ async fn answer(app: Arc<App>, req: Request, caller_name: Arc<std::sync::OnceLoc
         _ => app.clock.now(),
     };
     let secret = tokens::from_header(header_str(&headers, "authorization")).map(str::to_string);
-    if path == metrics::metrics_path {
+    if path == metrics::METRICS_PATH {
         return match &app.metrics {
             Some(m) => scrape::scrape(&app, m, &method, secret, now, caller_name).await,
             None => error(404, "Metrics are off on this server (--no-metrics)"),
@@ -146,10 +146,10 @@ async fn answer(app: Arc<App>, req: Request, caller_name: Arc<std::sync::OnceLoc
     let idempotency = match header_str(&headers, "idempotency-key") {
         Some(k) if method == "POST" => {
             let k = k.trim();
-            if k.is_empty() || k.len() > idempotency_key_chars_max {
+            if k.is_empty() || k.len() > IDEMPOTENCY_KEY_CHARS_MAX {
                 return error(
                     400,
-                    &format!("Idempotency-Key: must be 1 to {idempotency_key_chars_max} characters"),
+                    &format!("Idempotency-Key: must be 1 to {IDEMPOTENCY_KEY_CHARS_MAX} characters"),
                 );
             }
             Some(k.to_string())
@@ -164,7 +164,7 @@ async fn answer(app: Arc<App>, req: Request, caller_name: Arc<std::sync::OnceLoc
             Ok(s) => s,
             Err(_) => return error(400, "body: not valid UTF-8"),
         },
-        Ok(None) => " ".repeat(body_bytes_max + 1),
+        Ok(None) => " ".repeat(BODY_BYTES_MAX + 1),
         Err(e) => return error(400, &format!("body: could not be read: {e}")),
     };
 

@@ -10,24 +10,24 @@ use axum::response::{IntoResponse, Response};
 include!(concat!(env!("OUT_DIR"), "/assets.rs"));
 
 /// Where the assets are served, below the base URL.
-pub const static_prefix: &str = "/quota-static/";
+pub const STATIC_PREFIX: &str = "/quota-static/";
 /// The admin page, below the base URL.
-pub const admin_path: &str = "/admin/users";
+pub const ADMIN_PATH: &str = "/admin/users";
 /// The user page, below the base URL.
-pub const user_path: &str = "/quota";
+pub const USER_PATH: &str = "/quota";
 
 /// Nothing from elsewhere: scripts, styles, the engine's modules and the API are all this server's.
-const page_policy: &str = "default-src 'none'; script-src 'self' 'wasm-unsafe-eval'; \
+const PAGE_POLICY: &str = "default-src 'none'; script-src 'self' 'wasm-unsafe-eval'; \
     style-src 'self'; connect-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'none'; \
     frame-ancestors 'none'";
 
 /// The metrics label of `path` (below the base) when it is a page or an asset.
 pub fn route_label(path: &str) -> Option<&'static str> {
-    if path == admin_path {
-        Some(admin_path)
-    } else if path == user_path {
-        Some(user_path)
-    } else if path.starts_with(static_prefix) {
+    if path == ADMIN_PATH {
+        Some(ADMIN_PATH)
+    } else if path == USER_PATH {
+        Some(USER_PATH)
+    } else if path.starts_with(STATIC_PREFIX) {
         Some("/quota-static/{asset}")
     } else {
         None
@@ -36,8 +36,8 @@ pub fn route_label(path: &str) -> Option<&'static str> {
 
 /// The answer for `path` (below the base) when it is a page or an asset; None for the API.
 pub fn answer(method: &str, path: &str, base: &str) -> Option<Response> {
-    let asset = path.strip_prefix(static_prefix);
-    if path != admin_path && path != user_path && asset.is_none() {
+    let asset = path.strip_prefix(STATIC_PREFIX);
+    if path != ADMIN_PATH && path != USER_PATH && asset.is_none() {
         return None;
     }
     if method != "GET" && method != "HEAD" {
@@ -47,9 +47,9 @@ pub fn answer(method: &str, path: &str, base: &str) -> Option<Response> {
         return Some(r);
     }
     Some(match asset {
-        None if path == user_path => page(base, "My quota", "user.js", "pages/user-main.html"),
+        None if path == USER_PATH => page(base, "My quota", "user.js", "pages/user-main.html"),
         None => page(base, "Users", "admin.js", "pages/admin-main.html"),
-        Some(name) => match assets.iter().find(|(n, _)| *n == name) {
+        Some(name) => match ASSETS.iter().find(|(n, _)| *n == name) {
             Some((n, bytes)) => (
                 [
                     (header::CONTENT_TYPE, content_type(n)),
@@ -75,14 +75,14 @@ fn shell(title: &str, script: &str, main: &str) -> String {
 
 fn page(base: &str, title: &str, script: &str, main: &str) -> Response {
     let template = shell(title, script, main);
-    let statics = format!("{base}{static_prefix}");
+    let statics = format!("{base}{STATIC_PREFIX}");
     let config = serde_json::json!({ "base": base, "auth": "token", "static": statics });
     let html = fill(&template, &statics, &config);
     (
         [
             (header::CONTENT_TYPE, "text/html; charset=utf-8"),
             (header::CACHE_CONTROL, "no-store"),
-            (header::CONTENT_SECURITY_POLICY, page_policy),
+            (header::CONTENT_SECURITY_POLICY, PAGE_POLICY),
             (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
             (header::REFERRER_POLICY, "no-referrer"),
         ],
@@ -92,7 +92,7 @@ fn page(base: &str, title: &str, script: &str, main: &str) -> Response {
 }
 
 fn asset_text(name: &str) -> &'static str {
-    let bytes = assets
+    let bytes = ASSETS
         .iter()
         .find(|(n, _)| *n == name)
         .map(|(_, b)| *b)
@@ -169,13 +169,13 @@ mod tests {
             "gen/quota-engine.js",
             "gen/modules.json",
         ] {
-            assert!(assets.iter().any(|(n, _)| *n == name), "{name} is not built in");
+            assert!(ASSETS.iter().any(|(n, _)| *n == name), "{name} is not built in");
         }
         let modules: Vec<String> =
             serde_json::from_str(asset_text("gen/modules.json")).expect("modules.json");
         for m in modules {
             assert!(
-                assets.iter().any(|(n, _)| *n == format!("gen/{m}")),
+                ASSETS.iter().any(|(n, _)| *n == format!("gen/{m}")),
                 "gen/{m} is not built in"
             );
         }

@@ -6,14 +6,14 @@ pub fn route_label(base: &str, full_path: &str) -> &'static str {
     let Some(path) = full_path.strip_prefix(base).filter(|p| p.starts_with('/')) else {
         return "unmatched";
     };
-    if path == crate::metrics::metrics_path {
-        return crate::metrics::metrics_path;
+    if path == crate::metrics::METRICS_PATH {
+        return crate::metrics::METRICS_PATH;
     }
-    if path == super::health::healthz_path {
-        return super::health::healthz_path;
+    if path == super::health::HEALTHZ_PATH {
+        return super::health::HEALTHZ_PATH;
     }
-    if path == super::health::readyz_path {
-        return super::health::readyz_path;
+    if path == super::health::READYZ_PATH {
+        return super::health::READYZ_PATH;
     }
     if let Some(page) = super::pages::route_label(path) {
         return page;

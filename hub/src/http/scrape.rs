@@ -39,7 +39,7 @@ pub(super) async fn scrape(
                 return Ok(Err(401));
             };
             let _ = caller_name.set(caller.name.clone());
-            if !caller.admin && !caller.scopes.iter().any(|s| s == metrics::scope_metrics) {
+            if !caller.admin && !caller.scopes.iter().any(|s| s == metrics::SCOPE_METRICS) {
                 return Ok(Err(403));
             }
             let active = tx.active_sessions()?;
@@ -74,7 +74,7 @@ pub(super) async fn scrape(
             };
             (
                 StatusCode::OK,
-                [(header::CONTENT_TYPE, metrics::content_type)],
+                [(header::CONTENT_TYPE, metrics::CONTENT_TYPE)],
                 metrics.render(&active, &budgets, &statuses, app.pool.write_load.now()),
             )
                 .into_response()

@@ -34,10 +34,10 @@ pub struct RuleStatus {
     pub last_success: Option<quota_core::Timestamp>,
 }
 
-pub const content_type: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
 
 /// The scope that lets a token (a Prometheus scraper's) read the metrics and nothing else.
-pub const scope_metrics: &str = "quota:metrics";
+pub const SCOPE_METRICS: &str = "quota:metrics";
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct GateLabels {
@@ -410,4 +410,4 @@ fn method_label(method: &str) -> &'static str {
 }
 
 /// Below the base URL.
-pub const metrics_path: &str = "/metrics";
+pub const METRICS_PATH: &str = "/metrics";

@@ -8,7 +8,7 @@ use prometheus_client::metrics::counter::ConstCounter;
 use prometheus_client::metrics::gauge::ConstGauge;
 
 /// Clock ticks per second of `/proc/<pid>/stat`'s times (USER_HZ: 100 on every Linux build).
-const user_hz: f64 = 100.0;
+const USER_HZ: f64 = 100.0;
 
 #[derive(Debug, Default)]
 pub struct ProcessCollector;
@@ -60,8 +60,8 @@ pub fn sample() -> Option<Sample> {
             .and_then(|v| v.parse().ok())
     });
     Some(Sample {
-        cpu_seconds: (utime + stime) / user_hz,
-        start_time_seconds: boot + starttime / user_hz,
+        cpu_seconds: (utime + stime) / USER_HZ,
+        start_time_seconds: boot + starttime / USER_HZ,
         resident_bytes: rss_kb * 1024.0,
         virtual_bytes: vsize,
         threads,

@@ -5,7 +5,7 @@
 use serde_json::{json, Map, Value};
 
 /// Longest CronJob name Kubernetes accepts (its Jobs get an 11-character suffix).
-const cronjob_name_chars_max: usize = 52;
+const CRONJOB_NAME_CHARS_MAX: usize = 52;
 
 /// `<prefix>-refresh-<rule>`: the prefix is the Helm release's full name in the chart, `quota` by
 /// default here, so two installations in one namespace never share a CronJob.
@@ -14,7 +14,7 @@ pub fn cronjob_name(prefix: &str, rule: &str) -> String {
 }
 /// How long after its scheduled time a Job may still start; its run id is the latest fire time
 /// within this window (plus a minute of clock skew).
-pub const starting_deadline_seconds: i64 = 300;
+pub const STARTING_DEADLINE_SECONDS: i64 = 300;
 
 /// The values file's rules (`custom.quota.refreshRules`), in the file's order.
 pub fn rules(values: &Value) -> Vec<(String, Value)> {
@@ -65,9 +65,9 @@ pub fn bad_name(prefix: &str, rule: &str) -> Option<String> {
             suggest(rule)
         ));
     }
-    if name.len() > cronjob_name_chars_max {
+    if name.len() > CRONJOB_NAME_CHARS_MAX {
         return Some(format!(
-            "refresh rule `{rule}`: the CronJob name `{name}` is {} characters, Kubernetes allows {cronjob_name_chars_max}",
+            "refresh rule `{rule}`: the CronJob name `{name}` is {} characters, Kubernetes allows {CRONJOB_NAME_CHARS_MAX}",
             name.len()
         ));
     }
@@ -184,7 +184,7 @@ fn cronjob(rule: &str, fragment: &Value, o: &Options<'_>) -> Value {
             "schedule": schedule,
             "timeZone": "Etc/UTC",
             "concurrencyPolicy": "Forbid",
-            "startingDeadlineSeconds": starting_deadline_seconds,
+            "startingDeadlineSeconds": STARTING_DEADLINE_SECONDS,
             "successfulJobsHistoryLimit": 3,
             "failedJobsHistoryLimit": 3,
             "jobTemplate": {
@@ -211,7 +211,7 @@ fn cronjob(rule: &str, fragment: &Value, o: &Options<'_>) -> Value {
                                     "refresh", rule,
                                     "--url", o.hub_url,
                                     "--rule-json", fragment.to_string(),
-                                    "--scheduled-within", (starting_deadline_seconds + 60).to_string(),
+                                    "--scheduled-within", (STARTING_DEADLINE_SECONDS + 60).to_string(),
                                 ],
                                 "env": [{
                                     "name": "QUOTA_HUB_TOKEN",

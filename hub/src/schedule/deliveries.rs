@@ -16,21 +16,21 @@ use crate::engine::pool::Kind;
 use crate::log::info;
 
 /// A receiver has this long to answer (credit model 2: "2xx within 10 s is delivered").
-const send_timeout: Duration = Duration::from_secs(10);
+const SEND_TIMEOUT: Duration = Duration::from_secs(10);
 /// A batch stops being sent after this long and is reported: with one send's 10 s it ends within
 /// the engine's 30 s hold.
-const batch_seconds_max: u64 = 15;
+const BATCH_SECONDS_MAX: u64 = 15;
 /// Events asked for per step.
-const batch_events: u64 = 200;
+const BATCH_EVENTS: u64 = 200;
 /// How often an idle webhook looks for new events.
-const idle_poll: Duration = Duration::from_secs(1);
+const IDLE_POLL: Duration = Duration::from_secs(1);
 
 /// The delivery task's caller: a service with the refresh scope, as the sweep's.
 fn deliverer() -> quota_core::Caller {
     quota_core::Caller {
         name: "quota-hub".into(),
         admin: false,
-        scopes: vec![quota_core::api::scope_refresh.to_string()],
+        scopes: vec![quota_core::api::SCOPE_REFRESH.to_string()],
     }
 }
 
@@ -112,7 +112,7 @@ struct Report {
 
 impl Report {
     fn body(&self, holder: &str) -> Value {
-        let mut b = json!({ "holder": holder, "limit": batch_events });
+        let mut b = json!({ "holder": holder, "limit": BATCH_EVENTS });
         if let Some(d) = self.delivered_through {
             b["delivered_through"] = json!(d);
         }
@@ -126,7 +126,7 @@ impl Report {
 async fn deliver_forever(app: Arc<App>, name: String, holder: Arc<String>) {
     let agent: ureq::Agent = ureq::Agent::config_builder()
         .http_status_as_error(false)
-        .timeout_global(Some(send_timeout))
+        .timeout_global(Some(SEND_TIMEOUT))
         .user_agent(concat!("quota-hub/", env!("CARGO_PKG_VERSION")))
         .build()
         .into();
@@ -142,7 +142,7 @@ async fn deliver_forever(app: Arc<App>, name: String, holder: Arc<String>) {
                     info!("webhook {name}: delivery step failed (tried again): {e}");
                     last_problem = e;
                 }
-                tokio::time::sleep(idle_poll).await;
+                tokio::time::sleep(IDLE_POLL).await;
                 continue;
             }
         };
@@ -162,7 +162,7 @@ async fn deliver_forever(app: Arc<App>, name: String, holder: Arc<String>) {
                     let secs = at.seconds() - app.clock.now().seconds();
                     Duration::from_secs(secs.clamp(0, 60) as u64).max(Duration::from_millis(200))
                 }
-                None => idle_poll,
+                None => IDLE_POLL,
             };
             tokio::time::sleep(wait).await;
             continue;
@@ -197,7 +197,7 @@ fn send_batch(
     for e in events {
         let id = e["id"].as_i64().unwrap_or(0);
         let body = e["body"].as_str().unwrap_or_default();
-        if started.elapsed().as_secs() >= batch_seconds_max {
+        if started.elapsed().as_secs() >= BATCH_SECONDS_MAX {
             break;
         }
         let outcome = match &secret {

@@ -19,7 +19,7 @@ use crate::log::info;
 use crate::metrics::RuleStatus;
 
 /// How far back a server looks for a run it missed.
-const missed_lookback_seconds: i64 = 7 * 24 * 60 * 60;
+const MISSED_LOOKBACK_SECONDS: i64 = 7 * 24 * 60 * 60;
 
 /// `rule@2026-11-22T10:00:00Z`.
 pub fn run_id(rule: &str, at: Timestamp) -> String {
@@ -28,7 +28,7 @@ pub fn run_id(rule: &str, at: Timestamp) -> String {
 
 /// The last fire time of `rule` at or before `now`, within the lookback (the engine's cron).
 pub fn previous_fire(w: &mut Worker, rule: &str, now: Timestamp) -> Result<Option<Timestamp>, HostError> {
-    let mut t = now.plus_seconds(-missed_lookback_seconds);
+    let mut t = now.plus_seconds(-MISSED_LOOKBACK_SECONDS);
     let mut last = None;
     while let Some(next) = w.next_fire(rule, t)? {
         if next > now {
@@ -41,7 +41,7 @@ pub fn previous_fire(w: &mut Worker, rule: &str, now: Timestamp) -> Result<Optio
 }
 
 /// How many of a rule's latest fire times the metrics look through for the last applied run.
-const metrics_fires_checked: usize = 32;
+const METRICS_FIRES_CHECKED: usize = 32;
 
 /// The fire times of `rule` at or before `now`, oldest first: the window widens from an hour until
 /// it holds [`metrics_fires_checked`] of them or reaches the lookback, so a rule that fires every
@@ -49,7 +49,7 @@ const metrics_fires_checked: usize = 32;
 fn recent_fires(w: &mut Worker, rule: &str, now: Timestamp) -> Result<Vec<Timestamp>, HostError> {
     let mut window = 3600;
     loop {
-        let window_s = window.min(missed_lookback_seconds);
+        let window_s = window.min(MISSED_LOOKBACK_SECONDS);
         let mut t = now.plus_seconds(-window_s);
         let mut fires = Vec::new();
         while let Some(next) = w.next_fire(rule, t)? {
@@ -59,8 +59,8 @@ fn recent_fires(w: &mut Worker, rule: &str, now: Timestamp) -> Result<Vec<Timest
             fires.push(next);
             t = next;
         }
-        if fires.len() >= metrics_fires_checked || window_s == missed_lookback_seconds {
-            let keep = fires.len().saturating_sub(metrics_fires_checked);
+        if fires.len() >= METRICS_FIRES_CHECKED || window_s == MISSED_LOOKBACK_SECONDS {
+            let keep = fires.len().saturating_sub(METRICS_FIRES_CHECKED);
             return Ok(fires.split_off(keep));
         }
         window *= 4;

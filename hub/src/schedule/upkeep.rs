@@ -12,15 +12,15 @@ use crate::storage::host_tables;
 use crate::tokens::{import as token_import, rows as token_rows};
 
 /// Idempotency-Key replays are kept at least 24 hours; older ones are purged hourly.
-const replay_keep_seconds: i64 = 48 * 60 * 60;
-const purge_interval_seconds: u64 = 60 * 60;
+const REPLAY_KEEP_SECONDS: i64 = 48 * 60 * 60;
+const PURGE_INTERVAL_SECONDS: u64 = 60 * 60;
 
 /// Forgets old Idempotency-Key replays, hourly.
 pub async fn purge_replays_forever(app: Arc<App>) {
-    let mut tick = tokio::time::interval(Duration::from_secs(purge_interval_seconds));
+    let mut tick = tokio::time::interval(Duration::from_secs(PURGE_INTERVAL_SECONDS));
     loop {
         tick.tick().await;
-        let before = app.clock.now().plus_seconds(-replay_keep_seconds);
+        let before = app.clock.now().plus_seconds(-REPLAY_KEEP_SECONDS);
         match app
             .pool
             .run(Kind::Write, move |w| {
@@ -37,11 +37,11 @@ pub async fn purge_replays_forever(app: Arc<App>) {
 }
 
 /// How often the tokens' `last_used` is written (the "at most once a minute").
-const token_use_interval_seconds: u64 = 60;
+const TOKEN_USE_INTERVAL_SECONDS: u64 = 60;
 
 /// How often `serve --tokens FILE` reads FILE and the secrets it names again (a Kubernetes Secret
 /// mounted as files changes in place, within about a minute of its update).
-const tokens_poll_interval_seconds: u64 = 5;
+const TOKENS_POLL_INTERVAL_SECONDS: u64 = 5;
 
 /// Re-imports `--tokens FILE` whenever it or a secret it names says something else than what was
 /// imported last (`imported`, as read at start): a rotated Secret takes effect without a restart.
@@ -51,7 +51,7 @@ pub async fn follow_tokens_forever(
     path: std::path::PathBuf,
     mut imported: Vec<token_import::Imported>,
 ) {
-    let mut tick = tokio::time::interval(Duration::from_secs(tokens_poll_interval_seconds));
+    let mut tick = tokio::time::interval(Duration::from_secs(TOKENS_POLL_INTERVAL_SECONDS));
     let mut last_problem = String::new();
     sort(&mut imported);
     loop {
@@ -104,7 +104,7 @@ pub async fn follow_tokens_forever(
 
 /// Writes the tokens' `last_used` once a minute.
 pub async fn record_token_use_forever(app: Arc<App>) {
-    let mut tick = tokio::time::interval(Duration::from_secs(token_use_interval_seconds));
+    let mut tick = tokio::time::interval(Duration::from_secs(TOKEN_USE_INTERVAL_SECONDS));
     loop {
         tick.tick().await;
         record_token_use(&app).await;
@@ -139,14 +139,14 @@ pub async fn record_token_use(app: &App) {
 /// How often the server runs the sweep: due grants written off (credit model 2: "every minute" at
 /// least), `session.ending` and `grant.expiring` warnings written (at most this late), old events
 /// purged.
-const sweep_interval_seconds: u64 = 10;
+const SWEEP_INTERVAL_SECONDS: u64 = 10;
 
 /// The sweep's caller: a service with the refresh scope, as a CronJob calling the route would be.
 fn sweeper() -> quota_core::Caller {
     quota_core::Caller {
         name: "quota-hub".into(),
         admin: false,
-        scopes: vec![quota_core::api::scope_refresh.to_string()],
+        scopes: vec![quota_core::api::SCOPE_REFRESH.to_string()],
     }
 }
 
@@ -185,7 +185,7 @@ pub async fn sweep(app: &Arc<App>) -> Result<(), String> {
 
 /// The sweep, every 10 seconds (each run is idempotent: replicas on one database may all run it).
 pub async fn sweep_forever(app: Arc<App>) {
-    let mut tick = tokio::time::interval(Duration::from_secs(sweep_interval_seconds));
+    let mut tick = tokio::time::interval(Duration::from_secs(SWEEP_INTERVAL_SECONDS));
     tick.tick().await;
     loop {
         tick.tick().await;

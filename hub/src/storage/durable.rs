@@ -6,7 +6,7 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 /// File systems container runtimes give a container's root (its writable layer).
-const container_layers: [&str; 3] = ["overlay", "aufs", "fuse.fuse-overlayfs"];
+const CONTAINER_LAYERS: [&str; 3] = ["overlay", "aufs", "fuse.fuse-overlayfs"];
 
 /// The type of the file system mounted at `/` in `mountinfo` (the last mount there wins).
 pub fn root_fs_type(mountinfo: &str) -> Option<String> {
@@ -28,7 +28,7 @@ pub fn root_fs_type(mountinfo: &str) -> Option<String> {
 /// on the same device as `/` (no volume mounted over it). None otherwise.
 pub fn on_container_layer(path: &Path) -> Option<String> {
     let kind = root_fs_type(&std::fs::read_to_string("/proc/self/mountinfo").ok()?)?;
-    if !container_layers.contains(&kind.as_str()) {
+    if !CONTAINER_LAYERS.contains(&kind.as_str()) {
         return None;
     }
     let mut p: PathBuf = std::path::absolute(path).ok()?;

@@ -9,7 +9,7 @@ use quota_host::{Database, Dialect, HostError, SqlValue, Tx};
 
 /// quota-hub's tables, created if missing (idempotent), as SQLite writes them; [`schema`] gives them
 /// in the database's dialect.
-const sqlite_schema: &[&str] = &[
+const SQLITE_SCHEMA: &[&str] = &[
     "CREATE TABLE IF NOT EXISTS api_tokens (
         hash TEXT PRIMARY KEY,
         name TEXT NOT NULL,
@@ -116,7 +116,7 @@ impl Sql for dyn Database + '_ {
 /// [`sqlite_schema`] in `dialect`: on PostgreSQL integers are `bigint` (as the engine's) and every
 /// table has a row id of its own.
 fn schema(dialect: Dialect) -> Vec<String> {
-    let statements = sqlite_schema.iter().map(|s| s.to_string());
+    let statements = SQLITE_SCHEMA.iter().map(|s| s.to_string());
     match dialect {
         Dialect::Sqlite => statements.collect(),
         Dialect::Postgres => statements
@@ -142,7 +142,7 @@ pub fn ensure_schema(db: &mut dyn Database) -> Result<(), HostError> {
 /// Columns added to `api_tokens` after quota-hub 0.1.0 (token list, expiry, revoke by prefix,
 /// imported secrets), added to an older table; its tokens keep working, with no prefix, expiry or
 /// last use, issued (not imported). (column, SQLite type, PostgreSQL type).
-const token_columns_added: [(&str, &str, &str); 4] = [
+const TOKEN_COLUMNS_ADDED: [(&str, &str, &str); 4] = [
     ("prefix", "TEXT", "TEXT"),
     ("expires_at", "INTEGER", "BIGINT"),
     ("last_used", "INTEGER", "BIGINT"),
@@ -160,7 +160,7 @@ fn add_token_columns(db: &mut dyn Database) -> Result<(), HostError> {
         )?,
     };
     let present: Vec<&str> = present.iter().filter_map(|r| r.first()?.as_text()).collect();
-    for (column, sqlite_type, postgres_type) in token_columns_added {
+    for (column, sqlite_type, postgres_type) in TOKEN_COLUMNS_ADDED {
         if present.contains(&column) {
             continue;
         }

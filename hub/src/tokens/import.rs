@@ -24,10 +24,10 @@ use crate::storage::host_tables::Sql;
 use crate::tokens;
 
 /// The scopes a token may have (as `token issue --scope`).
-pub const scopes_known: [&str; 4] = ["quota:sessions", "quota:refresh", "quota:admin", "quota:metrics"];
+pub const SCOPES_KNOWN: [&str; 4] = ["quota:sessions", "quota:refresh", "quota:admin", "quota:metrics"];
 /// A secret shorter than this is refused: it could be guessed (`token issue` makes 67 characters).
-pub const secret_chars_min: usize = 32;
-pub const secret_chars_max: usize = 1024;
+pub const SECRET_CHARS_MIN: usize = 32;
+pub const SECRET_CHARS_MAX: usize = 1024;
 
 /// One token to import: its record without times, and its secret's hash.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -106,10 +106,10 @@ fn one(
         Some(serde_json::Value::Array(list)) => {
             for (j, s) in list.iter().enumerate() {
                 match s.as_str() {
-                    Some(s) if scopes_known.contains(&s) => scopes.push(s.to_string()),
+                    Some(s) if SCOPES_KNOWN.contains(&s) => scopes.push(s.to_string()),
                     _ => problems.push(format!(
                         "{at}.scopes[{j}]: {s} is not a scope ({})",
-                        scopes_known.join(", ")
+                        SCOPES_KNOWN.join(", ")
                     )),
                 }
             }
@@ -139,9 +139,9 @@ fn one(
         // A file (or a Secret's key) usually ends with a newline.
         let s = s.trim_end_matches(['\n', '\r']).to_string();
         let n = s.chars().count();
-        if !(secret_chars_min..=secret_chars_max).contains(&n) {
+        if !(SECRET_CHARS_MIN..=SECRET_CHARS_MAX).contains(&n) {
             Err(format!(
-                "{at}: the secret is {n} characters; it must be {secret_chars_min} to {secret_chars_max}"
+                "{at}: the secret is {n} characters; it must be {SECRET_CHARS_MIN} to {SECRET_CHARS_MAX}"
             ))
         } else if s.chars().any(|c| c.is_whitespace() || c.is_control()) {
             Err(format!("{at}: the secret holds whitespace or control characters"))
@@ -156,8 +156,8 @@ fn one(
             scopes,
             hash: tokens::sha256_hex(secret.as_bytes()),
             prefix: secret
-                .strip_prefix(tokens::token_prefix)
-                .and_then(|rest| rest.get(..tokens::prefix_chars))
+                .strip_prefix(tokens::TOKEN_PREFIX)
+                .and_then(|rest| rest.get(..tokens::PREFIX_CHARS))
                 .map(str::to_string),
         }),
         Ok(_) => Err(problems),

@@ -13,9 +13,9 @@ use rows::TokenRecord;
 use sha2::{Digest, Sha256};
 
 /// Bytes of randomness in a token.
-const token_random_bytes: usize = 32;
+const TOKEN_RANDOM_BYTES: usize = 32;
 /// Every token starts so; a leaked one is easy to recognise in a scan.
-pub const token_prefix: &str = "qh_";
+pub const TOKEN_PREFIX: &str = "qh_";
 
 fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
@@ -33,14 +33,14 @@ pub fn constant_time_eq(a: &str, b: &str) -> bool {
 
 /// A new secret.
 pub fn generate() -> Result<String, String> {
-    let mut buf = [0u8; token_random_bytes];
+    let mut buf = [0u8; TOKEN_RANDOM_BYTES];
     getrandom::fill(&mut buf).map_err(|e| format!("no randomness for a token: {e}"))?;
-    Ok(format!("{token_prefix}{}", hex(&buf)))
+    Ok(format!("{TOKEN_PREFIX}{}", hex(&buf)))
 }
 
 /// Characters of the secret after `qh_` kept to tell tokens apart (`token list`, `token revoke`):
 /// 32 of its 256 random bits.
-pub const prefix_chars: usize = 8;
+pub const PREFIX_CHARS: usize = 8;
 
 /// Creates a token for `name` and returns its secret (stored only as its hash). `expires_in`:
 /// seconds from `now` after which it is refused.
@@ -63,7 +63,7 @@ pub fn issue(
         admin,
         scopes: scopes.to_vec(),
         created_at: now,
-        prefix: Some(secret[token_prefix.len()..token_prefix.len() + prefix_chars].to_string()),
+        prefix: Some(secret[TOKEN_PREFIX.len()..TOKEN_PREFIX.len() + PREFIX_CHARS].to_string()),
         expires_at: expires_in.map(|s| Timestamp(now.seconds().saturating_add(s))),
         last_used: None,
         imported: false,

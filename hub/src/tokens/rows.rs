@@ -33,7 +33,7 @@ impl TokenRecord {
     }
 }
 
-const columns: &str = "hash, name, admin, scopes, created_at, prefix, expires_at, last_used, imported";
+const COLUMNS: &str = "hash, name, admin, scopes, created_at, prefix, expires_at, last_used, imported";
 
 fn opt_int(v: &SqlValue) -> Result<Option<Timestamp>, HostError> {
     match v {
@@ -72,7 +72,7 @@ fn opt_seconds(t: Option<Timestamp>) -> SqlValue {
 
 pub fn put_token(db: &mut (impl Sql + ?Sized), t: &TokenRecord) -> Result<(), HostError> {
     db.run(
-        &format!("INSERT INTO api_tokens ({columns}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)"),
+        &format!("INSERT INTO api_tokens ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)"),
         &[
             t.hash.as_str().into(),
             t.name.as_str().into(),
@@ -90,7 +90,7 @@ pub fn put_token(db: &mut (impl Sql + ?Sized), t: &TokenRecord) -> Result<(), Ho
 
 pub fn find_token(db: &mut (impl Sql + ?Sized), hash: &str) -> Result<Option<TokenRecord>, HostError> {
     let rows = db.run(
-        &format!("SELECT {columns} FROM api_tokens WHERE hash = ?1"),
+        &format!("SELECT {COLUMNS} FROM api_tokens WHERE hash = ?1"),
         &[hash.into()],
     )?;
     rows.first().map(|r| record(r)).transpose()
@@ -99,7 +99,7 @@ pub fn find_token(db: &mut (impl Sql + ?Sized), hash: &str) -> Result<Option<Tok
 /// Every token, by name, then creation time.
 pub fn list_tokens(db: &mut (impl Sql + ?Sized)) -> Result<Vec<TokenRecord>, HostError> {
     db.run(
-        &format!("SELECT {columns} FROM api_tokens ORDER BY name, created_at, hash"),
+        &format!("SELECT {COLUMNS} FROM api_tokens ORDER BY name, created_at, hash"),
         &[],
     )?
     .iter()

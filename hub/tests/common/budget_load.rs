@@ -7,20 +7,20 @@ use std::sync::Arc;
 use super::{http, json};
 
 /// Credits the budget holds: room for exactly `funded / cost` running sessions.
-pub const funded: i64 = 500;
+pub const FUNDED: i64 = 500;
 /// Every start asks 20 minutes of CPU at 1 credit a minute.
-pub const cost: i64 = 20;
+pub const COST: i64 = 20;
 /// A member may hold three such sessions at once.
-pub const member_limit: i64 = 60;
-pub const clients: usize = 16;
+pub const MEMBER_LIMIT: i64 = 60;
+pub const CLIENTS: usize = 16;
 /// Starts per client: 16 x 4 = 64 attempts for 25 places.
-const starts_each: usize = 4;
+const STARTS_EACH: usize = 4;
 
 /// The values file the servers run with.
 pub fn values() -> serde_json::Value {
     serde_json::json!({"custom": {"authMode": "github", "quota": {
         "cpuRate": 1, "minimumToStart": 1, "defaultQuota": 0,
-        "budgets": {"course": {"groups": ["students"], "memberLimit": member_limit}}}}})
+        "budgets": {"course": {"groups": ["students"], "memberLimit": MEMBER_LIMIT}}}}})
 }
 
 /// What the load saw: starts allowed, and every refusal's text.
@@ -33,7 +33,7 @@ pub struct Seen {
 /// each client through the replicas in turn, all at once.
 pub fn run(urls: &[String], admin: &str, hub: &str) -> Seen {
     let agent = super::agent();
-    let body = format!(r#"{{"action": "set", "amount": {funded}}}"#);
+    let body = format!(r#"{{"action": "set", "amount": {FUNDED}}}"#);
     let (st, b) = http(
         &agent,
         "POST",
@@ -44,16 +44,16 @@ pub fn run(urls: &[String], admin: &str, hub: &str) -> Seen {
     );
     assert_eq!(st, 200, "{b}");
     let urls = Arc::new(urls.to_vec());
-    let threads: Vec<_> = (0..clients)
+    let threads: Vec<_> = (0..CLIENTS)
         .map(|c| {
             let (urls, hub) = (urls.clone(), hub.to_string());
             std::thread::spawn(move || {
                 let agent = super::agent();
                 let mut out = Vec::new();
-                for r in 0..starts_each {
+                for r in 0..STARTS_EACH {
                     let base = &urls[(c + r) % urls.len()];
                     let start = format!(
-                        r#"{{"username": "s{c}", "runtime_minutes": {cost}, "server_name": "r{r}",
+                        r#"{{"username": "s{c}", "runtime_minutes": {COST}, "server_name": "r{r}",
                             "groups": ["students"], "budget": "course"}}"#
                     );
                     let answer = http(
@@ -94,10 +94,10 @@ pub fn run(urls: &[String], admin: &str, hub: &str) -> Seen {
 pub fn refusal_texts() -> [String; 2] {
     [
         format!(
-            "Cannot start container: Insufficient quota in budget course. Current balance: {funded} ({funded} reserved by running servers), estimated cost: {cost} (1 quota/min x {cost} min). Please contact administrator to add quota."
+            "Cannot start container: Insufficient quota in budget course. Current balance: {FUNDED} ({FUNDED} reserved by running servers), estimated cost: {COST} (1 quota/min x {COST} min). Please contact administrator to add quota."
         ),
         format!(
-            "Cannot start container: monthly limit of budget course reached. Spent this month: 0 ({member_limit} reserved), limit: {member_limit}, estimated cost: {cost}."
+            "Cannot start container: monthly limit of budget course reached. Spent this month: 0 ({MEMBER_LIMIT} reserved), limit: {MEMBER_LIMIT}, estimated cost: {COST}."
         ),
     ]
 }
@@ -108,15 +108,15 @@ pub fn refusal_texts() -> [String; 2] {
 pub fn check_and_end(seen: &Seen, urls: &[String], hub: &str) -> usize {
     assert_eq!(
         seen.allowed.len() as i64,
-        funded / cost,
+        FUNDED / COST,
         "the budget held exactly what it could pay for"
     );
     let mut per_member = std::collections::BTreeMap::<&str, i64>::new();
     for (user, _) in &seen.allowed {
-        *per_member.entry(user).or_default() += cost;
+        *per_member.entry(user).or_default() += COST;
     }
     assert!(
-        per_member.values().all(|r| *r <= member_limit),
+        per_member.values().all(|r| *r <= MEMBER_LIMIT),
         "a member past its limit: {per_member:?}"
     );
     let texts = refusal_texts();
@@ -140,7 +140,7 @@ pub fn check_and_end(seen: &Seen, urls: &[String], hub: &str) -> usize {
 }
 
 /// Every account (user or budget) whose balance is not the sum of its ledger: none after the load.
-pub const mismatches_sql: &str = "SELECT u.username FROM users u
+pub const MISMATCHES_SQL: &str = "SELECT u.username FROM users u
      LEFT JOIN transactions t ON t.username = u.username AND t.budget IS NULL
      GROUP BY u.username, u.balance HAVING u.balance <> COALESCE(SUM(t.amount), 0)
      UNION ALL SELECT b.name FROM budgets b LEFT JOIN transactions t ON t.budget = b.name
@@ -148,5 +148,5 @@ pub const mismatches_sql: &str = "SELECT u.username FROM users u
 
 /// The budget's balance after every session ended at once: each billed one minute.
 pub fn balance_after(ended: usize) -> i64 {
-    funded - ended as i64
+    FUNDED - ended as i64
 }

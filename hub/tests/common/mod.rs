@@ -1,6 +1,6 @@
 //! Shared by the server's integration tests: launch the real `quota-hub` binary on a free loopback
 //! port over a temporary SQLite file, issue tokens with its CLI, talk HTTP, dump the database.
-#![allow(dead_code, non_upper_case_globals)]
+#![allow(dead_code)]
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -11,9 +11,9 @@ use std::time::{Duration, Instant};
 use quota_host::contract::Table;
 use quota_host::{Limits, Runtime, SqliteDb, SqliteOptions};
 
-pub const bin: &str = env!("CARGO_BIN_EXE_quota-hub");
+pub const BIN: &str = env!("CARGO_BIN_EXE_quota-hub");
 /// How long a test waits for a condition (a line in the log, a server to start) before failing.
-pub const patience: Duration = Duration::from_secs(60);
+pub const PATIENCE: Duration = Duration::from_secs(60);
 
 pub fn workspace() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
@@ -39,7 +39,7 @@ impl Lines {
     /// The first line (seen so far or later) satisfying `pred`; panics after `patience`.
     pub fn wait_for(&self, what: &str, pred: impl Fn(&str) -> bool) -> String {
         let (lock, cv) = &*self.0;
-        let deadline = Instant::now() + patience;
+        let deadline = Instant::now() + PATIENCE;
         let mut lines = lock.lock().expect("lines");
         loop {
             if let Some(l) = lines.iter().find(|l| pred(l)) {
@@ -48,7 +48,7 @@ impl Lines {
             let left = deadline.saturating_duration_since(Instant::now());
             assert!(
                 !left.is_zero(),
-                "no line {what} within {patience:?}; got:\n{}",
+                "no line {what} within {PATIENCE:?}; got:\n{}",
                 lines.join("\n")
             );
             lines = cv.wait_timeout(lines, left).expect("lines").0;
@@ -89,7 +89,7 @@ impl Server {
 
     /// A server on any `--db` URL (`postgres://...`); `db` is then empty.
     pub fn start_url(db_url: &str, values: &Path, extra: &[&str], env: &[(String, String)]) -> Server {
-        let mut child = Command::new(bin)
+        let mut child = Command::new(BIN)
             .arg("serve")
             .arg("--db")
             .arg(db_url)
@@ -169,7 +169,7 @@ pub fn cli_in(cwd: &Path, args: &[&str]) -> (i32, String, String) {
 }
 
 pub fn cli_with_env(cwd: &Path, args: &[&str], env: &[(String, String)]) -> (i32, String, String) {
-    let out = Command::new(bin)
+    let out = Command::new(BIN)
         .args(args)
         .current_dir(cwd)
         .env_remove("QUOTA_HUB_TOKEN")
@@ -217,9 +217,9 @@ pub fn token_url(dbarg: &str, user: &str, admin: bool, scopes: &[&str], env: &[(
 /// Polls `ok` (every 50 ms) until it holds; panics after `patience`. For a state another process
 /// reaches in its own time (a database back up, a lock gone), never instead of a signal it gives.
 pub fn eventually(what: &str, ok: impl Fn() -> bool) {
-    let deadline = Instant::now() + patience;
+    let deadline = Instant::now() + PATIENCE;
     while !ok() {
-        assert!(Instant::now() < deadline, "{what}: not within {patience:?}");
+        assert!(Instant::now() < deadline, "{what}: not within {PATIENCE:?}");
         std::thread::sleep(Duration::from_millis(50));
     }
 }
@@ -278,7 +278,7 @@ pub fn http(
 pub fn runtime() -> Arc<Runtime> {
     static RT: std::sync::OnceLock<Arc<Runtime>> = std::sync::OnceLock::new();
     RT.get_or_init(|| {
-        let path = workspace().join(quota_host::component_path);
+        let path = workspace().join(quota_host::COMPONENT_PATH);
         Runtime::load(&path, Limits::default()).unwrap_or_else(|e| panic!("{e}"))
     })
     .clone()

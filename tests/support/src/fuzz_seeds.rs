@@ -3,7 +3,7 @@
 
 use serde_json::Value;
 
-use crate::surfaces::request_separator;
+use crate::surfaces::REQUEST_SEPARATOR;
 
 /// Starting inputs for the named target, from the repository's own files: every scenario's
 /// requests, bodies and values, the example and chart values files, their cron schedules, and a
@@ -53,7 +53,7 @@ pub fn seeds(target: &str) -> Vec<(String, Vec<u8>)> {
                     };
                     parts.push(format!("{who} {method} {path}\n{body}"));
                 }
-                out.push((name.clone(), parts.join(request_separator).into_bytes()));
+                out.push((name.clone(), parts.join(REQUEST_SEPARATOR).into_bytes()));
             }
         }
         "values_file" => {

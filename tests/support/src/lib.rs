@@ -9,7 +9,6 @@ use std::collections::BTreeMap;
 pub mod fuzz_seeds;
 pub mod openapi_check;
 mod scenario_files;
-#[allow(non_upper_case_globals)]
 pub mod surfaces;
 
 pub use scenario_files::{files, fixture_values, scenario_dir};

@@ -13,7 +13,7 @@ use serde_json::Value;
 /// The OpenAPI document, parsed once.
 pub fn document() -> &'static Value {
     static DOC: OnceLock<Value> = OnceLock::new();
-    DOC.get_or_init(|| serde_json::from_str(quota_core::api::openapi_json).expect("openapi.json is JSON"))
+    DOC.get_or_init(|| serde_json::from_str(quota_core::api::OPENAPI_JSON).expect("openapi.json is JSON"))
 }
 
 /// The documented path template a concrete path (below the base URL, without query) falls under:

@@ -5,8 +5,9 @@
 
 use quota_core::api::{Caller, Request};
 use quota_core::cron::Cron;
+use quota_core::store::UserStore;
 use quota_core::strict_json::{self, StrictError};
-use quota_core::{Config, MemStore, Store, Timestamp};
+use quota_core::{Config, MemStore, Timestamp};
 use serde_json::Value;
 
 // `quota-hub set-quota -f` / `add-quota -f`: the binary's own module, compiled here as well (the
@@ -17,7 +18,7 @@ mod quota_file;
 
 /// The fuzz targets, by name: `scripts/fuzz.sh` runs each, and `tests/fuzz-regressions/<name>/`
 /// holds each one's findings.
-pub const targets: [&str; 5] = [
+pub const TARGETS: [&str; 5] = [
     "handle_request",
     "values_file",
     "cron",
@@ -38,7 +39,7 @@ pub fn check(target: &str, data: &[u8]) {
 }
 
 /// Separates the requests of one `handle_request` input.
-pub const request_separator: &str = "\n\u{1e}\n";
+pub const REQUEST_SEPARATOR: &str = "\n\u{1e}\n";
 
 /// A `handle_request` input: requests separated by [`request_separator`], each `AS METHOD
 /// PATH[?QUERY]` on its first line and the body after it. `AS` is a scenario caller (`admin`,
@@ -49,10 +50,10 @@ pub fn request_input(steps: &[(String, String, String, String)]) -> String {
         .iter()
         .map(|(who, method, target, body)| format!("{who} {method} {target}\n{body}"))
         .collect::<Vec<_>>()
-        .join(request_separator)
+        .join(REQUEST_SEPARATOR)
 }
 
-const statuses: [u16; 10] = [200, 201, 202, 400, 401, 403, 404, 405, 409, 413];
+const STATUSES: [u16; 10] = [200, 201, 202, 400, 401, 403, 404, 405, 409, 413];
 
 /// Every request over one in-memory store: no panic, a known status, a JSON body, an error body
 /// `{"error": "<non-empty>"}` (a 400's naming its field), nothing changed by a refused request (but the spawn refusal, which
@@ -82,7 +83,7 @@ pub fn handle_request(data: &[u8]) {
     let config = Config::from_values(&values).expect("the fixture values load");
     let mut store = MemStore::new();
     let mut now = Timestamp::parse("2026-11-22T10:00:00Z").expect("a timestamp");
-    for part in text.split(request_separator).take(64) {
+    for part in text.split(REQUEST_SEPARATOR).take(64) {
         let (line, body) = part.split_once('\n').unwrap_or((part, ""));
         if let Some(secs) = line.strip_prefix('+') {
             if let Ok(s) = secs.trim().parse::<i64>() {
@@ -108,7 +109,7 @@ pub fn handle_request(data: &[u8]) {
         let resp = quota_core::handle_request(&config, &mut store, &req, now)
             .unwrap_or_else(|e| panic!("{method} {target}: storage error from an in-memory store: {e}"));
         assert!(
-            statuses.contains(&resp.status),
+            STATUSES.contains(&resp.status),
             "{method} {target}: status {} {}",
             resp.status,
             resp.body

@@ -5,7 +5,7 @@ use quota_scenarios::surfaces;
 
 #[test]
 fn every_seed_passes_its_targets_checks() {
-    for target in surfaces::targets {
+    for target in surfaces::TARGETS {
         let seeds = quota_scenarios::fuzz_seeds::seeds(target);
         assert!(!seeds.is_empty(), "{target} has no seeds");
         for (name, data) in seeds {
@@ -19,7 +19,7 @@ fn every_seed_passes_its_targets_checks() {
 fn every_saved_finding_passes_its_targets_checks() {
     let dir = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../fuzz-regressions");
     let mut count = 0;
-    for target in surfaces::targets {
+    for target in surfaces::TARGETS {
         let Ok(entries) = std::fs::read_dir(dir.join(target)) else {
             continue;
         };

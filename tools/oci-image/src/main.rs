@@ -17,8 +17,6 @@
 //! else 0), owners are numbers, the gzip header carries no time, and the JSON is written with sorted
 //! keys, so the same inputs give the same digests.
 
-#![allow(non_upper_case_globals)]
-
 mod args;
 mod encode;
 
@@ -38,23 +36,23 @@ use oci_spec::image::{
 
 /// What the image holds and how it runs: kept equal to deploy/image/Dockerfile's final stage.
 mod image {
-    pub const binary: &str = "usr/local/bin/quota-hub";
-    pub const values: &str = "etc/quota/values.yaml";
+    pub const BINARY: &str = "usr/local/bin/quota-hub";
+    pub const VALUES: &str = "etc/quota/values.yaml";
     /// The user the server runs as (no shell, no home: a number).
-    pub const user: &str = "65532:65532";
-    pub const uid: u64 = 65532;
-    pub const port: &str = "8765/tcp";
+    pub const USER: &str = "65532:65532";
+    pub const UID: u64 = 65532;
+    pub const PORT: &str = "8765/tcp";
     /// Where the SQLite database and the compiled-engine cache go (volumes: the root is read-only).
-    pub const data: &str = "data";
-    pub const cache: &str = "var/cache/quota-engine";
-    pub const env: [&str; 4] = [
+    pub const DATA: &str = "data";
+    pub const CACHE: &str = "var/cache/quota-engine";
+    pub const ENV: [&str; 4] = [
         "PATH=/usr/local/bin",
         "QUOTA_HUB_DB=sqlite:///data/quota.db",
         "QUOTA_HUB_VALUES=/etc/quota/values.yaml",
         "QUOTA_CACHE_DIR=/var/cache/quota-engine",
     ];
-    pub const entrypoint: [&str; 1] = ["/usr/local/bin/quota-hub"];
-    pub const cmd: [&str; 3] = ["serve", "--listen", "0.0.0.0:8765"];
+    pub const ENTRYPOINT: [&str; 1] = ["/usr/local/bin/quota-hub"];
+    pub const CMD: [&str; 3] = ["serve", "--listen", "0.0.0.0:8765"];
 }
 
 /// The layer, uncompressed: directories first, then the files, all owned by numbers.
@@ -96,10 +94,10 @@ fn layer(a: &Args, binary: &Path) -> Result<Vec<u8>, String> {
         entry(dir, 0o755, 0, None)?;
     }
     entry("tmp", 0o1777, 0, None)?;
-    entry(image::data, 0o755, image::uid, None)?;
-    entry(image::cache, 0o755, image::uid, None)?;
-    entry(image::binary, 0o755, 0, Some(&binary))?;
-    entry(image::values, 0o644, 0, Some(&values))?;
+    entry(image::DATA, 0o755, image::UID, None)?;
+    entry(image::CACHE, 0o755, image::UID, None)?;
+    entry(image::BINARY, 0o755, 0, Some(&binary))?;
+    entry(image::VALUES, 0o644, 0, Some(&values))?;
     tar.into_inner().map_err(|e| format!("layer: {e}"))
 }
 
@@ -157,13 +155,13 @@ fn image(
         .os(Os::Linux)
         .config(
             ConfigBuilder::default()
-                .user(image::user)
-                .exposed_ports(vec![image::port.to_string()])
-                .env(image::env.map(String::from).to_vec())
-                .entrypoint(image::entrypoint.map(String::from).to_vec())
-                .cmd(image::cmd.map(String::from).to_vec())
-                .volumes(vec![format!("/{}", image::data), format!("/{}", image::cache)])
-                .working_dir(format!("/{}", image::data))
+                .user(image::USER)
+                .exposed_ports(vec![image::PORT.to_string()])
+                .env(image::ENV.map(String::from).to_vec())
+                .entrypoint(image::ENTRYPOINT.map(String::from).to_vec())
+                .cmd(image::CMD.map(String::from).to_vec())
+                .volumes(vec![format!("/{}", image::DATA), format!("/{}", image::CACHE)])
+                .working_dir(format!("/{}", image::DATA))
                 .labels(labels.clone())
                 .stop_signal("SIGTERM")
                 .build()

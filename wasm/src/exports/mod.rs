@@ -13,6 +13,7 @@ use crate::sql_store::SqlStore;
 mod http;
 mod state;
 
+use quota_core::store::RunStore;
 use state::{error_out, rates_list, recorded, refresh_out, with_config, CONFIG};
 
 pub(crate) struct Component;
@@ -223,7 +224,6 @@ impl Guest for Component {
     }
 
     fn run_applied(run_id: String) -> Result<bool, wit::QuotaError> {
-        use quota_core::Store;
         SqlStore::host()
             .get_refresh_run(&run_id)
             .map(|r| r.as_ref().is_some_and(refresh::run_completed))

@@ -57,7 +57,7 @@ pub(super) fn error_out(e: QuotaError) -> wit::QuotaError {
 /// `(resource type, rate in thousandths)`, `cpu` first.
 pub(super) fn rates_list(cfg: &Config) -> Vec<(String, i64)> {
     std::iter::once((
-        quota_core::accelerators::cpu_resource.to_string(),
+        quota_core::accelerators::CPU_RESOURCE.to_string(),
         cfg.cpu_rate.raw(),
     ))
     .chain(

@@ -1,41 +1,61 @@
 //! The host's SQL bridge as the store calls it: the instance's dialect, a query, a statement for
 //! many rows, the bridge's errors as the store's.
 
+use std::sync::OnceLock;
+
 use quota_core::StoreError;
 
+use super::sql::{Dialect, Sql};
 use crate::bindings::sql as host;
-use crate::dialect::{self, Dialect};
 use crate::sql_json::{rows, Cell, Params};
 
-/// The host's database, as seen from inside the component.
+/// The host's database, as seen from inside the component, for one call.
 pub struct SqlStore {
-    pub d: &'static Dialect,
+    pub d: Dialect,
 }
 
-thread_local! {
-    /// The host's dialect, asked once per instance.
-    static DIALECT: std::cell::Cell<Option<&'static Dialect>> = const { std::cell::Cell::new(None) };
-}
+/// The host's dialect, asked once per instance (a host never changes its database's dialect).
+static DIALECT: OnceLock<Dialect> = OnceLock::new();
 
 impl SqlStore {
-    /// The store of this instance's host, for one call: every call that touches storage starts
-    /// here, so it also starts the call's list of events afresh (`take-events`).
+    /// The store of this instance's host.
     pub fn host() -> SqlStore {
         quota_core::events::clear();
         quota_core::feed::clear();
-        // `Cell::get` answers a copy: the dialect is kept with `set`, or every call would ask the
-        // host again (one more boundary crossing per call, issue 36).
-        let d = DIALECT.with(|c| {
-            c.get().unwrap_or_else(|| {
-                let d = match host::get_dialect() {
-                    host::Dialect::Sqlite => &dialect::sqlite,
-                    host::Dialect::Postgres => &dialect::postgres,
-                };
-                c.set(Some(d));
-                d
-            })
+        let d = *DIALECT.get_or_init(|| match host::get_dialect() {
+            host::Dialect::Sqlite => Dialect::Sqlite,
+            host::Dialect::Postgres => Dialect::Postgres,
         });
         SqlStore { d }
+    }
+
+    /// `s` as this store's dialect runs it.
+    pub(super) fn sql(&self, s: &Sql) -> &'static str {
+        self.d.pick(s)
+    }
+
+    /// Runs statement `s` with one row of parameters; answers its rows.
+    pub(super) fn query(&self, s: &Sql, params: Params) -> Result<Vec<Vec<Cell>>, StoreError> {
+        query(self.sql(s), params)
+    }
+
+    /// Runs statement `s` once per row of `rows`; answers the rows changed.
+    pub(super) fn execute_many(&self, s: &Sql, rows: Params) -> Result<u64, StoreError> {
+        execute_many(self.sql(s), rows)
+    }
+
+    /// Runs statement `s` with one row of parameters; answers the rows it changed.
+    pub(super) fn execute(&self, s: &Sql, p: Params) -> Result<u64, StoreError> {
+        host::execute_many(self.sql(s), &format!("[{}]", p.finish())).map_err(err)
+    }
+
+    /// The one integer statement `s` answers (a count, a sum, a new id).
+    pub(super) fn one_int(&self, s: &Sql, p: Params, what: &str) -> Result<i64, StoreError> {
+        self.query(s, p)?
+            .first()
+            .and_then(|r| r.first())
+            .and_then(Cell::as_int)
+            .ok_or_else(|| StoreError(format!("{what} returned no integer")))
     }
 }
 
@@ -55,16 +75,4 @@ pub(super) fn query(sql: &str, params: Params) -> Result<Vec<Vec<Cell>>, StoreEr
 /// Runs `sql` once per row of `rows`; returns the rows changed.
 pub(super) fn execute_many(sql: &str, rows: Params) -> Result<u64, StoreError> {
     host::execute_many(sql, &rows.finish()).map_err(err)
-}
-
-impl SqlStore {
-    /// Writes user rows: one UPDATE per row, then, if some did not exist, an INSERT that skips the
-    /// ones that do. `rows` is a JSON array of `count` rows of `user_params`.
-    pub(super) fn write_users(&self, rows: &str, count: usize) -> Result<(), StoreError> {
-        let changed = host::execute_many(self.d.update_user, rows).map_err(err)?;
-        if changed < count as u64 {
-            host::execute_many(self.d.insert_missing_user, rows).map_err(err)?;
-        }
-        Ok(())
-    }
 }

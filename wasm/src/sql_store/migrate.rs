@@ -3,11 +3,12 @@
 use quota_core::StoreError;
 
 use super::bridge::{query, SqlStore};
+use super::schema;
 use crate::sql_json::{Cell, Params};
 
 impl SqlStore {
     fn schema_version(&self) -> Result<u32, StoreError> {
-        let found = query(self.d.read_version, Params::new())?;
+        let found = query(schema::of(self.d).read_version, Params::new())?;
         found
             .first()
             .and_then(|r| r.first())
@@ -18,17 +19,18 @@ impl SqlStore {
 
     /// Brings the database to the current schema; returns (version before, version now).
     pub fn migrate(&mut self) -> Result<(u32, u32), StoreError> {
+        let schema = schema::of(self.d);
         let version = self.schema_version()?;
         // Step by step: each migration brings the database to a later version, recorded by its
         // last statement, until the current one.
         let mut at = version;
-        while at != self.d.current_version {
-            let steps = self.d.migrations.iter().find(|(from, _)| *from == at);
+        while at != schema.current_version {
+            let steps = schema.migrations.iter().find(|(from, _)| *from == at);
             let (_, steps) = steps.ok_or_else(|| {
                 StoreError(format!(
                     "the database has schema version {at}, which this engine (schema {}) does not \
                      know: it was written by a newer release",
-                    self.d.current_version
+                    schema.current_version
                 ))
             })?;
             for step in *steps {
@@ -37,7 +39,7 @@ impl SqlStore {
                     StoreError(format!(
                         "the database has schema version {version}, this engine writes version {}; \
                          migrating it failed at version {at}: {}",
-                        self.d.current_version, e.0
+                        schema.current_version, e.0
                     ))
                 })?;
             }
@@ -49,6 +51,6 @@ impl SqlStore {
             }
             at = now;
         }
-        Ok((version, self.d.current_version))
+        Ok((version, schema.current_version))
     }
 }

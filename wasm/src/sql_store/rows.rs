@@ -8,17 +8,17 @@ use quota_core::store::{
 };
 use quota_core::{StoreError, Timestamp};
 
-use crate::dialect;
+use super::columns::*;
 use crate::sql_json::{Cell, Columns, Params};
 
 pub(super) fn limit(n: usize) -> i64 {
     i64::try_from(n)
         .unwrap_or(i64::MAX)
-        .min(crate::sql_json::json_int_max)
+        .min(crate::sql_json::JSON_INT_MAX)
 }
 
 pub(super) fn user(row: &mut [Cell]) -> Result<UserRecord, StoreError> {
-    let mut c = Columns::new(row, "users", dialect::user_column_count)?;
+    let mut c = Columns::new(row, "users", USER_COLUMN_COUNT)?;
     Ok(UserRecord {
         username: c.text(0)?,
         balance: c.int(1)?,
@@ -28,7 +28,7 @@ pub(super) fn user(row: &mut [Cell]) -> Result<UserRecord, StoreError> {
 }
 
 pub(super) fn transaction(row: &mut [Cell]) -> Result<Transaction, StoreError> {
-    let mut c = Columns::new(row, "transactions", dialect::transaction_column_count)?;
+    let mut c = Columns::new(row, "transactions", TRANSACTION_COLUMN_COUNT)?;
     let kind = c.text(3)?;
     let id = c.int(0)?;
     Ok(NewTransaction {
@@ -49,7 +49,7 @@ pub(super) fn transaction(row: &mut [Cell]) -> Result<Transaction, StoreError> {
 }
 
 pub(super) fn session(row: &mut [Cell]) -> Result<Session, StoreError> {
-    let mut c = Columns::new(row, "sessions", dialect::session_column_count)?;
+    let mut c = Columns::new(row, "sessions", SESSION_COLUMN_COUNT)?;
     let status = c.text(9)?;
     Ok(Session {
         id: c.int(0)?,
@@ -85,12 +85,12 @@ pub(super) fn two_texts(row: &mut [Cell]) -> Result<(String, String), StoreError
 
 /// A membership row's groups as their stored text (the spawn gate's: compared, never split).
 pub(super) fn membership_text(row: &mut [Cell]) -> Result<GroupNames, StoreError> {
-    let mut c = Columns::new(row, "memberships", dialect::membership_column_count)?;
+    let mut c = Columns::new(row, "memberships", MEMBERSHIP_COLUMN_COUNT)?;
     Ok(GroupNames::stored(c.text(1)?))
 }
 
 pub(super) fn membership(row: &mut [Cell]) -> Result<(String, Membership), StoreError> {
-    let mut c = Columns::new(row, "memberships", dialect::membership_column_count)?;
+    let mut c = Columns::new(row, "memberships", MEMBERSHIP_COLUMN_COUNT)?;
     let username = c.text(0)?;
     // The stored text is `GroupNames`' form: one place splits it.
     let groups = GroupNames::stored(c.text(1)?).to_set();
@@ -181,7 +181,7 @@ pub(super) fn transaction_params(
 }
 
 pub(super) fn budget(row: &mut [Cell]) -> Result<BudgetRow, StoreError> {
-    let mut c = Columns::new(row, "budgets", dialect::budget_column_count)?;
+    let mut c = Columns::new(row, "budgets", BUDGET_COLUMN_COUNT)?;
     Ok(BudgetRow {
         name: c.text(0)?,
         balance: c.int(1)?,
@@ -217,7 +217,7 @@ pub(super) fn budget_usage(row: &mut [Cell]) -> Result<BudgetUsage, StoreError> 
 }
 
 pub(super) fn grant(row: &mut [Cell]) -> Result<Grant, StoreError> {
-    let c = Columns::new(row, "grants", dialect::grant_column_count)?;
+    let c = Columns::new(row, "grants", GRANT_COLUMN_COUNT)?;
     Ok(Grant {
         grant_id: c.int(0)?,
         amount: c.int(1)?,

@@ -1,5 +1,6 @@
-//! The rows of events and webhook deliveries (credit model 2, "Events" and "Webhooks").
+//! Stored events (credit model 2, "Events") and webhooks' delivery state ("Webhooks").
 
+use crate::error::StoreError;
 use crate::time::Timestamp;
 
 /// What an event tells.
@@ -13,7 +14,7 @@ pub enum EventKind {
 }
 
 impl EventKind {
-    pub const all: [EventKind; 5] = [
+    pub const ALL: [EventKind; 5] = [
         EventKind::SessionEnding,
         EventKind::SessionEnded,
         EventKind::BalanceLow,
@@ -32,7 +33,7 @@ impl EventKind {
     }
 
     pub fn parse(s: &str) -> Option<EventKind> {
-        EventKind::all.into_iter().find(|k| k.as_str() == s)
+        EventKind::ALL.into_iter().find(|k| k.as_str() == s)
     }
 }
 
@@ -94,4 +95,42 @@ pub struct WebhookRow {
     pub retry_at: Option<Timestamp>,
     pub last_error: Option<String>,
     pub last_delivered_id: Option<i64>,
+}
+
+/// Events and webhooks' delivery state.
+pub trait EventStore {
+    /// Appends events (ids increase, in this order). On a database several writers share, the
+    /// ids are handed out in commit order (credit model 2: a webhook's cursor never skips one).
+    fn insert_events(&mut self, events: &[NewEvent]) -> Result<(), StoreError>;
+    /// A page of events (see [`EventPage`]).
+    fn scan_events(&mut self, page: &EventPage<'_>) -> Result<Vec<StoredEvent>, StoreError>;
+    /// The newest event's id (0: none).
+    fn last_event_id(&mut self) -> Result<i64, StoreError>;
+    /// How many events of the kinds in `kinds` (`",k1,k2,"`) have an id greater than `after`.
+    fn count_events(&mut self, after: i64, kinds: &str) -> Result<u64, StoreError>;
+    /// Deletes the events written before `before` among the `limit` oldest, never the newest one,
+    /// and the webhook failures recorded before `before`; returns how many events.
+    fn purge_events(&mut self, before: Timestamp, limit: usize) -> Result<u64, StoreError>;
+
+    /// A webhook's delivery state (`None`: never delivered to).
+    fn get_webhook(&mut self, name: &str) -> Result<Option<WebhookRow>, StoreError>;
+    /// The same, held against other writers until the call's transaction ends (two replicas
+    /// stepping one webhook at once: the second sees what the first wrote).
+    fn lock_webhook(&mut self, name: &str) -> Result<Option<WebhookRow>, StoreError> {
+        self.get_webhook(name)
+    }
+    /// Inserts or replaces a webhook's delivery state.
+    fn put_webhook(&mut self, row: &WebhookRow) -> Result<(), StoreError>;
+    /// Records that delivering event `event_id` to webhook `name` failed for good.
+    fn add_webhook_failure(
+        &mut self,
+        name: &str,
+        event_id: i64,
+        error: &str,
+        at: Timestamp,
+    ) -> Result<(), StoreError>;
+    /// How many deliveries to webhook `name` failed for good (of events still kept).
+    fn count_webhook_failures(&mut self, name: &str) -> Result<u64, StoreError>;
+    /// Forgets the failures of webhook `name` from event `from_id` on (they are queued again).
+    fn drop_webhook_failures(&mut self, name: &str, from_id: i64) -> Result<(), StoreError>;
 }
