@@ -1,6 +1,6 @@
 """Puts the engine into the package when a wheel is built: the repository's
 `target/wasm/quota-engine.wasm` (built first with `scripts/build-wasm.sh` if it is not there), and
-the pages' assets under `static/`: js/pages, the page side of js/src, and js/gen, the same
+the pages' assets under `hub/static/`: js/pages, the page side of js/src, and js/gen, the same
 component transpiled by jco (`scripts/build-js.sh`, run when js/gen is missing or was made from
 another component)."""
 
@@ -18,8 +18,8 @@ REPO = HERE.parent
 BUILT = REPO / "target" / "wasm" / "quota-engine.wasm"
 JS = REPO / "js"
 PACKAGE = HERE / "src" / "jupyterhub_quota"
-IN_SOURCE = PACKAGE / "quota-engine.wasm"  # an sdist carries it here
-STATIC_IN_SOURCE = PACKAGE / "static"  # and the assets here
+IN_SOURCE = PACKAGE / "host" / "quota-engine.wasm"  # an sdist carries it here
+STATIC_IN_SOURCE = PACKAGE / "hub" / "static"  # and the assets here
 
 
 def _script(name: str) -> None:
@@ -41,10 +41,13 @@ class BuildWithComponent(build_py):
     def run(self):
         super().run()
         package = Path(self.build_lib) / "jupyterhub_quota"
-        package.mkdir(parents=True, exist_ok=True)
-        static = package / "static"
+        # The component beside the WebAssembly host that loads it, the assets beside the pages.
+        wasm = package / "host" / "quota-engine.wasm"
+        static = package / "hub" / "static"
+        wasm.parent.mkdir(parents=True, exist_ok=True)
+        static.parent.mkdir(parents=True, exist_ok=True)
         if IN_SOURCE.is_file():
-            shutil.copyfile(IN_SOURCE, package / "quota-engine.wasm")
+            shutil.copyfile(IN_SOURCE, wasm)
             if STATIC_IN_SOURCE.is_dir():
                 shutil.rmtree(static, ignore_errors=True)
                 shutil.copytree(STATIC_IN_SOURCE, static)
@@ -55,7 +58,7 @@ class BuildWithComponent(build_py):
         if not _gen_matches(BUILT):
             self.announce("transpiling the component for the pages (scripts/build-js.sh)", level=2)
             _script("build-js.sh")
-        shutil.copyfile(BUILT, package / "quota-engine.wasm")
+        shutil.copyfile(BUILT, wasm)
         shutil.rmtree(static, ignore_errors=True)
         for sub, exts in (("pages", (".html", ".js", ".css")), ("gen", (".js", ".wasm", ".json", ".css"))):
             (static / sub).mkdir(parents=True)

@@ -2,6 +2,7 @@
 (directly or through others) a file that imports it. Rust crates (`crate::`, `super::` and a
 module's own submodules), the Python package (relative imports, `TYPE_CHECKING` ones included)
 and the JavaScript sources (relative `import`s). Tests, benches and generated code are left out.
+The Python package's subpackages must also import one way: `hub/` uses `host/`, never the reverse.
     python3 scripts/check_imports.py        # from the repository root; stdlib only
 ARCHITECTURE.md states the layering this keeps; the README's test command runs it."""
 
@@ -91,18 +92,43 @@ def rust_edges(src: Path) -> dict[Path, set[Path]]:
 
 
 def python_edges(pkg: Path) -> dict[Path, set[Path]]:
-    files = {f.stem: f for f in pkg.glob("*.py")}
+    """Imports between the package's modules, subpackages included (`from .x`, `from ..sub.x`,
+    `from .. import x`, `jupyterhub_quota.sub.x`)."""
+    files = {f.relative_to(pkg).with_suffix("").as_posix(): f for f in pkg.rglob("*.py")}
     edges: dict[Path, set[Path]] = {f: set() for f in files.values()}
-    for f in files.values():
+
+    def resolve(here: str, dots: int, name: str) -> list[str]:
+        base = here.split("/")[:-1]
+        base = base[: len(base) - (dots - 1)] if dots > 1 else base
+        target = "/".join(base + [p for p in name.split(".") if p])
+        return [target, f"{target}/__init__"]
+
+    for key, f in files.items():
         text = f.read_text()
-        names = re.findall(r"^\s*from \.([a-z_0-9]+) import", text, re.M)
-        for group in re.findall(r"^\s*from \. import ([a-z_0-9, ]+(?: as [a-z_]+)?)", text, re.M):
-            names += [n.strip().split(" as ")[0] for n in group.split(",")]
-        names += re.findall(rf"^\s*(?:from|import) {pkg.name}\.([a-z_0-9]+)", text, re.M)
-        for n in names:
-            if n in files and files[n] != f:
-                edges[f].add(files[n])
+        targets: list[str] = []
+        for dots, mod, names in re.findall(r"^\s*from (\.+)([a-z_0-9.]*) import ([a-zA-Z_0-9, ]+)", text, re.M):
+            targets += resolve(key, len(dots), mod)
+            # `from . import x` / `from ..sub import x`: x may be a module
+            targets += [t for n in names.split(",") for t in resolve(key, len(dots), f"{mod}.{n.strip().split(' as ')[0]}")]
+        for mod in re.findall(rf"^\s*(?:from|import) {pkg.name}\.([a-z_0-9.]+)", text, re.M):
+            targets += ["/".join(mod.split(".")), "/".join(mod.split(".")) + "/__init__"]
+        for t in targets:
+            if t in files and files[t] != f:
+                edges[f].add(files[t])
     return edges
+
+
+def python_layers(pkg: Path, edges: dict[Path, set[Path]]) -> list[str]:
+    """The package's two subpackages import one way: `hub/` (the JupyterHub integration) may use
+    `host/` (the WebAssembly host); `host/` never uses `hub/`."""
+    host, hub = pkg / "host", pkg / "hub"
+    return [
+        f"{a.relative_to(ROOT)} imports {b.relative_to(ROOT)}: the WebAssembly host must not use the JupyterHub integration"
+        for a, targets in edges.items()
+        if host in a.parents
+        for b in sorted(targets)
+        if hub in b.parents
+    ]
 
 
 def js_edges(dirs: list[Path]) -> dict[Path, set[Path]]:
@@ -166,8 +192,11 @@ def main() -> int:
             for a in c:
                 for b in sorted(edges[a] & set(c)):
                     print(f"    {a.relative_to(ROOT)} imports {b.relative_to(ROOT)}")
+    for problem in python_layers(ROOT / PYTHON_PACKAGE, graphs[PYTHON_PACKAGE]):
+        found += 1
+        print(problem)
     arrows = sum(len(e) for g in graphs.values() for e in g.values())
-    print(f"{files} files, {arrows} imports, {found} circle(s)")
+    print(f"{files} files, {arrows} imports, {found} circle(s) or wrong-way import(s)")
     return 1 if found else 0
 
 

@@ -9,6 +9,7 @@ use quota_core::sessions::{end_session, EndRequest, EndTarget, Outcome};
 use quota_core::store::UserRecord;
 use quota_core::store::UserStore;
 use quota_core::targets::Targets;
+use quota_core::tx::Tx;
 use quota_core::{Config, MemStore, Timestamp};
 
 const USERS: usize = 1000;
@@ -52,7 +53,7 @@ fn main() {
                 groups: None,
                 budget: None,
             };
-            match check_start(&cfg, &mut store, &req, now).expect("start") {
+            match check_start(&cfg, &mut Tx::new(&mut store), &req, now).expect("start") {
                 StartDecision::Allowed(s) => ids.push(s.session_id),
                 StartDecision::Refused(r) => panic!("refused: {}", r.message),
                 StartDecision::Forbidden(m) => panic!("forbidden: {m}"),
@@ -67,7 +68,7 @@ fn main() {
                 ended_at: None,
                 outcome: Outcome::Completed,
             };
-            end_session(&mut store, &req, now).expect("end");
+            end_session(&mut Tx::new(&mut store), &req, now).expect("end");
         }
         end_ns.push(t.elapsed().as_nanos() as f64 / USERS as f64);
     }
@@ -104,7 +105,7 @@ fn main() {
     let t = Instant::now();
     let r = refresh(
         &quota_core::Config::default(),
-        &mut big,
+        &mut Tx::new(&mut big),
         &RefreshRequest {
             params,
             run_id: Some("bench@1".into()),

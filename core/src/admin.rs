@@ -8,8 +8,9 @@ use crate::ledger::{self, Account, Entry};
 use crate::limits;
 use crate::lots;
 use crate::names::normalize_username;
-use crate::store::{NewGrant, Store, TransactionType};
+use crate::store::{NewGrant, TransactionType};
 use crate::time::Timestamp;
+use crate::tx::Tx;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum AdminAction {
@@ -88,15 +89,15 @@ fn check_description(d: Option<&str>) -> Result<String, QuotaError> {
 
 /// Applies one admin change made by `caller`. Creates the record (balance 0) if there is none.
 pub fn admin_update(
-    store: &mut dyn Store,
+    tx: &mut Tx<'_>,
     req: &AdminRequest,
     caller: &str,
     now: Timestamp,
 ) -> Result<AdminResult, QuotaError> {
     let username = normalize_username("username", &req.username)?;
-    let mut user = ledger::user_or_new(store, &username, now)?;
+    let mut user = ledger::user_or_new(tx.store(), &username, now)?;
     let balance = apply_checked(
-        store,
+        tx,
         &mut user,
         req.action,
         req.description.clone(),
@@ -122,7 +123,7 @@ pub fn admin_update(
 /// Checks an admin action (amount, description, expiry: each a 400 naming its field) and applies
 /// it to `account` (a user's or a budget's); answers the new balance.
 pub fn apply_checked<A: Account + ?Sized>(
-    store: &mut dyn Store,
+    tx: &mut Tx<'_>,
     account: &mut A,
     action: AdminAction,
     description: Option<String>,
@@ -151,11 +152,11 @@ pub fn apply_checked<A: Account + ?Sized>(
             ))
         }
     };
-    apply_action(store, account, action, expires_at, description, caller, now)
+    apply_action(tx, account, action, expires_at, description, caller, now)
 }
 
 fn apply_action<A: Account + ?Sized>(
-    store: &mut dyn Store,
+    tx: &mut Tx<'_>,
     account: &mut A,
     action: AdminAction,
     expires_at: Option<Timestamp>,
@@ -166,7 +167,7 @@ fn apply_action<A: Account + ?Sized>(
     // Decided on the balance as of now (due expiries left out), before anything is written: a
     // refused action writes nothing, the expiries included.
     let key = account.key();
-    let held = store.account_grants(&key)?;
+    let held = tx.account_grants(&key)?;
     let effective = lots::balance_at(account.balance(), &held, now);
     let cur = i128::from(effective);
     let (kind, new_balance) = match action {
@@ -190,7 +191,7 @@ fn apply_action<A: Account + ?Sized>(
     };
     let new_balance = ledger::checked_balance(new_balance, "This change")?;
     // The account's due expiries are written first, dated at their expiries.
-    let live = grants::settle_with(store, account, held, now)?;
+    let live = grants::settle_with(tx, account, held, now)?;
     let entry = Entry {
         kind,
         resource_type: None,
@@ -200,20 +201,20 @@ fn apply_action<A: Account + ?Sized>(
     };
     match (action, expires_at) {
         (AdminAction::Add(a), Some(at)) => {
-            grants::grant(store, account, a, at, entry, now)?;
+            grants::grant(tx, account, a, at, entry, now)?;
         }
         (AdminAction::Set(a), at) => {
             // The whole credit is replaced: no grant keeps anything; the new credit is one grant
             // (dated) or the undated lot.
-            grants::drop_all(store, &live)?;
+            grants::drop_all(tx, &live)?;
             let dated = at.filter(|_| a > 0);
             let entry = Entry {
                 expires_at: dated,
                 ..entry
             };
-            ledger::apply(store, account, new_balance, entry, now)?;
+            ledger::apply(tx, account, new_balance, entry, now)?;
             if let Some(at) = dated {
-                store.insert_grant(
+                tx.insert_grant(
                     &key,
                     &NewGrant {
                         amount: a,
@@ -224,14 +225,14 @@ fn apply_action<A: Account + ?Sized>(
             }
         }
         (AdminAction::Add(a), None) if a < 0 => {
-            grants::draw(store, &live, -a, now)?;
-            ledger::apply(store, account, new_balance, entry, now)?;
+            grants::draw(tx.store(), &live, -a, now)?;
+            ledger::apply(tx, account, new_balance, entry, now)?;
         }
         (AdminAction::Deduct(a), _) => {
-            grants::draw(store, &live, a, now)?;
-            ledger::apply(store, account, new_balance, entry, now)?;
+            grants::draw(tx.store(), &live, a, now)?;
+            ledger::apply(tx, account, new_balance, entry, now)?;
         }
-        _ => ledger::apply(store, account, new_balance, entry, now)?,
+        _ => ledger::apply(tx, account, new_balance, entry, now)?,
     }
     Ok(account.balance())
 }
@@ -279,7 +280,7 @@ pub type BatchItem = Result<BatchEntry, RejectedEntry>;
 
 /// Applies each valid entry; an invalid one is counted in `failed` and changes nothing.
 pub fn batch(
-    store: &mut dyn Store,
+    tx: &mut Tx<'_>,
     entries: &[BatchItem],
     caller: &str,
     now: Timestamp,
@@ -297,7 +298,7 @@ pub fn batch(
     };
     for item in entries {
         let (username, outcome) = match item {
-            Ok(e) => (&e.username, batch_one(store, e, caller, now)),
+            Ok(e) => (&e.username, batch_one(tx, e, caller, now)),
             Err(r) => (&r.username, Err(r.error.clone())),
         };
         match outcome {
@@ -322,7 +323,7 @@ pub fn batch(
 }
 
 fn batch_one(
-    store: &mut dyn Store,
+    tx: &mut Tx<'_>,
     e: &BatchEntry,
     caller: &str,
     now: Timestamp,
@@ -349,7 +350,7 @@ fn batch_one(
     };
     // The amount first, then the flag: the balance answered is the last action's.
     let actions = e.amount.map(AdminAction::Set).into_iter();
-    let mut user = ledger::user_or_new(store, &username, now)?;
+    let mut user = ledger::user_or_new(tx.store(), &username, now)?;
     let mut balance = 0;
     for action in actions.chain(e.unlimited.map(AdminAction::SetUnlimited)) {
         let description = BATCH_DESCRIPTION.into();
@@ -358,7 +359,7 @@ fn batch_one(
         } else {
             None
         };
-        balance = apply_action(store, &mut user, action, at, description, caller, now)?;
+        balance = apply_action(tx, &mut user, action, at, description, caller, now)?;
     }
     Ok(BatchDetail {
         username,

@@ -13,11 +13,13 @@ use crate::groups::MemberChange;
 use crate::json::{kind, Fields};
 use crate::limits;
 use crate::names::normalize_username;
+use crate::observations::Observed;
 use crate::reads;
 use crate::refresh::{self, RefreshRequest, Step};
 use crate::sessions::{self, EndRequest, EndTarget, Outcome};
 use crate::store::{SessionStatus, Store};
 use crate::time::Timestamp;
+use crate::tx::Tx;
 use std::collections::{BTreeMap, BTreeSet};
 
 mod bodies;
@@ -106,54 +108,67 @@ impl Response {
 /// hand beside this route table and held to it by `tests/openapi.rs`.
 pub const OPENAPI_JSON: &str = include_str!("api/openapi.json");
 
-/// Answers one request. `Err` only for storage failures: the host rolls back and answers 500.
+/// Answers one request, with what it observed. `Err` only for storage failures: the host rolls
+/// back and answers 500 (or 503 for a transient kind).
 pub fn handle_request(
     config: &Config,
     store: &mut dyn Store,
     req: &Request<'_>,
     now: Timestamp,
-) -> Result<Response, StoreError> {
-    match handle_request_step(config, store, req, now, 0)? {
-        Step::Done(r) => Ok(r),
+) -> Result<Observed<Response>, StoreError> {
+    let step = handle_request_step(config, Tx::new(store), req, now, 0)?;
+    match step.answer {
+        Step::Done(r) => Ok(Observed {
+            answer: r,
+            observations: step.observations,
+        }),
         Step::More => Err(StoreError("an unlimited refresh call stopped early".into())),
     }
 }
 
-/// [`handle_request`], with a refresh that has a `run_id` committed in chunks of `chunk_users`
-/// users (0: all at once; see [`refresh::refresh_step`]): on `More`, the host commits and sends the
-/// same request again, until `Done` carries the response. Every other route answers at once.
+/// [`handle_request`] in the engine call `tx`, with a refresh that has a `run_id` committed in
+/// chunks of `chunk_users` users (0: all at once; see [`refresh::refresh_step`]): on `More`, the
+/// host commits and sends the same request again, until `Done` carries the response. Every other
+/// route answers at once.
 pub fn handle_request_step(
     config: &Config,
-    store: &mut dyn Store,
+    mut tx: Tx<'_>,
     req: &Request<'_>,
     now: Timestamp,
     chunk_users: u32,
-) -> Result<Step<Response>, StoreError> {
+) -> Result<Observed<Step<Response>>, StoreError> {
     let mut more = false;
-    crate::feed::clear();
-    let mut answer = dispatch(config, store, req, now, chunk_users, &mut more);
+    let answer = dispatch(config, &mut tx, req, now, chunk_users, &mut more);
     // The call's events, in its transaction: only for a call that did what it answers.
-    if answer.as_ref().is_ok_and(|r| r.status < 400 || r.status == 403) {
-        if let Err(e) = crate::feed::flush(config, store, now) {
-            answer = Err(QuotaError::Store(e));
+    let done = if answer.as_ref().is_ok_and(|r| r.status < 400 || r.status == 403) {
+        tx.finish(config, answer, now)?
+    } else {
+        tx.without_writing(answer)
+    };
+    let answer = match done.answer {
+        // A chunk with more to do has observed nothing yet: a refresh observes its end.
+        Ok(_) if more => {
+            debug_assert!(
+                done.observations.is_empty(),
+                "a refresh chunk observed before its end"
+            );
+            Step::More
         }
-    }
-    crate::feed::clear();
-    if more && answer.is_ok() {
-        return Ok(Step::More);
-    }
-    match answer {
-        Ok(r) => Ok(Step::Done(r)),
-        Err(QuotaError::Store(e)) => Err(e),
-        Err(e) => Ok(Step::Done(Response::from_error(&e))),
-    }
+        Ok(r) => Step::Done(r),
+        Err(QuotaError::Store(e)) => return Err(e),
+        Err(e) => Step::Done(Response::from_error(&e)),
+    };
+    Ok(Observed {
+        answer,
+        observations: done.observations,
+    })
 }
 
 /// Routing, method, authentication, authorisation and size checks, in that order, then the route's
 /// handler with the parsed query and body.
 fn dispatch(
     config: &Config,
-    store: &mut dyn Store,
+    tx: &mut Tx<'_>,
     req: &Request<'_>,
     now: Timestamp,
     chunk_users: u32,
@@ -199,7 +214,7 @@ fn dispatch(
     }
     let mut call = handlers::Call {
         config,
-        store,
+        tx,
         caller,
         query: parse_query(req.query)?,
         body: if req.method == "POST" || req.method == "PUT" {

@@ -8,7 +8,7 @@ use std::collections::BTreeSet;
 use crate::budgets;
 use crate::config::Config;
 use crate::error::QuotaError;
-use crate::feed::sweep::{ends_at, next_warning, still_told};
+use crate::events::sweep::{ends_at, next_warning, still_told};
 use crate::gate::{personal_refusal, Ask};
 use crate::groups::{self, GroupNames};
 use crate::limits;

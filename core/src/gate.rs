@@ -6,7 +6,6 @@ use crate::accelerators::CPU_RESOURCE;
 use crate::budgets;
 use crate::config::Config;
 use crate::error::QuotaError;
-use crate::events::{self, Event, GateResult};
 use crate::forecast::{next_start_refresh, NextRefresh};
 use crate::groups::{self, GroupNames, ReportedGroups};
 use crate::ledger::{self, Entry};
@@ -14,10 +13,12 @@ use crate::limits;
 use crate::lots;
 use crate::milli::Milli;
 use crate::names::{normalize_username, validate_server_name};
+use crate::observations::{GateResult, Observation};
 use crate::sessions;
 
 use crate::store::{AccountKey, NewSession, SessionStatus, Store, TransactionType, UserRecord};
 use crate::time::Timestamp;
+use crate::tx::Tx;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct StartRequest {
@@ -111,14 +112,14 @@ pub fn estimate(config: &Config, resource: &str, runtime_minutes: i64) -> Result
 }
 
 /// Validates a start request, closes an orphaned session of the same server, creates the user's
-/// record on the first attempt, and decides. The decision is recorded as an [`events::Event::Gate`].
+/// record on the first attempt, and decides. The decision is recorded as an [`Observation::Gate`].
 pub fn check_start(
     config: &Config,
-    store: &mut dyn Store,
+    tx: &mut Tx<'_>,
     req: &StartRequest,
     now: Timestamp,
 ) -> Result<StartDecision, QuotaError> {
-    let decision = decide(config, store, req, now);
+    let decision = decide(config, tx, req, now);
     let result = match &decision {
         Ok(StartDecision::Allowed(_)) => GateResult::Allowed,
         Ok(StartDecision::Refused(_)) => GateResult::Refused,
@@ -126,19 +127,19 @@ pub fn check_start(
         Err(QuotaError::Invalid { .. } | QuotaError::OutOfRange(_)) => GateResult::Invalid,
         Err(_) => return decision,
     };
-    events::record(Event::Gate {
+    tx.observe(Observation::Gate {
         result,
         resource_type: resource_label(config, req.resource.as_deref()),
     });
     if let Ok(StartDecision::Refused(Refusal { message, .. }) | StartDecision::Forbidden(message)) = &decision
     {
-        note_refusal(req, message, now);
+        note_refusal(tx, req, message, now);
     }
     decision
 }
 
 /// A `start.refused` event: who, which server and resource, and the 403 text.
-fn note_refusal(req: &StartRequest, message: &str, now: Timestamp) {
+fn note_refusal(tx: &mut Tx<'_>, req: &StartRequest, message: &str, now: Timestamp) {
     let Ok(username) = normalize_username("username", &req.username) else {
         return;
     };
@@ -148,7 +149,7 @@ fn note_refusal(req: &StartRequest, message: &str, now: Timestamp) {
         "server_name": req.server_name,
         "resource_type": req.resource.as_deref().unwrap_or(CPU_RESOURCE),
     });
-    crate::feed::note(crate::feed::about_user(
+    tx.note(crate::events::about_user(
         crate::store::EventKind::StartRefused,
         &username,
         req.budget.as_deref(),
@@ -168,7 +169,7 @@ pub fn resource_label(config: &Config, resource: Option<&str>) -> String {
 
 fn decide(
     config: &Config,
-    store: &mut dyn Store,
+    tx: &mut Tx<'_>,
     req: &StartRequest,
     now: Timestamp,
 ) -> Result<StartDecision, QuotaError> {
@@ -181,7 +182,7 @@ fn decide(
     let budget = match &req.budget {
         None => None,
         Some(name) => Some(
-            budgets::find(config, store, name)?
+            budgets::find(config, tx.store(), name)?
                 .ok_or_else(|| QuotaError::invalid("budget", format!("unknown budget {name}")))?,
         ),
     };
@@ -194,7 +195,7 @@ fn decide(
         || budget
             .as_ref()
             .is_some_and(|b| !b.def.groups.is_empty() && !b.def.users.contains(&username));
-    let state = store.gate_state(&username, need_groups || req.groups.is_some())?;
+    let state = tx.gate_state(&username, need_groups || req.groups.is_some())?;
     // Groups as one text each (GroupNames): a report is compared with the stored text, and
     // checked only when it differs; neither is taken apart. Unread, the stored ones are none.
     let stored_groups = state.groups.unwrap_or_default();
@@ -209,7 +210,7 @@ fn decide(
         return Ok(StartDecision::Forbidden(forbidden_message(config, resource)));
     }
     if let Some(g) = &changed {
-        groups::report(store, &username, &g.to_set(), now)?;
+        groups::report(tx.store(), &username, &g.to_set(), now)?;
     }
 
     // A hub starts only a server that is not running: an active session of this server is an orphan.
@@ -223,7 +224,7 @@ fn decide(
         let minutes =
             sessions::billed_minutes(end.seconds() - orphan.start_time.seconds()).min(orphan.runtime_minutes);
         sessions::close(
-            store,
+            tx,
             orphan,
             Some(stored_user.clone()),
             end,
@@ -239,13 +240,13 @@ fn decide(
     if config.enabled {
         // Closing an orphan may have charged the user: re-read only in that case.
         let current = if orphan_closed {
-            store.get_user(&username)?
+            tx.get_user(&username)?
         } else {
             stored_user
         };
         let mut u = match current {
             Some(u) => u,
-            None => create_record(config, store, &username, groups, now)?,
+            None => create_record(config, tx, &username, groups, now)?,
         };
         if let Some(b) = &budget {
             // Checks 2 to 5; an unlimited user charging a budget is charged.
@@ -258,7 +259,7 @@ fn decide(
                 runtime_minutes: req.runtime_minutes,
                 estimated_cost,
             };
-            match budgets::check_start(config, store, &ask, now)? {
+            match budgets::check_start(config, tx.store(), &ask, now)? {
                 Err(budgets::BudgetRefusal::Forbidden(m)) => return Ok(StartDecision::Forbidden(m)),
                 Err(budgets::BudgetRefusal::Refused(r)) => {
                     return Ok(StartDecision::Refused(Refusal {
@@ -277,7 +278,7 @@ fn decide(
         } else {
             // The balance as of now: a dated grant whose expiry has come no longer counts (its
             // `expire` transaction is written by the next write to the account, not by a start).
-            let held_grants = store.account_grants(&AccountKey::User(username.clone()))?;
+            let held_grants = tx.account_grants(&AccountKey::User(username.clone()))?;
             u.balance = lots::balance_at(u.balance, &held_grants, now);
             if !u.unlimited {
                 let held: i64 = active
@@ -285,13 +286,15 @@ fn decide(
                     .filter(|s| s.billable && s.budget.is_none())
                     .map(|s| s.estimated_cost.raw())
                     .sum();
+                crate::invariants::held(held);
                 let ask = Ask {
                     rate,
                     runtime_minutes: req.runtime_minutes,
                     estimated_cost,
                     held,
                 };
-                if let Some(r) = personal_refusal(config, store, req.groups.is_some(), &u, groups, &ask, now)?
+                if let Some(r) =
+                    personal_refusal(config, tx.store(), req.groups.is_some(), &u, groups, &ask, now)?
                 {
                     return Ok(StartDecision::Refused(r));
                 }
@@ -305,9 +308,9 @@ fn decide(
     // validated and nothing is billed).
     let balance = match (budget_balance, &budget, user) {
         (Some(b), _, _) => b,
-        (None, Some(b), _) => budgets::balance_and_held(store, &b.name, now)?.0,
+        (None, Some(b), _) => budgets::balance_and_held(tx.store(), &b.name, now)?.0,
         (None, None, Some(u)) => u.balance,
-        (None, None, None) => store.get_user(&username)?.map_or(0, |u| u.balance),
+        (None, None, None) => tx.get_user(&username)?.map_or(0, |u| u.balance),
     };
     let session = NewSession {
         username,
@@ -319,12 +322,12 @@ fn decide(
         start_time: start,
         billable,
         budget: budget.map(|b| b.name),
-        warn_at: crate::feed::sweep::first_session_warning(
+        warn_at: crate::events::sweep::first_session_warning(
             config,
             start.plus_seconds(req.runtime_minutes * 60),
         ),
     };
-    let session_id = store.insert_session(&session)?;
+    let session_id = tx.insert_session(&session)?;
     // The session's strings move into the answer: no copies on the hot path.
     Ok(StartDecision::Allowed(Started {
         session_id,
@@ -417,7 +420,7 @@ pub fn forbidden_message(config: &Config, resource: &str) -> String {
 /// The first start attempt ever for a username: its record, with `defaultQuota` granted once.
 fn create_record(
     config: &Config,
-    store: &mut dyn Store,
+    tx: &mut Tx<'_>,
     username: &str,
     groups: &GroupNames,
     now: Timestamp,
@@ -437,9 +440,9 @@ fn create_record(
             created_by: None,
             expires_at: None,
         };
-        ledger::apply(store, &mut u, grant, entry, now)?;
+        ledger::apply(tx, &mut u, grant, entry, now)?;
     } else {
-        store.put_user(&u)?;
+        tx.put_user(&u)?;
     }
     Ok(u)
 }

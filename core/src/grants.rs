@@ -9,6 +9,7 @@ use crate::limits;
 use crate::lots;
 use crate::store::{AccountKey, Grant, NewGrant, Store, TransactionType, UserRecord};
 use crate::time::Timestamp;
+use crate::tx::Tx;
 
 /// The description of an `expire` transaction.
 pub fn expire_description(grant_id: i64) -> String {
@@ -19,20 +20,16 @@ pub fn expire_description(grant_id: i64) -> String {
 /// in the order the expiries came, each dated at its expiry (`amount = -remaining`), the grant then
 /// holding nothing. Returns the grants still live at `now` (the ones a charge may draw from).
 /// Every write to an account calls this (or [`settle_with`]) first, so its own effect comes after.
-pub fn settle_user(
-    store: &mut dyn Store,
-    user: &mut UserRecord,
-    now: Timestamp,
-) -> Result<Vec<Grant>, QuotaError> {
-    let grants = store.account_grants(&user.key())?;
-    settle_with(store, user, grants, now)
+pub fn settle_user(tx: &mut Tx<'_>, user: &mut UserRecord, now: Timestamp) -> Result<Vec<Grant>, QuotaError> {
+    let grants = tx.account_grants(&user.key())?;
+    settle_with(tx, user, grants, now)
 }
 
 /// [`settle_user`] for any account, with its grants read already (a caller that decided on the
 /// balance as of now before writing anything: a refused request writes nothing, expiries
 /// included).
 pub fn settle_with<A: Account + ?Sized>(
-    store: &mut dyn Store,
+    tx: &mut Tx<'_>,
     account: &mut A,
     grants: Vec<Grant>,
     now: Timestamp,
@@ -48,10 +45,10 @@ pub fn settle_with<A: Account + ?Sized>(
                 "an expiry",
             )?;
             let entry = Entry::of(TransactionType::Expire, expire_description(*grant_id));
-            ledger::apply(store, account, after, entry, *at)?;
+            ledger::apply(tx, account, after, entry, *at)?;
         }
         let spent: Vec<(i64, i64)> = due.iter().map(|(id, _, _)| (*id, 0)).collect();
-        store.set_grants_remaining(&spent)?;
+        tx.set_grants_remaining(&spent)?;
     }
     Ok(grants.into_iter().filter(|g| g.live_at(now)).collect())
 }
@@ -60,7 +57,7 @@ pub fn settle_with<A: Account + ?Sized>(
 /// row, and the `add`-like transaction `entry` names (carrying the expiry), in one step. `account`
 /// must be settled at `now`.
 pub fn grant<A: Account + ?Sized>(
-    store: &mut dyn Store,
+    tx: &mut Tx<'_>,
     account: &mut A,
     amount: i64,
     expires_at: Timestamp,
@@ -71,7 +68,7 @@ pub fn grant<A: Account + ?Sized>(
         return Err(QuotaError::invalid("amount", "a dated grant must be more than 0"));
     }
     let after = ledger::checked_balance(i128::from(account.balance()) + i128::from(amount), "the grant")?;
-    let id = store.insert_grant(
+    let id = tx.insert_grant(
         &account.key(),
         &NewGrant {
             amount,
@@ -80,7 +77,7 @@ pub fn grant<A: Account + ?Sized>(
         },
     )?;
     entry.expires_at = Some(expires_at);
-    ledger::apply(store, account, after, entry, now)?;
+    ledger::apply(tx, account, after, entry, now)?;
     Ok(id)
 }
 
@@ -89,6 +86,7 @@ pub fn grant<A: Account + ?Sized>(
 /// credit; the caller writes the balance change (one transaction, as today).
 pub fn draw(store: &mut dyn Store, live: &[Grant], amount: i64, t: Timestamp) -> Result<(), QuotaError> {
     let d = lots::draw(live, amount, t);
+    crate::invariants::draw(&d.from_grants, d.from_undated, amount, live);
     if d.from_grants.is_empty() {
         return Ok(());
     }
@@ -107,14 +105,14 @@ pub fn draw(store: &mut dyn Store, live: &[Grant], amount: i64, t: Timestamp) ->
 
 /// A `set` replaces the whole credit: every live grant of the account holds nothing afterwards
 /// (the `set` transaction's amount accounts for them, as for the undated lot).
-pub fn drop_all(store: &mut dyn Store, live: &[Grant]) -> Result<(), QuotaError> {
+pub fn drop_all(tx: &mut Tx<'_>, live: &[Grant]) -> Result<(), QuotaError> {
     let zero: Vec<(i64, i64)> = live
         .iter()
         .filter(|g| g.remaining > 0)
         .map(|g| (g.grant_id, 0))
         .collect();
     if !zero.is_empty() {
-        store.set_grants_remaining(&zero)?;
+        tx.set_grants_remaining(&zero)?;
     }
     Ok(())
 }
@@ -128,52 +126,48 @@ pub struct Swept {
     pub more: Option<bool>,
 }
 
-/// Grants written off per page of a sweep: one read of the grants, one of their users, one bulk
-/// write of the `expire` rows and one of the grants.
-const SWEEP_PAGE_GRANTS: usize = 1000;
-
 /// Writes every expiry due by `now` (`POST .../expire`): each account's `expire` transactions, as
 /// its next write would. Running it again writes nothing. With `limit`, at most that many grants,
 /// and `more` says whether others are still due (the caller commits and calls again: the sweep
 /// resumes from what is still due).
-pub fn sweep(store: &mut dyn Store, now: Timestamp, limit: Option<usize>) -> Result<Swept, QuotaError> {
+pub fn sweep(tx: &mut Tx<'_>, now: Timestamp, limit: Option<usize>) -> Result<Swept, QuotaError> {
     let mut out = Swept::default();
     let mut done = 0usize;
     // Budgets first (few accounts), each through its own settle, a page of names at a time.
     let mut after: Option<String> = None;
     loop {
-        let names = store.due_budgets(now, after.as_deref(), limits::SWEEP_PAGE_BUDGETS)?;
+        let names = tx.due_budgets(now, after.as_deref(), limits::SWEEP_PAGE_BUDGETS)?;
         let Some(last) = names.last().cloned() else { break };
         for name in names {
             let key = AccountKey::Budget(name.clone());
-            let Some(row) = store.get_budget(&name)? else {
+            let Some(row) = tx.get_budget(&name)? else {
                 continue;
             };
             let mut account = BudgetAccount {
                 row,
                 member: String::new(),
             };
-            let grants = store.account_grants(&key)?;
+            let grants = tx.account_grants(&key)?;
             for g in lots::due(&grants, now) {
                 out.grants_expired += 1;
                 out.credits_expired += g.remaining;
                 done += 1;
             }
-            settle_with(store, &mut account, grants, now)?;
+            settle_with(tx, &mut account, grants, now)?;
         }
         after = Some(last);
     }
     // Users a page of grants at a time, set-based.
     loop {
         let page = match limit {
-            Some(l) => l.saturating_sub(done).min(SWEEP_PAGE_GRANTS),
-            None => SWEEP_PAGE_GRANTS,
+            Some(l) => l.saturating_sub(done).min(limits::SWEEP_PAGE_GRANTS),
+            None => limits::SWEEP_PAGE_GRANTS,
         };
         if page == 0 {
-            out.more = Some(!store.due_user_grants(now, 1)?.is_empty());
+            out.more = Some(!tx.due_user_grants(now, 1)?.is_empty());
             return Ok(out);
         }
-        let due = store.due_user_grants(now, page)?;
+        let due = tx.due_user_grants(now, page)?;
         if due.is_empty() {
             if limit.is_some() {
                 out.more = Some(false);
@@ -183,7 +177,7 @@ pub fn sweep(store: &mut dyn Store, now: Timestamp, limit: Option<usize>) -> Res
         let mut names: Vec<String> = due.iter().map(|(u, _)| u.clone()).collect();
         names.sort_unstable();
         names.dedup();
-        let mut users: std::collections::BTreeMap<String, UserRecord> = store
+        let mut users: std::collections::BTreeMap<String, UserRecord> = tx
             .users_named(&names)?
             .into_iter()
             .map(|u| (u.username.clone(), u))
@@ -197,12 +191,12 @@ pub fn sweep(store: &mut dyn Store, now: Timestamp, limit: Option<usize>) -> Res
             let after =
                 ledger::checked_balance(i128::from(user.balance) - i128::from(g.remaining), "an expiry")?;
             let entry = Entry::of(TransactionType::Expire, expire_description(g.grant_id));
-            changes.push(ledger::change(user, after, entry, g.expires_at));
+            changes.push(ledger::change(tx, user, after, entry, g.expires_at));
             out.grants_expired += 1;
             out.credits_expired += g.remaining;
         }
-        store.record_changes(&changes)?;
-        store.zero_grants(&ids)?;
+        tx.record_changes(&changes)?;
+        tx.zero_grants(&ids)?;
         done += due.len();
     }
 }
@@ -242,11 +236,11 @@ mod tests {
         let mut s = MemStore::new();
         let t0 = Timestamp(1_000_000);
         let mut u = new_user("ann", t0);
-        ledger::apply(&mut s, &mut u, 10, entry(TransactionType::Set), t0).unwrap();
-        let live = settle_user(&mut s, &mut u, t0).unwrap();
+        ledger::apply(&mut Tx::new(&mut s), &mut u, 10, entry(TransactionType::Set), t0).unwrap();
+        let live = settle_user(&mut Tx::new(&mut s), &mut u, t0).unwrap();
         assert!(live.is_empty());
         let id = grant(
-            &mut s,
+            &mut Tx::new(&mut s),
             &mut u,
             50,
             t0.plus_seconds(3600),
@@ -257,10 +251,17 @@ mod tests {
         assert_eq!(u.balance, 60);
         // Half an hour in: the grant is live, a charge of 20 draws from it, not the undated lot.
         let t1 = t0.plus_seconds(1800);
-        let live = settle_user(&mut s, &mut u, t1).unwrap();
+        let live = settle_user(&mut Tx::new(&mut s), &mut u, t1).unwrap();
         assert_eq!(live.len(), 1);
         draw(&mut s, &live, 20, t1).unwrap();
-        ledger::apply(&mut s, &mut u, 40, entry(TransactionType::Usage), t1).unwrap();
+        ledger::apply(
+            &mut Tx::new(&mut s),
+            &mut u,
+            40,
+            entry(TransactionType::Usage),
+            t1,
+        )
+        .unwrap();
         assert_eq!(
             s.account_grants(&AccountKey::User("ann".into())).unwrap()[0].remaining,
             30
@@ -270,7 +271,7 @@ mod tests {
         let grants = s.account_grants(&AccountKey::User("ann".into())).unwrap();
         assert_eq!(lots::balance_at(u.balance, &grants, t2), 10);
         // ...and the next write settles it first: one `expire` of the 30 left, dated at the expiry.
-        let live = settle_user(&mut s, &mut u, t2).unwrap();
+        let live = settle_user(&mut Tx::new(&mut s), &mut u, t2).unwrap();
         assert!(live.is_empty());
         let last = s.transactions.last().unwrap();
         assert_eq!(last.transaction_type, TransactionType::Expire);
@@ -281,7 +282,7 @@ mod tests {
         reconciles(&s, "ann");
         // Settling again writes nothing.
         let n = s.transactions.len();
-        settle_user(&mut s, &mut u, t2).unwrap();
+        settle_user(&mut Tx::new(&mut s), &mut u, t2).unwrap();
         assert_eq!(s.transactions.len(), n);
     }
 
@@ -291,7 +292,7 @@ mod tests {
         let t0 = Timestamp(1_000_000);
         let mut u = new_user("bob", t0);
         grant(
-            &mut s,
+            &mut Tx::new(&mut s),
             &mut u,
             5,
             t0.plus_seconds(100),
@@ -300,7 +301,7 @@ mod tests {
         )
         .unwrap();
         grant(
-            &mut s,
+            &mut Tx::new(&mut s),
             &mut u,
             7,
             t0.plus_seconds(50),
@@ -308,10 +309,17 @@ mod tests {
             t0,
         )
         .unwrap();
-        let live = settle_user(&mut s, &mut u, t0).unwrap();
+        let live = settle_user(&mut Tx::new(&mut s), &mut u, t0).unwrap();
         draw(&mut s, &live, 15, t0).unwrap();
         let after = u.balance - 15;
-        ledger::apply(&mut s, &mut u, after, entry(TransactionType::Usage), t0).unwrap();
+        ledger::apply(
+            &mut Tx::new(&mut s),
+            &mut u,
+            after,
+            entry(TransactionType::Usage),
+            t0,
+        )
+        .unwrap();
         let grants = s.account_grants(&AccountKey::User("bob".into())).unwrap();
         assert!(
             grants.is_empty(),
@@ -320,7 +328,7 @@ mod tests {
         assert_eq!(u.balance, -3, "debt in the undated lot");
         assert_eq!(lots::undated(u.balance, &grants), -3);
         grant(
-            &mut s,
+            &mut Tx::new(&mut s),
             &mut u,
             9,
             t0.plus_seconds(500),
@@ -328,9 +336,9 @@ mod tests {
             t0,
         )
         .unwrap();
-        let live = settle_user(&mut s, &mut u, t0).unwrap();
-        drop_all(&mut s, &live).unwrap();
-        ledger::apply(&mut s, &mut u, 20, entry(TransactionType::Set), t0).unwrap();
+        let live = settle_user(&mut Tx::new(&mut s), &mut u, t0).unwrap();
+        drop_all(&mut Tx::new(&mut s), &live).unwrap();
+        ledger::apply(&mut Tx::new(&mut s), &mut u, 20, entry(TransactionType::Set), t0).unwrap();
         assert!(s
             .account_grants(&AccountKey::User("bob".into()))
             .unwrap()
@@ -338,7 +346,7 @@ mod tests {
         assert_eq!(u.balance, 20);
         reconciles(&s, "bob");
         assert!(grant(
-            &mut s,
+            &mut Tx::new(&mut s),
             &mut u,
             0,
             t0.plus_seconds(9),

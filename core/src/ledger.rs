@@ -9,6 +9,7 @@ use crate::store::{
     AccountKey, BudgetChange, BudgetRow, Change, NewTransaction, Store, TransactionType, UserRecord,
 };
 use crate::time::Timestamp;
+use crate::tx::Tx;
 
 /// Narrows an exact result to a balance, refusing values outside the exact range.
 pub fn checked_balance(v: i128, what: &str) -> Result<i64, QuotaError> {
@@ -72,7 +73,7 @@ pub trait Account {
     /// Moves the account to `new_balance` and writes its row and transaction in one storage call.
     fn write(
         &mut self,
-        store: &mut dyn Store,
+        tx: &mut Tx<'_>,
         new_balance: i64,
         entry: Entry<'_>,
         now: Timestamp,
@@ -96,13 +97,13 @@ impl Account for UserRecord {
 
     fn write(
         &mut self,
-        store: &mut dyn Store,
+        tx: &mut Tx<'_>,
         new_balance: i64,
         entry: Entry<'_>,
         now: Timestamp,
     ) -> Result<(), StoreError> {
-        let c = change(self, new_balance, entry, now);
-        store.record_changes(std::slice::from_ref(&c))
+        let c = change(tx, self, new_balance, entry, now);
+        tx.record_changes(std::slice::from_ref(&c))
     }
 }
 
@@ -125,16 +126,16 @@ impl Account for BudgetAccount {
 
     fn write(
         &mut self,
-        store: &mut dyn Store,
+        tx: &mut Tx<'_>,
         new_balance: i64,
         entry: Entry<'_>,
         now: Timestamp,
     ) -> Result<(), StoreError> {
         let before = self.row.balance;
-        crate::feed::note_move(self.key(), before, new_balance);
+        tx.note_move(self.key(), before, new_balance);
         self.row.balance = new_balance;
         self.row.updated_at = now;
-        let tx = transaction(
+        let row = transaction(
             &self.member,
             Some(&self.row.name),
             before,
@@ -142,9 +143,9 @@ impl Account for BudgetAccount {
             entry,
             now,
         );
-        store.record_budget_change(&BudgetChange {
+        tx.record_budget_change(&BudgetChange {
             budget: self.row.clone(),
-            entry: tx,
+            entry: row,
         })
     }
 }
@@ -157,6 +158,7 @@ fn transaction(
     entry: Entry<'_>,
     now: Timestamp,
 ) -> NewTransaction {
+    crate::invariants::ledger_row(after - before, before, after);
     NewTransaction {
         username: username.to_string(),
         amount: after - before,
@@ -174,21 +176,27 @@ fn transaction(
 
 /// Moves `account` to `new_balance`, writing the row and its transaction in one storage call.
 pub fn apply<A: Account + ?Sized>(
-    store: &mut dyn Store,
+    tx: &mut Tx<'_>,
     account: &mut A,
     new_balance: i64,
     entry: Entry<'_>,
     now: Timestamp,
 ) -> Result<(), QuotaError> {
-    account.write(store, new_balance, entry, now)?;
+    account.write(tx, new_balance, entry, now)?;
     Ok(())
 }
 
 /// Moves `user` to `new_balance` and returns the change to write (refresh writes them in pages).
-pub fn change(user: &mut UserRecord, new_balance: i64, entry: Entry<'_>, now: Timestamp) -> Change {
+pub fn change(
+    tx: &mut Tx<'_>,
+    user: &mut UserRecord,
+    new_balance: i64,
+    entry: Entry<'_>,
+    now: Timestamp,
+) -> Change {
     let before = user.balance;
     if !user.unlimited {
-        crate::feed::note_move(user.key(), before, new_balance);
+        tx.note_move(user.key(), before, new_balance);
     }
     user.balance = new_balance;
     user.updated_at = now;

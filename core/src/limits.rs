@@ -90,6 +90,40 @@ pub const GRANT_DAYS_MAX: i64 = 3660;
 /// `host-shim/benches/postgres.rs`, section 4: under 100 ms a chunk on SQLite and PostgreSQL).
 pub const SWEEP_CHUNK_GRANTS: usize = 1000;
 
+/// How the component must be hosted (its `hosting` contract states these to every host):
+/// how long a statement waits for another writer's lock before it fails as `busy`.
+pub const BUSY_WAIT_MS: u32 = 10_000;
+/// A refresh of 100,000 users in one call runs well under a second; a call still running after
+/// this is a runaway guest.
+pub const CALL_DEADLINE_MS: u32 = 30_000;
+/// `migrate`: schema 5's usage sums are built from the whole ledger (measured: 20 s for ten
+/// million rows on SQLite, longer on PostgreSQL), so an upgrade gets an hour, not 30 s.
+pub const MIGRATION_DEADLINE_MS: u32 = 3_600_000;
+/// Users per transaction of a refresh with a run id: about 30 ms of PostgreSQL's time and 6 ms of
+/// SQLite's per chunk (docs/postgres.md).
+pub const REFRESH_CHUNK_USERS: u32 = 2_000;
+/// The largest linear memory of one instance: a refresh of 100,000 users holds every change in
+/// memory for a moment (about 20 MiB).
+pub const MEMORY_LIMIT_BYTES: u64 = 256 << 20;
+/// How often a host runs the sweep (due grants, warnings, the purge), in seconds: a warning or an
+/// expiry is written at most this late.
+pub const SWEEP_INTERVAL_SECONDS: u32 = 10;
+/// How long a host waits for a webhook's receiver to answer one delivery, in seconds.
+pub const WEBHOOK_TIMEOUT_SECONDS: u32 = 10;
+
+/// Grants written off per page of a sweep: one read of the grants, one of their users, one bulk
+/// write of the `expire` rows and one of the grants.
+pub const SWEEP_PAGE_GRANTS: usize = 1000;
+/// Newest events `GET .../me/status` shows.
+pub const STATUS_EVENTS_MAX: usize = 20;
+
+/// Observations one engine call returns at most (a call records a handful: cleanup aggregates by
+/// resource type).
+pub const OBSERVATIONS_PER_CALL_MAX: usize = 1000;
+/// Events one call may note at most (a refresh of many users notes one balance move per user;
+/// beyond this the rest are dropped rather than hold unbounded memory).
+pub const NOTES_PER_CALL_MAX: usize = 1_000_000;
+
 /// Events are kept at least this many days (credit model 2, "Events"); the sweep purges older ones.
 pub const EVENT_RETENTION_DAYS: i64 = 30;
 /// Events purged per sweep call: each call is one short transaction.

@@ -6,10 +6,11 @@
 use crate::error::QuotaError;
 use crate::limits;
 pub use crate::store::Grant;
-use crate::time::Timestamp;
+use crate::time::{Timestamp, DAY_SECONDS};
 
 /// The spending order: live grants by `expires_at`, soonest first, ties by `grant_id`.
 fn spending_order(grants: &[Grant], t: Timestamp) -> Vec<&Grant> {
+    grants.iter().for_each(crate::invariants::grant);
     let mut live: Vec<&Grant> = grants.iter().filter(|g| g.live_at(t)).collect();
     live.sort_by_key(|g| (g.expires_at, g.grant_id));
     live
@@ -64,7 +65,7 @@ pub fn check_expires_at(field: &str, expires_at: Timestamp, now: Timestamp) -> R
     if expires_at <= now {
         return Err(QuotaError::invalid(field, "must be later than now"));
     }
-    if expires_at.seconds() - now.seconds() > limits::GRANT_DAYS_MAX * 86_400 {
+    if expires_at.seconds() - now.seconds() > limits::GRANT_DAYS_MAX * DAY_SECONDS {
         return Err(QuotaError::invalid(
             field,
             format!("must be at most {} days ahead", limits::GRANT_DAYS_MAX),
@@ -93,7 +94,7 @@ pub fn parse_expires_after(field: &str, text: &str) -> Result<i64, QuotaError> {
     let unit_seconds = match unit {
         'm' => 60,
         'h' => 3600,
-        'd' => 86_400,
+        'd' => DAY_SECONDS,
         _ => return Err(bad()),
     };
     if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) || digits.len() > 9 {
@@ -101,7 +102,7 @@ pub fn parse_expires_after(field: &str, text: &str) -> Result<i64, QuotaError> {
     }
     let n: i64 = digits.parse().map_err(|_| bad())?;
     let seconds = n * unit_seconds;
-    if n < 1 || seconds > limits::GRANT_DAYS_MAX * 86_400 {
+    if n < 1 || seconds > limits::GRANT_DAYS_MAX * DAY_SECONDS {
         return Err(bad());
     }
     Ok(seconds)
@@ -184,7 +185,7 @@ mod tests {
         let now = Timestamp(1_000_000);
         assert!(check_expires_at("expires_at", now, now).is_err());
         assert!(check_expires_at("expires_at", now.plus_seconds(1), now).is_ok());
-        let max = now.plus_seconds(limits::GRANT_DAYS_MAX * 86_400);
+        let max = now.plus_seconds(limits::GRANT_DAYS_MAX * DAY_SECONDS);
         assert!(check_expires_at("expires_at", max, now).is_ok());
         let e = check_expires_at("expires_at", max.plus_seconds(1), now).unwrap_err();
         assert!(e.to_string().contains("expires_at"), "{e}");

@@ -8,6 +8,9 @@ use serde::{Serialize, Serializer};
 
 use crate::limits;
 
+/// Seconds in a UTC day (the engine has no leap seconds: timestamps are whole UTC seconds).
+pub const DAY_SECONDS: i64 = 86_400;
+
 /// Seconds since 1970-01-01T00:00:00Z.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
 pub struct Timestamp(pub i64);

@@ -18,8 +18,7 @@ use crate::store::Store;
 pub use crate::store::Usage;
 use crate::time::Timestamp;
 
-/// Seconds in a UTC day.
-pub const DAY_SECONDS: i64 = 86_400;
+pub use crate::time::DAY_SECONDS;
 
 /// The UTC day (days since 1970-01-01) of a timestamp.
 pub fn day_of(t: Timestamp) -> i64 {

@@ -14,6 +14,7 @@ use quota_core::groups;
 use quota_core::refresh::refresh;
 use quota_core::store::UserRecord;
 use quota_core::store::UserStore;
+use quota_core::tx::Tx;
 use quota_core::{Config, MemStore, Timestamp};
 use serde_json::json;
 
@@ -113,7 +114,12 @@ fn run(seed: u64) -> Result<(), String> {
     for (i, (at, name)) in fires.iter().enumerate() {
         let req = config.rule_request(name, None, false).unwrap();
         // A run refused for someone (out of range) changes no one: as the scheduler sees it.
-        let _ = refresh(&quota_core::Config::default(), &mut store, &req, *at);
+        let _ = refresh(
+            &quota_core::Config::default(),
+            &mut Tx::new(&mut store),
+            &req,
+            *at,
+        );
         let after = store.get_user(user).unwrap().map(|u| u.balance);
         let is_forecast = forecast.as_ref().is_some_and(|f| f.at == *at && f.rule == *name);
         let last_at_that_time = fires.get(i + 1).is_none_or(|(t, _)| t != at);

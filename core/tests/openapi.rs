@@ -179,7 +179,7 @@ fn the_document_is_served_to_anyone_and_only_read() {
             body: "",
             caller: None,
         };
-        handle_request(&config, store, &req, now).unwrap()
+        handle_request(&config, store, &req, now).unwrap().answer
     };
     let r = ask(&mut store, "GET", "");
     assert_eq!((r.status, r.body.as_str()), (200, OPENAPI_JSON));

@@ -8,6 +8,7 @@ use quota_core::sessions::{end_session, EndRequest, EndTarget, Outcome};
 use quota_core::store::UserRecord;
 use quota_core::store::UserStore;
 use quota_core::targets::Targets;
+use quota_core::tx::Tx;
 use quota_core::{Config, MemStore, QuotaError, Timestamp};
 
 const T0: Timestamp = Timestamp(1_795_000_000);
@@ -40,7 +41,7 @@ fn admin_add_past_the_exact_range_is_refused_and_changes_nothing() {
         description: None,
         expires_at: None,
     };
-    let err = admin_update(&mut store, &req, "root", T0).unwrap_err();
+    let err = admin_update(&mut Tx::new(&mut store), &req, "root", T0).unwrap_err();
     assert!(matches!(err, QuotaError::OutOfRange(_)), "{err:?}");
     assert_eq!(err.status(), 400);
     assert_eq!(store, before);
@@ -51,7 +52,9 @@ fn admin_add_past_the_exact_range_is_refused_and_changes_nothing() {
         expires_at: None,
     };
     assert_eq!(
-        admin_update(&mut store, &req, "root", T0).unwrap().balance,
+        admin_update(&mut Tx::new(&mut store), &req, "root", T0)
+            .unwrap()
+            .balance,
         BALANCE_ABS_MAX
     );
 }
@@ -79,7 +82,7 @@ fn refresh_that_would_overflow_for_one_user_changes_nobody() {
     };
     let err = refresh(
         &quota_core::Config::default(),
-        &mut store,
+        &mut Tx::new(&mut store),
         &RefreshRequest {
             params,
             run_id: None,
@@ -105,7 +108,7 @@ fn usage_charge_past_the_exact_range_is_refused_and_the_session_stays_active() {
         groups: None,
         budget: None,
     };
-    let StartDecision::Allowed(s) = check_start(&cfg, &mut store, &req, T0).unwrap() else {
+    let StartDecision::Allowed(s) = check_start(&cfg, &mut Tx::new(&mut store), &req, T0).unwrap() else {
         panic!("allowed")
     };
     // Drive the balance to the bottom of the range, then end: the charge would cross it.
@@ -118,7 +121,7 @@ fn usage_charge_past_the_exact_range_is_refused_and_the_session_stays_active() {
         ended_at: None,
         outcome: Outcome::Completed,
     };
-    let err = end_session(&mut store, &end, T0.plus_seconds(600)).unwrap_err();
+    let err = end_session(&mut Tx::new(&mut store), &end, T0.plus_seconds(600)).unwrap_err();
     assert!(matches!(err, QuotaError::OutOfRange(_)), "{err:?}");
     assert_eq!(store, before);
 }
@@ -134,7 +137,7 @@ fn deduct_more_than_the_balance_is_insufficient_balance() {
         expires_at: None,
     };
     assert_eq!(
-        admin_update(&mut store, &req, "root", T0).unwrap_err(),
+        admin_update(&mut Tx::new(&mut store), &req, "root", T0).unwrap_err(),
         QuotaError::InsufficientBalance
     );
     assert_eq!(store, before);
@@ -152,7 +155,8 @@ fn refusal_message_is_byte_exact() {
         groups: None,
         budget: None,
     };
-    let StartDecision::Refused(r) = check_start(&config(), &mut store, &req, T0).unwrap() else {
+    let StartDecision::Refused(r) = check_start(&config(), &mut Tx::new(&mut store), &req, T0).unwrap()
+    else {
         panic!("refused")
     };
     assert_eq!(
@@ -181,7 +185,7 @@ fn bodies_over_one_mebibyte_are_413_and_change_nothing() {
         body: &body,
         caller: Some(&admin),
     };
-    let r = handle_request(&cfg, &mut store, &req, T0).unwrap();
+    let r = handle_request(&cfg, &mut store, &req, T0).unwrap().answer;
     assert_eq!(r.status, 413, "{}", r.body);
     assert!(r.body.starts_with(r#"{"error":"body: larger than"#), "{}", r.body);
     assert_eq!(store, MemStore::new());
@@ -190,5 +194,8 @@ fn bodies_over_one_mebibyte_are_413_and_change_nothing() {
     let body = format!("{json}{}", &pad[json.len()..]);
     assert_eq!(body.len(), quota_core::api::BODY_BYTES_MAX);
     let req = Request { body: &body, ..req };
-    assert_eq!(handle_request(&cfg, &mut store, &req, T0).unwrap().status, 200);
+    assert_eq!(
+        handle_request(&cfg, &mut store, &req, T0).unwrap().answer.status,
+        200
+    );
 }

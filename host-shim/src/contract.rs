@@ -81,6 +81,12 @@ pub struct HostingContract {
     pub call_deadline: Duration,
     pub migration_deadline: Duration,
     pub memory_limit_bytes: u64,
+    /// How often a host runs the sweep (due grants, warnings, the purge).
+    pub sweep_interval: Duration,
+    /// How long a host waits for a webhook's receiver to answer one delivery.
+    pub webhook_timeout: Duration,
+    /// The largest page a host asks of the users and memberships lists.
+    pub users_page_max: u32,
     pub error_codes: Vec<(String, ErrorKind)>,
     pub error_handling: Vec<Handling>,
     pub tables: Vec<Table>,

@@ -284,11 +284,11 @@ pub fn accelerator(a: api::Accelerator) -> (String, quota_core::accelerators::Ac
     )
 }
 
-/// An event the component reported (`take-events`) as `quota_core`'s.
-pub fn event(e: api::Event) -> quota_core::events::Event {
-    use quota_core::events::{Event, GateResult};
+/// An observation the component returned with an answer, as `quota_core`'s.
+pub fn observation(e: api::Observation) -> quota_core::observations::Observation {
+    use quota_core::observations::{GateResult, Observation};
     match e {
-        api::Event::Gate(g) => Event::Gate {
+        api::Observation::Gate(g) => Observation::Gate {
             result: match g.decision {
                 api::GateResult::Allowed => GateResult::Allowed,
                 api::GateResult::Refused => GateResult::Refused,
@@ -297,14 +297,14 @@ pub fn event(e: api::Event) -> quota_core::events::Event {
             },
             resource_type: g.resource_type,
         },
-        api::Event::SessionsEnded(s) => Event::SessionsEnded {
+        api::Observation::SessionsEnded(s) => Observation::SessionsEnded {
             status: status(s.status),
             resource_type: s.resource_type,
             sessions: s.sessions,
             credits: s.credits,
             budget: s.budget,
         },
-        api::Event::Refreshed(r) => Event::Refreshed {
+        api::Observation::Refreshed(r) => Observation::Refreshed {
             rule_name: r.rule_name,
             users_updated: r.users_updated,
         },
@@ -351,6 +351,9 @@ impl From<wit::HostingContract> for HostingContract {
             call_deadline: Duration::from_millis(c.call_deadline_ms.into()),
             migration_deadline: Duration::from_millis(c.migration_deadline_ms.into()),
             memory_limit_bytes: c.memory_limit_bytes,
+            sweep_interval: Duration::from_millis(u64::from(c.sweep_interval_ms)),
+            webhook_timeout: Duration::from_millis(u64::from(c.webhook_timeout_ms)),
+            users_page_max: c.users_page_max,
             error_codes: c
                 .error_codes
                 .into_iter()

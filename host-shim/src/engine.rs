@@ -20,20 +20,20 @@ impl Worker {
     /// The spawn gate: records the session when allowed. A refusal is a decision, not an error.
     pub fn check_start(&mut self, req: &StartRequest, now: Timestamp) -> Result<StartDecision, HostError> {
         let w = cv::start_request(req);
-        let d = self.call(|b, s| b.quota_engine_api().call_check_start(s, &w, now.0))?;
+        let d = self.call_observed(|b, s| b.quota_engine_api().call_check_start(s, &w, now.0))?;
         Ok(cv::start_decision(decided(d)?, req))
     }
 
     /// Ends a session and bills it; idempotent for a session already ended.
     pub fn end_session(&mut self, req: &EndRequest, now: Timestamp) -> Result<EndResult, HostError> {
         let w = cv::end_request(req);
-        let r = self.call(|b, s| b.quota_engine_api().call_end_session(s, &w, now.0))?;
+        let r = self.call_observed(|b, s| b.quota_engine_api().call_end_session(s, &w, now.0))?;
         Ok(cv::end_result(decided(r)?))
     }
 
     /// Closes every session active for more than 8 hours, without charge.
     pub fn cleanup_stale(&mut self, now: Timestamp) -> Result<Vec<CleanedSession>, HostError> {
-        let r = self.call(|b, s| b.quota_engine_api().call_cleanup_stale(s, now.0))?;
+        let r = self.call_observed(|b, s| b.quota_engine_api().call_cleanup_stale(s, now.0))?;
         Ok(decided(r)?.into_iter().map(cv::cleaned).collect())
     }
 
@@ -72,7 +72,7 @@ impl Worker {
 
     /// A refresh in the REST body's form (JSON).
     pub fn refresh(&mut self, body_json: &str, now: Timestamp) -> Result<RefreshResult, HostError> {
-        let r = self.call(|b, s| b.quota_engine_api().call_refresh(s, body_json, now.0))?;
+        let r = self.call_observed(|b, s| b.quota_engine_api().call_refresh(s, body_json, now.0))?;
         refresh_result(r)
     }
 

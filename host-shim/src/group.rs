@@ -37,7 +37,7 @@ impl Worker {
             failed.iter().for_each(|r| self.note_failures(r));
             return failed;
         }
-        self.events.clear();
+        self.observations.clear();
         let mut answers = Vec::with_capacity(n);
         let mut calls = calls.into_iter();
         while let Some(mut call) = calls.next() {
@@ -59,8 +59,8 @@ impl Worker {
         match self.db().commit() {
             Ok(()) => {
                 if let Some(o) = &self.observer {
-                    if !self.events.is_empty() {
-                        o.committed(&self.events);
+                    if !self.observations.is_empty() {
+                        o.committed(&self.observations);
                     }
                     o.group_committed(answers.iter().filter(|a| a.is_ok()).count());
                 }
@@ -81,14 +81,14 @@ impl Worker {
     /// failure undone), `Err` when the savepoint itself could not be set, kept or undone.
     fn in_savepoint<T>(&mut self, call: &mut GroupCall<'_, T>) -> Result<Result<T, HostError>, SqlError> {
         self.db().savepoint()?;
-        let mark = self.events.len();
+        let mark = self.observations.len();
         let (answer, trapped) = self.run_scoped(call);
         if answer.is_ok() {
             self.db().release_savepoint()?;
             return Ok(answer);
         }
         self.db().rollback_to_savepoint()?;
-        self.events.truncate(mark);
+        self.observations.truncate(mark);
         if trapped {
             // The fresh instance takes over the same connection, its transaction still open.
             if let Err(e) = self.replace_instance() {

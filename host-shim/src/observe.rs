@@ -1,12 +1,12 @@
-//! What a host may watch of its workers, for metrics: the events of committed calls (never those
-//! of a call rolled back or retried), traps, calls that failed busy, and conflict retries.
+//! What a host may watch of its workers, for metrics: the observations of committed calls (never
+//! those of a call rolled back or retried), traps, calls that failed busy, and conflict retries.
 
-pub use quota_core::events::{Event, GateResult};
+pub use quota_core::observations::{GateResult, Observation};
 
 /// Told by a worker what happened; called on the worker's thread, so keep it quick (counters).
 pub trait Observer: Send + Sync {
-    /// The events of calls whose transaction has just committed.
-    fn committed(&self, events: &[Event]);
+    /// The observations of calls whose transaction has just committed.
+    fn committed(&self, observations: &[Observation]);
     /// An engine call trapped (a panic, the deadline, the memory limit); it was rolled back.
     fn trapped(&self);
     /// A call failed because the database stayed busy or conflicting (answered 503 by a server).

@@ -5,7 +5,7 @@ use wasmtime::Store;
 
 use crate::bindings::{api, QuotaEngine};
 use crate::error::{trap, HostError};
-use crate::observe::Event;
+use crate::observe::Observation;
 use crate::sql::{SqlError, SqlValue};
 use crate::state::HostState;
 use crate::types::{refresh_result, Migration};
@@ -15,8 +15,8 @@ pub struct Tx<'a> {
     pub(crate) bindings: &'a QuotaEngine,
     pub(crate) store: &'a mut Store<HostState>,
     pub(crate) trapped: &'a mut bool,
-    /// Where the events of this transaction's calls go, when the worker has an observer.
-    pub(crate) events: Option<&'a mut Vec<Event>>,
+    /// Where the observations of this transaction's calls go, when the worker has an observer.
+    pub(crate) observations: Option<&'a mut Vec<Observation>>,
     /// Users per transaction of a refresh with a run id (the runtime's `Limits`).
     pub(crate) chunk_users: u32,
 }
@@ -75,30 +75,24 @@ impl Tx<'_> {
         &mut self,
         f: impl FnOnce(&QuotaEngine, &mut Store<HostState>) -> wasmtime::Result<T>,
     ) -> Result<T, HostError> {
-        let v = match f(self.bindings, self.store) {
+        match f(self.bindings, self.store) {
             Err(e) => {
                 *self.trapped = true;
-                return Err(trap(e));
+                Err(trap(e))
             }
             Ok(v) => match &self.store.data().storage_failed {
-                Some(e) => return Err(HostError::Storage(e.clone())),
-                None => v,
+                Some(e) => Err(HostError::Storage(e.clone())),
+                None => Ok(v),
             },
-        };
-        if let Some(events) = self.events.as_deref_mut() {
-            match self
-                .bindings
-                .quota_engine_api()
-                .call_take_events(&mut *self.store)
-            {
-                Ok(list) => events.extend(list.into_iter().map(crate::convert::event)),
-                Err(e) => {
-                    *self.trapped = true;
-                    return Err(trap(e));
-                }
-            }
         }
-        Ok(v)
+    }
+
+    /// Keeps what a call observed (returned with its answer) until the transaction commits, when
+    /// the worker has an observer to tell.
+    pub(crate) fn observed(&mut self, list: Vec<api::Observation>) {
+        if let Some(kept) = self.observations.as_deref_mut() {
+            kept.extend(list.into_iter().map(crate::convert::observation));
+        }
     }
 
     /// The database, for a host's own reads in this transaction (a token lookup); a failure is
@@ -143,6 +137,7 @@ impl Tx<'_> {
         // An `err` is a storage failure the guest reported; the host's own record of it (above)
         // normally wins, so this is a fallback.
         let r = r.map_err(|m| HostError::Storage(SqlError::Other(m)))?;
+        self.observed(r.observations);
         Ok(quota_core::Response {
             status: r.status,
             body: r.body,
@@ -163,10 +158,13 @@ impl Tx<'_> {
                 .call_handle_request_step(s, &wreq, now.0, chunk_users)
         })?;
         Ok(match r.map_err(|m| HostError::Storage(SqlError::Other(m)))? {
-            api::RequestStep::Done(r) => Step::Done(quota_core::Response {
-                status: r.status,
-                body: r.body,
-            }),
+            api::RequestStep::Done(r) => {
+                self.observed(r.observations);
+                Step::Done(quota_core::Response {
+                    status: r.status,
+                    body: r.body,
+                })
+            }
             api::RequestStep::More => Step::More,
         })
     }
@@ -179,10 +177,11 @@ impl Tx<'_> {
         now: quota_core::Timestamp,
         chunk_users: u32,
     ) -> Result<Step<quota_core::refresh::RefreshResult>, HostError> {
-        let r = self.call(|b, s| {
+        let (r, observed) = self.call(|b, s| {
             b.quota_engine_api()
                 .call_run_rule_step(s, name, run_id, now.0, chunk_users)
         })?;
+        self.observed(observed);
         Ok(match r {
             Ok(api::RefreshStep::Done(r)) => Step::Done(refresh_result(Ok(r))?),
             Ok(api::RefreshStep::More) => Step::More,
@@ -199,10 +198,11 @@ impl Tx<'_> {
         dry_run: bool,
         now: quota_core::Timestamp,
     ) -> Result<quota_core::refresh::RefreshResult, HostError> {
-        let r = self.call(|b, s| {
+        let (r, observed) = self.call(|b, s| {
             b.quota_engine_api()
                 .call_run_rule(s, name, run_id, dry_run, now.0)
         })?;
+        self.observed(observed);
         refresh_result(r)
     }
 }

@@ -16,7 +16,7 @@ use quota_core::refresh::Step;
 use crate::bindings::QuotaEngine;
 use crate::contract::HostingContract;
 use crate::error::{trap, HostError};
-use crate::observe::{Event, Observer};
+use crate::observe::{Observation, Observer};
 use crate::runtime::{Bounds, Runtime};
 use crate::sql::{Database, SqlError};
 use crate::state::HostState;
@@ -34,10 +34,10 @@ pub struct Worker {
     summary: ConfigSummary,
     /// Calls run again after a conflict with a concurrent transaction, since this worker began.
     pub conflicts_retried: u64,
-    /// Told of committed events, traps, busy failures and retries (see [`Worker::observe`]).
+    /// Told of committed observations, traps, busy failures and retries (see [`Worker::observe`]).
     pub(crate) observer: Option<Arc<dyn Observer>>,
-    /// The events of the open transaction's calls, until it commits (or is rolled back).
-    pub(crate) events: Vec<Event>,
+    /// The observations of the open transaction's calls, until it commits (or is rolled back).
+    pub(crate) observations: Vec<Observation>,
     /// In `migrate`: calls get the contract's migration deadline, not a call's.
     migrating: bool,
 }
@@ -69,7 +69,7 @@ impl Worker {
             summary: ConfigSummary::default(),
             conflicts_retried: 0,
             observer: None,
-            events: Vec::new(),
+            observations: Vec::new(),
             migrating: false,
         };
         w.configure(values_json)?;
@@ -129,8 +129,8 @@ impl Worker {
         }
     }
 
-    /// Reports to `observer` from now on: the events of every committed call (the worker then asks
-    /// the engine for them after each call), traps, busy failures and conflict retries.
+    /// Reports to `observer` from now on: the observations of every committed call (returned by
+    /// the engine with each answer), traps, busy failures and conflict retries.
     pub fn observe(&mut self, observer: Arc<dyn Observer>) {
         self.observer = Some(observer);
     }
@@ -244,14 +244,14 @@ impl Worker {
         let db = self.db();
         let begun = if read_only { db.begin_read() } else { db.begin() };
         begun.map_err(HostError::Storage)?;
-        self.events.clear();
+        self.observations.clear();
         let (answer, trapped) = self.run_scoped(f);
         let outcome = match answer {
             Ok(v) => match self.db().commit() {
                 Ok(()) => {
                     if let Some(o) = &self.observer {
-                        if !self.events.is_empty() {
-                            o.committed(&self.events);
+                        if !self.observations.is_empty() {
+                            o.committed(&self.observations);
                         }
                     }
                     return Ok(v);
@@ -293,7 +293,7 @@ impl Worker {
             bindings: &self.bindings,
             store: &mut *store,
             trapped: &mut trapped,
-            events: self.observer.is_some().then_some(&mut self.events),
+            observations: self.observer.is_some().then_some(&mut self.observations),
             chunk_users,
         });
         let answer = match (answer, store.data_mut().storage_failed.take()) {
@@ -333,6 +333,22 @@ impl Worker {
         f: impl Fn(&QuotaEngine, &mut Store<HostState>) -> wasmtime::Result<T>,
     ) -> Result<T, HostError> {
         self.transaction(false, |tx| tx.call(&f))
+    }
+
+    /// Runs one engine call that observes (returns what it observed beside its answer) in its own
+    /// write transaction; the observations are told once it has committed.
+    pub(crate) fn call_observed<T>(
+        &mut self,
+        f: impl Fn(
+            &QuotaEngine,
+            &mut Store<HostState>,
+        ) -> wasmtime::Result<(T, Vec<crate::bindings::api::Observation>)>,
+    ) -> Result<T, HostError> {
+        self.transaction(false, |tx| {
+            let (answer, observed) = tx.call(&f)?;
+            tx.observed(observed);
+            Ok(answer)
+        })
     }
 
     /// Runs one engine call that only reads, in a read transaction.

@@ -7,6 +7,7 @@ mod common;
 use quota_core::memstore::MemStore;
 use quota_core::store::UserRecord;
 use quota_core::store::UserStore;
+use quota_core::tx::Tx;
 use quota_core::Timestamp;
 use quota_host::{Limits, Runtime, SqlValue, SqliteDb, Worker};
 
@@ -34,7 +35,8 @@ fn native(n: usize) -> (Vec<Row>, Vec<UserRecord>) {
         s.put_user(&u).expect("seed");
     }
     let req = quota_core::api::refresh_request_from_json(BODY).expect("body");
-    quota_core::refresh::refresh(&quota_core::Config::default(), &mut s, &req, T0).expect("refresh");
+    quota_core::refresh::refresh(&quota_core::Config::default(), &mut Tx::new(&mut s), &req, T0)
+        .expect("refresh");
     let rows = s
         .scan_transactions(&quota_core::store::LedgerPage {
             username: None,

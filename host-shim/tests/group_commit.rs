@@ -1,7 +1,7 @@
 //! Group commit (`Worker::group`): several write calls in one transaction, each in its own
 //! savepoint. A call that fails (the host's error after a write, an injected storage error, a guest
 //! trap after a write) is undone alone and the others are kept, with one commit for the group; a
-//! failed commit fails every call and keeps nothing; only committed calls' events are observed.
+//! failed commit fails every call and keeps nothing; only committed calls' observations are told.
 
 mod common;
 
@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use quota_core::{Caller, Request, Timestamp};
-use quota_host::observe::{Event, GateResult};
+use quota_host::observe::{GateResult, Observation};
 use quota_host::{
     Database, Dialect, GroupCall, HostError, Observer, SqlError, SqlValue, SqliteDb, SqliteOptions, Tx,
     Worker,
@@ -77,13 +77,16 @@ impl Database for Watched {
 
 #[derive(Default)]
 struct Seen {
-    events: Mutex<Vec<Event>>,
+    observations: Mutex<Vec<Observation>>,
     traps: AtomicUsize,
 }
 
 impl Observer for Seen {
-    fn committed(&self, events: &[Event]) {
-        self.events.lock().expect("events").extend_from_slice(events);
+    fn committed(&self, observations: &[Observation]) {
+        self.observations
+            .lock()
+            .expect("observations")
+            .extend_from_slice(observations);
     }
     fn trapped(&self) {
         self.traps.fetch_add(1, Ordering::SeqCst);
@@ -228,10 +231,10 @@ fn failing_calls_are_undone_alone_and_the_group_commits_once() {
         "the trapped call's write was undone:\n{dump}"
     );
     assert_eq!(s.seen.traps.load(Ordering::SeqCst), 1);
-    // Only the committed start is an event (the sets are not metrics events).
+    // Only the committed start is observed (the sets are not observed).
     assert_eq!(
-        *s.seen.events.lock().expect("events"),
-        vec![Event::Gate {
+        *s.seen.observations.lock().expect("observations"),
+        vec![Observation::Gate {
             result: GateResult::Allowed,
             resource_type: "cpu".into()
         }]
@@ -250,7 +253,7 @@ fn a_failed_commit_fails_every_call_of_the_group_and_keeps_nothing() {
     let answers = s.worker.group(vec![set("alice", 10)]);
     assert!(matches!(answers[0], Ok((200, _))));
     let before = quota_host::dump(s.worker.db(), &[]).expect("dump");
-    let events_before = s.seen.events.lock().expect("events").len();
+    let observed_before = s.seen.observations.lock().expect("observations").len();
 
     s.fail_commit.store(true, Ordering::SeqCst);
     let answers = s
@@ -269,9 +272,9 @@ fn a_failed_commit_fails_every_call_of_the_group_and_keeps_nothing() {
         "nothing of the group is kept"
     );
     assert_eq!(
-        s.seen.events.lock().expect("events").len(),
-        events_before,
-        "no events of a group that did not commit"
+        s.seen.observations.lock().expect("observations").len(),
+        observed_before,
+        "no observations of a group that did not commit"
     );
 
     // The next group is unaffected.

@@ -43,6 +43,9 @@ export class Contract {
     this.callDeadlineMs = c.callDeadlineMs;
     this.migrationDeadlineMs = c.migrationDeadlineMs;
     this.memoryLimitBytes = Number(c.memoryLimitBytes);
+    this.sweepIntervalMs = c.sweepIntervalMs;
+    this.webhookTimeoutMs = c.webhookTimeoutMs;
+    this.usersPageMax = c.usersPageMax;
     this.errorCodes = c.errorCodes;
     this.handlingByKind = new Map(c.errorHandling.map((h) => [h.kind, h]));
     this.tables = c.tables;

@@ -42,6 +42,15 @@ function isComponentError(e) {
   return e !== null && typeof e === 'object' && e.constructor?.name === 'ComponentError' && 'payload' in e;
 }
 
+/**
+ * The answer of an export that observes (`[result, observations]`): its value, or its error
+ * thrown as a `QuotaError`. The observations are for a host's metrics, which this package keeps none of.
+ */
+export function answered([result]) {
+  if (result.tag === 'err') throw quotaError(result.val);
+  return result.val;
+}
+
 function quotaError(payload) {
   if (payload?.tag === 'invalid') return new QuotaError('invalid', `${payload.val.field}: ${payload.val.message}`);
   if (payload?.tag === 'insufficient-balance') return new QuotaError(payload.tag, 'Insufficient balance');

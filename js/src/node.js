@@ -5,7 +5,7 @@ import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-import { Engine, QuotaError, seconds } from './core.js';
+import { answered, Engine, QuotaError, seconds } from './core.js';
 import { SqliteBridge } from './sqlite-bridge.js';
 
 export { ConfigError, EngineError, QuotaError, StorageError } from './core.js';
@@ -89,7 +89,7 @@ export class LocalEngine extends Engine {
       startedAt: startedAt === null ? undefined : seconds(startedAt), groups: groups === null ? undefined : groupLines(groups),
     };
     const t = seconds(now);
-    const d = this.call((api) => api.checkStart(req, t));
+    const d = answered(this.call((api) => api.checkStart(req, t)));
     if (d.tag === 'forbidden') return { forbidden: { message: d.val } };
     const v = Object.fromEntries(Object.entries(d.val).map(([k, x]) => [k, num(x)]));
     if (d.tag === 'allowed') return { allowed: v };
@@ -115,13 +115,13 @@ export class LocalEngine extends Engine {
     const target = id !== null ? { tag: 'id', val: BigInt(id) } : { tag: 'server', val: [username, serverName] };
     const req = { target, endedAt: endedAt === null ? undefined : seconds(endedAt), outcome };
     const t = seconds(now);
-    const r = this.call((api) => api.endSession(req, t));
+    const r = answered(this.call((api) => api.endSession(req, t)));
     return Object.fromEntries(Object.entries(r).map(([k, x]) => [k, num(x)]));
   }
 
   cleanupStale(now) {
     const t = seconds(now);
-    return this.call((api) => api.cleanupStale(t)).map((c) => Object.fromEntries(Object.entries(c).map(([k, x]) => [k, num(x)])));
+    return answered(this.call((api) => api.cleanupStale(t))).map((c) => Object.fromEntries(Object.entries(c).map(([k, x]) => [k, num(x)])));
   }
 
   /** `set`/`add`/`deduct` an amount, or `set-unlimited` a flag, for one user. */
@@ -136,7 +136,7 @@ export class LocalEngine extends Engine {
   refresh(body, now) {
     const text = JSON.stringify(body);
     const t = seconds(now);
-    const r = this.call((api) => api.refresh(text, t));
+    const r = answered(this.call((api) => api.refresh(text, t)));
     return { ...JSON.parse(r.json), replayed: r.replayed };
   }
 

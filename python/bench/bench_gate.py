@@ -23,8 +23,8 @@ from pathlib import Path
 from prometheus_client import CollectorRegistry
 
 from jupyterhub_quota import Caller, QuotaEngine
-from jupyterhub_quota.metrics import Metrics
-from jupyterhub_quota.service import QuotaService
+from jupyterhub_quota.hub.metrics import Metrics
+from jupyterhub_quota.host.service import QuotaService
 
 REPO = Path(__file__).resolve().parents[2]
 VALUES = {"custom": {"authMode": "github", "accelerators": {"phx": {"quotaRate": 2.5}}}}

@@ -17,7 +17,7 @@ import pytest
 import yaml
 
 from support.hub_process import DEADLINE_S, HERE
-from jupyterhub_quota import cli
+from jupyterhub_quota.hub import cli
 
 REPO = HERE.parents[2]
 EXAMPLE = REPO / "examples" / "z2jh" / "config.yaml"

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from jupyterhub_quota import durable
+from jupyterhub_quota.host import durable
 
 CONFIGURE = """
 import sys

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from jupyterhub_quota import Caller, Component, ConfigError, EngineError, QuotaEngine, StorageError
-from jupyterhub_quota import values as values_mod
-from jupyterhub_quota.scheduler import run_id
-from jupyterhub_quota.options import OptionError, accelerator_option, runtime_option
+from jupyterhub_quota.host import values as values_mod
+from jupyterhub_quota.hub.scheduler import run_id
+from jupyterhub_quota.hub.options import OptionError, accelerator_option, runtime_option
 
 REPO = Path(__file__).resolve().parents[2]
 FAULT = REPO / "target" / "wasm" / "quota-engine-fault.wasm"
@@ -59,7 +59,7 @@ def test_configuration_errors_name_their_keys_and_keep_the_old_config(tmp_path):
 
 def test_connections_opening_one_new_file_at_once_all_come_up_in_wal(tmp_path):
     # The switch to WAL on a new file answers busy at once to all but one; the bridge retries it.
-    from jupyterhub_quota.sqlite_bridge import SqliteBridge
+    from jupyterhub_quota.host.sqlite_bridge import SqliteBridge
 
     contract = Component.load().contract("sqlite")
 

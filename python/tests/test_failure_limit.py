@@ -14,7 +14,7 @@ import jupyterhub
 import pytest
 
 from support.hub_process import HERE, Hub, wait_for
-from jupyterhub_quota.failures import COUNTS_REFUSALS
+from jupyterhub_quota.hub.failures import COUNTS_REFUSALS
 
 VALUES = HERE / "hub_values.yaml"
 

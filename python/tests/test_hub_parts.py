@@ -12,10 +12,10 @@ from tornado import web
 from traitlets.config import Config
 
 from jupyterhub_quota import Caller, QuotaEngine
-from jupyterhub_quota.quota_hub import QuotaHub
-from jupyterhub_quota.scheduler import Scheduler
-from jupyterhub_quota.service import QuotaService
-from jupyterhub_quota.spawn import install_spawn_hooks
+from jupyterhub_quota.hub.integration import Integration
+from jupyterhub_quota.hub.scheduler import Scheduler
+from jupyterhub_quota.host.service import QuotaService
+from jupyterhub_quota.hub.spawn import install_spawn_hooks
 
 VALUES = {"custom": {"authMode": "github", "quota": {"defaultQuota": 0, "refreshRules": {
     "hourly": {"enabled": True, "schedule": "0 * * * *", "action": "add", "amount": 5},
@@ -27,8 +27,8 @@ def spawner(user: str, server: str = "", **options) -> SimpleNamespace:
     return SimpleNamespace(user=SimpleNamespace(name=user), name=server, user_options=options)
 
 
-def quota_hub(db: str) -> QuotaHub:
-    return QuotaHub(QuotaService(lambda: QuotaEngine(db, VALUES)), default_runtime=20, scheduler=False, auto_stop=False)
+def quota_hub(db: str) -> Integration:
+    return Integration(QuotaService(lambda: QuotaEngine(db, VALUES)), default_runtime=20, scheduler=False, auto_stop=False)
 
 
 def test_hooks_already_set_run_first_and_still_run_when_quota_refuses(tmp_path):
@@ -169,7 +169,7 @@ def test_without_the_hubs_ready_signal_a_stop_is_billed_not_free(tmp_path):
 def test_budget_balances_and_charges_are_counted_as_quota_hub_counts_them(tmp_path):
     from prometheus_client import CollectorRegistry, generate_latest
 
-    from jupyterhub_quota.metrics import Metrics
+    from jupyterhub_quota.hub.metrics import Metrics
 
     values = {"custom": {"authMode": "github", "quota": {"cpuRate": 1, "minimumToStart": 1, "defaultQuota": 0,
                                                           "budgets": {"lab": {"users": ["ann"]}, "course": {}}}}}
@@ -195,7 +195,7 @@ def test_budget_balances_and_charges_are_counted_as_quota_hub_counts_them(tmp_pa
 def test_the_hub_grants_the_owner_own_quota_scope_to_the_user_and_server_roles_keeping_the_operators():
     from traitlets.config import Config
 
-    from jupyterhub_quota.callers import SELF_SCOPE, grant_self_scope
+    from jupyterhub_quota.hub.callers import SELF_SCOPE, grant_self_scope
 
     c = Config()
     grant_self_scope(c)
@@ -219,7 +219,7 @@ def test_the_hub_grants_the_owner_own_quota_scope_to_the_user_and_server_roles_k
 
 @pytest.mark.parametrize("newest", [0, 1, 2, 7, 8, 1000, 123_457])
 def test_the_live_balances_find_the_ledgers_newest_row_in_logarithmic_steps(newest):
-    from jupyterhub_quota.live import Live
+    from jupyterhub_quota.hub.live import Live
 
     class Ledger:
         async def request(self, method, path, caller=None, query=""):
@@ -233,7 +233,7 @@ def test_the_live_balances_find_the_ledgers_newest_row_in_logarithmic_steps(newe
 
 
 def test_a_hub_whose_roles_lost_the_self_scope_after_configure_is_told_at_start():
-    from jupyterhub_quota.callers import SELF_SCOPE, self_scope_missing
+    from jupyterhub_quota.hub.callers import SELF_SCOPE, self_scope_missing
 
     ok = SimpleNamespace(load_roles=[{"name": "server", "scopes": ["users:activity!user", SELF_SCOPE]}], extra_user_scopes={SELF_SCOPE})
     assert self_scope_missing(ok) == []

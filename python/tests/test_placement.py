@@ -13,9 +13,9 @@ import pytest
 from kubernetes_asyncio.client import models as m
 from traitlets.config import Config
 
-from jupyterhub_quota import hooks
-from jupyterhub_quota.options import OptionError, check_profiles, choose, page_profiles
-from jupyterhub_quota.placement import Accelerator, Placement, accelerators, require_node_labels
+from jupyterhub_quota.hub import hooks
+from jupyterhub_quota.hub.options import OptionError, check_profiles, choose, page_profiles
+from jupyterhub_quota.hub.placement import Accelerator, Placement, accelerators, require_node_labels
 
 ACCELS = ("phx", "dgpu", "a100")  # ordered, as the values file's accelerators are
 GPU = {"display_name": "GPU", "slug": "gpu", "quotaAccelerator": "dgpu",
@@ -221,7 +221,7 @@ def test_kubespawners_own_form_and_parser_are_kept(tmp_path, monkeypatch):
 
     from kubespawner import KubeSpawner
 
-    from jupyterhub_quota.forms import options_from_form, own_form
+    from jupyterhub_quota.hub.forms import options_from_form, own_form
 
     # A KubeSpawner loads a kube-config when it is made (nothing here talks to it).
     config = tmp_path / "kubeconfig"

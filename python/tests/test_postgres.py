@@ -82,7 +82,7 @@ def _ledger_mismatches(url: str) -> list:
 def test_the_service_pools_one_connection_per_worker_and_keeps_the_ledger_exact():
     import asyncio
 
-    from jupyterhub_quota.service import HUB, QuotaService
+    from jupyterhub_quota.host.service import HUB, QuotaService
 
     url = fresh_database("pool")
     values = {"custom": {"authMode": "github", "quota": {"defaultQuota": 1000}}}
@@ -143,7 +143,7 @@ def test_a_refresh_committed_in_chunks_matches_one_call_and_resumes_each_user_on
         assert w.execute(dump).fetchall() == c.execute(dump).fetchall()
         assert w.execute(rows).fetchall() == c.execute(rows).fetchall()
     # A run cut off after its first chunk (as a killed process leaves it) is completed by its run id.
-    from jupyterhub_quota.engine import _record
+    from jupyterhub_quota.host.engine import _record
 
     again = json.dumps({"action": "add", "amount": 1, "run_id": "r2"})
     req = _record(method="POST", path="/admin/api/quota/refresh", query="", body=again,

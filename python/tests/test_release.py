@@ -62,7 +62,7 @@ def test_the_wheel_and_the_npm_package_carry_the_version_and_the_engine():
         names = w.namelist()
         meta = w.read(f"jupyterhub_quota-{VERSION}.dist-info/METADATA").decode()
     assert f"\nVersion: {VERSION}\n" in meta
-    assert "jupyterhub_quota/quota-engine.wasm" in names
+    assert "jupyterhub_quota/host/quota-engine.wasm" in names
     # JupyterLab's: the prebuilt labextension where JupyterLab finds it, and the server extension on.
     with zipfile.ZipFile(DIST / f"jupyterlab_quota-{VERSION}-py3-none-any.whl") as w:
         names = w.namelist()

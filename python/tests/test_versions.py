@@ -50,7 +50,7 @@ def test_the_changelog_starts_with_this_version():
 def test_every_host_names_the_one_wit_version():
     """wit/ holds one interface version; the guest and the Rust host bind it by path, the Python host
     names it once (jco's JavaScript keys imports without a version)."""
-    from jupyterhub_quota.component import WIT_VERSION
+    from jupyterhub_quota.host.component import WIT_VERSION
 
     folders = [p.name for p in (REPO / "wit").iterdir() if p.is_dir()]
     assert len(folders) == 1, folders

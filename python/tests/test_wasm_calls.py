@@ -14,8 +14,8 @@ from wasmtime.component import Linker, Record, Variant
 from wasmtime.component import _types as T
 
 from jupyterhub_quota import Component, QuotaEngine
-from jupyterhub_quota.component import API, HOSTING, SQL
-from jupyterhub_quota.wasm_calls import add_import, lifter, lowerer
+from jupyterhub_quota.host.component import API, HOSTING, SQL
+from jupyterhub_quota.host.wasm_calls import add_import, lifter, lowerer
 
 VALUES = {"custom": {"authMode": "github"}}
 
@@ -61,7 +61,7 @@ def types() -> Iterator[tuple[str, Any]]:
     store = engine._store
     inst = engine._linker.instantiate(store, component.component)
     for iface, names in ((API, ("migrate", "configure", "check-start", "end-session", "cleanup-stale",
-                                "run-rule-step", "handle-request", "take-events", "active-sessions",
+                                "run-rule-step", "handle-request", "refresh", "active-sessions",
                                 "replace-memberships", "next-fire")),
                          (HOSTING, ("contract", "connection-setup"))):
         parent = inst.get_export_index(store, iface)

@@ -18,8 +18,8 @@ import yaml
 
 from support.hub_process import DEADLINE_S, HERE
 from jupyterhub_quota import Caller, QuotaEngine
-from jupyterhub_quota import values as values_mod
-from jupyterhub_quota.placement import accelerators
+from jupyterhub_quota.host import values as values_mod
+from jupyterhub_quota.hub.placement import accelerators
 
 REPO = HERE.parents[2]
 EXAMPLE = REPO / "examples" / "z2jh" / "config.yaml"

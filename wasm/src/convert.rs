@@ -69,15 +69,21 @@ pub fn status_out(s: SessionStatus) -> wit::SessionStatus {
     }
 }
 
-/// An event of `quota_core::events` as the WIT `event`.
-pub fn event_out(e: quota_core::events::Event) -> crate::bindings::api::Event {
+/// What a call observed, as the WIT `observation`s.
+pub fn observations_out(
+    list: Vec<quota_core::observations::Observation>,
+) -> Vec<crate::bindings::api::Observation> {
+    list.into_iter().map(observation_out).collect()
+}
+
+fn observation_out(o: quota_core::observations::Observation) -> crate::bindings::api::Observation {
     use crate::bindings::api as w;
-    use quota_core::events::{Event, GateResult};
-    match e {
-        Event::Gate {
+    use quota_core::observations::{GateResult, Observation};
+    match o {
+        Observation::Gate {
             result,
             resource_type,
-        } => w::Event::Gate(w::GateEvent {
+        } => w::Observation::Gate(w::GateObservation {
             decision: match result {
                 GateResult::Allowed => w::GateResult::Allowed,
                 GateResult::Refused => w::GateResult::Refused,
@@ -86,23 +92,23 @@ pub fn event_out(e: quota_core::events::Event) -> crate::bindings::api::Event {
             },
             resource_type,
         }),
-        Event::SessionsEnded {
+        Observation::SessionsEnded {
             status,
             resource_type,
             sessions,
             credits,
             budget,
-        } => w::Event::SessionsEnded(w::SessionsEndedEvent {
+        } => w::Observation::SessionsEnded(w::SessionsEndedObservation {
             status: status_out(status),
             resource_type,
             sessions,
             credits,
             budget,
         }),
-        Event::Refreshed {
+        Observation::Refreshed {
             rule_name,
             users_updated,
-        } => w::Event::Refreshed(w::RefreshedEvent {
+        } => w::Observation::Refreshed(w::RefreshedObservation {
             rule_name,
             users_updated,
         }),

@@ -9,20 +9,11 @@ use crate::bindings::hosting::{
 };
 use crate::bindings::sql::Dialect;
 use crate::sql_store::TABLES;
+use quota_core::limits::{
+    BUSY_WAIT_MS, CALL_DEADLINE_MS, MEMORY_LIMIT_BYTES, MIGRATION_DEADLINE_MS, REFRESH_CHUNK_USERS,
+    SWEEP_INTERVAL_SECONDS, USERS_PAGE_MAX, WEBHOOK_TIMEOUT_SECONDS,
+};
 
-/// How long a statement waits for another writer's lock before it fails as `busy`.
-const BUSY_WAIT_MS: u32 = 10_000;
-/// A refresh of 100,000 users in one call runs well under a second; a call still running after
-/// this is a runaway guest.
-const CALL_DEADLINE_MS: u32 = 30_000;
-/// `migrate`: schema 5's usage sums are built from the whole ledger (measured: 20 s for ten
-/// million rows on SQLite, longer on PostgreSQL), so an upgrade gets an hour, not 30 s.
-const MIGRATION_DEADLINE_MS: u32 = 3_600_000;
-/// Users per transaction of a refresh with a run id: about 30 ms of PostgreSQL's time and 6 ms of
-/// SQLite's per chunk (docs/postgres.md).
-const REFRESH_CHUNK_USERS: u32 = 2_000;
-/// A refresh of 100,000 users holds every change in memory for a moment (about 20 MiB).
-const MEMORY_LIMIT_BYTES: u64 = 256 << 20;
 /// A set-up statement answered busy runs again after 1 ms, then 2, 4, ... up to 50 ms.
 const SETUP_PAUSE: SetupPause = SetupPause {
     first_ms: 1,
@@ -147,6 +138,9 @@ fn contract(dialect: Dialect) -> HostingContract {
         call_deadline_ms: CALL_DEADLINE_MS,
         migration_deadline_ms: MIGRATION_DEADLINE_MS,
         memory_limit_bytes: MEMORY_LIMIT_BYTES,
+        sweep_interval_ms: SWEEP_INTERVAL_SECONDS * 1000,
+        webhook_timeout_ms: WEBHOOK_TIMEOUT_SECONDS * 1000,
+        users_page_max: u32::try_from(USERS_PAGE_MAX).unwrap_or(u32::MAX),
         error_codes,
         error_handling: vec![
             // The busy wait has already passed inside the database: answer at once.

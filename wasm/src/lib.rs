@@ -16,6 +16,5 @@ mod exports;
 #[cfg(feature = "fault-injection")]
 mod fault;
 mod hosting;
-mod pure;
 mod sql_json;
 mod sql_store;

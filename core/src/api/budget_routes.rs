@@ -6,17 +6,17 @@ use super::*;
 use crate::budgets;
 
 /// `GET .../budgets`: every budget (the first shape), or a page with `after` or `limit`.
-pub(super) fn list(c: &mut Call<'_>) -> Result<Response, QuotaError> {
+pub(super) fn list(c: &mut Call<'_, '_>) -> Result<Response, QuotaError> {
     let mut q = QueryFields::new(&c.query);
     let after = q.take("after");
     let limit = q.int("limit", 1, limits::BUDGETS_MAX as i64)?;
     q.finish()?;
     if after.is_none() && limit.is_none() {
-        let (budgets, _) = budgets::list(c.config, c.store, c.now, None, usize::MAX)?;
+        let (budgets, _) = budgets::list(c.config, c.tx.store(), c.now, None, usize::MAX)?;
         return Ok(Response::json(200, &json!({ "budgets": budgets })));
     }
     let limit = limit.map_or(limits::BUDGETS_MAX, |n| n as usize);
-    let (budgets, next) = budgets::list(c.config, c.store, c.now, after.as_deref(), limit)?;
+    let (budgets, next) = budgets::list(c.config, c.tx.store(), c.now, after.as_deref(), limit)?;
     Ok(Response::json(
         200,
         &json!({ "budgets": budgets, "next_after": next }),
@@ -24,30 +24,30 @@ pub(super) fn list(c: &mut Call<'_>) -> Result<Response, QuotaError> {
 }
 
 /// `.../budgets/<name>` by method.
-pub(super) fn budget(c: &mut Call<'_>, method: &str, name: &str) -> Result<Response, QuotaError> {
+pub(super) fn budget(c: &mut Call<'_, '_>, method: &str, name: &str) -> Result<Response, QuotaError> {
     no_query(&c.query)?;
     match method {
         "GET" => Ok(Response::json(
             200,
-            &budgets::detail(c.config, c.store, name, c.now)?,
+            &budgets::detail(c.config, c.tx.store(), name, c.now)?,
         )),
         "PUT" => {
             budgets::validate_name("name", name)?;
             let def = budgets::from_body(&c.body, &c.config.accelerators)?;
             Ok(Response::json(
                 200,
-                &budgets::define(c.config, c.store, name, &def, c.now)?,
+                &budgets::define(c.config, c.tx.store(), name, &def, c.now)?,
             ))
         }
         "DELETE" => Ok(Response::json(
             200,
-            &budgets::delete(c.config, c.store, name, c.now)?,
+            &budgets::delete(c.config, c.tx, name, c.now)?,
         )),
         _ => {
             let body = admin_body(&c.body)?;
             Ok(Response::json(
                 200,
-                &budgets::change(c.config, c.store, name, body, &c.caller.name, c.now)?,
+                &budgets::change(c.config, c.tx, name, body, &c.caller.name, c.now)?,
             ))
         }
     }

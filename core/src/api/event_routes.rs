@@ -3,12 +3,12 @@
 
 use super::handlers::Call;
 use super::*;
+use crate::events::{self, webhooks};
 use crate::extend::{self, Asker, Extended};
-use crate::feed::{self, webhooks};
 use crate::store::{EventFilter, EventKind, EventPage};
 
 /// `POST {base}/api/quota/sessions/<id>/extend` `{"minutes": m}`.
-pub(super) fn extend(c: &mut Call<'_>, id: &str) -> Result<Response, QuotaError> {
+pub(super) fn extend(c: &mut Call<'_, '_>, id: &str) -> Result<Response, QuotaError> {
     no_query(&c.query)?;
     let id = session_id(id)?;
     let mut f = Fields::new("", Some(&c.body), false);
@@ -19,7 +19,7 @@ pub(super) fn extend(c: &mut Call<'_>, id: &str) -> Result<Response, QuotaError>
         name: &c.caller.name,
         any_session: c.caller.has(SCOPE_SESSIONS) || c.caller.has(SCOPE_ADMIN),
     };
-    match extend::extend(c.config, c.store, &asker, id, minutes, c.now)? {
+    match extend::extend(c.config, c.tx.store(), &asker, id, minutes, c.now)? {
         Extended::Done(view) => Ok(Response::json(200, &view)),
         Extended::Refused(message) => Ok(Response::error(403, &message)),
     }
@@ -35,12 +35,12 @@ fn page(q: &mut QueryFields<'_>) -> Result<(i64, usize), QuotaError> {
 }
 
 fn answer(events: &[crate::store::StoredEvent]) -> Response {
-    let list: Vec<Value> = events.iter().map(feed::event_json).collect();
+    let list: Vec<Value> = events.iter().map(events::event_json).collect();
     Response::json(200, &json!({ "events": list }))
 }
 
 /// `GET {base}/api/quota/me/events`: the caller's own, and their budgets' own.
-pub(super) fn mine(c: &mut Call<'_>) -> Result<Response, QuotaError> {
+pub(super) fn mine(c: &mut Call<'_, '_>) -> Result<Response, QuotaError> {
     let mut q = QueryFields::new(&c.query);
     let (after, limit) = page(&mut q)?;
     q.finish()?;
@@ -49,15 +49,15 @@ pub(super) fn mine(c: &mut Call<'_>) -> Result<Response, QuotaError> {
 
 /// The caller's own events and their budgets' own after id `after`, at most `limit`, in id order.
 pub(super) fn my_events(
-    c: &mut Call<'_>,
+    c: &mut Call<'_, '_>,
     after: i64,
     limit: usize,
 ) -> Result<Vec<crate::store::StoredEvent>, QuotaError> {
     let username = normalize_username("username", &c.caller.name)?;
     let mut budgets = String::from(",");
-    if !c.config.budgets.is_empty() || !c.store.scan_budgets(None, 1)?.is_empty() {
-        let groups = crate::groups::of(c.store, &username)?;
-        for (b, _) in crate::budgets::all(c.config, c.store)? {
+    if !c.config.budgets.is_empty() || !c.tx.scan_budgets(None, 1)?.is_empty() {
+        let groups = crate::groups::of(c.tx.store(), &username)?;
+        for (b, _) in crate::budgets::all(c.config, c.tx.store())? {
             if b.def.is_member(&username, &groups) {
                 budgets.push_str(&b.name);
                 budgets.push(',');
@@ -68,11 +68,11 @@ pub(super) fn my_events(
         username: &username,
         budgets: &budgets,
     };
-    Ok(c.store.scan_events(&EventPage { after, limit, filter })?)
+    Ok(c.tx.scan_events(&EventPage { after, limit, filter })?)
 }
 
 /// `GET {base}/admin/api/quota/events?after=&kind=&username=&budget=&limit=`.
-pub(super) fn all(c: &mut Call<'_>) -> Result<Response, QuotaError> {
+pub(super) fn all(c: &mut Call<'_, '_>) -> Result<Response, QuotaError> {
     let mut q = QueryFields::new(&c.query);
     let (after, limit) = page(&mut q)?;
     let kind = match q.take("kind") {
@@ -98,21 +98,17 @@ pub(super) fn all(c: &mut Call<'_>) -> Result<Response, QuotaError> {
         username: username.as_deref(),
         budget: budget.as_deref(),
     };
-    Ok(answer(&c.store.scan_events(&EventPage {
-        after,
-        limit,
-        filter,
-    })?))
+    Ok(answer(&c.tx.scan_events(&EventPage { after, limit, filter })?))
 }
 
 /// `GET {base}/admin/api/quota/webhooks`.
-pub(super) fn status(c: &mut Call<'_>) -> Result<Response, QuotaError> {
+pub(super) fn status(c: &mut Call<'_, '_>) -> Result<Response, QuotaError> {
     no_query(&c.query)?;
-    Ok(Response::json(200, &webhooks::status(c.config, c.store)?))
+    Ok(Response::json(200, &webhooks::status(c.config, c.tx.store())?))
 }
 
 /// `POST {base}/admin/api/quota/webhooks/<name>/redeliver` `{"from_id": n}`.
-pub(super) fn redeliver(c: &mut Call<'_>, name: &str) -> Result<Response, QuotaError> {
+pub(super) fn redeliver(c: &mut Call<'_, '_>, name: &str) -> Result<Response, QuotaError> {
     no_query(&c.query)?;
     let mut f = Fields::new("", Some(&c.body), false);
     let from_id = f.req_int("from_id", 1, limits::JSON_INT_ABS_MAX);
@@ -120,12 +116,12 @@ pub(super) fn redeliver(c: &mut Call<'_>, name: &str) -> Result<Response, QuotaE
     let from_id = from_id.unwrap_or(1);
     Ok(Response::json(
         200,
-        &webhooks::redeliver(c.config, c.store, name, from_id)?,
+        &webhooks::redeliver(c.config, c.tx.store(), name, from_id)?,
     ))
 }
 
 /// `POST {base}/admin/api/quota/webhooks/<name>/deliveries`: a host's delivery step.
-pub(super) fn deliveries(c: &mut Call<'_>, name: &str) -> Result<Response, QuotaError> {
+pub(super) fn deliveries(c: &mut Call<'_, '_>, name: &str) -> Result<Response, QuotaError> {
     no_query(&c.query)?;
     let mut f = Fields::new("", Some(&c.body), false);
     let holder = f.req_str("holder").map(str::to_string);
@@ -160,6 +156,6 @@ pub(super) fn deliveries(c: &mut Call<'_>, name: &str) -> Result<Response, Quota
     };
     Ok(Response::json(
         200,
-        &webhooks::step(c.config, c.store, name, &s, c.now)?,
+        &webhooks::step(c.config, c.tx.store(), name, &s, c.now)?,
     ))
 }

@@ -6,21 +6,21 @@ use super::*;
 use crate::groups;
 
 /// `GET .../groups`: every group with members or settings.
-pub(super) fn list(c: &mut Call<'_>) -> Result<Response, QuotaError> {
+pub(super) fn list(c: &mut Call<'_, '_>) -> Result<Response, QuotaError> {
     no_query(&c.query)?;
-    let groups = groups::list(&c.config.groups, c.store)?;
+    let groups = groups::list(&c.config.groups, c.tx.store())?;
     Ok(Response::json(200, &json!({ "groups": groups })))
 }
 
 /// `GET` (members and settings), `PUT` (`{"members": [...]}`: exactly these), `POST` (`{"add":
 /// [...], "remove": [...]}`) and `DELETE` (everyone leaves it) of one group.
-pub(super) fn group(c: &mut Call<'_>, method: &str, name: &str) -> Result<Response, QuotaError> {
+pub(super) fn group(c: &mut Call<'_, '_>, method: &str, name: &str) -> Result<Response, QuotaError> {
     no_query(&c.query)?;
     let changes = match method {
         "GET" => {
             return Ok(Response::json(
                 200,
-                &groups::show(&c.config.groups, c.store, name)?,
+                &groups::show(&c.config.groups, c.tx.store(), name)?,
             ))
         }
         "DELETE" => vec![MemberChange::Set(BTreeSet::new())],
@@ -32,7 +32,7 @@ pub(super) fn group(c: &mut Call<'_>, method: &str, name: &str) -> Result<Respon
     };
     let mut result: Option<groups::Changed> = None;
     for change in &changes {
-        let r = groups::change_members(c.store, name, change, c.now)?;
+        let r = groups::change_members(c.tx.store(), name, change, c.now)?;
         result = Some(match result {
             None => r,
             Some(prev) => groups::Changed {
@@ -46,25 +46,25 @@ pub(super) fn group(c: &mut Call<'_>, method: &str, name: &str) -> Result<Respon
 }
 
 /// `PUT .../memberships`: the host's view of many users' groups at once (`complete`: of everyone).
-pub(super) fn memberships(c: &mut Call<'_>) -> Result<Response, QuotaError> {
+pub(super) fn memberships(c: &mut Call<'_, '_>) -> Result<Response, QuotaError> {
     no_query(&c.query)?;
     let (users, complete) = memberships_body(&c.body)?;
     Ok(Response::json(
         200,
-        &groups::replace(c.store, &users, complete, c.now)?,
+        &groups::replace(c.tx.store(), &users, complete, c.now)?,
     ))
 }
 
 /// `GET .../memberships?after=&limit=`: users' groups by username, a page at a time (a user whose
 /// groups were all removed is listed with none).
-pub(super) fn list_memberships(c: &mut Call<'_>) -> Result<Response, QuotaError> {
+pub(super) fn list_memberships(c: &mut Call<'_, '_>) -> Result<Response, QuotaError> {
     let mut q = QueryFields::new(&c.query);
     let after = q.take("after");
     let limit = q
         .int("limit", 1, limits::USERS_PAGE_MAX as i64)?
         .map_or(limits::USERS_PAGE_MAX, |n| n as usize);
     q.finish()?;
-    let mut page = c.store.scan_memberships(after.as_deref(), limit + 1)?;
+    let mut page = c.tx.scan_memberships(after.as_deref(), limit + 1)?;
     let next = if page.len() > limit {
         page.truncate(limit);
         page.last().map(|(u, _)| u.clone())
@@ -95,7 +95,7 @@ struct MembershipRow<'a> {
 
 /// `GET /api/accelerators`: the accelerators the caller (or, for an admin or the hub, `?username=`)
 /// may start: restricted ones only for members of their groups.
-pub(super) fn accelerators(c: &mut Call<'_>) -> Result<Response, QuotaError> {
+pub(super) fn accelerators(c: &mut Call<'_, '_>) -> Result<Response, QuotaError> {
     let mut q = QueryFields::new(&c.query);
     let asked = q.take("username");
     q.finish()?;
@@ -116,6 +116,6 @@ pub(super) fn accelerators(c: &mut Call<'_>) -> Result<Response, QuotaError> {
     if c.config.groups.restricted.is_empty() {
         return Ok(Response::json(200, &reads::accelerators(c.config)));
     }
-    let mine = groups::of(c.store, &username)?;
+    let mine = groups::of(c.tx.store(), &username)?;
     Ok(Response::json(200, &reads::accelerators_for(c.config, &mine)))
 }

@@ -2,11 +2,13 @@
 //! its query or body strictly (the first problem, named by field, is the 400) and answers JSON.
 
 use super::*;
+use crate::tx::Tx;
 
 /// A routed, authorised request: its parsed query and body, and what the engine works with.
-pub(super) struct Call<'a> {
+pub(super) struct Call<'a, 's> {
     pub config: &'a Config,
-    pub store: &'a mut dyn Store,
+    /// The engine call in progress: its store and what it observed and noted.
+    pub tx: &'a mut Tx<'s>,
     pub caller: &'a Caller,
     pub query: Vec<(String, String)>,
     pub body: Value,
@@ -18,7 +20,7 @@ pub(super) struct Call<'a> {
 }
 
 /// Answers a routed, authorised call.
-pub(super) fn answer(route: Route<'_>, method: &str, c: &mut Call<'_>) -> Result<Response, QuotaError> {
+pub(super) fn answer(route: Route<'_>, method: &str, c: &mut Call<'_, '_>) -> Result<Response, QuotaError> {
     match route {
         Route::ListUsers => list_users(c),
         Route::User(name) if method == "GET" => user_detail(c, name),
@@ -32,7 +34,7 @@ pub(super) fn answer(route: Route<'_>, method: &str, c: &mut Call<'_>) -> Result
             no_query(&c.query)?;
             Ok(Response::json(
                 200,
-                &reads::me(c.config, c.store, &c.caller.name, c.now, true)?,
+                &reads::me(c.config, c.tx.store(), &c.caller.name, c.now, true)?,
             ))
         }
         Route::Rates => {
@@ -74,30 +76,33 @@ pub(super) fn openapi_response() -> Response {
     }
 }
 
-fn list_users(c: &mut Call<'_>) -> Result<Response, QuotaError> {
+fn list_users(c: &mut Call<'_, '_>) -> Result<Response, QuotaError> {
     let mut q = QueryFields::new(&c.query);
     let after = q.take("after");
     let limit = q.int("limit", 1, limits::USERS_PAGE_MAX as i64)?;
     q.finish()?;
     if after.is_none() && limit.is_none() {
         // The spec's shape: every user at once.
-        let users = reads::list_users(c.store, c.now)?;
+        let users = reads::list_users(c.tx.store(), c.now)?;
         return Ok(Response::json(200, &Listing::all("users", &users)));
     }
     let limit = limit.map_or(limits::USERS_PAGE_MAX, |n| n as usize);
-    let (users, next) = reads::users_page(c.store, after.as_deref(), limit, c.now)?;
+    let (users, next) = reads::users_page(c.tx.store(), after.as_deref(), limit, c.now)?;
     Ok(Response::json(
         200,
         &Listing::paged("users", &users, "next_after", next),
     ))
 }
 
-fn user_detail(c: &mut Call<'_>, name: &str) -> Result<Response, QuotaError> {
+fn user_detail(c: &mut Call<'_, '_>, name: &str) -> Result<Response, QuotaError> {
     no_query(&c.query)?;
-    Ok(Response::json(200, &reads::user_detail(c.store, name, c.now)?))
+    Ok(Response::json(
+        200,
+        &reads::user_detail(c.tx.store(), name, c.now)?,
+    ))
 }
 
-fn change_user(c: &mut Call<'_>, name: &str) -> Result<Response, QuotaError> {
+fn change_user(c: &mut Call<'_, '_>, name: &str) -> Result<Response, QuotaError> {
     let (action, description, expires_at) = admin_body(&c.body)?;
     let r = AdminRequest {
         username: name.to_string(),
@@ -107,15 +112,15 @@ fn change_user(c: &mut Call<'_>, name: &str) -> Result<Response, QuotaError> {
     };
     Ok(Response::json(
         200,
-        &admin::admin_update(c.store, &r, &c.caller.name, c.now)?,
+        &admin::admin_update(c.tx, &r, &c.caller.name, c.now)?,
     ))
 }
 
-fn batch(c: &mut Call<'_>) -> Result<Response, QuotaError> {
+fn batch(c: &mut Call<'_, '_>) -> Result<Response, QuotaError> {
     let entries = batch_body(&c.body)?;
     Ok(Response::json(
         200,
-        &admin::batch(c.store, &entries, &c.caller.name, c.now)?,
+        &admin::batch(c.tx, &entries, &c.caller.name, c.now)?,
     ))
 }
 
@@ -133,9 +138,9 @@ const REFRESH_ONLY_KEYS: [&str; 6] = [
 /// `{"action": "set", "amount": n}` there), and `/admin/api/quota/refresh` is the refresh route with
 /// the same minimal body. When a user named `refresh` exists, such a body is refused: it may have
 /// been meant for that user, and as a refresh it would change every balance.
-fn refresh_not_ambiguous(store: &mut dyn Store, body: &Value) -> Result<(), QuotaError> {
+fn refresh_not_ambiguous(tx: &mut Tx<'_>, body: &Value) -> Result<(), QuotaError> {
     let specific = REFRESH_ONLY_KEYS.iter().any(|k| body.get(k).is_some());
-    if specific || store.get_user("refresh")?.is_none() {
+    if specific || tx.get_user("refresh")?.is_none() {
         return Ok(());
     }
     Err(QuotaError::Conflict(
@@ -146,10 +151,10 @@ fn refresh_not_ambiguous(store: &mut dyn Store, body: &Value) -> Result<(), Quot
     ))
 }
 
-fn refresh(c: &mut Call<'_>) -> Result<Response, QuotaError> {
+fn refresh(c: &mut Call<'_, '_>) -> Result<Response, QuotaError> {
     let r = refresh_body(&c.body)?;
-    refresh_not_ambiguous(c.store, &c.body)?;
-    match refresh::refresh_step(c.config, c.store, &r, c.now, c.chunk_users)? {
+    refresh_not_ambiguous(c.tx, &c.body)?;
+    match refresh::refresh_step(c.config, c.tx, &r, c.now, c.chunk_users)? {
         Step::Done(result) => Ok(Response::json(200, &result)),
         Step::More => {
             c.more = true;
@@ -158,10 +163,10 @@ fn refresh(c: &mut Call<'_>) -> Result<Response, QuotaError> {
     }
 }
 
-fn cleanup(c: &mut Call<'_>) -> Result<Response, QuotaError> {
+fn cleanup(c: &mut Call<'_, '_>) -> Result<Response, QuotaError> {
     let f = Fields::new("", Some(&c.body), true);
     first_problem(f.finish())?;
-    let cleaned = sessions::cleanup_stale(c.store, c.now)?;
+    let cleaned = sessions::cleanup_stale(c.tx, c.now)?;
     Ok(Response::json(
         200,
         &json!({ "cleaned": cleaned.len(), "sessions": cleaned }),
@@ -169,7 +174,7 @@ fn cleanup(c: &mut Call<'_>) -> Result<Response, QuotaError> {
 }
 
 /// The sweep: every expiry due by now written off, each dated at its expiry.
-fn expire(c: &mut Call<'_>) -> Result<Response, QuotaError> {
+fn expire(c: &mut Call<'_, '_>) -> Result<Response, QuotaError> {
     no_query(&c.query)?;
     let mut f = Fields::new("", Some(&c.body), true);
     // `{"in_chunks": true}`: at most one chunk of accounts per call (each call its own
@@ -177,8 +182,8 @@ fn expire(c: &mut Call<'_>) -> Result<Response, QuotaError> {
     let in_chunks = f.opt_bool("in_chunks").unwrap_or(false);
     first_problem(f.finish())?;
     let limit = in_chunks.then_some(limits::SWEEP_CHUNK_GRANTS);
-    let swept = crate::grants::sweep(c.store, c.now, limit)?;
-    let told = crate::feed::sweep::tell(c.config, c.store, c.now, limit)?;
+    let swept = crate::grants::sweep(c.tx, c.now, limit)?;
+    let told = crate::events::sweep::tell(c.config, c.tx, c.now, limit)?;
     let mut answer = json!({
         "grants_expired": swept.grants_expired,
         "credits_expired": swept.credits_expired,
@@ -191,7 +196,7 @@ fn expire(c: &mut Call<'_>) -> Result<Response, QuotaError> {
     Ok(Response::json(200, &answer))
 }
 
-fn ledger(c: &mut Call<'_>) -> Result<Response, QuotaError> {
+fn ledger(c: &mut Call<'_, '_>) -> Result<Response, QuotaError> {
     let mut q = QueryFields::new(&c.query);
     let username = q.take("username");
     let budget = q.take("budget");
@@ -202,7 +207,7 @@ fn ledger(c: &mut Call<'_>) -> Result<Response, QuotaError> {
     let range = usage_routes::ledger_range(&mut q)?;
     q.finish()?;
     let txs = reads::ledger(
-        c.store,
+        c.tx.store(),
         username.as_deref(),
         budget.as_deref(),
         range,
@@ -220,7 +225,7 @@ fn ledger(c: &mut Call<'_>) -> Result<Response, QuotaError> {
     ))
 }
 
-fn list_sessions(c: &mut Call<'_>) -> Result<Response, QuotaError> {
+fn list_sessions(c: &mut Call<'_, '_>) -> Result<Response, QuotaError> {
     let mut q = QueryFields::new(&c.query);
     let username = q.take("username");
     let status = match q.take("status") {
@@ -237,22 +242,28 @@ fn list_sessions(c: &mut Call<'_>) -> Result<Response, QuotaError> {
         .int("limit", 1, limits::SESSIONS_LIST_MAX as i64)?
         .unwrap_or(limits::SESSIONS_LIST_MAX as i64);
     q.finish()?;
-    let (list, next) = reads::list_sessions(c.store, username.as_deref(), status, after_id, limit as usize)?;
+    let (list, next) = reads::list_sessions(
+        c.tx.store(),
+        username.as_deref(),
+        status,
+        after_id,
+        limit as usize,
+    )?;
     Ok(Response::json(
         200,
         &Listing::paged("sessions", &list, "next_after_id", next),
     ))
 }
 
-fn start_session(c: &mut Call<'_>) -> Result<Response, QuotaError> {
+fn start_session(c: &mut Call<'_, '_>) -> Result<Response, QuotaError> {
     let start = start_body(&c.body).inspect_err(|_| {
         // A start attempt the gate never saw: still a decision (invalid) to count.
-        crate::events::record(crate::events::Event::Gate {
-            result: crate::events::GateResult::Invalid,
+        c.tx.observe(crate::observations::Observation::Gate {
+            result: crate::observations::GateResult::Invalid,
             resource_type: "other".into(),
         })
     })?;
-    match gate::check_start(c.config, c.store, &start, c.now)? {
+    match gate::check_start(c.config, c.tx, &start, c.now)? {
         StartDecision::Allowed(s) => Ok(Response::json(201, &s)),
         // The spec's message, and when a scheduled top-up would let this start through.
         StartDecision::Refused(r) => Ok(Response::json(
@@ -263,17 +274,16 @@ fn start_session(c: &mut Call<'_>) -> Result<Response, QuotaError> {
     }
 }
 
-fn get_session(c: &mut Call<'_>, id: &str) -> Result<Response, QuotaError> {
+fn get_session(c: &mut Call<'_, '_>, id: &str) -> Result<Response, QuotaError> {
     no_query(&c.query)?;
     let id = session_id(id)?;
-    let s = c
-        .store
-        .get_session(id)?
-        .ok_or_else(|| QuotaError::NotFound(format!("Session {id} not found")))?;
+    let s =
+        c.tx.get_session(id)?
+            .ok_or_else(|| QuotaError::NotFound(format!("Session {id} not found")))?;
     Ok(Response::json(200, &sessions::SessionView::from(&s)))
 }
 
-fn end_by_id(c: &mut Call<'_>, id: &str) -> Result<Response, QuotaError> {
+fn end_by_id(c: &mut Call<'_, '_>, id: &str) -> Result<Response, QuotaError> {
     let id = session_id(id)?;
     let (ended_at, outcome, _) = end_body(&c.body, false)?;
     let r = EndRequest {
@@ -281,15 +291,15 @@ fn end_by_id(c: &mut Call<'_>, id: &str) -> Result<Response, QuotaError> {
         ended_at,
         outcome,
     };
-    Ok(Response::json(200, &sessions::end_session(c.store, &r, c.now)?))
+    Ok(Response::json(200, &sessions::end_session(c.tx, &r, c.now)?))
 }
 
-fn end_by_server(c: &mut Call<'_>) -> Result<Response, QuotaError> {
+fn end_by_server(c: &mut Call<'_, '_>) -> Result<Response, QuotaError> {
     let (ended_at, outcome, target) = end_body(&c.body, true)?;
     let r = EndRequest {
         target: target.unwrap_or(EndTarget::Id(0)),
         ended_at,
         outcome,
     };
-    Ok(Response::json(200, &sessions::end_session(c.store, &r, c.now)?))
+    Ok(Response::json(200, &sessions::end_session(c.tx, &r, c.now)?))
 }

@@ -3,10 +3,10 @@
 
 use super::handlers::Call;
 use super::*;
-use crate::mine;
+use crate::history;
 
 /// `?limit=` (1 to `max`, default `max`) and `?after=` (an id: only older rows).
-fn page_query(c: &Call<'_>, max: usize) -> Result<(Option<i64>, usize), QuotaError> {
+fn page_query(c: &Call<'_, '_>, max: usize) -> Result<(Option<i64>, usize), QuotaError> {
     let mut q = QueryFields::new(&c.query);
     let after = q.int("after", 1, limits::JSON_INT_ABS_MAX)?;
     let limit = q.int("limit", 1, max as i64)?.map_or(max, |n| n as usize);
@@ -14,18 +14,18 @@ fn page_query(c: &Call<'_>, max: usize) -> Result<(Option<i64>, usize), QuotaErr
     Ok((after, limit))
 }
 
-pub(super) fn transactions(c: &mut Call<'_>) -> Result<Response, QuotaError> {
+pub(super) fn transactions(c: &mut Call<'_, '_>) -> Result<Response, QuotaError> {
     let (after, limit) = page_query(c, limits::LEDGER_PAGE_MAX)?;
-    let (rows, next) = mine::transactions(c.store, &c.caller.name, after, limit)?;
+    let (rows, next) = history::transactions(c.tx.store(), &c.caller.name, after, limit)?;
     Ok(Response::json(
         200,
         &Listing::paged("transactions", &rows, "next_after", next),
     ))
 }
 
-pub(super) fn sessions(c: &mut Call<'_>) -> Result<Response, QuotaError> {
+pub(super) fn sessions(c: &mut Call<'_, '_>) -> Result<Response, QuotaError> {
     let (after, limit) = page_query(c, limits::SESSIONS_LIST_MAX)?;
-    let (rows, next) = mine::sessions(c.store, &c.caller.name, after, limit, c.now)?;
+    let (rows, next) = history::sessions(c.tx.store(), &c.caller.name, after, limit, c.now)?;
     Ok(Response::json(
         200,
         &Listing::paged("sessions", &rows, "next_after", next),

@@ -7,15 +7,12 @@
 use super::event_routes::my_events;
 use super::handlers::Call;
 use super::*;
+use crate::events;
 use crate::extend;
-use crate::feed;
 use crate::names::validate_server_name;
 
 /// The extensions a user is offered, in minutes.
 pub const EXTEND_CHOICES: [i64; 3] = [30, 60, 120];
-
-/// Events in one answer at most (the newest are read again by the next poll).
-const EVENTS_MAX: usize = 20;
 
 #[derive(Serialize)]
 struct Choice {
@@ -25,18 +22,18 @@ struct Choice {
     refusal: Option<String>,
 }
 
-pub(super) fn status(c: &mut Call<'_>) -> Result<Response, QuotaError> {
+pub(super) fn status(c: &mut Call<'_, '_>) -> Result<Response, QuotaError> {
     let mut q = QueryFields::new(&c.query);
     let server = q.take("server").unwrap_or_default();
     let after = q.int("events_after", 0, limits::JSON_INT_ABS_MAX)?;
     q.finish()?;
     let server = validate_server_name("server", &server)?;
-    let me = reads::me(c.config, c.store, &c.caller.name, c.now, true)?;
+    let me = reads::me(c.config, c.tx.store(), &c.caller.name, c.now, true)?;
     let username = normalize_username("username", &c.caller.name)?;
-    let running = sessions::find_active(c.store, &username, &server)?;
+    let running = sessions::find_active(c.tx, &username, &server)?;
     let (mut seconds_left, mut cost_so_far, mut choices) = (Value::Null, Value::Null, Vec::new());
     if let Some(s) = &running {
-        let ends = feed::sweep::ends_at(s);
+        let ends = events::sweep::ends_at(s);
         seconds_left = json!((ends.seconds() - c.now.seconds()).max(0));
         let free = !s.billable || (s.budget.is_none() && me.unlimited);
         let minutes = sessions::billed_minutes(c.now.seconds() - s.start_time.seconds());
@@ -46,7 +43,7 @@ pub(super) fn status(c: &mut Call<'_>) -> Result<Response, QuotaError> {
             sessions::session_cost(s, minutes)?
         });
         for minutes in EXTEND_CHOICES {
-            let (cost, refusal) = extend::quote(c.config, c.store, s, minutes, c.now)?;
+            let (cost, refusal) = extend::quote(c.config, c.tx.store(), s, minutes, c.now)?;
             choices.push(Choice {
                 minutes,
                 cost,
@@ -58,9 +55,9 @@ pub(super) fn status(c: &mut Call<'_>) -> Result<Response, QuotaError> {
         None => Vec::new(),
         Some(after) => {
             let mut list = my_events(c, after, limits::EVENTS_PAGE_MAX)?;
-            let skip = list.len().saturating_sub(EVENTS_MAX);
+            let skip = list.len().saturating_sub(crate::limits::STATUS_EVENTS_MAX);
             list.drain(..skip);
-            list.iter().map(feed::event_json).collect()
+            list.iter().map(events::event_json).collect()
         }
     };
     let session = running.as_ref().map(crate::sessions::SessionView::from);
@@ -74,7 +71,7 @@ pub(super) fn status(c: &mut Call<'_>) -> Result<Response, QuotaError> {
             "cost_so_far": cost_so_far,
             "extend": choices,
             "events": events,
-            "last_event_id": c.store.last_event_id()?,
+            "last_event_id": c.tx.last_event_id()?,
         }),
     ))
 }

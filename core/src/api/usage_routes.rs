@@ -25,7 +25,7 @@ pub(super) fn ledger_range(q: &mut QueryFields<'_>) -> Result<(Timestamp, Timest
 }
 
 /// `GET /admin/api/quota/usage?from=&to=&group_by=user|resource|day|budget&order=key|credits&limit=&after=&budget=`.
-pub(super) fn report(c: &mut Call<'_>) -> Result<Response, QuotaError> {
+pub(super) fn report(c: &mut Call<'_, '_>) -> Result<Response, QuotaError> {
     let mut q = QueryFields::new(&c.query);
     let from = q.take("from");
     let to = q.take("to");
@@ -59,7 +59,7 @@ pub(super) fn report(c: &mut Call<'_>) -> Result<Response, QuotaError> {
         usage::parse_day("after", a)?;
     }
     let report = usage::report(
-        c.store,
+        c.tx.store(),
         days,
         group_by,
         order,
@@ -72,7 +72,7 @@ pub(super) fn report(c: &mut Call<'_>) -> Result<Response, QuotaError> {
 
 /// `GET /api/quota/me/usage?from=&to=`: the caller's own usage by day (the last 30 days, today
 /// included, when neither is given).
-pub(super) fn mine(c: &mut Call<'_>) -> Result<Response, QuotaError> {
+pub(super) fn mine(c: &mut Call<'_, '_>) -> Result<Response, QuotaError> {
     let mut q = QueryFields::new(&c.query);
     let from = q.take("from");
     let to = q.take("to");
@@ -81,5 +81,8 @@ pub(super) fn mine(c: &mut Call<'_>) -> Result<Response, QuotaError> {
         (None, None) => Days::ending(c.now, limits::MY_USAGE_DAYS_DEFAULT),
         _ => Days::parse(from.as_deref(), to.as_deref())?,
     };
-    Ok(Response::json(200, &usage::mine(c.store, &c.caller.name, days)?))
+    Ok(Response::json(
+        200,
+        &usage::mine(c.tx.store(), &c.caller.name, days)?,
+    ))
 }

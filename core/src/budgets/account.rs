@@ -136,6 +136,7 @@ pub fn balance_and_held_of(
     let grants = store.account_grants(&AccountKey::Budget(name.to_string()))?;
     let balance = lots::balance_at(stored, &grants, now);
     let held = store.budget_held(name, None)?;
+    crate::invariants::held(held);
     Ok((balance, held))
 }
 

@@ -20,6 +20,7 @@ use crate::config::Config;
 use crate::error::QuotaError;
 use crate::store::{AccountKey, BudgetRow, Store};
 use crate::time::Timestamp;
+use crate::tx::Tx;
 
 /// `{budget, balance, action, amount}`: a budget's balance action done.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -34,7 +35,7 @@ pub struct BudgetChanged {
 /// in the spending order; `set_unlimited` is a 400 (a budget is never unlimited).
 pub fn change(
     config: &Config,
-    store: &mut dyn Store,
+    tx: &mut Tx<'_>,
     name: &str,
     req: (AdminAction, Option<String>, Option<Timestamp>),
     caller: &str,
@@ -47,9 +48,9 @@ pub fn change(
             "a budget is never unlimited: use `set`, `add` or `deduct`",
         ));
     }
-    let budget = known(config, store, name)?;
-    let mut acct = account(store, &budget.name, "", now)?;
-    let done = admin::apply_checked(store, &mut acct, action, description, expires_at, caller, now)?;
+    let budget = known(config, tx.store(), name)?;
+    let mut acct = account(tx.store(), &budget.name, "", now)?;
+    let done = admin::apply_checked(tx, &mut acct, action, description, expires_at, caller, now)?;
     Ok(BudgetChanged {
         budget: budget.name,
         balance: done,
@@ -96,31 +97,31 @@ pub fn define(
 /// charges (409 otherwise); its transactions stay in the ledger.
 pub fn delete(
     config: &Config,
-    store: &mut dyn Store,
+    tx: &mut Tx<'_>,
     name: &str,
     now: Timestamp,
 ) -> Result<serde_json::Value, QuotaError> {
-    let budget = known(config, store, name)?;
+    let budget = known(config, tx.store(), name)?;
     if budget.source == Source::Values {
         return Err(read_only(name));
     }
-    let (balance, _) = balance_and_held(store, name, now)?;
+    let (balance, _) = balance_and_held(tx.store(), name, now)?;
     if balance != 0 {
         return Err(QuotaError::Conflict(format!(
             "Budget {name} still holds a balance of {balance}: set it to 0 before deleting it"
         )));
     }
-    let running = store.budget_sessions(name)?.len();
+    let running = tx.budget_sessions(name)?.len();
     if running > 0 {
         return Err(QuotaError::Conflict(format!(
             "Budget {name} is charged by {running} running session(s): delete it after they end"
         )));
     }
     // Due expiries are written first, so the ledger of a deleted budget still sums to 0.
-    let grants = store.account_grants(&AccountKey::Budget(name.to_string()))?;
-    let mut acct = account(store, name, "", now)?;
-    crate::grants::settle_with(store, &mut acct, grants, now)?;
-    store.delete_budget(name)?;
+    let grants = tx.account_grants(&AccountKey::Budget(name.to_string()))?;
+    let mut acct = account(tx.store(), name, "", now)?;
+    crate::grants::settle_with(tx, &mut acct, grants, now)?;
+    tx.delete_budget(name)?;
     Ok(serde_json::json!({"budget": name, "deleted": true}))
 }
 

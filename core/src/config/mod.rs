@@ -38,7 +38,7 @@ pub struct Config {
     /// `custom.quota.budgets`: the budgets the values file defines.
     pub budgets: BTreeMap<String, crate::budgets::definition::BudgetDefinition>,
     /// Warnings, low-balance marks and webhooks (credit model 2, "Events").
-    pub notify: crate::feed::settings::Notify,
+    pub notify: crate::events::settings::Notify,
 }
 
 /// One `custom.quota.refreshRules.<name>` entry.
@@ -118,7 +118,7 @@ impl Config {
         let rules_value = q.raw("refreshRules");
         let groups_value = q.raw("groups");
         let budgets_value = q.raw("budgets");
-        let notify = crate::feed::settings::read(&mut q, &mut problems);
+        let notify = crate::events::settings::read(&mut q, &mut problems);
         // What a gating host does when its database fails at the gate (the JupyterHub package:
         // refuse the spawn, or let it start unbilled); read by the hosts, checked here.
         if let Some(p) = q.opt_str("onStorageError") {

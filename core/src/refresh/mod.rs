@@ -8,13 +8,14 @@ use serde_json::Value;
 
 use crate::config::Config;
 use crate::error::QuotaError;
-use crate::events::{self, Event};
 use crate::grants;
 use crate::ledger::{self, Account, BudgetAccount, Entry};
 use crate::limits;
 use crate::lots;
+use crate::observations::Observation;
 use crate::store::{Grant, NewGrant, RefreshRun, Store, TransactionType, UserRecord};
 use crate::time::Timestamp;
+use crate::tx::Tx;
 
 pub mod params;
 pub use params::{params_from_body, RefreshAction, RefreshParams, RefreshRequest};
@@ -88,11 +89,11 @@ pub fn run_completed(run: &RefreshRun) -> bool {
 /// [`refresh_step`] is completed from where it stopped.
 pub fn refresh(
     config: &Config,
-    store: &mut dyn Store,
+    tx: &mut Tx<'_>,
     req: &RefreshRequest,
     now: Timestamp,
 ) -> Result<RefreshResult, QuotaError> {
-    match refresh_step(config, store, req, now, 0)? {
+    match refresh_step(config, tx, req, now, 0)? {
         Step::Done(r) => Ok(r),
         Step::More => Err(QuotaError::Store(crate::StoreError(
             "an unlimited refresh call stopped early".into(),
@@ -110,7 +111,7 @@ pub fn refresh(
 /// nothing in that chunk (the chunks before it stay applied, and the run stays resumable).
 pub fn refresh_step(
     config: &Config,
-    store: &mut dyn Store,
+    tx: &mut Tx<'_>,
     req: &RefreshRequest,
     now: Timestamp,
     chunk_users: u32,
@@ -118,7 +119,7 @@ pub fn refresh_step(
     let p = &req.params;
     p.validate()?;
     let fingerprint = p.fingerprint();
-    let (progress, created_at) = match resume(store, req, &fingerprint, now)? {
+    let (progress, created_at) = match resume(tx.store(), req, &fingerprint, now)? {
         Resume::Replay(first) => return Ok(Step::Done(first)),
         Resume::From(progress, created_at) => (progress, created_at),
     };
@@ -133,11 +134,20 @@ pub fn refresh_step(
         _ => usize::MAX,
     };
     let d = match &p.targets.budgets {
-        Some(names) => budget_accounts(config, store, p, names, now)?,
-        None => decide(store, p, progress.as_ref(), limit, now)?,
+        Some(names) => budget_accounts(config, tx.store(), p, names, now)?,
+        None => decide(tx, p, progress.as_ref(), limit, now)?,
     };
     let total_change = ledger::checked_balance(d.total, "The refresh's total change")?;
     let users_updated = progress.as_ref().map_or(0, |at| at.users_updated) + d.changes.len() as u64;
+    crate::invariants::refresh(
+        users_updated - progress.as_ref().map_or(0, |at| at.users_updated),
+        d.changes.len(),
+        d.total - progress.as_ref().map_or(0, |at| i128::from(at.total_change)),
+        d.changes
+            .iter()
+            .map(|c| i128::from(c.new) - i128::from(c.before))
+            .sum(),
+    );
     let mut result = RefreshResult {
         users_updated,
         total_change,
@@ -162,7 +172,7 @@ pub fn refresh_step(
         );
         return Ok(Step::Done(result));
     }
-    apply(store, p, d.changes, expires_at, now)?;
+    apply(tx, p, d.changes, expires_at, now)?;
     if let Some(run_id) = &req.run_id {
         let stored = if d.finished {
             to_json(&result)?
@@ -174,7 +184,7 @@ pub fn refresh_step(
                 skipped: d.skipped,
             })?
         };
-        store.put_refresh_run(&RefreshRun {
+        tx.put_refresh_run(&RefreshRun {
             run_id: run_id.clone(),
             params: fingerprint,
             result: stored,
@@ -182,7 +192,7 @@ pub fn refresh_step(
         })?;
     }
     if d.finished {
-        events::record(Event::Refreshed {
+        tx.observe(Observation::Refreshed {
             rule_name: result.rule_name.clone(),
             users_updated: result.users_updated,
         });
@@ -275,7 +285,7 @@ impl Decision {
 
 /// Scans at most `limit` users after the progress's last one, page by page, deciding each.
 fn decide(
-    store: &mut dyn Store,
+    tx: &mut Tx<'_>,
     p: &RefreshParams,
     progress: Option<&Progress>,
     limit: usize,
@@ -294,14 +304,14 @@ fn decide(
         if want == 0 {
             break false;
         }
-        let page = store.scan_users(d.after.as_deref(), want)?;
+        let page = tx.scan_users(d.after.as_deref(), want)?;
         let got = page.len();
         scanned += got;
         if let Some(last) = page.last() {
             d.after = Some(last.username.clone());
         }
-        let mut groups = page_groups(store, &p.targets, &page)?;
-        let mut held = page_grants(store, &page)?;
+        let mut groups = page_groups(tx, &p.targets, &page)?;
+        let mut held = page_grants(tx.store(), &page)?;
         let none = BTreeSet::new();
         for user in page {
             let of_user = groups.next_for(&user.username).unwrap_or(&none);
@@ -414,7 +424,7 @@ fn run_time(run_id: Option<&str>, first: Timestamp) -> Timestamp {
 /// The groups a page of users (sorted by username) is in among those the targets name, read in one
 /// call when the targets name groups; otherwise nothing is read.
 fn page_groups(
-    store: &mut dyn Store,
+    tx: &mut Tx<'_>,
     targets: &crate::targets::Targets,
     page: &[UserRecord],
 ) -> Result<PageGroups, QuotaError> {
@@ -430,7 +440,7 @@ fn page_groups(
     };
     let (first, last) = (&page[0].username, &page[page.len() - 1].username);
     let mut of: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
-    for (u, g) in store.group_members_between(&named, first, last)? {
+    for (u, g) in tx.group_members_between(&named, first, last)? {
         of.entry(u).or_default().insert(g);
     }
     Ok(PageGroups { of })
@@ -452,7 +462,7 @@ impl PageGroups {
 /// storage call (the bulk path), the others one at a time through their grants (due expiries
 /// first, a `set` dropping them, a deduction drawing from them, a dated credit as a grant).
 fn apply(
-    store: &mut dyn Store,
+    tx: &mut Tx<'_>,
     p: &RefreshParams,
     changes: Vec<Decision>,
     expires_at: Option<Timestamp>,
@@ -464,18 +474,18 @@ fn apply(
     for c in changes {
         match c.account {
             Holder::User(mut user) if c.grants.is_empty() && expires_at.is_none() => {
-                page.push(ledger::change(&mut user, c.new, entry(), now));
+                page.push(ledger::change(tx, &mut user, c.new, entry(), now));
                 if page.len() == limits::SCAN_PAGE_USERS {
-                    store.record_changes(&page)?;
+                    tx.record_changes(&page)?;
                     page.clear();
                 }
             }
-            Holder::User(mut user) => one(store, &mut user, p, c.grants, c.new, expires_at, entry(), now)?,
-            Holder::Budget(mut b) => one(store, &mut b, p, c.grants, c.new, expires_at, entry(), now)?,
+            Holder::User(mut user) => one(tx, &mut user, p, c.grants, c.new, expires_at, entry(), now)?,
+            Holder::Budget(mut b) => one(tx, &mut b, p, c.grants, c.new, expires_at, entry(), now)?,
         }
     }
     if !page.is_empty() {
-        store.record_changes(&page)?;
+        tx.record_changes(&page)?;
     }
     Ok(())
 }
@@ -483,7 +493,7 @@ fn apply(
 /// One account's change through its grants.
 #[allow(clippy::too_many_arguments)]
 fn one<A: Account + ?Sized>(
-    store: &mut dyn Store,
+    tx: &mut Tx<'_>,
     account: &mut A,
     p: &RefreshParams,
     grants: Vec<Grant>,
@@ -492,14 +502,14 @@ fn one<A: Account + ?Sized>(
     entry: Entry<'_>,
     now: Timestamp,
 ) -> Result<(), QuotaError> {
-    let live = grants::settle_with(store, account, grants, now)?;
+    let live = grants::settle_with(tx, account, grants, now)?;
     let cur = account.balance();
     match (p.action, expires_at) {
         (RefreshAction::Set, at) => {
-            grants::drop_all(store, &live)?;
+            grants::drop_all(tx, &live)?;
             let dated = at.filter(|_| new > 0);
             ledger::apply(
-                store,
+                tx,
                 account,
                 new,
                 Entry {
@@ -514,17 +524,17 @@ fn one<A: Account + ?Sized>(
                     granted_at: now,
                     expires_at: at,
                 };
-                store.insert_grant(&account.key(), &g)?;
+                tx.insert_grant(&account.key(), &g)?;
             }
         }
         (RefreshAction::Add, Some(at)) if new > cur => {
-            grants::grant(store, account, new - cur, at, entry, now)?;
+            grants::grant(tx, account, new - cur, at, entry, now)?;
         }
         (RefreshAction::Add, _) if new < cur => {
-            grants::draw(store, &live, cur - new, now)?;
-            ledger::apply(store, account, new, entry, now)?;
+            grants::draw(tx.store(), &live, cur - new, now)?;
+            ledger::apply(tx, account, new, entry, now)?;
         }
-        _ => ledger::apply(store, account, new, entry, now)?,
+        _ => ledger::apply(tx, account, new, entry, now)?,
     }
     Ok(())
 }

@@ -1,7 +1,8 @@
 //! Shared budgets: each budget's row (its balance; its definition when made over REST), its
 //! ledger rows and the sessions charging it.
 
-use super::{NewTransaction, Session, Transaction};
+use super::sessions::Session;
+use super::users::{NewTransaction, Transaction};
 use crate::error::StoreError;
 use crate::time::Timestamp;
 

@@ -2,7 +2,8 @@
 
 use serde::Serialize;
 
-use super::{GroupStore, UserRecord, UserStore};
+use super::groups::GroupStore;
+use super::users::{UserRecord, UserStore};
 use crate::error::StoreError;
 use crate::milli::Milli;
 use crate::time::Timestamp;

@@ -41,7 +41,8 @@ fn call(cfg: &Config, store: &mut MemStore, method: &str, path: &str, body: Valu
         },
         Timestamp(now),
     )
-    .expect("storage");
+    .expect("storage")
+    .answer;
     (r.status, serde_json::from_str(&r.body).unwrap_or(Value::Null))
 }
 

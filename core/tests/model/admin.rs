@@ -11,10 +11,10 @@ use crate::reference::*;
 use crate::{Done, Step, USERS};
 
 /// One admin action on one user, amounts partly out of range.
-pub fn admin_action(s: Step<'_>) -> Result<Done, String> {
+pub fn admin_action(s: Step<'_, '_>) -> Result<Done, String> {
     let Step {
         rng,
-        store,
+        tx,
         m,
         t,
         user,
@@ -34,7 +34,7 @@ pub fn admin_action(s: Step<'_>) -> Result<Done, String> {
     };
     let what: String = format!("admin({user}, {action:?})");
     let got = admin::admin_update(
-        &mut *store,
+        &mut *tx,
         &AdminRequest {
             username: user.clone(),
             action,
@@ -71,14 +71,9 @@ pub fn admin_action(s: Step<'_>) -> Result<Done, String> {
 }
 
 /// An admin batch over a few users.
-pub fn admin_batch(s: Step<'_>) -> Result<Done, String> {
+pub fn admin_batch(s: Step<'_, '_>) -> Result<Done, String> {
     let Step {
-        rng,
-        store,
-        m,
-        t,
-        step,
-        ..
+        rng, tx, m, t, step, ..
     } = s;
 
     let entries: Vec<BatchEntry> = (0..rng.below(4))
@@ -91,7 +86,7 @@ pub fn admin_batch(s: Step<'_>) -> Result<Done, String> {
         .collect();
     let what: String = format!("batch({entries:?})");
     let items: Vec<_> = entries.iter().cloned().map(Ok).collect();
-    let r = admin::batch(&mut *store, &items, "root", t).map_err(|e| format!("step {step} {what}: {e}"))?;
+    let r = admin::batch(&mut *tx, &items, "root", t).map_err(|e| format!("step {step} {what}: {e}"))?;
     let refused: Option<QuotaError> = None;
     let mut ok = 0;
     for e in &entries {
@@ -118,10 +113,10 @@ pub fn admin_batch(s: Step<'_>) -> Result<Done, String> {
 }
 
 /// A refresh (add or set) over random targets, with or without a run id.
-pub fn refresh_run(s: Step<'_>) -> Result<Done, String> {
+pub fn refresh_run(s: Step<'_, '_>) -> Result<Done, String> {
     let Step {
         rng,
-        store,
+        tx,
         m,
         t,
         user,
@@ -171,7 +166,7 @@ pub fn refresh_run(s: Step<'_>) -> Result<Done, String> {
     let what: String = format!("refresh({params:?}, {run_id:?}, dry={dry_run})");
     let got = refresh(
         &quota_core::Config::default(),
-        &mut *store,
+        &mut *tx,
         &RefreshRequest {
             params: params.clone(),
             run_id: run_id.clone(),

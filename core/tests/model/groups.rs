@@ -9,10 +9,10 @@ use crate::reference::*;
 use crate::{Done, Step, GROUP_NAMES, USERS};
 
 /// Group membership: a report, a group change, or a snapshot.
-pub fn groups(s: Step<'_>) -> Result<Done, String> {
+pub fn groups(s: Step<'_, '_>) -> Result<Done, String> {
     let Step {
         rng,
-        store,
+        tx,
         m,
         t,
         user,
@@ -34,14 +34,14 @@ pub fn groups(s: Step<'_>) -> Result<Done, String> {
         0 => {
             let set = some_groups(&mut *rng);
             what = format!("report({user}, {set:?})");
-            qgroups::report(&mut *store, &user, &set, t).map_err(|e| format!("step {step} {what}: {e}"))?;
+            qgroups::report(tx.store(), &user, &set, t).map_err(|e| format!("step {step} {what}: {e}"))?;
             if !set.is_empty() || m.groups.contains_key(&user) {
                 m.groups.insert(user.clone(), set);
             }
         }
         1 => {
             what = format!("set_members({g}, {members:?})");
-            qgroups::change_members(&mut *store, g, &MemberChange::Set(members.clone()), t)
+            qgroups::change_members(tx.store(), g, &MemberChange::Set(members.clone()), t)
                 .map_err(|e| format!("step {step} {what}: {e}"))?;
             for u in USERS {
                 let has = m.groups.get(u).is_some_and(|s| s.contains(g));
@@ -60,7 +60,7 @@ pub fn groups(s: Step<'_>) -> Result<Done, String> {
             } else {
                 MemberChange::Remove(members.clone())
             };
-            qgroups::change_members(&mut *store, g, &change, t)
+            qgroups::change_members(tx.store(), g, &change, t)
                 .map_err(|e| format!("step {step} {what}: {e}"))?;
             for u in &members {
                 let has = m.groups.get(u).is_some_and(|s| s.contains(g));
@@ -78,7 +78,7 @@ pub fn groups(s: Step<'_>) -> Result<Done, String> {
                 .map(|u| (u.clone(), some_groups(&mut *rng)))
                 .collect();
             what = format!("replace({snapshot:?}, complete={complete})");
-            qgroups::replace(&mut *store, &snapshot, complete, t)
+            qgroups::replace(tx.store(), &snapshot, complete, t)
                 .map_err(|e| format!("step {step} {what}: {e}"))?;
             if complete {
                 for (u, set) in m.groups.iter_mut() {

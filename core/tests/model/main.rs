@@ -16,6 +16,7 @@ mod invariants;
 mod reference;
 mod sessions;
 
+use quota_core::tx::Tx;
 use quota_core::usage;
 use quota_core::{Config, MemStore, QuotaError, Timestamp};
 
@@ -30,10 +31,11 @@ const GROUP_NAMES: [&str; 3] = ["g1", "g2", "g3"];
 
 /// What one operation sees: the run's random numbers, the configuration, the store and the model,
 /// the time, the user it acts as, and the step number (for messages).
-pub struct Step<'a> {
+pub struct Step<'a, 'b> {
     pub rng: &'a mut Rng,
     pub cfg: &'a Config,
-    pub store: &'a mut MemStore,
+    /// The step's engine call: its events are written when the step ends, as a host's are.
+    pub tx: &'a mut Tx<'b>,
     pub m: &'a mut Model,
     pub now: i64,
     pub t: Timestamp,
@@ -68,18 +70,19 @@ fn run(seed: u64, ops: usize) -> Result<(), String> {
             _ => sessions::cleanup,
         };
         // As a host's entry point: the call's events are written at its end, if it succeeded.
-        quota_core::feed::clear();
+        let mut tx = Tx::new(&mut store);
         let (what, refused) = op(Step {
             rng: &mut rng,
             cfg: &cfg,
-            store: &mut store,
+            tx: &mut tx,
             m: &mut m,
             now,
             t,
             user: &user,
             step,
         })?;
-        quota_core::feed::flush(&cfg, &mut store, t).map_err(|e| format!("step {step} {what}: {e}"))?;
+        tx.finish(&cfg, (), t)
+            .map_err(|e| format!("step {step} {what}: {e}"))?;
         invariants::after_step(&store, &before, &m, refused, step, &what)?;
         // The events are counted whole (per session, per refusal, per ledger change) every 10
         // steps and at the end: a missing or extra one shows in the next count.

@@ -9,11 +9,11 @@ use crate::reference::*;
 use crate::{Done, Step, SERVERS};
 
 /// Check_start: a user starts a server (inputs partly invalid, groups reported or stored).
-pub fn start(s: Step<'_>) -> Result<Done, String> {
+pub fn start(s: Step<'_, '_>) -> Result<Done, String> {
     let Step {
         rng,
         cfg,
-        store,
+        tx,
         m,
         now,
         t,
@@ -45,7 +45,7 @@ pub fn start(s: Step<'_>) -> Result<Done, String> {
         .clone()
         .unwrap_or_else(|| m.groups.get(&user).cloned().unwrap_or_default());
     let forbidden = resource == Some("dgpu") && !effective.contains("g1");
-    let got = check_start(cfg, &mut *store, &req, t);
+    let got = check_start(cfg, &mut *tx, &req, t);
     if matches!(got, Ok(StartDecision::Refused(_) | StartDecision::Forbidden(_))) {
         m.refused_starts += 1;
     }
@@ -144,10 +144,10 @@ pub fn start(s: Step<'_>) -> Result<Done, String> {
 }
 
 /// End_session, by id (sometimes unknown) or by server.
-pub fn end(s: Step<'_>) -> Result<Done, String> {
+pub fn end(s: Step<'_, '_>) -> Result<Done, String> {
     let Step {
         rng,
-        store,
+        tx,
         m,
         now,
         t,
@@ -175,7 +175,7 @@ pub fn end(s: Step<'_>) -> Result<Done, String> {
     };
     let what: String = format!("end_session({target:?}, {outcome:?})");
     let got = end_session(
-        &mut *store,
+        &mut *tx,
         &EndRequest {
             target: target.clone(),
             ended_at: None,
@@ -217,18 +217,13 @@ pub fn end(s: Step<'_>) -> Result<Done, String> {
 }
 
 /// Cleanup_stale: sessions past the stale limit end, never charged.
-pub fn cleanup(s: Step<'_>) -> Result<Done, String> {
+pub fn cleanup(s: Step<'_, '_>) -> Result<Done, String> {
     let Step {
-        store,
-        m,
-        now,
-        t,
-        step,
-        ..
+        tx, m, now, t, step, ..
     } = s;
 
     let what: String = "cleanup_stale".into();
-    let cleaned = cleanup_stale(&mut *store, t).map_err(|e| format!("step {step} {what}: {e}"))?;
+    let cleaned = cleanup_stale(&mut *tx, t).map_err(|e| format!("step {step} {what}: {e}"))?;
     let refused: Option<QuotaError> = None;
     let mut expect = Vec::new();
     for (id, s) in m.sessions.iter_mut() {

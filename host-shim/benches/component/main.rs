@@ -24,6 +24,7 @@ use std::time::Instant;
 use quota_core::gate::{check_start, StartDecision, StartRequest};
 use quota_core::sessions::{end_session, EndRequest, EndTarget, Outcome};
 use quota_core::store::{Store, UserRecord};
+use quota_core::tx::Tx;
 use quota_core::{Config, MemStore, Timestamp};
 use quota_host::{Database, Limits, Runtime, SqlValue, SqliteDb, Worker};
 
@@ -92,7 +93,8 @@ fn native(names: &[String]) -> (f64, f64) {
                 groups: None,
                 budget: None,
             };
-            let StartDecision::Allowed(s) = check_start(&cfg, &mut b, &req, now).unwrap() else {
+            let StartDecision::Allowed(s) = check_start(&cfg, &mut Tx::new(&mut b), &req, now).unwrap()
+            else {
                 panic!("refused")
             };
             ids.push(s.session_id);
@@ -102,7 +104,7 @@ fn native(names: &[String]) -> (f64, f64) {
         let t = Instant::now();
         for id in ids {
             end_session(
-                &mut b,
+                &mut Tx::new(&mut b),
                 &EndRequest {
                     target: EndTarget::Id(id),
                     ended_at: None,

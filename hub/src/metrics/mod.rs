@@ -19,7 +19,7 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use prometheus_client::registry::Registry;
-use quota_host::observe::{Event, Observer};
+use quota_host::observe::{Observation, Observer};
 
 /// The `Content-Type` of the exposition.
 /// One enabled rule as the metrics show it.
@@ -328,10 +328,10 @@ impl Metrics {
 }
 
 impl Observer for Metrics {
-    fn committed(&self, events: &[Event]) {
-        for e in events {
-            match e {
-                Event::Gate {
+    fn committed(&self, observations: &[Observation]) {
+        for o in observations {
+            match o {
+                Observation::Gate {
                     result,
                     resource_type,
                 } => {
@@ -341,7 +341,7 @@ impl Observer for Metrics {
                     };
                     self.gate.get_or_create(&labels).inc();
                 }
-                Event::SessionsEnded {
+                Observation::SessionsEnded {
                     status,
                     resource_type,
                     sessions,
@@ -365,7 +365,7 @@ impl Observer for Metrics {
                     let charged = self.credits_charged.get_or_create(&labels);
                     charged.inc_by(u64::try_from(*credits).unwrap_or(0));
                 }
-                Event::Refreshed {
+                Observation::Refreshed {
                     rule_name,
                     users_updated,
                 } => {

@@ -15,10 +15,8 @@ use crate::app::App;
 use crate::engine::pool::Kind;
 use crate::log::info;
 
-/// A receiver has this long to answer (credit model 2: "2xx within 10 s is delivered").
-const SEND_TIMEOUT: Duration = Duration::from_secs(10);
-/// A batch stops being sent after this long and is reported: with one send's 10 s it ends within
-/// the engine's 30 s hold.
+/// A batch stops being sent after this long and is reported: with one send's 10 s (the hosting
+/// contract's webhook timeout) it ends within the engine's 30 s hold.
 const BATCH_SECONDS_MAX: u64 = 15;
 /// Events asked for per step.
 const BATCH_EVENTS: u64 = 200;
@@ -126,7 +124,8 @@ impl Report {
 async fn deliver_forever(app: Arc<App>, name: String, holder: Arc<String>) {
     let agent: ureq::Agent = ureq::Agent::config_builder()
         .http_status_as_error(false)
-        .timeout_global(Some(SEND_TIMEOUT))
+        // A receiver has this long to answer (credit model 2: "2xx within 10 s is delivered").
+        .timeout_global(Some(app.pool.contract.webhook_timeout))
         .user_agent(concat!("quota-hub/", env!("CARGO_PKG_VERSION")))
         .build()
         .into();

@@ -136,11 +136,6 @@ pub async fn record_token_use(app: &App) {
     }
 }
 
-/// How often the server runs the sweep: due grants written off (credit model 2: "every minute" at
-/// least), `session.ending` and `grant.expiring` warnings written (at most this late), old events
-/// purged.
-const SWEEP_INTERVAL_SECONDS: u64 = 10;
-
 /// The sweep's caller: a service with the refresh scope, as a CronJob calling the route would be.
 fn sweeper() -> quota_core::Caller {
     quota_core::Caller {
@@ -183,9 +178,11 @@ pub async fn sweep(app: &Arc<App>) -> Result<(), String> {
     Ok(())
 }
 
-/// The sweep, every 10 seconds (each run is idempotent: replicas on one database may all run it).
+/// The sweep, as often as the hosting contract says (each run is idempotent: replicas on one
+/// database may all run it): due grants written off (credit model 2: "every minute" at least),
+/// `session.ending` and `grant.expiring` warnings written (at most this late), old events purged.
 pub async fn sweep_forever(app: Arc<App>) {
-    let mut tick = tokio::time::interval(Duration::from_secs(SWEEP_INTERVAL_SECONDS));
+    let mut tick = tokio::time::interval(app.pool.contract.sweep_interval);
     tick.tick().await;
     loop {
         tick.tick().await;

@@ -1,6 +1,6 @@
 //! Where a SQLite database may live: not in a container's own writable layer, which is gone when
 //! the container is replaced (a pod restart, an upgrade), and with it every balance and the whole
-//! ledger. The JupyterHub package makes the same check (`jupyterhub_quota/durable.py`).
+//! ledger. The JupyterHub package makes the same check (`jupyterhub_quota/host/durable.py`).
 
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};

@@ -1,5 +1,11 @@
 """JupyterHub quota: the quota engine component in the hub's own process.
 
+Two subpackages, imports pointing one way (`scripts/check_imports.py` checks it): ``host``, the
+WebAssembly host (the component, its SQL bridges, the engine and its worker threads), usable
+without JupyterHub; and ``hub``, the JupyterHub integration (the spawn gate, the routes and pages,
+the timers and scheduler, the metrics, the command line), which uses ``host`` and is never used by
+it.
+
 In ``jupyterhub_config.py``::
 
     import jupyterhub_quota
@@ -16,7 +22,7 @@ try:
 except PackageNotFoundError:  # a source tree on sys.path, not installed
     __version__ = "0+unknown"
 
-from .engine import (  # noqa: E402
+from .host.engine import (  # noqa: E402
     COMPONENT_PATH,
     Caller,
     Component,
@@ -46,7 +52,7 @@ __all__ = [
 
 
 def configure(c, **kwargs):
-    """Wires quota into a JupyterHub configuration: see :func:`jupyterhub_quota.configure.configure`."""
-    from .configure import configure as _configure
+    """Wires quota into a JupyterHub configuration: see :func:`jupyterhub_quota.hub.configure.configure`."""
+    from .hub.configure import configure as _configure
 
     return _configure(c, **kwargs)

@@ -44,9 +44,9 @@ if env.get("QT_OWN_FORM"):
 
 if env.get("QT_NO_UNDO"):
     # test_failure_limit.py: JupyterHub 5's own counting, without the package's undo.
-    import jupyterhub_quota.failures
+    import jupyterhub_quota.hub.failures
 
-    jupyterhub_quota.failures.COUNTS_REFUSALS = False
+    jupyterhub_quota.hub.failures.COUNTS_REFUSALS = False
 
 kwargs = json.loads(env.get("QT_QUOTA_KWARGS", "{}"))
 jupyterhub_quota.configure(

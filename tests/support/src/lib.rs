@@ -394,6 +394,8 @@ impl ScenarioHost for NativeHost {
 
     fn handle(&mut self, req: &Request<'_>, now: Timestamp) -> Result<Response, String> {
         let config = self.config.as_ref().ok_or("not configured")?;
-        quota_core::handle_request(config, &mut self.store, req, now).map_err(|e| e.to_string())
+        quota_core::handle_request(config, &mut self.store, req, now)
+            .map(|o| o.answer)
+            .map_err(|e| e.to_string())
     }
 }

@@ -107,7 +107,8 @@ pub fn handle_request(data: &[u8]) {
         };
         let before = store.clone();
         let resp = quota_core::handle_request(&config, &mut store, &req, now)
-            .unwrap_or_else(|e| panic!("{method} {target}: storage error from an in-memory store: {e}"));
+            .unwrap_or_else(|e| panic!("{method} {target}: storage error from an in-memory store: {e}"))
+            .answer;
         assert!(
             STATUSES.contains(&resp.status),
             "{method} {target}: status {} {}",

@@ -11,10 +11,11 @@ use crate::convert as cv;
 use crate::sql_store::SqlStore;
 
 mod http;
+mod pages;
 mod state;
 
 use quota_core::store::RunStore;
-use state::{error_out, rates_list, recorded, refresh_out, with_config, CONFIG};
+use state::{config, error_out, rates_list, recorded, refresh_out, with_config};
 
 pub(crate) struct Component;
 
@@ -34,15 +35,15 @@ impl Guest for Component {
     }
 
     fn next_fire(name: String, after: i64) -> Option<i64> {
-        CONFIG.with(|c| {
-            c.borrow()
-                .as_ref()?
-                .next_fire(&name, Timestamp(after))
-                .map(Timestamp::seconds)
-        })
+        config()?
+            .next_fire(&name, Timestamp(after))
+            .map(Timestamp::seconds)
     }
 
-    fn check_start(req: wit::StartRequest, now: i64) -> Result<wit::StartDecision, wit::QuotaError> {
+    fn check_start(
+        req: wit::StartRequest,
+        now: i64,
+    ) -> (Result<wit::StartDecision, wit::QuotaError>, Vec<wit::Observation>) {
         let req = StartRequest {
             username: req.username,
             resource: req.accelerator,
@@ -78,7 +79,10 @@ impl Guest for Component {
         })
     }
 
-    fn end_session(req: wit::EndRequest, now: i64) -> Result<wit::EndResult, wit::QuotaError> {
+    fn end_session(
+        req: wit::EndRequest,
+        now: i64,
+    ) -> (Result<wit::EndResult, wit::QuotaError>, Vec<wit::Observation>) {
         let target = match req.target {
             wit::EndTarget::Id(id) => EndTarget::Id(id),
             wit::EndTarget::Server((username, server_name)) => EndTarget::Server {
@@ -95,28 +99,36 @@ impl Guest for Component {
             ended_at: req.ended_at.map(Timestamp),
             outcome,
         };
-        let r = recorded(now, |_, store| sessions::end_session(store, &req, Timestamp(now)))?;
-        Ok(wit::EndResult {
-            session_id: r.session_id,
-            status: cv::status_out(r.status),
-            duration_minutes: r.duration_minutes,
-            cost: r.cost,
-            balance: r.balance,
+        recorded(now, |_, tx| {
+            let r = sessions::end_session(tx, &req, Timestamp(now))?;
+            Ok(wit::EndResult {
+                session_id: r.session_id,
+                status: cv::status_out(r.status),
+                duration_minutes: r.duration_minutes,
+                cost: r.cost,
+                balance: r.balance,
+            })
         })
     }
 
-    fn cleanup_stale(now: i64) -> Result<Vec<wit::CleanedSession>, wit::QuotaError> {
-        let cleaned = recorded(now, |_, store| sessions::cleanup_stale(store, Timestamp(now)))?;
-        Ok(cleaned
-            .into_iter()
-            .map(|c| wit::CleanedSession {
-                session_id: c.session_id,
-                username: c.username,
-                server_name: c.server_name,
-                start_time: c.start_time.seconds(),
-                duration_minutes: c.duration_minutes,
-            })
-            .collect())
+    fn cleanup_stale(
+        now: i64,
+    ) -> (
+        Result<Vec<wit::CleanedSession>, wit::QuotaError>,
+        Vec<wit::Observation>,
+    ) {
+        recorded(now, |_, tx| {
+            Ok(sessions::cleanup_stale(tx, Timestamp(now))?
+                .into_iter()
+                .map(|c| wit::CleanedSession {
+                    session_id: c.session_id,
+                    username: c.username,
+                    server_name: c.server_name,
+                    start_time: c.start_time.seconds(),
+                    duration_minutes: c.duration_minutes,
+                })
+                .collect())
+        })
     }
 
     fn admin_update(
@@ -139,9 +151,10 @@ impl Guest for Component {
             description,
             expires_at: None,
         };
-        let r = recorded(now, |_, store| {
-            admin::admin_update(store, &req, &caller, Timestamp(now))
-        })?;
+        let r = recorded(now, |_, tx| {
+            admin::admin_update(tx, &req, &caller, Timestamp(now))
+        })
+        .0?;
         Ok(wit::AdminResult {
             username: r.username,
             balance: r.balance,
@@ -167,9 +180,7 @@ impl Guest for Component {
                 })
             })
             .collect();
-        let r = recorded(now, |_, store| {
-            admin::batch(store, &items, &caller, Timestamp(now))
-        })?;
+        let r = recorded(now, |_, tx| admin::batch(tx, &items, &caller, Timestamp(now))).0?;
         Ok(wit::BatchResult {
             success: cv::clamp_u32(r.success),
             failed: cv::clamp_u32(r.failed),
@@ -187,10 +198,13 @@ impl Guest for Component {
         })
     }
 
-    fn refresh(body_json: String, now: i64) -> Result<wit::RefreshResult, wit::QuotaError> {
-        recorded(now, |cfg, store| {
+    fn refresh(
+        body_json: String,
+        now: i64,
+    ) -> (Result<wit::RefreshResult, wit::QuotaError>, Vec<wit::Observation>) {
+        recorded(now, |cfg, tx| {
             let req = core_api::refresh_request_from_json(&body_json)?;
-            refresh_out(refresh::refresh(cfg, store, &req, Timestamp(now))?)
+            refresh_out(refresh::refresh(cfg, tx, &req, Timestamp(now))?)
         })
     }
 
@@ -199,10 +213,10 @@ impl Guest for Component {
         run_id: Option<String>,
         dry_run: bool,
         now: i64,
-    ) -> Result<wit::RefreshResult, wit::QuotaError> {
-        recorded(now, |cfg, store| {
+    ) -> (Result<wit::RefreshResult, wit::QuotaError>, Vec<wit::Observation>) {
+        recorded(now, |cfg, tx| {
             let req = cfg.rule_request(&name, run_id, dry_run)?;
-            refresh_out(refresh::refresh(cfg, store, &req, Timestamp(now))?)
+            refresh_out(refresh::refresh(cfg, tx, &req, Timestamp(now))?)
         })
     }
 
@@ -211,11 +225,11 @@ impl Guest for Component {
         run_id: String,
         now: i64,
         chunk_users: u32,
-    ) -> Result<wit::RefreshStep, wit::QuotaError> {
-        recorded(now, |cfg, store| {
+    ) -> (Result<wit::RefreshStep, wit::QuotaError>, Vec<wit::Observation>) {
+        recorded(now, |cfg, tx| {
             let req = cfg.rule_request(&name, Some(run_id), false)?;
             Ok(
-                match refresh::refresh_step(cfg, store, &req, Timestamp(now), chunk_users)? {
+                match refresh::refresh_step(cfg, tx, &req, Timestamp(now), chunk_users)? {
                     Step::Done(r) => wit::RefreshStep::Done(refresh_out(r)?),
                     Step::More => wit::RefreshStep::More,
                 },
@@ -267,10 +281,10 @@ impl Guest for Component {
     }
 
     fn get_rates() -> wit::Rates {
-        CONFIG.with(|c| match c.borrow().as_ref() {
+        match config() {
             Some(cfg) => wit::Rates {
                 enabled: cfg.enabled,
-                rates: rates_list(cfg),
+                rates: rates_list(&cfg),
                 minimum_to_start: cfg.minimum_to_start.raw(),
             },
             None => wit::Rates {
@@ -278,7 +292,7 @@ impl Guest for Component {
                 rates: Vec::new(),
                 minimum_to_start: 0,
             },
-        })
+        }
     }
 
     fn me(username: String, now: i64) -> Result<wit::MeView, wit::QuotaError> {
@@ -296,23 +310,21 @@ impl Guest for Component {
     }
 
     fn get_accelerators() -> Vec<wit::Accelerator> {
-        CONFIG.with(|c| {
-            c.borrow().as_ref().map_or_else(Vec::new, |cfg| {
-                cfg.accelerators
-                    .iter()
-                    .map(|(key, a)| wit::Accelerator {
-                        key: key.clone(),
-                        display_name: a.display_name.clone(),
-                        description: a.description.clone(),
-                        node_selector: a
-                            .node_selector
-                            .iter()
-                            .map(|(k, v)| (k.clone(), v.clone()))
-                            .collect(),
-                        quota_rate: a.quota_rate.raw(),
-                    })
-                    .collect()
-            })
+        config().map_or_else(Vec::new, |cfg| {
+            cfg.accelerators
+                .iter()
+                .map(|(key, a)| wit::Accelerator {
+                    key: key.clone(),
+                    display_name: a.display_name.clone(),
+                    description: a.description.clone(),
+                    node_selector: a
+                        .node_selector
+                        .iter()
+                        .map(|(k, v)| (k.clone(), v.clone()))
+                        .collect(),
+                    quota_rate: a.quota_rate.raw(),
+                })
+                .collect()
         })
     }
 
@@ -320,11 +332,11 @@ impl Guest for Component {
         accelerator: Option<String>,
         runtime_minutes: i64,
     ) -> Result<wit::Estimate, wit::QuotaError> {
-        with_config(|cfg| crate::pure::estimate(cfg, accelerator, runtime_minutes))
+        with_config(|cfg| pages::estimate(cfg, accelerator, runtime_minutes))
     }
 
     fn parse_quota_input(field: String, text: String) -> Result<wit::QuotaInput, wit::Problem> {
-        crate::pure::quota_input(&field, &text)
+        pages::quota_input(&field, &text)
     }
 
     fn route_template(path: String) -> Option<String> {
@@ -341,14 +353,7 @@ impl Guest for Component {
             .iter()
             .map(|m| (m.username.as_str(), m.groups.iter().map(String::as_str).collect()));
         let groups = quota_core::groups::snapshot(entries).map_err(error_out)?;
-        crate::pure::refresh_preview(&body_json, users, groups).map_err(error_out)
-    }
-
-    fn take_events() -> Vec<wit::Event> {
-        quota_core::events::take()
-            .into_iter()
-            .map(cv::event_out)
-            .collect()
+        pages::refresh_preview(&body_json, users, groups).map_err(error_out)
     }
 
     fn active_sessions() -> Result<Vec<wit::ResourceCount>, wit::QuotaError> {

@@ -1,16 +1,31 @@
-//! The configuration `configure` set (the only state kept between calls) and the conversions every
-//! export shares: errors out, the rates list, a refresh result.
+//! The configuration `configure` set (with the host's dialect, the only state an instance keeps
+//! between calls; nothing of a call is kept) and what every export shares: a call in a fresh `Tx`,
+//! errors out, the rates list, a refresh result.
 
-use std::cell::RefCell;
+use std::sync::{Arc, Mutex};
 
 use quota_core::refresh::RefreshResult;
+use quota_core::tx::Tx;
 use quota_core::{Config, QuotaError};
 
 use crate::bindings::api as wit;
+use crate::sql_store::SqlStore;
 
-thread_local! {
-    /// The configuration set by `configure`: the only state kept between calls.
-    pub(super) static CONFIG: RefCell<Option<Config>> = const { RefCell::new(None) };
+/// The configuration set by `configure`. An instance is single-threaded; the mutex only makes the
+/// static sound to share.
+static CONFIG: Mutex<Option<Arc<Config>>> = Mutex::new(None);
+
+/// The configuration `configure` set, if it was called.
+pub(super) fn config() -> Option<Arc<Config>> {
+    CONFIG.lock().ok().and_then(|c| c.clone())
+}
+
+/// A new engine call on the host's store (in the fault build, without events once turned off).
+pub(super) fn tx(store: &mut SqlStore) -> Tx<'_> {
+    #[cfg(feature = "fault-injection")]
+    return crate::fault::tx(store);
+    #[cfg(not(feature = "fault-injection"))]
+    Tx::new(store)
 }
 
 pub(super) fn not_configured() -> QuotaError {
@@ -21,26 +36,39 @@ pub(super) fn not_configured() -> QuotaError {
 
 /// Runs `f` with the configuration, or reports that `configure` was not called.
 pub(super) fn with_config<T>(f: impl FnOnce(&Config) -> Result<T, QuotaError>) -> Result<T, wit::QuotaError> {
-    CONFIG
-        .with(|c| match c.borrow().as_ref() {
-            Some(cfg) => f(cfg),
-            None => Err(not_configured()),
-        })
-        .map_err(error_out)
+    match config() {
+        Some(cfg) => f(&cfg),
+        None => Err(not_configured()),
+    }
+    .map_err(error_out)
 }
 
-/// Runs a call that may change things with the configuration and a fresh store, then writes the
-/// events it noted in the same transaction (a call that failed writes none).
+/// Runs a call that may change things in a new `Tx` on the host's store, then writes the events it
+/// noted in the same transaction (a call that failed writes none); returns its answer with what it
+/// observed (also when it failed: an invalid start is observed).
 pub(super) fn recorded<T>(
     now: i64,
-    f: impl FnOnce(&Config, &mut crate::sql_store::SqlStore) -> Result<T, QuotaError>,
-) -> Result<T, wit::QuotaError> {
-    with_config(|cfg| {
-        let mut store = crate::sql_store::SqlStore::host();
-        let out = f(cfg, &mut store)?;
-        quota_core::feed::flush(cfg, &mut store, quota_core::Timestamp(now))?;
-        Ok(out)
-    })
+    f: impl FnOnce(&Config, &mut Tx<'_>) -> Result<T, QuotaError>,
+) -> (Result<T, wit::QuotaError>, Vec<wit::Observation>) {
+    let Some(cfg) = config() else {
+        return (Err(error_out(not_configured())), Vec::new());
+    };
+    let mut store = SqlStore::host();
+    let mut tx = tx(&mut store);
+    let done = match f(&cfg, &mut tx) {
+        Ok(out) => tx
+            .finish(&cfg, out, quota_core::Timestamp(now))
+            .map(|o| (Ok(o.answer), o.observations))
+            .unwrap_or_else(|e| (Err(QuotaError::Store(e)), Vec::new())),
+        Err(e) => {
+            let o = tx.without_writing(());
+            (Err(e), o.observations)
+        }
+    };
+    (
+        done.0.map_err(error_out),
+        crate::convert::observations_out(done.1),
+    )
 }
 
 pub(super) fn error_out(e: QuotaError) -> wit::QuotaError {
@@ -110,6 +138,8 @@ pub(super) fn configure(values_json: &str) -> Result<wit::ConfigSummary, Vec<wit
             })
             .collect(),
     };
-    CONFIG.with(|c| *c.borrow_mut() = Some(config));
+    if let Ok(mut c) = CONFIG.lock() {
+        *c = Some(Arc::new(config));
+    }
     Ok(summary)
 }

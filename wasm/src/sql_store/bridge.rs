@@ -20,8 +20,6 @@ static DIALECT: OnceLock<Dialect> = OnceLock::new();
 impl SqlStore {
     /// The store of this instance's host.
     pub fn host() -> SqlStore {
-        quota_core::events::clear();
-        quota_core::feed::clear();
         let d = *DIALECT.get_or_init(|| match host::get_dialect() {
             host::Dialect::Sqlite => Dialect::Sqlite,
             host::Dialect::Postgres => Dialect::Postgres,

@@ -1,7 +1,7 @@
 //! The PostgreSQL schema (8) and its migrations from 3 to 7, one step at a time (a PostgreSQL
 //! database was never at schema 1 or 2).
 
-use super::Schema;
+use super::shared::Schema;
 
 /// PostgreSQL: every integer `bigint` (the bridge binds JSON integers as `i64`), every text
 /// `COLLATE "C"` (byte order, as SQLite's: lists and pages come out in the same order on both),

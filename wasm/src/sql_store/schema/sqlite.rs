@@ -1,6 +1,6 @@
 //! The SQLite schema (8) and its migrations from 1 to 7, one step at a time.
 
-use super::Schema;
+use super::shared::Schema;
 
 /// Table definitions of schema 3, shared by a fresh database and the migration from 1 and 2: each
 /// an AUTOINCREMENT id (never reused), the username, then its own columns.

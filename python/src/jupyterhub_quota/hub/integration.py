@@ -1,0 +1,157 @@
+"""`Integration`: what `configure()` installs in a hub (the engine's service, timers, scheduler,
+placement, metrics), kept on the hub so that hooks, handlers and tests reach it; and the
+installed ones by key, for the handlers (traitlets deep-copies handler arguments)."""
+
+from __future__ import annotations
+
+from typing import Any, Awaitable, Callable, Optional
+
+from . import hooks
+from .callers import self_scope_missing
+from .deliveries import Deliveries
+from .metrics import NoMetrics
+from .options import check_profiles
+from .placement import Placement
+from .scheduler import Scheduler
+from ..host.service import QuotaService, log
+from .timers import Timers
+
+class Integration:
+    """What `configure()` installs; kept on the hub so tests and hooks reach it."""
+
+    def __init__(
+        self,
+        service: QuotaService,
+        *,
+        default_runtime: int,
+        scheduler: bool,
+        auto_stop: bool,
+        placement: Optional[Placement] = None,
+        metrics: Any = None,
+        on_storage_error: str = "refuse",
+        snapshot_groups: Optional[Callable[["Integration"], Awaitable[None]]] = None,
+    ):
+        self.service = service
+        self._snapshot_groups = snapshot_groups
+        #: `custom.quota.onStorageError`: what the gate does when the quota database fails.
+        self.on_storage_error = on_storage_error
+        #: (username, server name) of servers started unbilled while the database failed.
+        self.unbilled: set[tuple[str, str]] = set()
+        #: (username, server name) -> (monotonic time, the engine's `next_refresh`) of the last
+        #: refusal for insufficient quota, for the spawn form rendered again under it.
+        self.refusals: dict[tuple[str, str], tuple[float, Optional[dict]]] = {}
+        self.default_runtime = default_runtime
+        self.placement = placement or Placement({})
+        self.metrics = metrics or NoMetrics()
+        #: The hooks configure() set, by trait name (checked at start).
+        self.installed: dict[str, Any] = {}
+        self.timers = Timers(service) if auto_stop else None
+        self.scheduler = Scheduler(service, before_run=self.snapshot_groups) if scheduler else None
+        #: Webhook deliveries (every hub runs them; the engine lets one process send at a time).
+        self.deliveries: Optional[Deliveries] = None
+        #: (username, server name) of servers that became ready (JupyterHub's server-action event).
+        self.ready: set[tuple[str, str]] = set()
+        self.listening = False
+        #: The live balance streams of the hub's navigation bar (live.py; set by configure()).
+        self.live: Any = None
+        #: The JupyterHub application (its database holds the groups), set at start.
+        self.app: Any = None
+
+    # Start-up
+
+    async def start(self, app: Any) -> None:
+        """Stale cleanup at once; the rest when the hub has started."""
+        self.app = app
+        self.check_config(app)
+        try:
+            for s in await self.service.run(lambda e: e.cleanup_stale()):
+                log.warning(
+                    "quota: closed stale session %s of %s (server %r, started %s, %s min, not billed)",
+                    s["session_id"], s["username"], s["server_name"], s["start_time"], s["duration_minutes"],
+                )
+        except Exception:
+            log.exception("quota: stale-session cleanup at start failed")
+        started = getattr(app, "_start_future", None)
+        if started is not None:
+            await started
+        self.listen(app)
+        for user in list(app.users.values()):
+            for name, spawner in list(user.spawners.items()):
+                if spawner.ready:
+                    self.ready.add((user.name, name))
+        if self.timers is not None:
+            await self.timers.rearm(app)
+        if self.scheduler is not None:
+            await self.scheduler.start()
+        try:
+            self.deliveries = Deliveries(self.service, self.metrics)
+            await self.deliveries.start()
+        except Exception:
+            log.exception("quota: starting the webhook deliveries failed")
+        self.service.poke()  # the first read of the active sessions, for the metrics
+
+    def touch(self, name: Optional[str] = None) -> None:
+        """`name`'s quota may have changed (None: anyone's): their open hub pages are told."""
+        if self.live is not None:
+            self.live.touch(name)
+
+    async def snapshot_groups(self) -> None:
+        """The hub's groups into the engine (before each refresh run)."""
+        if self._snapshot_groups is not None:
+            await self._snapshot_groups(self)
+
+    def check_config(self, app: Any) -> None:
+        """Says at start what the final configuration undid or cannot price: a hook set after
+        configure() (the gate would not run), a profile that names no accelerator."""
+        missing = self_scope_missing(app)
+        if missing:
+            log.critical(
+                "quota: the hub's %s role%s lack%s custom:quota:self (set c.JupyterHub.load_roles before calling "
+                "configure(), or add 'custom:quota:self!user' to them): users' own quota routes, the live balance and "
+                "JupyterLab's status bar are refused", " and ".join(missing), "s" if len(missing) > 1 else "",
+                "" if len(missing) > 1 else "s",
+            )
+        cls = getattr(app, "spawner_class", None)
+        if not isinstance(cls, type):
+            return
+        for problem in hooks.check(app.config, cls, self.installed):
+            log.critical("quota: %s", problem)
+        profiles = hooks.previous(app.config, hooks.sections(cls), "profile_list")
+        if isinstance(profiles, dict):
+            profiles = [profiles[k] for k in sorted(profiles)]
+        if isinstance(profiles, list):
+            for problem in check_profiles([p for p in profiles if isinstance(p, dict)], self.placement.accels):
+                log.error("quota: %s (such a spawn is refused)", problem)
+
+    def listen(self, app: Any) -> None:
+        if self.listening or getattr(app, "eventlog", None) is None:
+            return
+
+        # jupyter_events calls listeners with keywords (logger, schema_id, data); an exception here
+        # would fail the spawn that emitted the event, so nothing may escape.
+        async def on_server_action(*_args: Any, data: Any = None, **_kwargs: Any) -> None:
+            try:
+                if isinstance(data, dict) and data.get("action") == "start":
+                    self.ready.add((data.get("username", ""), data.get("servername", "") or ""))
+            except Exception:  # noqa: BLE001
+                log.exception("quota: reading a server-action event")
+
+        app.eventlog.add_listener(
+            schema_id="https://schema.jupyter.org/jupyterhub/events/server-action", listener=on_server_action
+        )
+        self.listening = True
+
+
+#: Installed integrations by key.
+_installed: dict[str, Integration] = {}
+
+
+def register(quota: Integration) -> str:
+    """A key the handlers of `quota` find it by."""
+    key = str(id(quota))
+    _installed[key] = quota
+    return key
+
+
+def installed(key: str) -> Integration:
+    return _installed[key]

@@ -1,0 +1,67 @@
+//! What both dialects' schemas share: the `Schema` type and the usage backfill of schema 5.
+
+/// A dialect's schema: the version this engine writes and how to bring a database to it.
+pub struct Schema {
+    /// The schema version this engine writes.
+    pub current_version: u32,
+    /// One row, one integer: the database's schema version (0 for an empty database).
+    pub read_version: &'static str,
+    /// How to bring a database at each version it knows to a later one (`current_version`, or a
+    /// step on the way there): (from version, statements; the last one records the new version).
+    /// A version not listed is one this engine does not know.
+    pub migrations: &'static [(u32, &'static [&'static str])],
+}
+
+/// Schema 5's running usage sums rebuilt from the ledger (the migration from 4, and again if a
+/// file's version was set back by hand): the credits of the `usage` transactions on their day, the
+/// minutes and count of completed sessions on the day they ended. `$sum` is a dialect's sum of
+/// integers, `$end` the statement that records version 5.
+macro_rules! usage_backfill {
+    ($sum:literal, $end:literal) => {
+        [
+            "DELETE FROM user_usage_days",
+            concat!(
+                "INSERT INTO user_usage_days (username, day, resource_type, credits, minutes, sessions)
+                 SELECT username, created_at / 86400, COALESCE(resource_type, ''), -",
+                $sum,
+                "(amount), 0, 0 FROM transactions WHERE transaction_type = 'usage'
+                 GROUP BY username, created_at / 86400, COALESCE(resource_type, '')"
+            ),
+            concat!(
+                "INSERT INTO user_usage_days (username, day, resource_type, credits, minutes, sessions)
+                 SELECT username, end_time / 86400, resource_type, 0, ",
+                $sum,
+                "(duration_minutes), COUNT(*) FROM sessions
+                 WHERE status = 'completed' AND end_time IS NOT NULL
+                 GROUP BY username, end_time / 86400, resource_type
+                 ON CONFLICT (username, day, resource_type) DO UPDATE SET
+                 minutes = user_usage_days.minutes + excluded.minutes,
+                 sessions = user_usage_days.sessions + excluded.sessions"
+            ),
+            // The day totals after the sums by user, from them: schema 8's triggers (present when a
+            // file's version was set back by hand) have added to them meanwhile.
+            "DELETE FROM usage_days",
+            concat!(
+                "INSERT INTO usage_days (day, resource_type, credits, minutes, sessions)
+                 SELECT day, resource_type, ",
+                $sum,
+                "(credits), ",
+                $sum,
+                "(minutes), ",
+                $sum,
+                "(sessions) FROM user_usage_days GROUP BY day, resource_type"
+            ),
+            $end,
+        ]
+    };
+}
+
+/// Schema 4 to 5 in either dialect: the dialect's three usage tables, then the backfill.
+macro_rules! usage_migration {
+    ($tables:expr, $sum:literal, $end:literal) => {{
+        let b = usage_backfill!($sum, $end);
+        [
+            $tables[0], $tables[1], $tables[2], b[0], b[1], b[2], b[3], b[4], b[5],
+        ]
+    }};
+}
