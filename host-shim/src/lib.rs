@@ -17,11 +17,11 @@ mod compile_cache;
 pub mod contract;
 pub mod engine;
 pub mod error;
-mod group;
 #[cfg(feature = "postgres")]
 pub mod pg;
 pub mod runtime;
 mod setup;
+mod shared_commit;
 pub mod sql;
 mod sql_error;
 mod sql_json;
@@ -34,9 +34,9 @@ pub use checkpoint::{CheckpointStats, Checkpointer};
 pub use compile_cache::{default_dir as default_cache_dir, Outcome as CacheOutcome};
 pub use contract::{Durability, ErrorKind, HostingContract};
 pub use error::HostError;
-pub use group::GroupCall;
 pub use observe::Observer;
 pub use runtime::{Bounds, Limits, Runtime};
+pub use shared_commit::SharedCall;
 #[cfg(feature = "test-support")]
 pub use sql::dump;
 pub use sql::{Database, Dialect, SqlError, SqlValue};

@@ -13,9 +13,9 @@ pub trait Observer: Send + Sync {
     fn busy(&self);
     /// A call ran again after a conflict with a concurrent transaction (PostgreSQL).
     fn conflict_retried(&self);
-    /// A write transaction of [`crate::Worker::group`] committed, carrying `calls` calls (group
+    /// A write transaction of [`crate::Worker::shared_commit`] committed, carrying `calls` calls (shared
     /// commit; 1 when each call commits alone).
-    fn group_committed(&self, calls: usize) {
+    fn commit_shared(&self, calls: usize) {
         let _ = calls;
     }
 }

@@ -75,7 +75,7 @@ pub trait Database: Send {
         run(self, |t| &t.rollback)
     }
     /// Marks a point inside the open transaction that [`Database::rollback_to_savepoint`] returns
-    /// to (group commit: each engine call of a group in its own savepoint).
+    /// to (shared commit: each engine call of a group in its own savepoint).
     fn savepoint(&mut self) -> Result<(), SqlError> {
         run(self, |t| &t.savepoint)
     }

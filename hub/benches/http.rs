@@ -3,7 +3,7 @@
 //! Prints figures; asserts nothing about time. Env: BENCH_CLIENTS (default 4), BENCH_READS
 //! (default 40000), BENCH_PAIRS (default 2000). Also: `/api/quota/me` with the access log and
 //! metrics on and off, the admin list of 50,000 users, and durable session start + end pairs from
-//! BENCH_GROUP_CLIENTS (default 16) clients with group commit off and on (BENCH_GROUP_PAIRS pairs,
+//! BENCH_SHARED_CLIENTS (default 16) clients with shared commit off and on (BENCH_SHARED_PAIRS pairs,
 //! default 4000), beside the disk's bare commit rate measured in the same run; then the same on a
 //! slow disk (`benches/slow_fsync.c` through `LD_PRELOAD`: every fsync first sleeps
 //! BENCH_SLOW_FSYNC_US, default 3000, as on a network volume; BENCH_SLOW_PAIRS pairs, default 1000).
@@ -196,8 +196,8 @@ fn main() {
     let alice = token(&db, "alice", &[]);
     let hub = token(&db, "hub", &["--scope", "quota:sessions"]);
     let admin = token(&db, "root", &["--admin"]);
-    let group_clients = env_usize("BENCH_GROUP_CLIENTS", 16);
-    seed(&url, &admin, clients.max(group_clients));
+    let shared_clients = env_usize("BENCH_SHARED_CLIENTS", 16);
+    seed(&url, &admin, clients.max(shared_clients));
     println!("quota-hub over SQLite (WAL, synchronous=FULL), {clients} keep-alive clients on this machine");
 
     let on = me_rate(
@@ -212,7 +212,7 @@ fn main() {
         &hub,
         clients,
         pairs,
-        "session start + end, group commit on (default)",
+        "session start + end, shared commit on (default)",
     );
     stop(child);
 
@@ -270,20 +270,20 @@ fn main() {
     );
     stop(child);
 
-    // Group commit: durable start + end pairs from many clients, committed alone (group of one)
+    // Shared commit: durable start + end pairs from many clients, committed alone (alone)
     // and in groups, beside the disk's bare commit rate measured now: on this machine's disk, and
     // on a slow disk (every fsync delayed, as on a network volume).
-    let group_pairs = env_usize("BENCH_GROUP_PAIRS", 4_000);
-    group_commit(&db, dir.path(), &hub, group_clients, group_pairs, None);
+    let shared_pairs = env_usize("BENCH_SHARED_PAIRS", 4_000);
+    shared_commit(&db, dir.path(), &hub, shared_clients, shared_pairs, None);
     let slow_us = env_usize("BENCH_SLOW_FSYNC_US", 3_000);
     match slow_disk_shim(dir.path()) {
         Some(shim) => {
             let slow_pairs = env_usize("BENCH_SLOW_PAIRS", 1_000);
-            group_commit(
+            shared_commit(
                 &db,
                 dir.path(),
                 &hub,
-                group_clients,
+                shared_clients,
                 slow_pairs,
                 Some((&shim, slow_us)),
             );
@@ -321,9 +321,9 @@ fn bare_rate(dir: &std::path::Path, env: &[(&str, String)], commits: usize) -> f
         .unwrap_or_else(|_| panic!("bare commit rate: {text:?}"))
 }
 
-/// Start + end pairs with group commit off and on, beside the bare commit rate; `slow` is a
+/// Start + end pairs with shared commit off and on, beside the bare commit rate; `slow` is a
 /// slow-disk shim and its delay per fsync.
-fn group_commit(
+fn shared_commit(
     db: &str,
     dir: &std::path::Path,
     hub: &str,
@@ -344,8 +344,8 @@ fn group_commit(
     println!("\nbare commit rate of {disk} (SQLite, WAL, synchronous=FULL): {bare:.0} commits/s");
     let mut rates = Vec::new();
     for (what, max) in [
-        ("off (--group-commit-max 1)", "1"),
-        ("on (--group-commit-max 64)", "64"),
+        ("off (--shared-commit-max 1)", "1"),
+        ("on (--shared-commit-max 64)", "64"),
     ] {
         let mut env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
         env.push(("QUOTA_HUB_GROUP_COMMIT_MAX", max));
@@ -355,11 +355,11 @@ fn group_commit(
             hub,
             clients,
             pairs,
-            &format!("session start + end, {clients} clients, group commit {what}"),
+            &format!("session start + end, {clients} clients, shared commit {what}"),
         );
         println!("  = {:.2}x the bare commit rate", rate / bare);
         rates.push(rate);
         stop(child);
     }
-    println!("group commit on / off: {:.2}x", rates[1] / rates[0]);
+    println!("shared commit on / off: {:.2}x", rates[1] / rates[0]);
 }

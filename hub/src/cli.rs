@@ -254,7 +254,7 @@ pub struct ServeArgs {
     /// (each in its own savepoint), up to this many; 1 commits each alone. SQLite only (PostgreSQL
     /// shares the flushes of concurrent commits itself).
     #[arg(long, env = "QUOTA_HUB_GROUP_COMMIT_MAX", default_value_t = 64, value_parser = clap::value_parser!(u32).range(1..=1000))]
-    pub group_commit_max: u32,
+    pub shared_commit_max: u32,
     /// Count nothing and serve no `{base}/metrics` (answered 404).
     #[arg(long, env = "QUOTA_HUB_NO_METRICS")]
     pub no_metrics: bool,

@@ -60,7 +60,7 @@ pub(super) fn serve(a: ServeArgs) -> Result<ExitCode, String> {
         writers,
         readers: a.readers,
         busy_timeout: busy,
-        group_commit_max: a.group_commit_max as usize,
+        shared_commit_max: a.shared_commit_max as usize,
         observer,
     };
     let pool = Pool::start(&rt, &db, &doc, opts)?;

@@ -3,11 +3,11 @@
 //! PostgreSQL several, whose conflicts the workers retry), reads to several readers, each with its
 //! own connection and engine instance.
 //!
-//! Group commit: a request's engine work is a [`TxJob`], run inside a transaction the writer owns.
-//! The SQLite writer takes every such job already queued (up to `--group-commit-max`) into one
-//! transaction, each job in its own savepoint, and commits once (`Worker::group`): concurrent
+//! Shared commit: a request's engine work is a [`TxJob`], run inside a transaction the writer owns.
+//! The SQLite writer takes every such job already queued (up to `--shared-commit-max`) into one
+//! transaction, each job in its own savepoint, and commits once (`Worker::shared_commit`): concurrent
 //! requests share one fsync instead of queueing behind one each. A job's answer is sent only after
-//! the shared commit; a failed commit fails every job of the group.
+//! the shared commit; a failed commit fails every job that shared it.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc::{channel, Receiver, Sender};
@@ -15,7 +15,7 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
 use quota_core::refresh::Step;
-use quota_host::{ConfigSummary, GroupCall, HostError, Observer, Runtime, Tx, Worker};
+use quota_host::{ConfigSummary, HostError, Observer, Runtime, SharedCall, Tx, Worker};
 
 use crate::engine;
 use crate::storage::db::Db;
@@ -24,7 +24,7 @@ enum Job {
     /// Runs with the worker to itself (its own transactions, or none).
     Plain(Box<dyn FnOnce(&mut Worker) + Send>),
     /// Runs inside a transaction the worker opens: on the writer, possibly one shared with other
-    /// jobs (group commit).
+    /// jobs (shared commit).
     InTx(Box<dyn TxJob>),
 }
 
@@ -130,12 +130,12 @@ impl WriteLoad {
 }
 
 /// Answers jobs until the queue closes; returns how many calls ran again after a conflict. A
-/// writer with `group_max` > 1 runs the transaction jobs it finds queued together (see above).
+/// writer with `shared_max` > 1 runs the transaction jobs it finds queued together (see above).
 fn serve(
     rx: Arc<Mutex<Receiver<Job>>>,
     mut worker: Worker,
     kind: Kind,
-    group_max: usize,
+    shared_max: usize,
     load: Arc<WriteLoad>,
 ) -> u64 {
     let writer = kind == Kind::Write;
@@ -176,17 +176,17 @@ fn serve(
                 job.reply(outcome);
             }
             Job::InTx(first) => {
-                let mut group = vec![first];
-                // Only a lone writer groups (PostgreSQL's several writers have group_max 1). Another
+                let mut jobs = vec![first];
+                // Only a lone writer shares commits (PostgreSQL's several writers have shared_max 1). Another
                 // writer may hold the queue's lock while it waits for a job: never wait for it here,
                 // or this job waits for a job that its own client's answer would have sent.
-                let more = if group_max > 1 { rx.try_lock().ok() } else { None };
+                let more = if shared_max > 1 { rx.try_lock().ok() } else { None };
                 if let Some(guard) = more {
-                    while group.len() < group_max {
+                    while jobs.len() < shared_max {
                         match guard.try_recv() {
                             Ok(Job::InTx(job)) => {
                                 took(1);
-                                group.push(job);
+                                jobs.push(job);
                             }
                             Ok(plain) => {
                                 // Runs next (already counted as running).
@@ -198,22 +198,22 @@ fn serve(
                         }
                     }
                 }
-                let n = group.len();
-                run_group(&mut worker, group, &load);
+                let n = jobs.len();
+                run_shared(&mut worker, jobs, &load);
                 done(n);
             }
         }
     }
 }
 
-fn run_group(worker: &mut Worker, mut group: Vec<Box<dyn TxJob>>, load: &WriteLoad) {
-    let calls: Vec<GroupCall<'_, ()>> = group
+fn run_shared(worker: &mut Worker, mut jobs: Vec<Box<dyn TxJob>>, load: &WriteLoad) {
+    let calls: Vec<SharedCall<'_, ()>> = jobs
         .iter_mut()
-        .map(|job| Box::new(move |tx: &mut Tx<'_>| job.run(tx)) as GroupCall<'_, ()>)
+        .map(|job| Box::new(move |tx: &mut Tx<'_>| job.run(tx)) as SharedCall<'_, ()>)
         .collect();
-    let outcomes = worker.group(calls);
+    let outcomes = worker.shared_commit(calls);
     load.outcomes(&outcomes, worker.contract());
-    for (job, outcome) in group.into_iter().zip(outcomes) {
+    for (job, outcome) in jobs.into_iter().zip(outcomes) {
         job.reply(outcome);
     }
 }
@@ -226,7 +226,7 @@ pub struct PoolOptions {
     /// How long a write waits for another process's lock before it fails busy.
     pub busy_timeout: Option<std::time::Duration>,
     /// Write jobs that may share one transaction and commit (1: each commits alone).
-    pub group_commit_max: usize,
+    pub shared_commit_max: usize,
     /// Told what the workers' committed calls did (metrics).
     pub observer: Option<Arc<dyn Observer>>,
 }
@@ -242,12 +242,12 @@ impl Pool {
             writers,
             readers,
             busy_timeout,
-            group_commit_max,
+            shared_commit_max,
             observer,
         } = opts;
         let writers = writers.max(1);
         // Several writers (PostgreSQL) commit in parallel, and the database shares their flushes.
-        let group_max = if writers > 1 { 1 } else { group_commit_max.max(1) };
+        let shared_max = if writers > 1 { 1 } else { shared_commit_max.max(1) };
         let (write_tx, write_rx) = channel::<Job>();
         let (read_tx, read_rx) = channel::<Job>();
         let write_rx = Arc::new(Mutex::new(write_rx));
@@ -278,7 +278,7 @@ impl Pool {
                 .name(name)
                 .spawn({
                     let load = write_load.clone();
-                    move || serve(rx, worker, kind, group_max, load)
+                    move || serve(rx, worker, kind, shared_max, load)
                 })
                 .map_err(|e| format!("worker thread: {e}"))?;
             threads.push(t);
@@ -336,7 +336,7 @@ impl Pool {
     }
 
     /// Runs `f` in a transaction on a worker: a read transaction on a reader, or on the writer a
-    /// write transaction it may share with other requests' jobs (group commit); the answer comes
+    /// write transaction it may share with other requests' jobs (shared commit); the answer comes
     /// once that transaction has committed.
     pub async fn run_in_tx<T: Send + 'static>(
         &self,

@@ -226,7 +226,7 @@ struct Call {
 }
 
 /// Authenticates and answers `call` in the worker's transaction (on the writer, perhaps shared with
-/// other requests: group commit): the whole answer, or (a refresh with a run id) its next chunk.
+/// other requests: shared commit): the whole answer, or (a refresh with a run id) its next chunk.
 fn answer_call(
     tx: &mut Tx<'_>,
     call: &Call,

@@ -90,7 +90,7 @@ pub struct Metrics {
     busy: Counter,
     conflicts: Counter,
     traps: Counter,
-    group_calls: Histogram,
+    shared_calls: Histogram,
     write_waiting: Gauge,
     write_running: Gauge,
     refresh_last_scheduled: Family<RuleLabels, Gauge>,
@@ -127,7 +127,7 @@ impl Metrics {
             busy: Counter::default(),
             conflicts: Counter::default(),
             traps: Counter::default(),
-            group_calls: Histogram::new(exponential_buckets(1.0, 2.0, 8)),
+            shared_calls: Histogram::new(exponential_buckets(1.0, 2.0, 8)),
             write_waiting: Gauge::default(),
             write_running: Gauge::default(),
             refresh_last_scheduled: Family::default(),
@@ -203,9 +203,9 @@ impl Metrics {
             m.traps.clone(),
         );
         r.register(
-            "quota_group_commit_calls",
-            "Write calls kept per commit of a writer (group commit; its count is the number of commits)",
-            m.group_calls.clone(),
+            "quota_shared_commit_calls",
+            "Write calls kept per commit of a writer (shared commit; its count is the number of commits)",
+            m.shared_calls.clone(),
         );
         r.register(
             "quota_write_calls_waiting",
@@ -214,7 +214,7 @@ impl Metrics {
         );
         r.register(
             "quota_write_calls_running",
-            "Write requests the writers are running now (a group counts each of its calls)",
+            "Write requests the writers are running now (a shared commit counts each of its calls)",
             m.write_running.clone(),
         );
         r.register(
@@ -391,8 +391,8 @@ impl Observer for Metrics {
         self.conflicts.inc();
     }
 
-    fn group_committed(&self, calls: usize) {
-        self.group_calls.observe(calls as f64);
+    fn commit_shared(&self, calls: usize) {
+        self.shared_calls.observe(calls as f64);
     }
 }
 

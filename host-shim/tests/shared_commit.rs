@@ -1,6 +1,6 @@
-//! Group commit (`Worker::group`): several write calls in one transaction, each in its own
+//! Shared commit (`Worker::shared_commit`): several write calls in one transaction, each in its own
 //! savepoint. A call that fails (the host's error after a write, an injected storage error, a guest
-//! trap after a write) is undone alone and the others are kept, with one commit for the group; a
+//! trap after a write) is undone alone and the others are kept, with one commit for them all; a
 //! failed commit fails every call and keeps nothing; only committed calls' observations are told.
 
 mod common;
@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex};
 use quota_core::{Caller, Request, Timestamp};
 use quota_host::observe::{GateResult, Observation};
 use quota_host::{
-    Database, Dialect, GroupCall, HostError, Observer, SqlError, SqlValue, SqliteDb, SqliteOptions, Tx,
+    Database, Dialect, HostError, Observer, SharedCall, SqlError, SqlValue, SqliteDb, SqliteOptions, Tx,
     Worker,
 };
 
@@ -109,7 +109,7 @@ fn post(tx: &mut Tx<'_>, caller: &Caller, path: &str, body: &str) -> Result<(u16
     Ok((r.status, r.body))
 }
 
-fn set(user: &'static str, amount: i64) -> GroupCall<'static, (u16, String)> {
+fn set(user: &'static str, amount: i64) -> SharedCall<'static, (u16, String)> {
     Box::new(move |tx| {
         post(
             tx,
@@ -120,7 +120,7 @@ fn set(user: &'static str, amount: i64) -> GroupCall<'static, (u16, String)> {
     })
 }
 
-fn start(user: &'static str) -> GroupCall<'static, (u16, String)> {
+fn start(user: &'static str) -> SharedCall<'static, (u16, String)> {
     Box::new(move |tx| {
         post(
             tx,
@@ -177,9 +177,9 @@ fn balance(w: &mut Worker, user: &str) -> Option<i64> {
 }
 
 #[test]
-fn failing_calls_are_undone_alone_and_the_group_commits_once() {
+fn failing_calls_are_undone_alone_and_the_rest_commit_once() {
     let mut s = setup(Some("dave"));
-    let host_refuses: GroupCall<'static, (u16, String)> = Box::new(|tx| {
+    let host_refuses: SharedCall<'static, (u16, String)> = Box::new(|tx| {
         post(
             tx,
             &common::admin(),
@@ -190,9 +190,9 @@ fn failing_calls_are_undone_alone_and_the_group_commits_once() {
             "the host refused after a write".into(),
         )))
     });
-    let trap: GroupCall<'static, (u16, String)> =
+    let trap: SharedCall<'static, (u16, String)> =
         Box::new(|tx| post(tx, &common::admin(), "/__fault/trap-after-write", ""));
-    let answers = s.worker.group(vec![
+    let answers = s.worker.shared_commit(vec![
         set("alice", 10),
         host_refuses,
         start("alice"),
@@ -216,7 +216,7 @@ fn failing_calls_are_undone_alone_and_the_group_commits_once() {
     );
     assert!(matches!(&shape[4], Err(m) if m.contains("disk I/O")), "{shape:?}");
     assert_eq!(shape[5], Ok(200));
-    assert_eq!(s.commits.load(Ordering::SeqCst), 1, "one commit for the group");
+    assert_eq!(s.commits.load(Ordering::SeqCst), 1, "one commit for the calls");
 
     assert_eq!(balance(&mut s.worker, "alice"), Some(10));
     assert_eq!(balance(&mut s.worker, "carol"), Some(30));
@@ -240,17 +240,17 @@ fn failing_calls_are_undone_alone_and_the_group_commits_once() {
         }]
     );
 
-    // The worker goes on: a fresh instance after the trap, the next group commits.
+    // The worker goes on: a fresh instance after the trap, the next shared commits.
     let commits = s.commits.load(Ordering::SeqCst);
-    let answers = s.worker.group(vec![set("bob", 7), set("erin", 8)]);
+    let answers = s.worker.shared_commit(vec![set("bob", 7), set("erin", 8)]);
     assert!(answers.iter().all(|a| matches!(a, Ok((200, _)))), "{answers:?}");
     assert_eq!(s.commits.load(Ordering::SeqCst), commits + 1);
 }
 
 #[test]
-fn a_failed_commit_fails_every_call_of_the_group_and_keeps_nothing() {
+fn a_failed_commit_fails_every_call_that_shared_it_and_keeps_nothing() {
     let mut s = setup(None);
-    let answers = s.worker.group(vec![set("alice", 10)]);
+    let answers = s.worker.shared_commit(vec![set("alice", 10)]);
     assert!(matches!(answers[0], Ok((200, _))));
     let before = quota_host::dump(s.worker.db(), &[]).expect("dump");
     let observed_before = s.seen.observations.lock().expect("observations").len();
@@ -258,7 +258,7 @@ fn a_failed_commit_fails_every_call_of_the_group_and_keeps_nothing() {
     s.fail_commit.store(true, Ordering::SeqCst);
     let answers = s
         .worker
-        .group(vec![set("alice", 11), start("alice"), set("bob", 12)]);
+        .shared_commit(vec![set("alice", 11), start("alice"), set("bob", 12)]);
     assert_eq!(answers.len(), 3);
     for a in &answers {
         assert!(
@@ -269,24 +269,24 @@ fn a_failed_commit_fails_every_call_of_the_group_and_keeps_nothing() {
     assert_eq!(
         quota_host::dump(s.worker.db(), &[]).expect("dump"),
         before,
-        "nothing of the group is kept"
+        "nothing of the calls is kept"
     );
     assert_eq!(
         s.seen.observations.lock().expect("observations").len(),
         observed_before,
-        "no observations of a group that did not commit"
+        "no observations of calls that did not commit"
     );
 
-    // The next group is unaffected.
-    let answers = s.worker.group(vec![set("alice", 13), set("bob", 14)]);
+    // The next shared commit is unaffected.
+    let answers = s.worker.shared_commit(vec![set("alice", 13), set("bob", 14)]);
     assert!(answers.iter().all(|a| matches!(a, Ok((200, _)))), "{answers:?}");
     assert_eq!(balance(&mut s.worker, "alice"), Some(13));
 }
 
 #[test]
-fn a_group_of_one_is_an_ordinary_transaction() {
+fn a_shared_commit_of_one_is_an_ordinary_transaction() {
     let mut s = setup(None);
-    let answers = s.worker.group(vec![set("zoe", 50)]);
+    let answers = s.worker.shared_commit(vec![set("zoe", 50)]);
     assert!(matches!(&answers[0], Ok((200, _))), "{answers:?}");
     assert_eq!(s.commits.load(Ordering::SeqCst), 1);
 }

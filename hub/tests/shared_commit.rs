@@ -1,4 +1,4 @@
-//! Group commit in the real server: write requests that queue while the writer waits for the
+//! Shared commit in the real server: write requests that queue while the writer waits for the
 //! database share one commit, each is answered only after it, and every acknowledged write is on
 //! disk after a SIGKILL. The queue is made deterministic by holding SQLite's write lock from the
 //! test until every request is waiting or running (read from `/metrics`, not guessed with sleeps).
@@ -98,14 +98,14 @@ fn queued_writes_share_one_commit_and_every_acknowledged_write_survives_sigkill(
     }
     let after = scrape();
     let delta = |name: &str| get(&after, name, "") - get(&before, name, "");
-    // The writer held one group while the lock was taken; everything queued behind it is the next
-    // group (fewer than --group-commit-max, 64): at most two commits for all of them.
-    let commits = delta("quota_group_commit_calls");
+    // The writer held one shared commit while the lock was taken; everything queued behind it is the next
+    // shared commit (fewer than --shared-commit-max, 64): at most two commits for all of them.
+    let commits = delta("quota_shared_commit_calls");
     assert!(
         (1.0..=2.0).contains(&commits),
         "{REQUESTS} writes in {commits} commits"
     );
-    assert_eq!(delta("quota_group_commit_calls_sum"), REQUESTS as f64);
+    assert_eq!(delta("quota_shared_commit_calls_sum"), REQUESTS as f64);
     assert_eq!(get(&after, "quota_write_calls_waiting", ""), 0.0);
     assert_eq!(get(&after, "quota_write_calls_running", ""), 0.0);
 
@@ -121,10 +121,10 @@ fn queued_writes_share_one_commit_and_every_acknowledged_write_survives_sigkill(
 }
 
 #[test]
-fn group_commit_max_1_commits_each_write_alone() {
+fn shared_commit_max_1_commits_each_write_alone() {
     let dir = tempfile::tempdir().expect("dir");
     let db = dir.path().join("q.db");
-    let server = server(dir.path(), &["--group-commit-max", "1"]);
+    let server = server(dir.path(), &["--shared-commit-max", "1"]);
     let hub = common::token(&db, "hub", false, &["quota:sessions"]);
     let scraper = common::token(&db, "prometheus", false, &["quota:metrics"]);
     let agent = common::agent();
@@ -140,7 +140,7 @@ fn group_commit_max_1_commits_each_write_alone() {
     wait_until_inside(scrape, 8, |_, running| {
         assert!(
             running <= 1.0,
-            "a writer without group commit runs one call at a time"
+            "a writer without shared commit runs one call at a time"
         );
     });
     lock.execute_batch("ROLLBACK").expect("release the lock");
@@ -151,16 +151,16 @@ fn group_commit_max_1_commits_each_write_alone() {
     let (_, text) = http(&agent, "GET", &metrics_url, Some(&scraper), None, &[]);
     let after = parse(&text);
     assert_eq!(
-        get(&after, "quota_group_commit_calls", ""),
+        get(&after, "quota_shared_commit_calls", ""),
         8.0,
         "one commit per write"
     );
-    assert_eq!(get(&after, "quota_group_commit_calls_sum", ""), 8.0);
+    assert_eq!(get(&after, "quota_shared_commit_calls_sum", ""), 8.0);
     server.stop();
 }
 
 #[test]
-fn sixteen_members_at_once_never_overspend_a_shared_budget_with_group_commit_on() {
+fn sixteen_members_at_once_never_overspend_a_shared_budget_with_shared_commits_on() {
     use common::budget_load;
     let dir = tempfile::tempdir().expect("dir");
     let values = common::write_values(dir.path(), "values.json", &budget_load::values());
@@ -187,7 +187,7 @@ fn sixteen_members_at_once_never_overspend_a_shared_budget_with_group_commit_on(
         .expect("budget");
     assert_eq!(balance, budget_load::balance_after(ended));
     println!(
-        "SQLite, group commit on: {} starts allowed, {} refused with an exact text",
+        "SQLite, shared commit on: {} starts allowed, {} refused with an exact text",
         seen.allowed.len(),
         seen.refused.len()
     );

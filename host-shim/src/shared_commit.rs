@@ -1,31 +1,31 @@
-//! Group commit: several write calls in one transaction, each in its own savepoint, one commit.
+//! Shared commit: several write calls in one transaction, each in its own savepoint, one commit.
 //!
 //! On SQLite with `synchronous=FULL` every commit waits for the disk (an fsync of the WAL); a spawn
 //! storm on a slow volume queues behind it. A server whose write queue holds several calls runs them
-//! as one group: a call that fails (a trap, a failed statement, an error the host returns) is rolled
-//! back to its savepoint alone and the others go on; the group commits once; nobody hears an answer
-//! before that commit, and a failed commit fails every call of the group.
+//! as one shared commit: a call that fails (a trap, a failed statement, an error the host returns) is rolled
+//! back to its savepoint alone and the others go on; the shared commits once; nobody hears an answer
+//! before that commit, and a failed commit fails every call that shared it.
 
 use crate::error::HostError;
 use crate::sql::{Dialect, SqlError};
 use crate::tx::Tx;
 use crate::worker::Worker;
 
-/// One call of a group: runs in the group's transaction, inside its own savepoint.
-pub type GroupCall<'c, T> = Box<dyn FnMut(&mut Tx<'_>) -> Result<T, HostError> + 'c>;
+/// One call of a shared commit: runs in the shared transaction, inside its own savepoint.
+pub type SharedCall<'c, T> = Box<dyn FnMut(&mut Tx<'_>) -> Result<T, HostError> + 'c>;
 
 impl Worker {
     /// Runs `calls` as one write transaction and answers each in order (see the module's text).
     /// One call, or a PostgreSQL database (whose concurrent commits already share their WAL flush
     /// and whose conflicts are retried per call), runs each call in a transaction of its own.
-    pub fn group<T>(&mut self, calls: Vec<GroupCall<'_, T>>) -> Vec<Result<T, HostError>> {
+    pub fn shared_commit<T>(&mut self, calls: Vec<SharedCall<'_, T>>) -> Vec<Result<T, HostError>> {
         if calls.len() == 1 || self.db().dialect() == Dialect::Postgres {
             return calls
                 .into_iter()
                 .map(|mut call| {
                     let answer = self.transaction(false, &mut call);
                     if let (Ok(_), Some(o)) = (&answer, &self.observer) {
-                        o.group_committed(1);
+                        o.commit_shared(1);
                     }
                     answer
                 })
@@ -44,7 +44,7 @@ impl Worker {
             match self.in_savepoint(&mut call) {
                 Ok(answer) => answers.push(answer),
                 Err(e) => {
-                    // The transaction is in an unknown state: none of the group is kept.
+                    // The transaction is in an unknown state: none of the calls is kept.
                     let _ = self.db().rollback();
                     let not_run = 1 + calls.len();
                     let failed = answers
@@ -62,7 +62,7 @@ impl Worker {
                     if !self.observations.is_empty() {
                         o.committed(&self.observations);
                     }
-                    o.group_committed(answers.iter().filter(|a| a.is_ok()).count());
+                    o.commit_shared(answers.iter().filter(|a| a.is_ok()).count());
                 }
                 self.finish(answers)
             }
@@ -77,9 +77,9 @@ impl Worker {
         }
     }
 
-    /// Runs one call of a group in a savepoint: `Ok(answer)` whatever the call answered (its
+    /// Runs one call of a shared commit in a savepoint: `Ok(answer)` whatever the call answered (its
     /// failure undone), `Err` when the savepoint itself could not be set, kept or undone.
-    fn in_savepoint<T>(&mut self, call: &mut GroupCall<'_, T>) -> Result<Result<T, HostError>, SqlError> {
+    fn in_savepoint<T>(&mut self, call: &mut SharedCall<'_, T>) -> Result<Result<T, HostError>, SqlError> {
         self.db().savepoint()?;
         let mark = self.observations.len();
         let (answer, trapped) = self.run_scoped(call);

@@ -1,13 +1,18 @@
-//! The spawn gate: may this user start this server now?
+//! The spawn gate: may this user start this server now? What it is asked and answers is
+//! `types.rs`, its refusal texts `refusal.rs`.
 
-use serde::Serialize;
+mod refusal;
+mod types;
+
+pub use refusal::forbidden_message;
+pub(crate) use refusal::{personal_refusal, Ask};
+pub use types::{Estimate, Refusal, StartDecision, StartRequest, Started};
 
 use crate::accelerators::CPU_RESOURCE;
 use crate::budgets;
 use crate::config::Config;
 use crate::error::QuotaError;
-use crate::forecast::{next_start_refresh, NextRefresh};
-use crate::groups::{self, GroupNames, ReportedGroups};
+use crate::groups::{self, GroupNames};
 use crate::ledger::{self, Entry};
 use crate::limits;
 use crate::lots;
@@ -15,73 +20,9 @@ use crate::milli::Milli;
 use crate::names::{normalize_username, validate_server_name};
 use crate::observations::{GateResult, Observation};
 use crate::sessions;
-
-use crate::store::{AccountKey, NewSession, SessionStatus, Store, TransactionType, UserRecord};
+use crate::store::{AccountKey, NewSession, SessionStatus, TransactionType, UserRecord};
 use crate::time::Timestamp;
 use crate::tx::Tx;
-
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct StartRequest {
-    pub username: String,
-    /// An accelerator key, or `None` for CPU only.
-    pub resource: Option<String>,
-    pub runtime_minutes: i64,
-    /// JupyterHub's server name; `""` is the default server.
-    pub server_name: String,
-    /// When the server starts; `now` when absent.
-    pub started_at: Option<Timestamp>,
-    /// The user's groups as the host knows them now: stored when they changed, and used for this
-    /// decision. `None`: the stored ones.
-    pub groups: Option<ReportedGroups>,
-    /// The budget to charge; `None`: the user's personal account.
-    pub budget: Option<String>,
-}
-
-/// A started session, in its wire form.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct Started {
-    pub session_id: i64,
-    pub username: String,
-    pub server_name: String,
-    pub resource_type: String,
-    pub rate: Milli,
-    pub runtime_minutes: i64,
-    pub estimated_cost: Milli,
-    /// The paying account's balance as of now (the budget's, for a start charging one).
-    pub balance: i64,
-    pub status: SessionStatus,
-    /// The budget charged; null: the personal account.
-    pub budget: Option<String>,
-}
-
-/// A refused start: nothing was started. `message` is the byte-exact 403 text.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Refusal {
-    pub message: String,
-    pub balance: i64,
-    pub held: i64,
-    pub estimated_cost: Milli,
-    /// The first scheduled top-up after which this start would pass, if one within the forecast's
-    /// reach does (`forecast::next_start_refresh`).
-    pub next_refresh: Option<NextRefresh>,
-}
-
-/// The gate's decision. A refusal is a normal outcome, not an error.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum StartDecision {
-    Allowed(Started),
-    Refused(Refusal),
-    /// The accelerator is restricted to groups the user is not in; nothing was recorded. The
-    /// byte-exact 403 message.
-    Forbidden(String),
-}
-
-/// The price of a spawn: the resource's rate and `rate x minutes`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Estimate {
-    pub rate: Milli,
-    pub estimated_cost: Milli,
-}
 
 /// What a start of `resource` (`cpu` or an accelerator key) for `runtime_minutes` would cost, with
 /// the gate's own checks of both: the spawn form shows exactly what the gate then holds.
@@ -341,80 +282,6 @@ fn decide(
         status: SessionStatus::Active,
         budget: session.budget,
     }))
-}
-
-/// What a start (or an extension) asks of the personal account: its price, and what running
-/// servers hold.
-pub(crate) struct Ask {
-    pub rate: Milli,
-    pub runtime_minutes: i64,
-    pub estimated_cost: Milli,
-    pub held: i64,
-}
-
-/// The personal account's refusal, if `u` (as of now) cannot afford the start.
-pub(crate) fn personal_refusal(
-    config: &Config,
-    store: &mut dyn Store,
-    reported: bool,
-    u: &UserRecord,
-    groups: &GroupNames,
-    ask: &Ask,
-    now: Timestamp,
-) -> Result<Option<Refusal>, QuotaError> {
-    let Ask {
-        rate,
-        runtime_minutes,
-        estimated_cost,
-        held,
-    } = *ask;
-    let available = i128::from(u.balance) * 1000 - i128::from(held);
-    let needed = i128::from(estimated_cost.raw()).max(i128::from(config.minimum_to_start.raw()));
-    if available >= needed {
-        return Ok(None);
-    }
-    let held = Milli(held);
-    let balance_text = if held.raw() > 0 {
-        format!("{} ({held} reserved by running servers)", u.balance)
-    } else {
-        u.balance.to_string()
-    };
-    let message = format!(
-        "Cannot start container: Insufficient quota. Current balance: {balance_text}, estimated cost: {estimated_cost} ({rate} quota/min x {runtime_minutes} min). Please contact administrator to add quota."
-    );
-    // Refresh targets may name groups the gate did not need to read.
-    let member_of = match (reported, config.groups.matter_for_start()) {
-        (false, false) => groups::of(store, &u.username)?,
-        _ => groups.to_set(),
-    };
-    let next_refresh = i64::try_from(needed)
-        .ok()
-        .and_then(|n| next_start_refresh(config, u, &member_of, held.raw(), n, now));
-    Ok(Some(Refusal {
-        message,
-        balance: u.balance,
-        held: held.ceil(),
-        estimated_cost,
-        next_refresh,
-    }))
-}
-
-/// The 403 text of a start of a restricted accelerator by a user in none of its groups.
-pub fn forbidden_message(config: &Config, resource: &str) -> String {
-    let display = config
-        .accelerators
-        .get(resource)
-        .map_or(resource, |a| a.display_name.as_str());
-    let groups: Vec<&str> = config
-        .groups
-        .restricted
-        .get(resource)
-        .map(|g| g.iter().map(String::as_str).collect())
-        .unwrap_or_default();
-    format!(
-        "Cannot start container: accelerator `{resource}` ({display}) is only for members of the groups {}. Please contact administrator for access.",
-        groups.join(", ")
-    )
 }
 
 /// The first start attempt ever for a username: its record, with `defaultQuota` granted once.
