@@ -8,13 +8,13 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use wasmtime::component::{Component, HasSelf, Linker};
-use wasmtime::{Config, Engine};
+use wasmtime::{Config, Engine, Store, StoreLimitsBuilder};
 
 use crate::bindings::{QuotaEngine, QuotaEnginePre};
 use crate::compile_cache;
 use crate::contract::{Durability, HostingContract, SetupStatement};
 use crate::error::HostError;
-use crate::sql::Dialect;
+use crate::sql::{Database, Dialect};
 use crate::state::HostState;
 
 /// Asks a throwaway instance (over no database: `contract` touches none) for both contracts.
@@ -237,4 +237,24 @@ fn wit_dialect(dialect: Dialect) -> crate::bindings::sql::Dialect {
         Dialect::Sqlite => crate::bindings::sql::Dialect::Sqlite,
         Dialect::Postgres => crate::bindings::sql::Dialect::Postgres,
     }
+}
+
+/// A fresh store and instance over `db`, with the worker's bounds: its memory limit and deadline.
+pub(crate) fn instantiate(
+    runtime: &Runtime,
+    bounds: &Bounds,
+    db: Box<dyn Database>,
+) -> Result<(Store<HostState>, QuotaEngine), HostError> {
+    let limits = StoreLimitsBuilder::new()
+        .memory_size(bounds.memory_bytes)
+        .instances(4)
+        .build();
+    let mut store = Store::new(&runtime.engine, HostState::new(db, limits));
+    store.limiter(|s| &mut s.limits);
+    store.set_epoch_deadline(bounds.deadline_ticks());
+    let bindings = runtime
+        .pre
+        .instantiate(&mut store)
+        .map_err(|e| HostError::Load(format!("{e:#}")))?;
+    Ok((store, bindings))
 }

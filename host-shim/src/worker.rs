@@ -9,7 +9,7 @@
 
 use std::sync::Arc;
 
-use wasmtime::{Store, StoreLimitsBuilder};
+use wasmtime::Store;
 
 use quota_core::refresh::Step;
 
@@ -17,7 +17,7 @@ use crate::bindings::QuotaEngine;
 use crate::contract::HostingContract;
 use crate::error::{trap, HostError};
 use crate::observe::{Observation, Observer};
-use crate::runtime::{Bounds, Runtime};
+use crate::runtime::{instantiate, Bounds, Runtime};
 use crate::sql::{Database, SqlError};
 use crate::state::HostState;
 pub use crate::tx::Tx;
@@ -390,23 +390,4 @@ impl Worker {
     pub fn db(&mut self) -> &mut dyn Database {
         self.store_mut().data_mut().db()
     }
-}
-
-fn instantiate(
-    runtime: &Runtime,
-    bounds: &Bounds,
-    db: Box<dyn Database>,
-) -> Result<(Store<HostState>, QuotaEngine), HostError> {
-    let limits = StoreLimitsBuilder::new()
-        .memory_size(bounds.memory_bytes)
-        .instances(4)
-        .build();
-    let mut store = Store::new(&runtime.engine, HostState::new(db, limits));
-    store.limiter(|s| &mut s.limits);
-    store.set_epoch_deadline(bounds.deadline_ticks());
-    let bindings = runtime
-        .pre
-        .instantiate(&mut store)
-        .map_err(|e| HostError::Load(format!("{e:#}")))?;
-    Ok((store, bindings))
 }

@@ -1,6 +1,7 @@
 //! The engine component, built into this binary, and workers over a database.
 
 pub mod pool;
+mod write_load;
 
 use std::sync::Arc;
 

@@ -8,12 +8,12 @@
 //! names (`other` for anything else, `manual` for a refresh without a rule name).
 
 pub mod deliveries;
+mod labels;
 pub mod process;
 
 use std::collections::BTreeSet;
 use std::sync::{Mutex, OnceLock};
 
-use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
@@ -21,7 +21,11 @@ use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use prometheus_client::registry::Registry;
 use quota_host::observe::{Observation, Observer};
 
-/// The `Content-Type` of the exposition.
+use labels::{
+    method_label, request_histogram, BudgetLabels, EndLabels, GateLabels, HttpLabels, ResourceLabels,
+    RuleLabels,
+};
+
 /// One enabled rule as the metrics show it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RuleStatus {
@@ -34,44 +38,11 @@ pub struct RuleStatus {
     pub last_success: Option<quota_core::Timestamp>,
 }
 
+/// The `Content-Type` of the exposition.
 pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
 
 /// The scope that lets a token (a Prometheus scraper's) read the metrics and nothing else.
 pub const SCOPE_METRICS: &str = "quota:metrics";
-
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct GateLabels {
-    result: &'static str,
-    resource_type: String,
-}
-
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct ResourceLabels {
-    resource_type: String,
-}
-
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct EndLabels {
-    status: &'static str,
-    resource_type: String,
-}
-
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct BudgetLabels {
-    budget: String,
-}
-
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct RuleLabels {
-    rule: String,
-}
-
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct HttpLabels {
-    route: &'static str,
-    method: &'static str,
-    status: u16,
-}
 
 pub struct Metrics {
     registry: Registry,
@@ -100,11 +71,6 @@ pub struct Metrics {
     pub deliveries: deliveries::Deliveries,
     /// One scrape at a time sets the active-session gauges.
     scraping: Mutex<()>,
-}
-
-fn request_histogram() -> Histogram {
-    // 0.25 ms .. ~4 s.
-    Histogram::new(exponential_buckets(0.000_25, 2.0, 15))
 }
 
 impl Metrics {
@@ -393,19 +359,6 @@ impl Observer for Metrics {
 
     fn commit_shared(&self, calls: usize) {
         self.shared_calls.observe(calls as f64);
-    }
-}
-
-fn method_label(method: &str) -> &'static str {
-    match method {
-        "GET" => "GET",
-        "HEAD" => "HEAD",
-        "POST" => "POST",
-        "PUT" => "PUT",
-        "PATCH" => "PATCH",
-        "DELETE" => "DELETE",
-        "OPTIONS" => "OPTIONS",
-        _ => "other",
     }
 }
 

@@ -1,0 +1,241 @@
+//! Each migration step on a database left at the schema before it: what it adds, and that it keeps
+//! every row (schemas 3, 4, 6 and 7).
+
+use super::*;
+
+#[test]
+fn a_schema_6_database_gains_the_events_and_keeps_its_rows() {
+    let dir = tempfile::tempdir().expect("dir");
+    let path = dir.path().join("q.db");
+    let mut w = worker(&path);
+    let hub = common::hub();
+    for (method, path, body) in [
+        (
+            "POST",
+            "/admin/api/quota/users/alice",
+            r#"{"action":"set","amount":70}"#,
+        ),
+        (
+            "POST",
+            "/api/quota/sessions",
+            r#"{"username":"alice","runtime_minutes":30}"#,
+        ),
+        (
+            "POST",
+            "/admin/api/quota/users/alice",
+            r#"{"action":"add","amount":5,"expires_at":"2027-01-01T00:00:00Z"}"#,
+        ),
+    ] {
+        let caller = if path.contains("sessions") {
+            hub.clone()
+        } else {
+            common::admin()
+        };
+        let (st, b) = common::request(&mut w, &caller, method, path, body, NOW);
+        assert!(st < 300, "{path}: {b}");
+    }
+    back_to_schema_6(w.db());
+    let before = tables(w.db());
+    let m = w.migrate().expect("migrate");
+    assert_eq!((m.from_version, m.to_version), (6, 8));
+    assert_eq!(before, as_before_schema_7(tables(w.db())));
+    // The session running across the upgrade is not warned (its marks were never armed), and it
+    // is extended and ended as any other.
+    let (st, b) = common::request(
+        &mut w,
+        &hub,
+        "POST",
+        "/api/quota/sessions/1/extend",
+        r#"{"minutes":5}"#,
+        NOW,
+    );
+    assert_eq!(st, 200, "{b}");
+    let (st, b) = common::request(
+        &mut w,
+        &hub,
+        "POST",
+        "/api/quota/sessions/1/end",
+        "{}",
+        NOW.plus_seconds(60),
+    );
+    assert_eq!(st, 200, "{b}");
+    let (st, b) = common::request(
+        &mut w,
+        &common::admin(),
+        "GET",
+        "/admin/api/quota/events",
+        "",
+        NOW,
+    );
+    assert_eq!(st, 200);
+    assert_eq!(b["events"][0]["kind"], "session.ended", "{b}");
+}
+
+/// The day totals and the sums by user, each summed by (day, resource type): they must agree.
+fn day_totals(w: &mut Worker) -> (Vec<Vec<SqlValue>>, Vec<Vec<SqlValue>>) {
+    let kept = rows(
+        w.db(),
+        "SELECT day, resource_type, credits, minutes, sessions FROM usage_days ORDER BY day, resource_type",
+    );
+    let by_user = rows(
+        w.db(),
+        "SELECT day, resource_type, SUM(credits), SUM(minutes), SUM(sessions) FROM user_usage_days
+         GROUP BY day, resource_type ORDER BY day, resource_type",
+    );
+    (kept, by_user)
+}
+
+/// Schema 8 keeps the day totals from the sums by user by trigger: a session's end writes one sum.
+#[test]
+fn a_schema_7_database_gains_the_day_total_triggers_and_its_totals_stay_the_users_sums() {
+    let dir = tempfile::tempdir().expect("dir");
+    let mut w = worker(&dir.path().join("q.db"));
+    let (admin, hub) = (common::admin(), common::hub());
+    let t0 = 1_795_230_000;
+    let run = |w: &mut Worker, user: &str, server: &str, start: i64, minutes: i64| {
+        let body = format!(r#"{{"username":"{user}","server_name":"{server}","runtime_minutes":60}}"#);
+        let (st, s) = common::request(w, &hub, "POST", "/api/quota/sessions", &body, Timestamp(start));
+        assert_eq!(st, 201, "{s}");
+        let path = format!("/api/quota/sessions/{}/end", s["session_id"]);
+        let (st, e) = common::request(w, &hub, "POST", &path, "{}", Timestamp(start + minutes * 60));
+        assert_eq!(st, 200, "{e}");
+    };
+    for user in ["alice", "bob"] {
+        let path = format!("/admin/api/quota/users/{user}");
+        let (st, _) = common::request(
+            &mut w,
+            &admin,
+            "POST",
+            &path,
+            r#"{"action":"set","amount":1000}"#,
+            Timestamp(t0),
+        );
+        assert_eq!(st, 200);
+    }
+    // A new (user, day) row, the same row again (an upsert that updates), another user that day.
+    run(&mut w, "alice", "", t0, 10);
+    run(&mut w, "alice", "", t0 + 3_600, 20);
+    run(&mut w, "bob", "b", t0, 5);
+    let (kept, by_user) = day_totals(&mut w);
+    assert_eq!(kept, by_user);
+    assert_eq!(kept.len(), 1, "{kept:?}");
+    assert_eq!(int(&kept[0][3]), 35, "minutes of the day: {kept:?}");
+    assert_eq!(int(&kept[0][4]), 3, "sessions of the day: {kept:?}");
+
+    back_to_schema_7(w.db());
+    let before = tables(w.db());
+    let m = w.migrate().expect("migrate");
+    assert_eq!((m.from_version, m.to_version), (7, 8));
+    assert_eq!(tables(w.db()), before, "the migration writes no row");
+    // The next day, and the first day again: both paths of the triggers.
+    run(&mut w, "bob", "b", t0 + 86_400, 7);
+    run(&mut w, "alice", "", t0 + 7_200, 1);
+    let (kept, by_user) = day_totals(&mut w);
+    assert_eq!(kept, by_user);
+    assert_eq!(kept.len(), 2, "{kept:?}");
+    assert_eq!(int(&kept[0][3]), 36, "{kept:?}");
+    assert_eq!(int(&kept[1][3]), 7, "{kept:?}");
+}
+
+#[test]
+fn a_schema_3_database_gains_the_memberships_table_and_keeps_its_rows() {
+    let dir = tempfile::tempdir().expect("dir");
+    let path = dir.path().join("q.db");
+    let mut w = worker(&path);
+    let (st, _) = common::request(
+        &mut w,
+        &common::admin(),
+        "POST",
+        "/admin/api/quota/users/alice",
+        r#"{"action":"set","amount":7}"#,
+        Timestamp(1_795_230_000),
+    );
+    assert_eq!(st, 200);
+    // Schema 3 as the previous release wrote it: no membership tables.
+    back_to_schema_5(w.db());
+    w.db().query("DROP TABLE memberships", &[]).expect("drop");
+    w.db().query("DROP TABLE group_members", &[]).expect("drop");
+    w.db().query("DROP TABLE usage_days", &[]).expect("drop");
+    w.db().query("DROP TABLE user_usage_days", &[]).expect("drop");
+    w.db().query("PRAGMA user_version = 3", &[]).expect("version");
+    let before = tables(w.db());
+    let m = w.migrate().expect("migrate");
+    assert_eq!((m.from_version, m.to_version), (3, 8));
+    let mut after = tables(w.db());
+    assert_eq!(after.remove("memberships"), Some(Vec::new()));
+    assert_eq!(after.remove("group_members"), Some(Vec::new()));
+    assert_eq!(after.remove("usage_days"), Some(Vec::new()));
+    assert_eq!(after.remove("user_usage_days"), Some(Vec::new()));
+    assert_eq!(before, as_before_schema_6(after));
+    let (st, body) = common::request(
+        &mut w,
+        &common::admin(),
+        "PUT",
+        "/admin/api/quota/groups/lab",
+        r#"{"members":["alice"]}"#,
+        Timestamp(1_795_230_060),
+    );
+    assert_eq!(st, 200, "{body}");
+}
+
+#[test]
+fn a_schema_4_database_gets_the_usage_sums_the_engine_would_have_kept() {
+    let dir = tempfile::tempdir().expect("dir");
+    let mut w = worker(&dir.path().join("q.db"));
+    let (admin, hub) = (common::admin(), common::hub());
+    let t0 = 1_795_230_000;
+    common::request(
+        &mut w,
+        &admin,
+        "POST",
+        "/admin/api/quota/users/alice",
+        r#"{"action":"set","amount":1000}"#,
+        Timestamp(t0),
+    );
+    // Sessions ending on three days, one of them not billed (an unlimited user's minutes count).
+    for (i, user) in ["alice", "alice", "bob"].iter().enumerate() {
+        if *user == "bob" {
+            common::request(
+                &mut w,
+                &admin,
+                "POST",
+                "/admin/api/quota/users/bob",
+                r#"{"action":"set_unlimited","unlimited":true}"#,
+                Timestamp(t0),
+            );
+        }
+        let start = t0 + i as i64 * 86_400;
+        let body = format!(r#"{{"username":"{user}","runtime_minutes":60}}"#);
+        let (st, s) = common::request(
+            &mut w,
+            &hub,
+            "POST",
+            "/api/quota/sessions",
+            &body,
+            Timestamp(start),
+        );
+        assert_eq!(st, 201, "{s}");
+        let path = format!("/api/quota/sessions/{}/end", s["session_id"]);
+        let (st, e) = common::request(&mut w, &hub, "POST", &path, "{}", Timestamp(start + 600));
+        assert_eq!(st, 200, "{e}");
+    }
+    let kept = tables(w.db());
+    assert_eq!(kept["user_usage_days"].len(), 3, "{:?}", kept["user_usage_days"]);
+    back_to_schema_5(w.db());
+    w.db().query("DROP TABLE usage_days", &[]).expect("drop");
+    w.db().query("DROP TABLE user_usage_days", &[]).expect("drop");
+    w.db().query("PRAGMA user_version = 4", &[]).expect("version");
+    let m = w.migrate().expect("migrate");
+    assert_eq!((m.from_version, m.to_version), (4, 8));
+    let kept = without_schema_7(kept);
+    assert_eq!(
+        without_schema_7(tables(w.db())),
+        kept,
+        "the same sums, rebuilt from the ledger and the sessions"
+    );
+    // A file set back by hand migrates again to the same sums (no row is counted twice).
+    back_to_schema_5(w.db());
+    w.db().query("PRAGMA user_version = 4", &[]).expect("version");
+    w.migrate().expect("again");
+    assert_eq!(without_schema_7(tables(w.db())), kept);
+}
