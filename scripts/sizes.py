@@ -21,9 +21,9 @@ def lines(path: str) -> int:
 
 
 def table() -> str:
-    hs, py, js = "host-shim/src", "python/src/jupyterhub_quota", "js/src"
-    sqlite = [f"{hs}/sqlite/mod.rs", f"{hs}/sqlite/open.rs", f"{hs}/sqlite/values.rs"]
-    pg = [f"{hs}/pg/mod.rs", f"{hs}/pg/values.rs"]
+    hs, py, js = "host-shim/src", "python/src/jupyterhub_quota/host", "js/src"
+    sqlite = [f"{hs}/sqlite/mod.rs", f"{hs}/sqlite/open.rs", f"{hs}/sqlite/cells.rs"]
+    pg = [f"{hs}/pg/mod.rs", f"{hs}/pg/cells.rs"]
     n = {p: lines(p) for p in [*sqlite, *pg, f"{hs}/contract.rs", f"{hs}/setup.rs",
                                 f"{py}/sqlite_bridge.py", f"{py}/bridge.py", f"{py}/pg_bridge.py", f"{py}/contract.py",
                                 f"{js}/sqlite-bridge.js", f"{js}/thread.js", f"{js}/engine-thread.js", f"{js}/contract.js"]}
@@ -31,8 +31,8 @@ def table() -> str:
     rows = [
         "| | bridge | contract module |",
         "|---|---|---|",
-        f"| Rust | SQLite `{short(sqlite[0])}` {n[sqlite[0]]} (+ `open.rs` {n[sqlite[1]]}, `values.rs` {n[sqlite[2]]}); "
-        f"PostgreSQL `{short(pg[0])}` {n[pg[0]]} (+ `values.rs` {n[pg[1]]}) | `contract.rs` {n[f'{hs}/contract.rs']} "
+        f"| Rust | SQLite `{short(sqlite[0])}` {n[sqlite[0]]} (+ `open.rs` {n[sqlite[1]]}, `cells.rs` {n[sqlite[2]]}); "
+        f"PostgreSQL `{short(pg[0])}` {n[pg[0]]} (+ `cells.rs` {n[pg[1]]}) | `contract.rs` {n[f'{hs}/contract.rs']} "
         f"(+ `setup.rs` {n[f'{hs}/setup.rs']}) |",
         f"| Python | `sqlite_bridge.py` {n[f'{py}/sqlite_bridge.py']} + shared `bridge.py` {n[f'{py}/bridge.py']}, "
         f"`pg_bridge.py` {n[f'{py}/pg_bridge.py']} | `contract.py` {n[f'{py}/contract.py']} |",

@@ -19,7 +19,7 @@ use quota_core::gate::{StartDecision, StartRequest};
 use quota_core::sessions::{EndRequest, EndTarget, Outcome};
 use quota_core::Timestamp;
 use quota_host::pg::PgDb;
-use quota_host::{Database, Runtime, SqlValue, SqliteDb, SqliteOptions, Worker};
+use quota_host::{Database, Runtime, SqlCell, SqliteDb, SqliteOptions, Worker};
 
 const USERS: usize = 100_000;
 const GROUPS: usize = 1_000;
@@ -72,14 +72,14 @@ fn seed(db: &mut dyn Database) {
             out
         }
     };
-    let users: Vec<Vec<SqlValue>> = (0..USERS)
-        .map(|i| vec![user(i).as_str().into(), SqlValue::Int(100)])
+    let users: Vec<Vec<SqlCell>> = (0..USERS)
+        .map(|i| vec![user(i).as_str().into(), SqlCell::Int(100)])
         .collect();
     // As the engine stores them: the names joined by newlines, and the index by group.
-    let members: Vec<Vec<SqlValue>> = (0..USERS)
+    let members: Vec<Vec<SqlCell>> = (0..USERS)
         .map(|i| vec![user(i).as_str().into(), groups_of(i).join("\n").as_str().into()])
         .collect();
-    let index: Vec<Vec<SqlValue>> = (0..USERS)
+    let index: Vec<Vec<SqlCell>> = (0..USERS)
         .flat_map(|i| {
             groups_of(i)
                 .into_iter()
@@ -224,9 +224,9 @@ fn gate(rt: &Arc<Runtime>, mode: Gate) -> f64 {
     let db = SqliteDb::memory(rt).unwrap();
     let mut w = Worker::new(rt.clone(), Box::new(db), &gate_values(restricted)).unwrap();
     let names: Vec<String> = (0..1000).map(|i| format!("user{i:04}")).collect();
-    let rows: Vec<Vec<SqlValue>> = names
+    let rows: Vec<Vec<SqlCell>> = names
         .iter()
-        .map(|n| vec![n.as_str().into(), SqlValue::Int(1_000_000_000)])
+        .map(|n| vec![n.as_str().into(), SqlCell::Int(1_000_000_000)])
         .collect();
     w.db().begin().unwrap();
     w.db()

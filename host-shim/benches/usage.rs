@@ -92,11 +92,11 @@ fn me_forecast(rt: &Arc<Runtime>, dir: &std::path::Path) {
     let db = SqliteDb::open(rt, &path, SqliteOptions::default()).unwrap();
     let mut w = Worker::new(rt.clone(), Box::new(db), &forecast_values()).unwrap();
     let users = 100_000;
-    let rows: Vec<Vec<quota_host::SqlValue>> = (0..users)
+    let rows: Vec<Vec<quota_host::SqlCell>> = (0..users)
         .map(|i| {
             vec![
                 format!("u{i:06}").as_str().into(),
-                quota_host::SqlValue::Int(i % 300),
+                quota_host::SqlCell::Int(i % 300),
             ]
         })
         .collect();

@@ -39,7 +39,7 @@ pub use runtime::{Bounds, Limits, Runtime};
 pub use shared_commit::SharedCall;
 #[cfg(feature = "test-support")]
 pub use sql::dump;
-pub use sql::{Database, Dialect, SqlError, SqlValue};
+pub use sql::{Database, Dialect, SqlCell, SqlError};
 pub use sqlite::{SqliteDb, SqliteOptions};
 pub use types::{ConfigSummary, Migration, RuleInfo};
 pub use worker::{Tx, Worker};

@@ -14,7 +14,7 @@ pub use crate::sql_json::{
     for_each_param_row, param_rows_from_json, params_from_json, push_json_row, rows_to_json, Param,
 };
 
-pub use quota_sql_wire::SqlValue;
+pub use quota_sql_wire::SqlCell;
 
 /// Runs one of the contract's transaction statements on `db`.
 fn run<D: Database + ?Sized>(
@@ -35,9 +35,9 @@ pub trait Database: Send {
         self.contract().dialect
     }
     /// Runs one statement; returns its rows.
-    fn query(&mut self, sql: &str, params: &[SqlValue]) -> Result<Vec<Vec<SqlValue>>, SqlError>;
+    fn query(&mut self, sql: &str, params: &[SqlCell]) -> Result<Vec<Vec<SqlCell>>, SqlError>;
     /// Runs one statement once per parameter row; returns the rows changed in all.
-    fn execute_many(&mut self, sql: &str, rows: &[Vec<SqlValue>]) -> Result<u64, SqlError>;
+    fn execute_many(&mut self, sql: &str, rows: &[Vec<SqlCell>]) -> Result<u64, SqlError>;
     /// Whether a transaction is open (a failed commit may have ended it already).
     fn in_transaction(&self) -> bool {
         true

@@ -4,15 +4,15 @@
 use quota_sql_wire::{push_int, push_string};
 
 use crate::sql_error::SqlError;
-use quota_sql_wire::SqlValue;
+use quota_sql_wire::SqlCell;
 
 /// A JSON array of values into parameters; anything but integers, strings and null is refused.
-pub fn params_from_json(json: &str) -> Result<Vec<SqlValue>, SqlError> {
+pub fn params_from_json(json: &str) -> Result<Vec<SqlCell>, SqlError> {
     serde_json::from_str(json).map_err(|e| SqlError::Other(format!("parameters: {e}")))
 }
 
 /// A JSON array of arrays into parameter rows.
-pub fn param_rows_from_json(json: &str) -> Result<Vec<Vec<SqlValue>>, SqlError> {
+pub fn param_rows_from_json(json: &str) -> Result<Vec<Vec<SqlCell>>, SqlError> {
     serde_json::from_str(json).map_err(|e| SqlError::Other(format!("parameter rows: {e}")))
 }
 
@@ -24,22 +24,22 @@ pub enum Param<'a> {
     Null,
 }
 
-impl<'a> From<&'a SqlValue> for Param<'a> {
-    fn from(v: &'a SqlValue) -> Param<'a> {
+impl<'a> From<&'a SqlCell> for Param<'a> {
+    fn from(v: &'a SqlCell) -> Param<'a> {
         match v {
-            SqlValue::Int(i) => Param::Int(*i),
-            SqlValue::Text(s) => Param::Text(std::borrow::Cow::Borrowed(s)),
-            SqlValue::Null => Param::Null,
+            SqlCell::Int(i) => Param::Int(*i),
+            SqlCell::Text(s) => Param::Text(std::borrow::Cow::Borrowed(s)),
+            SqlCell::Null => Param::Null,
         }
     }
 }
 
-impl From<&Param<'_>> for SqlValue {
-    fn from(p: &Param<'_>) -> SqlValue {
+impl From<&Param<'_>> for SqlCell {
+    fn from(p: &Param<'_>) -> SqlCell {
         match p {
-            Param::Int(i) => SqlValue::Int(*i),
-            Param::Text(s) => SqlValue::Text(s.to_string()),
-            Param::Null => SqlValue::Null,
+            Param::Int(i) => SqlCell::Int(*i),
+            Param::Text(s) => SqlCell::Text(s.to_string()),
+            Param::Null => SqlCell::Null,
         }
     }
 }
@@ -164,7 +164,7 @@ pub fn push_json_row<'a>(out: &mut String, row: impl IntoIterator<Item = Param<'
 }
 
 /// Rows as a JSON array of arrays.
-pub fn rows_to_json(rows: &[Vec<SqlValue>]) -> String {
+pub fn rows_to_json(rows: &[Vec<SqlCell>]) -> String {
     let mut out = String::with_capacity(2 + rows.len() * 32);
     out.push('[');
     for (i, row) in rows.iter().enumerate() {
@@ -191,10 +191,10 @@ mod tests {
         assert_eq!(
             params_from_json(r#"[1,"a",null,-9007199254740991]"#).unwrap(),
             vec![
-                SqlValue::Int(1),
-                SqlValue::Text("a".into()),
-                SqlValue::Null,
-                SqlValue::Int(-quota_core::limits::JSON_INT_ABS_MAX)
+                SqlCell::Int(1),
+                SqlCell::Text("a".into()),
+                SqlCell::Null,
+                SqlCell::Int(-quota_core::limits::JSON_INT_ABS_MAX)
             ]
         );
         for bad in [
@@ -243,9 +243,9 @@ mod tests {
     fn rows_round_trip_through_json() {
         let rows = vec![
             vec![
-                SqlValue::Int(-3),
-                SqlValue::Text("é\"\n\u{1}\\".into()),
-                SqlValue::Null,
+                SqlCell::Int(-3),
+                SqlCell::Text("é\"\n\u{1}\\".into()),
+                SqlCell::Null,
             ],
             vec![],
         ];

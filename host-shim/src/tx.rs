@@ -6,7 +6,7 @@ use wasmtime::Store;
 use crate::bindings::{api, QuotaEngine};
 use crate::error::{trap, HostError};
 use crate::observe::Observation;
-use crate::sql::{SqlError, SqlValue};
+use crate::sql::{SqlCell, SqlError};
 use crate::state::HostState;
 use crate::types::{refresh_result, Migration};
 
@@ -121,7 +121,7 @@ impl Tx<'_> {
     }
 
     /// A statement of the host's own (quota-hub's tokens and replays), in this transaction.
-    pub fn query(&mut self, sql: &str, params: &[SqlValue]) -> Result<Vec<Vec<SqlValue>>, HostError> {
+    pub fn query(&mut self, sql: &str, params: &[SqlCell]) -> Result<Vec<Vec<SqlCell>>, HostError> {
         let r = self.store.data_mut().db().query(sql, params);
         self.store.data_mut().seen(r).map_err(HostError::Storage)
     }

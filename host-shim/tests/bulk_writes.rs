@@ -9,7 +9,7 @@ use quota_core::store::UserRecord;
 use quota_core::store::UserStore;
 use quota_core::tx::Tx;
 use quota_core::Timestamp;
-use quota_host::{Limits, Runtime, SqlValue, SqliteDb, Worker};
+use quota_host::{Limits, Runtime, SqlCell, SqliteDb, Worker};
 
 const T0: Timestamp = Timestamp(1_795_000_000);
 const BODY: &str = r#"{"action":"add","amount":10,"max_balance":400,"rule_name":"bulk"}"#;
@@ -64,7 +64,7 @@ fn native(n: usize) -> (Vec<Row>, Vec<UserRecord>) {
 }
 
 fn seed(w: &mut Worker, n: usize) {
-    let seed: Vec<Vec<SqlValue>> = users(n)
+    let seed: Vec<Vec<SqlCell>> = users(n)
         .into_iter()
         .map(|u| vec![u.username.into(), u.balance.into(), 0.into(), 0.into()])
         .collect();
@@ -77,8 +77,8 @@ fn seed(w: &mut Worker, n: usize) {
 }
 
 fn audit_rows(w: &mut Worker) -> Vec<Row> {
-    let int = |v: &SqlValue| v.as_int().expect("integer");
-    let text = |v: &SqlValue| v.as_text().expect("text").to_string();
+    let int = |v: &SqlCell| v.as_int().expect("integer");
+    let text = |v: &SqlCell| v.as_text().expect("text").to_string();
     w.db()
         .query(
             "SELECT id, username, amount, balance_before, balance_after, description \

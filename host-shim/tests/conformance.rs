@@ -7,8 +7,7 @@ mod common;
 use std::sync::{Arc, Mutex};
 
 use quota_host::{
-    Database, HostError, HostingContract, Limits, Runtime, SqlError, SqlValue, SqliteDb, SqliteOptions,
-    Worker,
+    Database, HostError, HostingContract, Limits, Runtime, SqlCell, SqlError, SqliteDb, SqliteOptions, Worker,
 };
 use serde_json::Value;
 
@@ -63,11 +62,11 @@ impl Database for Faulty {
     fn in_transaction(&self) -> bool {
         self.inner.in_transaction()
     }
-    fn query(&mut self, sql: &str, params: &[SqlValue]) -> Result<Vec<Vec<SqlValue>>, SqlError> {
+    fn query(&mut self, sql: &str, params: &[SqlCell]) -> Result<Vec<Vec<SqlCell>>, SqlError> {
         self.fault(sql)?;
         self.inner.query(sql, params)
     }
-    fn execute_many(&mut self, sql: &str, rows: &[Vec<SqlValue>]) -> Result<u64, SqlError> {
+    fn execute_many(&mut self, sql: &str, rows: &[Vec<SqlCell>]) -> Result<u64, SqlError> {
         self.fault(sql)?;
         self.inner.execute_many(sql, rows)
     }
@@ -121,7 +120,7 @@ fn balances(w: &mut Worker, want: &serde_json::Map<String, Value>) -> serde_json
                 .db()
                 .query(
                     "SELECT balance FROM users WHERE username = ?1",
-                    &[SqlValue::Text(u.clone())],
+                    &[SqlCell::Text(u.clone())],
                 )
                 .expect("balance");
             let b = rows
@@ -231,12 +230,12 @@ fn run_case(suite: &Value, case: &Value, write: u64) {
             .db()
             .query(
                 "SELECT balance FROM users WHERE username = ?1",
-                &[SqlValue::Text(b[0].as_str().expect("user").into())],
+                &[SqlCell::Text(b[0].as_str().expect("user").into())],
             )
             .expect("balance");
         assert_eq!(
             rows,
-            vec![vec![SqlValue::Int(b[1].as_i64().expect("balance"))]],
+            vec![vec![SqlCell::Int(b[1].as_i64().expect("balance"))]],
             "{name}"
         );
     }

@@ -6,7 +6,7 @@ mod common;
 use std::sync::{Arc, Mutex};
 
 use quota_core::{Caller, Request, Timestamp};
-use quota_host::{Database, Dialect, HostError, SqlError, SqlValue, SqliteDb, SqliteOptions, Worker};
+use quota_host::{Database, Dialect, HostError, SqlCell, SqlError, SqliteDb, SqliteOptions, Worker};
 
 const NOW: Timestamp = Timestamp(1_795_000_000);
 
@@ -135,13 +135,13 @@ impl Database for Faulty {
     fn dialect(&self) -> Dialect {
         self.inner.dialect()
     }
-    fn query(&mut self, sql: &str, params: &[SqlValue]) -> Result<Vec<Vec<SqlValue>>, SqlError> {
+    fn query(&mut self, sql: &str, params: &[SqlCell]) -> Result<Vec<Vec<SqlCell>>, SqlError> {
         if is_write(sql) {
             self.write()?;
         }
         self.inner.query(sql, params)
     }
-    fn execute_many(&mut self, sql: &str, rows: &[Vec<SqlValue>]) -> Result<u64, SqlError> {
+    fn execute_many(&mut self, sql: &str, rows: &[Vec<SqlCell>]) -> Result<u64, SqlError> {
         self.write()?;
         self.inner.execute_many(sql, rows)
     }

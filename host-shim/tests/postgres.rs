@@ -7,7 +7,7 @@
 mod common;
 
 use quota_host::pg::PgDb;
-use quota_host::{Database, Durability, SqlValue, Worker};
+use quota_host::{Database, Durability, SqlCell, Worker};
 
 fn server_url() -> String {
     std::env::var("QUOTA_TEST_PG_URL").unwrap_or_else(|_| {
@@ -64,10 +64,7 @@ fn a_fresh_database_is_migrated_once_and_a_second_host_finds_it_current() {
     let version = db
         .query("SELECT obj_description(to_regclass('users'), 'pg_class')", &[])
         .expect("version");
-    assert_eq!(
-        version,
-        vec![vec![SqlValue::Text("quota-engine schema 8".into())]]
-    );
+    assert_eq!(version, vec![vec![SqlCell::Text("quota-engine schema 8".into())]]);
     // A database of the previous release (schema 3: no memberships) gains the table.
     db.query("DROP TABLE memberships", &[]).expect("drop");
     db.query("DROP TABLE group_members", &[]).expect("drop");
@@ -96,15 +93,12 @@ fn a_fresh_database_is_migrated_once_and_a_second_host_finds_it_current() {
         .db()
         .query("SELECT obj_description(to_regclass('users'), 'pg_class')", &[])
         .expect("version");
-    assert_eq!(
-        version,
-        vec![vec![SqlValue::Text("quota-engine schema 8".into())]]
-    );
+    assert_eq!(version, vec![vec![SqlCell::Text("quota-engine schema 8".into())]]);
     let members = w
         .db()
         .query("SELECT COUNT(*) FROM memberships", &[])
         .expect("table");
-    assert_eq!(members, vec![vec![SqlValue::Int(0)]]);
+    assert_eq!(members, vec![vec![SqlCell::Int(0)]]);
     let sums = w
         .db()
         .query(
@@ -112,14 +106,14 @@ fn a_fresh_database_is_migrated_once_and_a_second_host_finds_it_current() {
             &[],
         )
         .expect("sums");
-    let want = |s: &str| SqlValue::Text(s.into());
+    let want = |s: &str| SqlCell::Text(s.into());
     let row = vec![
         want("ann"),
-        SqlValue::Int(3),
+        SqlCell::Int(3),
         want("gpu"),
-        SqlValue::Int(30),
-        SqlValue::Int(10),
-        SqlValue::Int(1),
+        SqlCell::Int(30),
+        SqlCell::Int(10),
+        SqlCell::Int(1),
     ];
     assert_eq!(sums, vec![row]);
     let days = w
@@ -130,7 +124,7 @@ fn a_fresh_database_is_migrated_once_and_a_second_host_finds_it_current() {
         )
         .expect("sums");
     assert_eq!(days.len(), 1);
-    assert_eq!(days[0][3], SqlValue::Int(10));
+    assert_eq!(days[0][3], SqlCell::Int(10));
 }
 
 #[test]
@@ -182,7 +176,7 @@ fn concurrent_writers_keep_every_balance_equal_to_its_ledger() {
         "balances that differ from their ledger: {wrong:?}"
     );
     let n = db.query("SELECT COUNT(*) FROM transactions", &[]).expect("count");
-    assert_eq!(n, vec![vec![SqlValue::Int(threads as i64 * rounds as i64)]]);
+    assert_eq!(n, vec![vec![SqlCell::Int(threads as i64 * rounds as i64)]]);
     println!("{threads} writers x {rounds} adds on {users} users: ledger exact, {retried} conflict retries");
 }
 

@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex};
 use quota_core::{Caller, Request, Timestamp};
 use quota_host::observe::{GateResult, Observation};
 use quota_host::{
-    Database, Dialect, HostError, Observer, SharedCall, SqlError, SqlValue, SqliteDb, SqliteOptions, Tx,
+    Database, Dialect, HostError, Observer, SharedCall, SqlCell, SqlError, SqliteDb, SqliteOptions, Tx,
     Worker,
 };
 
@@ -30,16 +30,16 @@ impl Database for Watched {
     fn dialect(&self) -> Dialect {
         self.inner.dialect()
     }
-    fn query(&mut self, sql: &str, params: &[SqlValue]) -> Result<Vec<Vec<SqlValue>>, SqlError> {
+    fn query(&mut self, sql: &str, params: &[SqlCell]) -> Result<Vec<Vec<SqlCell>>, SqlError> {
         let marked = self
             .fail_marker
-            .is_some_and(|m| params.iter().any(|p| matches!(p, SqlValue::Text(t) if t == m)));
+            .is_some_and(|m| params.iter().any(|p| matches!(p, SqlCell::Text(t) if t == m)));
         if marked {
             return Err(SqlError::Other("injected: disk I/O error".into()));
         }
         self.inner.query(sql, params)
     }
-    fn execute_many(&mut self, sql: &str, rows: &[Vec<SqlValue>]) -> Result<u64, SqlError> {
+    fn execute_many(&mut self, sql: &str, rows: &[Vec<SqlCell>]) -> Result<u64, SqlError> {
         self.inner.execute_many(sql, rows)
     }
     fn begin(&mut self) -> Result<(), SqlError> {

@@ -2,7 +2,7 @@
 
 mod common;
 
-use quota_host::{Checkpointer, Database, SqlError, SqlValue, SqliteDb, SqliteOptions};
+use quota_host::{Checkpointer, Database, SqlCell, SqlError, SqliteDb, SqliteOptions};
 
 fn open(path: &std::path::Path, auto_checkpoint: bool) -> SqliteDb {
     SqliteDb::open(
@@ -22,7 +22,7 @@ fn big_commit(path: &std::path::Path, auto_checkpoint: bool) -> (SqliteDb, u64) 
     let mut db = open(path, auto_checkpoint);
     db.query("CREATE TABLE t (k TEXT PRIMARY KEY, v TEXT NOT NULL)", &[])
         .expect("table");
-    let rows: Vec<Vec<SqlValue>> = (0..50_000)
+    let rows: Vec<Vec<SqlCell>> = (0..50_000)
         .map(|i| vec![format!("u{i:05}").into(), "x".repeat(150).into()])
         .collect();
     db.begin().expect("begin");
@@ -62,7 +62,7 @@ fn without_auto_checkpoint_a_commit_leaves_the_copy_to_an_explicit_checkpoint() 
     drop(db);
     let mut again = SqliteDb::open(&common::runtime(), &path, SqliteOptions::default()).expect("reopen");
     let n = again.query("SELECT COUNT(*) FROM t", &[]).expect("count");
-    assert_eq!(n, vec![vec![SqlValue::Int(50_000)]]);
+    assert_eq!(n, vec![vec![SqlCell::Int(50_000)]]);
 }
 
 #[test]
@@ -87,9 +87,9 @@ fn values_rows_and_errors_are_typed() {
         "INSERT INTO t (k, n) VALUES (?1, ?2), (?3, ?4)",
         &[
             "a".into(),
-            SqlValue::Int(-(1 << 53) + 1),
+            SqlCell::Int(-(1 << 53) + 1),
             "b".into(),
-            SqlValue::Null,
+            SqlCell::Null,
         ],
     )
     .expect("insert");
@@ -97,8 +97,8 @@ fn values_rows_and_errors_are_typed() {
     assert_eq!(
         rows,
         vec![
-            vec!["a".into(), SqlValue::Int(-(1 << 53) + 1)],
-            vec!["b".into(), SqlValue::Null]
+            vec!["a".into(), SqlCell::Int(-(1 << 53) + 1)],
+            vec!["b".into(), SqlCell::Null]
         ]
     );
     // The same through the component's JSON wire format.

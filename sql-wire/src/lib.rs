@@ -1,5 +1,5 @@
 //! `quota-sql-wire`: the values the component's `sql` import carries between the component and its
-//! host, as JSON text: [`SqlValue`] (an integer within +-(2^53-1), a string, or null), read without
+//! host, as JSON text: [`SqlCell`] (an integer within +-(2^53-1), a string, or null), read without
 //! an intermediate tree, and the integers and strings written by hand (`core::fmt` costs several
 //! times more inside the component). Both sides of the bridge use it: `quota-wasm` (the rows it
 //! reads) and `quota-host` (the parameters it binds); the engine's rules (`quota-core`) never do.
@@ -12,86 +12,86 @@ pub const INT_ABS_MAX: i64 = (1 << 53) - 1;
 /// +-(2^53-1), a string, or null (flags are 0/1). Read from JSON without an intermediate tree;
 /// anything else (a float, a boolean, an array) is refused.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum SqlValue {
+pub enum SqlCell {
     Int(i64),
     Text(String),
     Null,
 }
 
-impl SqlValue {
+impl SqlCell {
     pub fn as_int(&self) -> Option<i64> {
         match self {
-            SqlValue::Int(i) => Some(*i),
+            SqlCell::Int(i) => Some(*i),
             _ => None,
         }
     }
 
     pub fn as_text(&self) -> Option<&str> {
         match self {
-            SqlValue::Text(s) => Some(s),
+            SqlCell::Text(s) => Some(s),
             _ => None,
         }
     }
 }
 
-impl From<i64> for SqlValue {
-    fn from(v: i64) -> SqlValue {
-        SqlValue::Int(v)
+impl From<i64> for SqlCell {
+    fn from(v: i64) -> SqlCell {
+        SqlCell::Int(v)
     }
 }
 
-impl From<&str> for SqlValue {
-    fn from(v: &str) -> SqlValue {
-        SqlValue::Text(v.to_string())
+impl From<&str> for SqlCell {
+    fn from(v: &str) -> SqlCell {
+        SqlCell::Text(v.to_string())
     }
 }
 
-impl From<String> for SqlValue {
-    fn from(v: String) -> SqlValue {
-        SqlValue::Text(v)
+impl From<String> for SqlCell {
+    fn from(v: String) -> SqlCell {
+        SqlCell::Text(v)
     }
 }
 
-impl std::fmt::Display for SqlValue {
+impl std::fmt::Display for SqlCell {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            SqlValue::Int(i) => write!(f, "{i}"),
-            SqlValue::Text(s) => write!(f, "{s:?}"),
-            SqlValue::Null => f.write_str("null"),
+            SqlCell::Int(i) => write!(f, "{i}"),
+            SqlCell::Text(s) => write!(f, "{s:?}"),
+            SqlCell::Null => f.write_str("null"),
         }
     }
 }
 
-impl<'de> serde::Deserialize<'de> for SqlValue {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<SqlValue, D::Error> {
+impl<'de> serde::Deserialize<'de> for SqlCell {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<SqlCell, D::Error> {
         struct V;
         impl serde::de::Visitor<'_> for V {
-            type Value = SqlValue;
+            type Value = SqlCell;
             fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
                 f.write_str("an integer within +-(2^53-1), a string or null")
             }
-            fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<SqlValue, E> {
+            fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<SqlCell, E> {
                 let max = INT_ABS_MAX;
                 if (-max..=max).contains(&v) {
-                    Ok(SqlValue::Int(v))
+                    Ok(SqlCell::Int(v))
                 } else {
                     Err(E::custom(format!("{v} is outside +-(2^53-1)")))
                 }
             }
-            fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<SqlValue, E> {
+            fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<SqlCell, E> {
                 match i64::try_from(v) {
                     Ok(i) => self.visit_i64(i),
                     Err(_) => Err(E::custom(format!("{v} is outside +-(2^53-1)"))),
                 }
             }
-            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<SqlValue, E> {
-                Ok(SqlValue::Text(v.to_string()))
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<SqlCell, E> {
+                Ok(SqlCell::Text(v.to_string()))
             }
-            fn visit_string<E: serde::de::Error>(self, v: String) -> Result<SqlValue, E> {
-                Ok(SqlValue::Text(v))
+            fn visit_string<E: serde::de::Error>(self, v: String) -> Result<SqlCell, E> {
+                Ok(SqlCell::Text(v))
             }
-            fn visit_unit<E: serde::de::Error>(self) -> Result<SqlValue, E> {
-                Ok(SqlValue::Null)
+            fn visit_unit<E: serde::de::Error>(self) -> Result<SqlCell, E> {
+                Ok(SqlCell::Null)
             }
         }
         d.deserialize_any(V)
@@ -171,11 +171,11 @@ mod tests {
     #[test]
     fn values_outside_the_exact_integer_range_are_refused() {
         assert_eq!(
-            serde_json::from_str::<SqlValue>("9007199254740991").unwrap(),
-            SqlValue::Int((1 << 53) - 1)
+            serde_json::from_str::<SqlCell>("9007199254740991").unwrap(),
+            SqlCell::Int((1 << 53) - 1)
         );
-        assert!(serde_json::from_str::<SqlValue>("9007199254740992").is_err());
-        assert!(serde_json::from_str::<SqlValue>("1.5").is_err());
-        assert_eq!(serde_json::from_str::<SqlValue>("null").unwrap(), SqlValue::Null);
+        assert!(serde_json::from_str::<SqlCell>("9007199254740992").is_err());
+        assert!(serde_json::from_str::<SqlCell>("1.5").is_err());
+        assert_eq!(serde_json::from_str::<SqlCell>("null").unwrap(), SqlCell::Null);
     }
 }

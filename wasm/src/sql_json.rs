@@ -107,7 +107,7 @@ impl Params {
     }
 }
 
-pub use quota_sql_wire::SqlValue as Cell;
+pub use quota_sql_wire::SqlCell as Cell;
 
 /// The rows of a query: arrays of column values.
 pub fn rows(json: &str) -> Result<Vec<Vec<Cell>>, StoreError> {

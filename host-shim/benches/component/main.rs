@@ -25,7 +25,7 @@ use quota_core::sessions::{end_session, EndRequest, EndTarget, Outcome};
 use quota_core::store::{Store, UserRecord};
 use quota_core::tx::Tx;
 use quota_core::{Config, MemStore, Timestamp};
-use quota_host::{Database, Limits, Runtime, SqlValue, SqliteDb, Worker};
+use quota_host::{Database, Limits, Runtime, SqlCell, SqliteDb, Worker};
 
 const USERS: usize = 1000;
 const ROUNDS: usize = 100;
@@ -61,7 +61,7 @@ fn seed(store: &mut dyn Store, names: &[String], t0: Timestamp) {
 /// Users (name, balance) written straight into an engine database (after the worker created the
 /// schema).
 fn seed_sql<'a>(db: &mut dyn Database, users: impl Iterator<Item = (&'a str, i64)>) {
-    let rows: Vec<Vec<SqlValue>> = users.map(|(n, b)| vec![n.into(), SqlValue::Int(b)]).collect();
+    let rows: Vec<Vec<SqlCell>> = users.map(|(n, b)| vec![n.into(), SqlCell::Int(b)]).collect();
     db.begin().unwrap();
     db.execute_many(
         "INSERT INTO users (username, balance, unlimited, updated_at) VALUES (?1, ?2, 0, 0)",

@@ -88,7 +88,7 @@ fn pg_database(name: &str) -> Target {
 fn seed(w: &mut Worker, users: i64, sessions: i64) {
     let db = w.db();
     db.begin().expect("begin");
-    let series = |n: i64| -> Vec<Vec<quota_host::SqlValue>> { (0..n).map(|i| vec![i.into()]).collect() };
+    let series = |n: i64| -> Vec<Vec<quota_host::SqlCell>> { (0..n).map(|i| vec![i.into()]).collect() };
     let user = "INSERT INTO users (username, balance, unlimited, updated_at) VALUES ('u' || ?1, 1000000000, 0, 1795000000)";
     let session = "INSERT INTO sessions (username, server_name, resource_type, rate_milli, runtime_minutes,
         estimated_cost_milli, start_time, billable, status, cost) VALUES ('u' || (?1 % ?2), 's' || ?1, 'cpu', 1000, 60, 60000, 1795000000, 1, 'active', 0)";
@@ -100,7 +100,7 @@ fn seed(w: &mut Worker, users: i64, sessions: i64) {
         ),
     };
     db.execute_many(&user, &series(users)).expect("users");
-    let rows: Vec<Vec<quota_host::SqlValue>> = (0..sessions).map(|i| vec![i.into(), users.into()]).collect();
+    let rows: Vec<Vec<quota_host::SqlCell>> = (0..sessions).map(|i| vec![i.into(), users.into()]).collect();
     db.execute_many(&session, &rows).expect("sessions");
     db.commit().expect("commit");
 }
@@ -279,7 +279,7 @@ fn sweep(rt: &Arc<Runtime>, target: &Target, users: i64) {
                 grant.replace("?1", "$1::bigint"),
             ),
         };
-        let series: Vec<Vec<quota_host::SqlValue>> = (0..users).map(|i| vec![i.into()]).collect();
+        let series: Vec<Vec<quota_host::SqlCell>> = (0..users).map(|i| vec![i.into()]).collect();
         db.execute_many(&user, &series).expect("users");
         db.execute_many(&grant, &series).expect("grants");
         db.commit().expect("commit");

@@ -13,10 +13,10 @@ use tokio_postgres::{Client, NoTls, Statement};
 
 use crate::contract::{Durability, HostingContract, SetupStatement};
 use crate::runtime::Runtime;
-use crate::sql::{Database, Dialect, SqlError, SqlValue};
+use crate::sql::{Database, Dialect, SqlCell, SqlError};
 
-mod values;
-use values::{bound, pg_err, read_row, refs};
+mod cells;
+use cells::{bound, pg_err, read_row, refs};
 
 pub struct PgDb {
     rt: tokio::runtime::Runtime,
@@ -106,7 +106,7 @@ impl Database for PgDb {
         &self.contract
     }
 
-    fn query(&mut self, sql: &str, params: &[SqlValue]) -> Result<Vec<Vec<SqlValue>>, SqlError> {
+    fn query(&mut self, sql: &str, params: &[SqlCell]) -> Result<Vec<Vec<SqlCell>>, SqlError> {
         let stmt = self.prepare(sql)?;
         let bound = bound(&stmt, params)?;
         let rows = self
@@ -116,7 +116,7 @@ impl Database for PgDb {
         rows.iter().map(read_row).collect()
     }
 
-    fn execute_many(&mut self, sql: &str, rows: &[Vec<SqlValue>]) -> Result<u64, SqlError> {
+    fn execute_many(&mut self, sql: &str, rows: &[Vec<SqlCell>]) -> Result<u64, SqlError> {
         let stmt = self.prepare(sql)?;
         let bound = rows
             .iter()

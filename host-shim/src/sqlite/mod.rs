@@ -4,12 +4,12 @@
 use std::sync::Arc;
 
 use crate::contract::HostingContract;
-use crate::sql::{for_each_param_row, push_json_row, Database, Param, SqlError, SqlValue};
+use crate::sql::{for_each_param_row, push_json_row, Database, Param, SqlCell, SqlError};
 
+mod cells;
 mod open;
-mod values;
+use cells::{column, params, result_code_name, Bind};
 pub use open::{SqliteDb, SqliteOptions};
-use values::{column, params, result_code_name, Bind};
 
 impl SqliteDb {
     fn err(&self, e: rusqlite::Error) -> SqlError {
@@ -64,10 +64,10 @@ impl Database for SqliteDb {
         &self.contract
     }
 
-    fn query(&mut self, sql: &str, values: &[SqlValue]) -> Result<Vec<Vec<SqlValue>>, SqlError> {
+    fn query(&mut self, sql: &str, values: &[SqlCell]) -> Result<Vec<Vec<SqlCell>>, SqlError> {
         let mut out = Vec::new();
         self.each_row(sql, &params(values), |r| {
-            out.push(r.iter().map(SqlValue::from).collect());
+            out.push(r.iter().map(SqlCell::from).collect());
             Ok(())
         })?;
         Ok(out)
@@ -94,7 +94,7 @@ impl Database for SqliteDb {
         self.run_rows(sql, |f| for_each_param_row(rows_json, f))
     }
 
-    fn execute_many(&mut self, sql: &str, rows: &[Vec<SqlValue>]) -> Result<u64, SqlError> {
+    fn execute_many(&mut self, sql: &str, rows: &[Vec<SqlCell>]) -> Result<u64, SqlError> {
         self.run_rows(sql, |f| rows.iter().try_for_each(|r| f(&params(r))))
     }
 

@@ -13,7 +13,7 @@ use tables::{
 };
 
 use quota_core::Timestamp;
-use quota_host::{SqlValue, SqliteDb, SqliteOptions, Worker};
+use quota_host::{SqlCell, SqliteDb, SqliteOptions, Worker};
 
 const NOW: Timestamp = Timestamp(1_795_300_000);
 
@@ -72,7 +72,7 @@ fn ids_are_never_reused_even_after_the_newest_rows_are_deleted() {
         NOW,
     );
     let ids = rows(w.db(), "SELECT id FROM transactions");
-    assert_eq!(ids, vec![vec![SqlValue::Int(2)]], "transaction id 1 reused");
+    assert_eq!(ids, vec![vec![SqlCell::Int(2)]], "transaction id 1 reused");
 }
 
 #[test]
@@ -207,7 +207,7 @@ fn hosts_starting_at_once_on_one_new_file_both_come_up() {
     assert_eq!(db.schema_version().unwrap(), 8);
     assert_eq!(
         rows(&mut db, "SELECT COUNT(*) FROM users"),
-        vec![vec![SqlValue::Int(0)]]
+        vec![vec![SqlCell::Int(0)]]
     );
 }
 
@@ -218,11 +218,11 @@ fn a_long_migration_is_not_stopped_at_the_call_deadline() {
     let dir = tempfile::tempdir().expect("dir");
     let path = dir.path().join("q.db");
     let mut w = worker(&path);
-    let ledger: Vec<Vec<SqlValue>> = (0..300_000i64)
+    let ledger: Vec<Vec<SqlCell>> = (0..300_000i64)
         .map(|i| {
             vec![
-                SqlValue::Text(format!("user{}", i % 1000)),
-                SqlValue::Int(NOW.0 - i * 60),
+                SqlCell::Text(format!("user{}", i % 1000)),
+                SqlCell::Int(NOW.0 - i * 60),
             ]
         })
         .collect();
@@ -248,6 +248,6 @@ fn a_long_migration_is_not_stopped_at_the_call_deadline() {
     let db = SqliteDb::open(&rt, &path, SqliteOptions::default()).expect("open");
     let mut w = Worker::new(rt, Box::new(db), &common::fixture_json()).expect("migrated within its deadline");
     let sums = rows(w.db(), "SELECT SUM(credits) FROM user_usage_days");
-    assert_eq!(sums, vec![vec![SqlValue::Int(300_000)]]);
-    assert_eq!(rows(w.db(), "PRAGMA user_version"), vec![vec![SqlValue::Int(8)]]);
+    assert_eq!(sums, vec![vec![SqlCell::Int(300_000)]]);
+    assert_eq!(rows(w.db(), "PRAGMA user_version"), vec![vec![SqlCell::Int(8)]]);
 }

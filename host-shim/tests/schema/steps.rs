@@ -72,7 +72,7 @@ fn a_schema_6_database_gains_the_events_and_keeps_its_rows() {
 }
 
 /// The day totals and the sums by user, each summed by (day, resource type): they must agree.
-fn day_totals(w: &mut Worker) -> (Vec<Vec<SqlValue>>, Vec<Vec<SqlValue>>) {
+fn day_totals(w: &mut Worker) -> (Vec<Vec<SqlCell>>, Vec<Vec<SqlCell>>) {
     let kept = rows(
         w.db(),
         "SELECT day, resource_type, credits, minutes, sessions FROM usage_days ORDER BY day, resource_type",

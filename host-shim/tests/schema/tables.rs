@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use quota_host::{Database, SqlValue, SqliteDb, SqliteOptions, Worker};
+use quota_host::{Database, SqlCell, SqliteDb, SqliteOptions, Worker};
 
 use crate::common;
 
@@ -20,11 +20,11 @@ pub fn version_of(path: &std::path::Path) -> i64 {
         .expect("schema version")
 }
 
-pub fn rows(db: &mut dyn Database, sql: &str) -> Vec<Vec<SqlValue>> {
+pub fn rows(db: &mut dyn Database, sql: &str) -> Vec<Vec<SqlCell>> {
     db.query(sql, &[]).expect(sql)
 }
 
-pub fn int(v: &SqlValue) -> i64 {
+pub fn int(v: &SqlCell) -> i64 {
     v.as_int().expect("integer")
 }
 

@@ -10,7 +10,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use quota_host::{Database, SqlValue, SqliteDb, SqliteOptions, Worker};
+use quota_host::{Database, SqlCell, SqliteDb, SqliteOptions, Worker};
 
 use crate::commands::migrate_db;
 use crate::engine;
@@ -42,7 +42,7 @@ fn one_int(db: &mut dyn Database, sql: &str) -> Result<i64, String> {
         .first()
         .and_then(|r| r.first())
     {
-        Some(SqlValue::Int(n)) => Ok(*n),
+        Some(SqlCell::Int(n)) => Ok(*n),
         other => Err(format!("{sql}: {other:?}")),
     }
 }
@@ -139,7 +139,7 @@ fn vacuum_into(rt: &quota_host::Runtime, src: &Path, out: &Path) -> Result<(), S
     let target = out
         .to_str()
         .ok_or_else(|| format!("{}: not a UTF-8 path", out.display()))?;
-    db.query("VACUUM INTO ?1", &[SqlValue::Text(target.to_string())])
+    db.query("VACUUM INTO ?1", &[SqlCell::Text(target.to_string())])
         .map_err(|e| format!("copying {} to {}: {e}", src.display(), out.display()))?;
     Ok(())
 }

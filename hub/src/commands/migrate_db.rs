@@ -5,7 +5,7 @@
 use std::time::Instant;
 
 use quota_host::contract::Table;
-use quota_host::{Database, SqlValue};
+use quota_host::{Database, SqlCell};
 
 use crate::storage::db::{self, Db};
 use crate::storage::host_tables;
@@ -32,7 +32,7 @@ fn count(db: &mut dyn Database, table: &str) -> Result<i64, String> {
         .first()
         .and_then(|r| r.first())
     {
-        Some(SqlValue::Int(n)) => Ok(*n),
+        Some(SqlCell::Int(n)) => Ok(*n),
         other => Err(format!("{table}: count: {other:?}")),
     }
 }

@@ -5,7 +5,7 @@
 //! are quota-hub's, created here if missing (files written by quota-hub 0.1.0 already have them).
 
 use quota_core::Timestamp;
-use quota_host::{Database, Dialect, HostError, SqlValue, Tx};
+use quota_host::{Database, Dialect, HostError, SqlCell, Tx};
 
 /// quota-hub's tables, created if missing (idempotent), as SQLite writes them; [`schema`] gives them
 /// in the database's dialect.
@@ -88,7 +88,7 @@ pub struct IdempotencyRecord {
 pub trait Sql {
     fn dialect(&self) -> Dialect;
     /// Runs one statement written with SQLite's `?N` placeholders, in the database's dialect.
-    fn run(&mut self, sql: &str, params: &[SqlValue]) -> Result<Vec<Vec<SqlValue>>, HostError>;
+    fn run(&mut self, sql: &str, params: &[SqlCell]) -> Result<Vec<Vec<SqlCell>>, HostError>;
 }
 
 impl Sql for Tx<'_> {
@@ -96,7 +96,7 @@ impl Sql for Tx<'_> {
         Tx::dialect(self)
     }
 
-    fn run(&mut self, sql: &str, params: &[SqlValue]) -> Result<Vec<Vec<SqlValue>>, HostError> {
+    fn run(&mut self, sql: &str, params: &[SqlCell]) -> Result<Vec<Vec<SqlCell>>, HostError> {
         let sql = in_dialect(sql, Sql::dialect(self));
         self.query(&sql, params)
     }
@@ -107,7 +107,7 @@ impl Sql for dyn Database + '_ {
         Database::dialect(self)
     }
 
-    fn run(&mut self, sql: &str, params: &[SqlValue]) -> Result<Vec<Vec<SqlValue>>, HostError> {
+    fn run(&mut self, sql: &str, params: &[SqlCell]) -> Result<Vec<Vec<SqlCell>>, HostError> {
         let sql = in_dialect(sql, Database::dialect(self));
         self.query(&sql, params).map_err(HostError::Storage)
     }
@@ -183,15 +183,15 @@ pub(crate) fn bad_row(what: &str) -> HostError {
     )))
 }
 
-pub(crate) fn text(v: &SqlValue, what: &str) -> Result<String, HostError> {
+pub(crate) fn text(v: &SqlCell, what: &str) -> Result<String, HostError> {
     v.as_text().map(str::to_string).ok_or_else(|| bad_row(what))
 }
 
-pub(crate) fn int(v: &SqlValue, what: &str) -> Result<i64, HostError> {
+pub(crate) fn int(v: &SqlCell, what: &str) -> Result<i64, HostError> {
     v.as_int().ok_or_else(|| bad_row(what))
 }
 
-fn key_params(k: &IdempotencyKey) -> Vec<SqlValue> {
+fn key_params(k: &IdempotencyKey) -> Vec<SqlCell> {
     vec![
         k.caller.as_str().into(),
         k.method.as_str().into(),

@@ -1,7 +1,7 @@
 //! The `api_tokens` rows: issued tokens by the hash of their secret (the secret is never stored).
 
 use quota_core::Timestamp;
-use quota_host::{HostError, SqlValue};
+use quota_host::{HostError, SqlCell};
 
 use crate::storage::host_tables::{bad_row, int, text, Sql};
 
@@ -35,14 +35,14 @@ impl TokenRecord {
 
 const COLUMNS: &str = "hash, name, admin, scopes, created_at, prefix, expires_at, last_used, imported";
 
-fn opt_int(v: &SqlValue) -> Result<Option<Timestamp>, HostError> {
+fn opt_int(v: &SqlCell) -> Result<Option<Timestamp>, HostError> {
     match v {
-        SqlValue::Null => Ok(None),
+        SqlCell::Null => Ok(None),
         v => Ok(Some(Timestamp(int(v, "api_tokens")?))),
     }
 }
 
-fn record(r: &[SqlValue]) -> Result<TokenRecord, HostError> {
+fn record(r: &[SqlCell]) -> Result<TokenRecord, HostError> {
     let [hash, name, admin, scopes, created_at, prefix, expires_at, last_used, imported] = r else {
         return Err(bad_row("api_tokens"));
     };
@@ -56,18 +56,18 @@ fn record(r: &[SqlValue]) -> Result<TokenRecord, HostError> {
             .collect(),
         created_at: Timestamp(int(created_at, "api_tokens")?),
         prefix: match prefix {
-            SqlValue::Null => None,
+            SqlCell::Null => None,
             v => Some(text(v, "api_tokens")?),
         },
         expires_at: opt_int(expires_at)?,
         last_used: opt_int(last_used)?,
         // NULL in rows written before the column existed: issued.
-        imported: matches!(imported, SqlValue::Int(1)),
+        imported: matches!(imported, SqlCell::Int(1)),
     })
 }
 
-fn opt_seconds(t: Option<Timestamp>) -> SqlValue {
-    t.map_or(SqlValue::Null, |t| t.seconds().into())
+fn opt_seconds(t: Option<Timestamp>) -> SqlCell {
+    t.map_or(SqlCell::Null, |t| t.seconds().into())
 }
 
 pub fn put_token(db: &mut (impl Sql + ?Sized), t: &TokenRecord) -> Result<(), HostError> {
@@ -79,7 +79,7 @@ pub fn put_token(db: &mut (impl Sql + ?Sized), t: &TokenRecord) -> Result<(), Ho
             i64::from(t.admin).into(),
             t.scopes.join(" ").into(),
             t.created_at.seconds().into(),
-            t.prefix.as_deref().map_or(SqlValue::Null, SqlValue::from),
+            t.prefix.as_deref().map_or(SqlCell::Null, SqlCell::from),
             opt_seconds(t.expires_at),
             opt_seconds(t.last_used),
             i64::from(t.imported).into(),

@@ -1,7 +1,7 @@
 //! The throwaway server's databases, and what the tests read of them.
 
 use quota_host::pg::PgDb;
-use quota_host::{Database, SqlValue};
+use quota_host::{Database, SqlCell};
 
 use super::common;
 
@@ -33,13 +33,13 @@ pub fn values(dir: &std::path::Path) -> std::path::PathBuf {
 
 pub fn scalar(db: &mut PgDb, sql: &str) -> i64 {
     match db.query(sql, &[]).expect(sql).first().and_then(|r| r.first()) {
-        Some(SqlValue::Int(i)) => *i,
+        Some(SqlCell::Int(i)) => *i,
         other => panic!("{sql}: {other:?}"),
     }
 }
 
 /// Every balance equals the sum of its ledger; returns the users whose do not.
-pub fn ledger_mismatches(db: &mut PgDb) -> Vec<Vec<SqlValue>> {
+pub fn ledger_mismatches(db: &mut PgDb) -> Vec<Vec<SqlCell>> {
     db.query(
         "SELECT u.username, u.balance, COALESCE(SUM(t.amount), 0) FROM users u
          LEFT JOIN transactions t ON t.username = u.username AND t.budget IS NULL

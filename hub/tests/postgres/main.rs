@@ -15,7 +15,7 @@ use std::sync::Arc;
 use common::{http, json, Server};
 use db::{fresh_database, ledger_mismatches, scalar, values};
 use quota_host::pg::PgDb;
-use quota_host::{Database, SqlValue};
+use quota_host::{Database, SqlCell};
 
 #[test]
 fn three_replicas_hammered_at_once_keep_the_ledger_exact() {
@@ -335,7 +335,7 @@ fn a_replica_killed_during_a_refresh_leaves_whole_chunks_and_a_resend_completes_
     let stored = db
         .query("SELECT result FROM refresh_runs WHERE run_id = 'killed-run'", &[])
         .expect("run");
-    let SqlValue::Text(stored) = &stored[0][0] else {
+    let SqlCell::Text(stored) = &stored[0][0] else {
         panic!("{stored:?}")
     };
     let stored: serde_json::Value = serde_json::from_str(stored).expect("json");

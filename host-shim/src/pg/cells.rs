@@ -5,7 +5,7 @@ use tokio_postgres::types::{ToSql, Type};
 use tokio_postgres::Statement;
 
 use crate::contract::HostingContract;
-use crate::sql::{SqlError, SqlValue};
+use crate::sql::{SqlCell, SqlError};
 
 /// One parameter, bound as the statement's parameter type asks (`bigint`, `integer`, `text`).
 #[derive(Debug)]
@@ -35,32 +35,32 @@ impl ToSql for Bound<'_> {
     tokio_postgres::types::to_sql_checked!();
 }
 
-fn bind<'a>(v: &'a SqlValue, ty: &Type) -> Result<Bound<'a>, SqlError> {
+fn bind<'a>(v: &'a SqlCell, ty: &Type) -> Result<Bound<'a>, SqlError> {
     let wrong = || SqlError::Other(format!("parameter {v:?}: the statement wants {ty}"));
     Ok(match (v, ty) {
-        (SqlValue::Null, &Type::INT8) => Bound::I64(None),
-        (SqlValue::Null, &Type::INT4) => Bound::I32(None),
-        (SqlValue::Null, _) => Bound::Text(None),
-        (SqlValue::Int(i), &Type::INT8) => Bound::I64(Some(*i)),
-        (SqlValue::Int(i), &Type::INT4) => Bound::I32(Some(i32::try_from(*i).map_err(|_| wrong())?)),
-        (SqlValue::Text(s), t) if *t == Type::TEXT || *t == Type::VARCHAR || *t == Type::NAME => {
+        (SqlCell::Null, &Type::INT8) => Bound::I64(None),
+        (SqlCell::Null, &Type::INT4) => Bound::I32(None),
+        (SqlCell::Null, _) => Bound::Text(None),
+        (SqlCell::Int(i), &Type::INT8) => Bound::I64(Some(*i)),
+        (SqlCell::Int(i), &Type::INT4) => Bound::I32(Some(i32::try_from(*i).map_err(|_| wrong())?)),
+        (SqlCell::Text(s), t) if *t == Type::TEXT || *t == Type::VARCHAR || *t == Type::NAME => {
             Bound::Text(Some(s))
         }
         _ => return Err(wrong()),
     })
 }
 
-pub(super) fn read_row(row: &tokio_postgres::Row) -> Result<Vec<SqlValue>, SqlError> {
+pub(super) fn read_row(row: &tokio_postgres::Row) -> Result<Vec<SqlCell>, SqlError> {
     let mut out = Vec::with_capacity(row.len());
     for (i, col) in row.columns().iter().enumerate() {
         let ty = col.type_();
         let v = if *ty == Type::INT8 {
-            row.try_get::<_, Option<i64>>(i).map(|v| v.map(SqlValue::Int))
+            row.try_get::<_, Option<i64>>(i).map(|v| v.map(SqlCell::Int))
         } else if *ty == Type::INT4 {
             row.try_get::<_, Option<i32>>(i)
-                .map(|v| v.map(|x| SqlValue::Int(x.into())))
+                .map(|v| v.map(|x| SqlCell::Int(x.into())))
         } else if *ty == Type::TEXT || *ty == Type::VARCHAR || *ty == Type::NAME {
-            row.try_get::<_, Option<String>>(i).map(|v| v.map(SqlValue::Text))
+            row.try_get::<_, Option<String>>(i).map(|v| v.map(SqlCell::Text))
         } else if *ty == Type::VOID {
             // `SELECT pg_advisory_lock(..)`: a function that returns nothing reads as null.
             Ok(None)
@@ -72,14 +72,14 @@ pub(super) fn read_row(row: &tokio_postgres::Row) -> Result<Vec<SqlValue>, SqlEr
         };
         out.push(
             v.map_err(|e| SqlError::Other(format!("postgres: {e}")))?
-                .unwrap_or(SqlValue::Null),
+                .unwrap_or(SqlCell::Null),
         );
     }
     Ok(out)
 }
 
 /// A statement's parameters, checked against its parameter count and types.
-pub(super) fn bound<'a>(stmt: &Statement, params: &'a [SqlValue]) -> Result<Vec<Bound<'a>>, SqlError> {
+pub(super) fn bound<'a>(stmt: &Statement, params: &'a [SqlCell]) -> Result<Vec<Bound<'a>>, SqlError> {
     if stmt.params().len() != params.len() {
         return Err(SqlError::Other(format!(
             "the statement has {} parameters, {} given",

@@ -4,7 +4,7 @@
 use rusqlite::types::{ToSqlOutput, ValueRef};
 use rusqlite::ToSql;
 
-use crate::sql::{Param, SqlError, SqlValue};
+use crate::sql::{Param, SqlCell, SqlError};
 
 /// Binds a parameter (the type is ours, the trait rusqlite's: a wrapper joins them).
 pub(super) struct Bind<'a, 'b>(pub(super) &'b Param<'a>);
@@ -19,7 +19,7 @@ impl ToSql for Bind<'_, '_> {
     }
 }
 
-pub(super) fn params(values: &[SqlValue]) -> Vec<Param<'_>> {
+pub(super) fn params(values: &[SqlCell]) -> Vec<Param<'_>> {
     values.iter().map(Param::from).collect()
 }
 
