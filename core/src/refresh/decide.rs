@@ -227,10 +227,6 @@ impl PageGroups {
     }
 }
 
-/// Writes the decided changes: accounts without grants and without a dated credit a page per
-/// storage call (the bulk path), the others one at a time through their grants (due expiries
-/// first, a `set` dropping them, a deduction drawing from them, a dated credit as a grant).
-
 /// Where a chunked run stopped, stored as its run's `result` until the run completes (a completed
 /// run stores its `RefreshResult`, which has no `resume_after`).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]

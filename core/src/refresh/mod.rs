@@ -234,7 +234,10 @@ fn resume(
 }
 
 /// The changes of one call, decided before any is written (so an out-of-range result changes
-/// nothing), and where the scan stopped.
+/// nothing), and where the scan stopped. Writes the decided changes: accounts without grants and
+/// without a dated credit a page per storage call (the bulk path), the others one at a time
+/// through their grants (due expiries first, a `set` dropping them, a deduction drawing from them,
+/// a dated credit as a grant).
 fn apply(
     tx: &mut Tx<'_>,
     p: &RefreshParams,
