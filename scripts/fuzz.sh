@@ -22,8 +22,8 @@ targets=("$@")
 rustup toolchain list | grep -q '^nightly' || rustup toolchain install nightly --profile minimal
 cargo +nightly fuzz --version >/dev/null 2>&1 || cargo install cargo-fuzz --locked --version =0.13.2
 
-echo "== building the fuzz targets (nightly, release, sanitizer coverage)"
-(cd fuzz && cargo +nightly fuzz build -O)
+echo "== building the fuzz targets (nightly, release, sanitizer coverage, debug assertions: the engine's invariants on)"
+(cd fuzz && cargo +nightly fuzz build -O -a)
 (cd fuzz && cargo +nightly run -q --release --bin make-seeds corpus)
 
 mkdir -p target
@@ -35,7 +35,7 @@ for t in "${targets[@]}"; do
     echo "== $t: $minutes min (log: $log)" >&2
     rm -rf "fuzz/artifacts/$t"
     set +e
-    (cd fuzz && cargo +nightly fuzz run -O "$t" "corpus/$t" -- \
+    (cd fuzz && cargo +nightly fuzz run -O -a "$t" "corpus/$t" -- \
         -max_total_time=$((minutes * 60)) -print_final_stats=1 -max_len=65536 -timeout=10 \
         -rss_limit_mb=2048 -close_fd_mask=3) >"$log" 2>&1
     rc=$?
