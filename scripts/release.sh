@@ -16,11 +16,14 @@
 # installed (qemu-aarch64), run. Installs what it needs: Rust targets, Debian's musl-tools and
 # gcc-aarch64-linux-gnu, cargo-cyclonedx (target/tools), python/requirements-release.txt
 # (target/release-venv). .github/workflows/release.yml runs it on a tag and publishes dist/.
-# `--prepare` does only the long builds (the tools, the static binaries) and writes nothing to dist/:
-# scripts/test-all.sh runs it at low priority beside the Python tests, so the release after them is
-# quick. The engine component and js/gen must be built already for it.
+# `--check` is the test command's (scripts/test-all.sh): the release path on what the tests already
+# built, one platform: the wheels, the npm package, the amd64 binary (the image's own static build),
+# the amd64 image as an OCI archive, the chart and the checksums; no arm64 cross build and no SBOMs,
+# which only a release needs (the release workflow runs this script whole, then
+# python/tests/test_release.py on what it wrote).
 set -euo pipefail
-prepare=""; [ "${1:-}" = --prepare ] && prepare=1
+check=""; [ "${1:-}" = --check ] && check=1
+archs=(amd64 arm64); [ -z "$check" ] || archs=(amd64)
 cd "$(dirname "$0")/.."
 version=$(cat VERSION)
 revision=$(git rev-parse HEAD)
@@ -30,26 +33,13 @@ dist=${DIST:-dist}
 step() { printf '\n== release %s: %s\n' "$version" "$*"; }
 fail() { echo "release.sh: $*" >&2; exit 1; }
 
-step "tools (target/release-venv, cargo-cyclonedx in target/tools)"
+if [ -n "$check" ]; then step "tools (target/release-venv)"; else step "tools (target/release-venv, cargo-cyclonedx in target/tools)"; fi
 venv=target/release-venv
 [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
 "$venv/bin/python" -m pip install -q --disable-pip-version-check -r python/requirements-release.txt
 cdx_version=0.5.9
-if ! target/tools/bin/cargo-cyclonedx cyclonedx --version 2>/dev/null | grep -q " $cdx_version\$"; then
+if [ -z "$check" ] && ! target/tools/bin/cargo-cyclonedx cyclonedx --version 2>/dev/null | grep -q " $cdx_version\$"; then
     cargo install -q --locked --root target/tools cargo-cyclonedx --version "=$cdx_version"
-fi
-
-static_binaries() {
-    for arch in amd64 arm64; do
-        binary=$(bash scripts/build-static.sh "$arch")
-        "$venv/bin/python" scripts/check_elf.py "$binary" "$arch"
-        [ -n "$prepare" ] || cp "$binary" "$dist/quota-hub-$version-linux-$arch"
-    done
-}
-if [ -n "$prepare" ]; then
-    step "static quota-hub binaries (amd64, arm64), prepared"
-    static_binaries
-    exit 0
 fi
 
 step "the engine component and the admin page's modules"
@@ -70,9 +60,16 @@ step "the npm package"
 (cd js && npm pack --loglevel=error --pack-destination "$OLDPWD/$dist" >/dev/null)
 [ -f "$dist/quota-engine-js-$version.tgz" ] || fail "npm pack did not write quota-engine-js-$version.tgz"
 
-step "static quota-hub binaries (amd64, arm64)"
-static_binaries
-if command -v qemu-aarch64 >/dev/null; then
+step "static quota-hub binaries (${archs[*]})"
+for arch in "${archs[@]}"; do
+    # amd64: the image's own build (scripts/build-image.sh), nothing to do when it is current.
+    binary=$(bash scripts/build-static.sh "$arch")
+    "$venv/bin/python" scripts/check_elf.py "$binary" "$arch"
+    cp "$binary" "$dist/quota-hub-$version-linux-$arch"
+done
+if [ -n "$check" ]; then
+    echo "a release check: the arm64 binary is a release's only"
+elif command -v qemu-aarch64 >/dev/null; then
     out=$(qemu-aarch64 "$dist/quota-hub-$version-linux-arm64" --version)
     [ "$out" = "quota-hub $version" ] || fail "the arm64 binary under qemu-aarch64 said \`$out\`"
     echo "arm64 binary under qemu-aarch64: $out"
@@ -80,10 +77,11 @@ else
     echo "qemu-aarch64 is not installed (Debian: qemu-user): the arm64 binary was checked, not run"
 fi
 
-step "the image (amd64 + arm64) as an OCI archive"
+step "the image (${archs[*]}) as an OCI archive"
 layout=target/release-image
-cargo run --locked -q -p oci-image -- \
-    --binary "amd64=$dist/quota-hub-$version-linux-amd64" --binary "arm64=$dist/quota-hub-$version-linux-arm64" \
+binaries=()
+for arch in "${archs[@]}"; do binaries+=(--binary "$arch=$dist/quota-hub-$version-linux-$arch"); done
+cargo run --locked -q -p oci-image -- "${binaries[@]}" \
     --values deploy/image/values.yaml --out "$layout" \
     --version "$version" --revision "$revision" --created "$SOURCE_DATE_EPOCH"
 tar --sort=name --mtime="@$SOURCE_DATE_EPOCH" --owner=0 --group=0 --numeric-owner \
@@ -93,6 +91,14 @@ step "the Helm chart"
 "$venv/bin/python" -c 'import sys, helm_python as h; print(h.package(sys.argv[1], destination=sys.argv[2]))' \
     deploy/helm/quota-hub "$dist" >/dev/null
 [ -f "$dist/quota-hub-$version.tgz" ] || fail "the chart did not package as quota-hub-$version.tgz"
+
+if [ -n "$check" ]; then
+    step "checksums (a release check: no SBOMs)"
+    (cd "$dist" && find . -maxdepth 1 -type f ! -name SHA256SUMS -printf '%f\n' | LC_ALL=C sort | xargs sha256sum > SHA256SUMS)
+    cat "$dist/SHA256SUMS"
+    echo "release check $version ($revision) in $dist/"
+    exit 0
+fi
 
 step "SBOMs (CycloneDX 1.5)"
 cdx() { # manifest target out
