@@ -26,7 +26,7 @@ def hub(tmp_path_factory):
     # A 2-minute server with a 2-minute mark: its warning is due at once (the sweep runs every 10 s).
     values.write_text(json.dumps({"custom": {"authMode": "github", "quota": {
         "cpuRate": 1, "minimumToStart": 1, "defaultQuota": 0, "warnBeforeStopMinutes": [2]}}}))
-    h = Hub(state, values).start()
+    h = Hub(state, values, extra_env={"QT_JUPYTERLAB": "1"}).start()
     yield h
     h.stop()
 

@@ -17,6 +17,15 @@ c.JupyterHub.spawner_class = "simple"
 c.Spawner.notebook_dir = str(state)
 c.Spawner.args = ["--allow-root"] if os.geteuid() == 0 else []
 c.Spawner.http_timeout = int(env.get("QT_HTTP_TIMEOUT", "60"))
+if not env.get("QT_JUPYTERLAB"):
+    # A real jupyterhub-singleuser, without the server extensions only JupyterLab's tests need
+    # (JupyterLab, its language server and terminals, the quota extension's server side): it starts
+    # in about half the time. test_jupyterlab.py sets QT_JUPYTERLAB.
+    light = state / "jupyter-config"
+    light.mkdir(exist_ok=True)
+    off = {name: False for name in ("jupyterlab", "jupyter_lsp", "jupyter_server_terminals", "notebook_shim", "jupyterlab_quota")}
+    (light / "jupyter_server_config.json").write_text(json.dumps({"ServerApp": {"jpserver_extensions": off}}))
+    c.Spawner.environment = {"JUPYTER_CONFIG_DIR": str(light)}
 c.Spawner.start_timeout = 60
 
 if env.get("QT_EXTRA_PRE_SPAWN"):
