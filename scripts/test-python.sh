@@ -7,13 +7,17 @@
 # engine component (scripts/build-wasm.sh --fault; the wheel build makes the shipped one if missing).
 # QUOTA_SKIP_JH5=1 skips the JupyterHub 5 run; pytest arguments skip it and the side runs.
 # QUOTA_RELEASE_TESTS_LATER=1 leaves out test_release.py (dist/ is built after: scripts/test-all.sh).
+# QUOTA_PYTHON_ENV_READY=1: both environments were made already (scripts/test-all.sh makes them
+# beside the Rust build).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 started=$(date +%s)
-bash scripts/python-env.sh
 full=""; if [ $# -eq 0 ] && [ -z "${QUOTA_SKIP_JH5:-}" ]; then full=1; fi
+if [ -z "${QUOTA_PYTHON_ENV_READY:-}" ]; then
+  bash scripts/python-env.sh
+  [ -z "$full" ] || PYENV=target/pyenv-jh5 REQUIREMENTS=python/requirements-test-jh5.txt bash scripts/python-env.sh
+fi
 if [ -n "$full" ]; then
-  PYENV=target/pyenv-jh5 REQUIREMENTS=python/requirements-test-jh5.txt bash scripts/python-env.sh
   target/pyenv-jh5/bin/python -c 'import jupyterhub, kubespawner; print("JupyterHub 5 env:", jupyterhub.__version__, "KubeSpawner", kubespawner.__version__)'
 fi
 bash scripts/ensure-chromium.sh   # the hub page tests run in headless Chromium
