@@ -28,6 +28,22 @@ def quota_hub_bin():
     return rust_bin("quota-hub", "quota-hub")
 
 
+@pytest.fixture(scope="session")
+def shared_hub(tmp_path_factory):
+    """One JupyterHub (support/hub_values.yaml, the simple spawner) for the suites whose tests each
+    use users of their own and assert nothing hub-wide: test_hub.py's and test_hub_pages.py's. It
+    has the operator's own spawn hook and form kept beside quota's (`QT_EXTRA_PRE_SPAWN`,
+    `QT_OWN_FORM`), and spawns that may stay pending ten minutes (`QT_HTTP_TIMEOUT`: "slow..."
+    users' servers never answer). Suites that count hub-wide (the metrics), change its
+    configuration (refresh rules, groups, JupyterLab, KubeSpawner) or stop it start their own."""
+    from support.hub_process import HERE, Hub
+
+    h = Hub(tmp_path_factory.mktemp("shared-hub"), HERE / "hub_values.yaml",
+            extra_env={"QT_EXTRA_PRE_SPAWN": "1", "QT_OWN_FORM": "1", "QT_HTTP_TIMEOUT": "600"}).start()
+    yield h
+    h.stop()
+
+
 @pytest.fixture(scope="module")
 def browser():
     """Headless Chromium (tests/chromium.py), one per test module."""

@@ -42,10 +42,9 @@ def set_quota(hub: Hub, user: str, amount: int) -> None:
 
 
 @pytest.fixture(scope="module")
-def hub(tmp_path_factory):
-    h = Hub(tmp_path_factory.mktemp("hub"), VALUES, extra_env={"QT_EXTRA_PRE_SPAWN": "1", "QT_OWN_FORM": "1"}).start()
-    yield h
-    h.stop()
+def hub(shared_hub):
+    """The hub test_hub_pages.py uses too (conftest.py): these tests' users are their own."""
+    return shared_hub
 
 
 def test_a_user_without_quota_is_refused_then_billed_once_after_an_admin_grant(hub):

@@ -16,12 +16,9 @@ from support.chromium import login
 
 
 @pytest.fixture(scope="module")
-def hub(tmp_path_factory):
-    # "slow..." users' servers never answer (hub_config.py): their spawn stays pending that long.
-    h = Hub(tmp_path_factory.mktemp("hub-pages"), HERE / "hub_values.yaml",
-            extra_env={"QT_EXTRA_PRE_SPAWN": "1", "QT_HTTP_TIMEOUT": "600"}).start()
-    yield h
-    h.stop()
+def hub(shared_hub):
+    """The hub test_hub.py uses too (conftest.py): these tests' users are their own."""
+    return shared_hub
 
 
 def balance(hub: Hub, user: str):
@@ -161,14 +158,14 @@ def test_the_admin_page_belongs_to_the_hub(hub, browser):
 def test_a_user_reaches_their_own_quota_page_from_the_hub_home(hub, browser):
     """/hub/quota with the hub's login: the balance, a charged session in the chart (its bars equal
     its table and the API), the ledger; no other user's rows; linked from the hub's home page."""
-    hub.token_for("lena")
-    status, body = hub.admin("POST", "/hub/admin/api/quota/users/lena", {"action": "set", "amount": 100})
+    hub.token_for("lara")
+    status, body = hub.admin("POST", "/hub/admin/api/quota/users/lara", {"action": "set", "amount": 100})
     assert status == 200, body
-    status, body = hub.spawn("lena", {"runtime_minutes": 30, "gpu_selection": "phx"})
+    status, body = hub.spawn("lara", {"runtime_minutes": 30, "gpu_selection": "phx"})
     assert status in (201, 202), (status, body)
-    hub.wait_ready("lena")
-    hub.stop_server("lena")
-    ctx, page = login(browser, hub, "lena", "/hub/home")
+    hub.wait_ready("lara")
+    hub.stop_server("lara")
+    ctx, page = login(browser, hub, "lara", "/hub/home")
     try:
         link = page.locator("nav.navbar #quota-user-link")
         assert link.text_content().strip() == "My quota"
@@ -197,7 +194,7 @@ def test_a_user_reaches_their_own_quota_page_from_the_hub_home(hub, browser):
         history = page.locator("#history").text_content()
         assert "usage" in history and "set" in history
         assert "kim" not in history and "admin" not in history
-        # Another user's page is theirs: the admin API stays closed to lena.
+        # Another user's page is theirs: the admin API stays closed to lara.
         r = page.evaluate("window.quotaUser.api.get('/admin/api/quota/usage?from=2026-01-01&to=2026-01-02').then(() => 200, (e) => e.status)")
         assert r == 403
     finally:
