@@ -1,6 +1,6 @@
 """The spawn gate through the Python bridge: median microseconds per check-start (the hub's
 `POST /api/quota/sessions`, each call its own transaction), over SQLite `:memory:` (with and
-without the hub's metrics, which read the call's events before it commits) and over a file with
+without the hub's metrics, which count the observations each call returns) and over a file with
 `synchronous=FULL`, and through the hub's worker thread; beside the Rust host's figures for the
 same component in the same run. Prints figures; asserts nothing about time.
 

@@ -16,6 +16,7 @@ from wasmtime.component import _types as T
 from jupyterhub_quota import Component, QuotaEngine
 from jupyterhub_quota.host.component import API, HOSTING, SQL
 from jupyterhub_quota.host.wasm_calls import add_import, lifter, lowerer
+from jupyterhub_quota.host.wasm_convert import lifter_unobserved
 
 VALUES = {"custom": {"authMode": "github"}}
 
@@ -61,7 +62,7 @@ def types() -> Iterator[tuple[str, Any]]:
     store = engine._store
     inst = engine._linker.instantiate(store, component.component)
     for iface, names in ((API, ("migrate", "configure", "check-start", "end-session", "cleanup-stale",
-                                "run-rule-step", "handle-request", "refresh", "active-sessions",
+                                "run-rule", "run-rule-step", "handle-request", "handle-request-step", "refresh", "active-sessions",
                                 "replace-memberships", "next-fire")),
                          (HOSTING, ("contract", "connection-setup"))):
         parent = inst.get_export_index(store, iface)
@@ -100,6 +101,64 @@ def test_each_value_comes_back_through_either_converter(where, ty, value):
     assert ours_lift(lower_with(ours_low, value)) == value
     # ours -> wasmtime-py
     assert ty.convert_from_c(lower_with(ours_low, value)) == value
+
+
+def map_observations(ty: Any, value: Any, f: Any) -> Any:
+    """``value`` of ``ty`` with each of its observation lists replaced by ``f(list type)``."""
+    if isinstance(ty, T.TupleType):
+        return (value[0], f(ty.elements[1]))
+    if isinstance(ty, T.RecordType):
+        r = Record()
+        for name, t in ty.fields:
+            setattr(r, name, f(t) if name == "observations" else getattr(value, name))
+        return r
+    for name, t in ty._cases():
+        if t is None or lifter_unobserved(t) is None:
+            continue
+        if ty._tagged() and value.tag == name:
+            return Variant(name, map_observations(t, value.payload, f))
+        if not ty._tagged() and fits(t, value):  # wasmtime-py tells untagged cases by shape
+            return map_observations(t, value, f)
+    return value
+
+
+def fits(ty: Any, value: Any) -> bool:
+    """Whether ``value`` has the shape of an observing type ``ty``."""
+    if isinstance(ty, T.RecordType):
+        return isinstance(value, Record)
+    if isinstance(ty, T.TupleType):
+        return isinstance(value, tuple)
+    if ty._tagged():
+        return isinstance(value, Variant)
+    return any(t is not None and lifter_unobserved(t) is not None and fits(t, value) for _n, t in ty._cases())
+
+
+def placeable(ty: Any, value: Any) -> bool:
+    """Whether wasmtime-py lowers ``value`` (an `err` string of a result whose `ok` is a variant
+    is not: the host never lowers such a result)."""
+    try:
+        ty.convert_to_c(None, value, ctypes.pointer(ffi.wasmtime_component_val_t()))
+        return True
+    except (TypeError, ValueError):
+        return False
+
+
+OBSERVING = [(where, ty, value) for where, ty, value in CASES
+             if where.split(" #")[0].endswith("->") and lifter_unobserved(ty) is not None and placeable(ty, value)]
+
+
+@pytest.mark.parametrize("where,ty,value", OBSERVING, ids=[c[0] for c in OBSERVING])
+def test_an_unobserved_engine_reads_the_answer_and_leaves_the_observations(where, ty, value):
+    observed = map_observations(ty, value, lambda list_type: list(samples(list_type))[1])  # not empty
+    c = lower_with(lowerer(ty), observed)
+    assert lifter_unobserved(ty)(c) == map_observations(ty, observed, lambda _t: [])
+    assert lifter(ty)(lower_with(lowerer(ty), observed)) == observed
+
+
+def test_every_observing_export_has_an_unobserved_reading():
+    observing = {where.split(" ->")[0] for where, _ty, _v in OBSERVING}
+    assert observing == {"check-start", "end-session", "cleanup-stale", "run-rule", "run-rule-step", "handle-request",
+                         "handle-request-step", "refresh"}, observing
 
 
 def kinds(ty: Any) -> Iterator[str]:
@@ -152,5 +211,5 @@ def test_a_host_function_that_raises_fails_the_call_with_its_exception():
     inst = linker.instantiate(store, component.component)
     migrate = inst.get_func(store, inst.get_export_index(store, "migrate", inst.get_export_index(store, API)))
     with pytest.raises(RuntimeError, match="boom from the host"):
-        component.export_call("migrate", migrate, store)(store)
+        component.export_call("migrate", migrate, store, lambda: True)(store)
     assert seen, "the engine's first statement reached the host function"

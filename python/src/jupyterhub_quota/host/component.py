@@ -89,13 +89,14 @@ class Component:
                 c = self._contracts[dialect] = from_wit(contract(store, dialect), setup_statements)
         return c
 
-    def export_call(self, name: str, func: Any, store: wasmtime.Store) -> Callable[..., Any]:
+    def export_call(self, name: str, func: Any, store: wasmtime.Store, observed: Callable[[], bool]) -> Callable[..., Any]:
         """``func`` (the export ``name`` of an instance of this component) as a callable
-        ``(store, *args)``, its converters built at the first instance and kept for the others."""
+        ``(store, *args)``, its converters built at the first instance and kept for the others.
+        What the call observed is read only while ``observed()`` says someone wants it."""
         call = self._export_calls.get(name)
         if call is None:
             call = self._export_calls[name] = ExportCall(func.type(store))
-        return lambda store, *args: call(func, store, *args)
+        return lambda store, *args: call(func, store, *args, observed=observed())
 
     def _tick(self) -> None:
         while True:

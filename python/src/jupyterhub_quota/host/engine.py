@@ -157,7 +157,8 @@ class QuotaEngine:
             idx = inst.get_export_index(self._store, name, api)
             if idx is None:
                 raise EngineError(f"the component does not export {API}#{name}")
-            self._funcs[name] = self.component.export_call(name, inst.get_func(self._store, idx), self._store)
+            self._funcs[name] = self.component.export_call(
+                name, inst.get_func(self._store, idx), self._store, lambda: self.observer is not None)
 
     def _replace_instance(self) -> None:
         self._instantiate()

@@ -13,7 +13,7 @@ from wasmtime import _ffi as ffi
 from wasmtime.component import _linker, _types as T
 from wasmtime.component._enter import catch_exceptions, enter_wasm
 
-from .wasm_convert import Lower, lifter, lowerer
+from .wasm_convert import Lower, lifter, lifter_unobserved, lowerer
 
 _val_t = ffi.wasmtime_component_val_t
 
@@ -26,8 +26,11 @@ class ExportCall:
         self.params = [lowerer(t) for _name, t in fty.params]
         result = fty.result
         self.result = None if result is None else lifter(result)
+        #: The same result with its observations left unread, for an engine nobody observes (an
+        #: export that observes nothing: the full converter).
+        self.result_unobserved = (None if result is None else lifter_unobserved(result)) or self.result
 
-    def __call__(self, func: Any, store: Any, *args: Any) -> Any:
+    def __call__(self, func: Any, store: Any, *args: Any, observed: bool = True) -> Any:
         params = self.params
         if len(args) != len(params):
             raise TypeError(f"wrong number of parameters provided: given {len(args)}, expected {len(params)}")
@@ -37,7 +40,7 @@ class ExportCall:
             for low, v in zip(params, args):
                 low(v, capi[n])
                 n += 1
-            result = self.result
+            result = self.result if observed else self.result_unobserved
             space = _val_t() if result is not None else None
             enter_wasm(lambda: ffi.wasmtime_component_func_call(
                 byref(func._func), store._context(), capi, n,
