@@ -1,6 +1,6 @@
 //! `componentize IN.wasm OUT.wasm`: turns the core module built for `wasm32-unknown-unknown` (which
 //! carries its WIT world in a custom section written by wit-bindgen) into a component, and refuses
-//! one that imports anything but the engine's own `storage` interface.
+//! one that imports anything but the engine's own interfaces (`quota:engine/sql`, the SQL bridge).
 
 use std::process::ExitCode;
 
