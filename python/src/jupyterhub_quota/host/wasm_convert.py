@@ -257,21 +257,7 @@ def lifter(ty: Any) -> Lift:
             return _items(c.of.list, repeat(element), ffi.wasmtime_component_vallist_delete)
         return lift_list
     if isinstance(ty, T.RecordType):
-        fields = [(name, lifter(t)) for name, t in ty.fields]
-
-        def lift_record(c: Any) -> Record:
-            raw = c.of.record
-            try:
-                out = Record()
-                data = raw.data
-                for i, (name, lift) in zip(range(raw.size), fields):
-                    v = data[i].val
-                    setattr(out, name, lift(v))
-                    _forget(v)
-                return out
-            finally:
-                ffi.wasmtime_component_valrecord_delete(byref(raw))
-        return lift_record
+        return _record_lifter([(name, lifter(t)) for name, t in ty.fields])
     if isinstance(ty, T.TupleType):
         elements = [lifter(t) for t in ty.elements]
 
@@ -290,24 +276,7 @@ def lifter_unobserved(ty: Any) -> Optional[Lift]:
     for an engine nobody observes. Lifting them into Python objects was about 7 us of the Python
     host's 96 us gate (``python/bench/bench_gate.py``). ``None`` for other types."""
     if isinstance(ty, T.RecordType) and any(name == "observations" for name, _t in ty.fields):
-        fields = [(name, None if name == "observations" else lifter(t)) for name, t in ty.fields]
-
-        def lift_record(c: Any) -> Record:
-            raw = c.of.record
-            try:
-                out = Record()
-                data = raw.data
-                for i, (name, lift) in zip(range(raw.size), fields):
-                    if lift is None:
-                        setattr(out, name, [])  # left in the C record, freed with it below
-                        continue
-                    v = data[i].val
-                    setattr(out, name, lift(v))
-                    _forget(v)
-                return out
-            finally:
-                ffi.wasmtime_component_valrecord_delete(byref(raw))
-        return lift_record
+        return _record_lifter([(name, None if name == "observations" else lifter(t)) for name, t in ty.fields])
     if isinstance(ty, T.TupleType) and len(ty.elements) == 2 and isinstance(ty.elements[1], T.ListType):
         answer = lifter(ty.elements[0])
 
@@ -326,6 +295,27 @@ def lifter_unobserved(ty: Any) -> Optional[Lift]:
         if any(t is not None and lifter_unobserved(t) is not None for _name, t in ty._cases()):
             return _variant_lifter(ty, lambda t: lifter_unobserved(t) or lifter(t))
     return None
+
+
+def _record_lifter(fields: list[tuple[str, Optional[Lift]]]) -> Lift:
+    """A record's converter from its fields' (name, converter); a field without one is left unread
+    (``[]``: a list of observations nobody wants), freed with the C record."""
+    def lift_record(c: Any) -> Record:
+        raw = c.of.record
+        try:
+            out = Record()
+            data = raw.data
+            for i, (name, lift) in zip(range(raw.size), fields):
+                if lift is None:
+                    setattr(out, name, [])
+                    continue
+                v = data[i].val
+                setattr(out, name, lift(v))
+                _forget(v)
+            return out
+        finally:
+            ffi.wasmtime_component_valrecord_delete(byref(raw))
+    return lift_record
 
 
 def _items(raw: Any, lifts: Any, delete: Any) -> list:
