@@ -101,7 +101,8 @@ def python_edges(pkg: Path) -> dict[Path, set[Path]]:
         base = here.split("/")[:-1]
         base = base[: len(base) - (dots - 1)] if dots > 1 else base
         target = "/".join(base + [p for p in name.split(".") if p])
-        return [target, f"{target}/__init__"]
+        # `from .. import x` at the top: the package's own __init__ (a circle through it counts).
+        return [target, f"{target}/__init__" if target else "__init__"]
 
     for key, f in files.items():
         text = f.read_text()

@@ -14,15 +14,8 @@ In ``jupyterhub_config.py``::
 :class:`QuotaEngine` is the engine itself, usable without JupyterHub.
 """
 
-from importlib.metadata import PackageNotFoundError, version as _version
-
-try:
-    #: The installed package's version (one version for every artefact: the repository's VERSION).
-    __version__ = _version("jupyterhub-quota")
-except PackageNotFoundError:  # a source tree on sys.path, not installed
-    __version__ = "0+unknown"
-
-from .host.engine import (  # noqa: E402
+from .version import __version__
+from .host.engine import (
     COMPONENT_PATH,
     Caller,
     Component,

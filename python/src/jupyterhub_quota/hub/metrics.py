@@ -22,7 +22,7 @@ from typing import Any, Iterable, Optional, Sequence
 from prometheus_client import REGISTRY, Counter, Histogram, Info
 from prometheus_client.core import GaugeMetricFamily
 
-from .. import __version__
+from ..version import __version__
 from ..host.engine import Caller, Observation, Observer, QuotaEngine
 from ..host.service import log
 
