@@ -1,7 +1,7 @@
 // A webhook receiver for quota events (docs/notifications.md): checks each POST's
-// `Quota-Signature` against the shared secret, drops a repeated `Quota-Event-Id` (deliveries are
-// at least once), prints the event and answers 200 (anything else, or no answer within 10 s, is
-// retried). Node's standard library only:
+// `Quota-Signature` against the shared secret, drops a repeated event by its signed body's `id`
+// (deliveries are at least once; the `Quota-Event-Id` header is not signed), prints the event and
+// answers 200 (anything else, or no answer within 10 s, is retried). Node's standard library only:
 //
 //     QUOTA_WEBHOOK_SECRET=... node webhook-receiver.mjs 8090
 import { createHmac, timingSafeEqual } from 'node:crypto';
@@ -30,10 +30,9 @@ createServer((req, res) => {
       res.writeHead(401).end();
       return;
     }
-    const id = req.headers['quota-event-id'];
-    if (!seen.has(id)) {
-      seen.add(id);
-      const e = JSON.parse(body);
+    const e = JSON.parse(body);
+    if (!seen.has(e.id)) {
+      seen.add(e.id);
       console.log(`event ${e.id} ${e.kind} ${e.username}: ${JSON.stringify(e.data)}`);
     }
     res.writeHead(200, { 'Content-Length': '0' }).end();

@@ -1,6 +1,6 @@
 """A webhook receiver for quota events (docs/notifications.md): checks each POST's
-`Quota-Signature` against the shared secret, drops a repeated `Quota-Event-Id` (deliveries are at
-least once), prints the event and answers 200 (anything else, or no answer within 10 s, is
+`Quota-Signature` against the shared secret, drops a repeated event by its signed body's `id` (deliveries
+are at least once; the `Quota-Event-Id` header is not signed), prints the event and answers 200 (anything else, or no answer within 10 s, is
 retried). Standard library only:
 
     QUOTA_WEBHOOK_SECRET=... python3 webhook_receiver.py 8090
@@ -19,7 +19,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 SECRET = os.environ["QUOTA_WEBHOOK_SECRET"].encode()
 #: Refuse signatures older than this (a replayed request); 0: do not check.
 TOLERANCE_S = int(os.environ.get("QUOTA_WEBHOOK_TOLERANCE_S", "300"))
-seen: set[str] = set()
+#: Ids of the events printed (the signed body's `id`).
+seen: set[int] = set()
 
 
 def verify(header: str, body: bytes) -> bool:
@@ -38,10 +39,9 @@ class Receiver(BaseHTTPRequestHandler):
             self.send_response(401)
             self.end_headers()
             return
-        event_id = self.headers.get("Quota-Event-Id", "")
-        if event_id not in seen:
-            seen.add(event_id)
-            event = json.loads(body)
+        event = json.loads(body)
+        if event["id"] not in seen:
+            seen.add(event["id"])
             print(f"event {event['id']} {event['kind']} {event['username']}: {json.dumps(event['data'])}", flush=True)
         self.send_response(200)
         self.send_header("Content-Length", "0")

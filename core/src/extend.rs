@@ -3,13 +3,11 @@
 //! reservation counting as held); allowed, the runtime, the reservation and `ends_at` grow, and
 //! the `session.ending` marks now ahead again are re-armed.
 
-use std::collections::BTreeSet;
-
 use crate::budgets;
 use crate::config::Config;
 use crate::error::QuotaError;
 use crate::events::sweep::{ends_at, next_warning, still_told};
-use crate::gate::{personal_refusal, Ask};
+use crate::gate::{forbidden_message, personal_refusal, Ask};
 use crate::groups::{self, GroupNames};
 use crate::limits;
 use crate::lots;
@@ -64,8 +62,11 @@ pub fn extend(
         ));
     }
     let extra = session.rate.times(minutes).unwrap_or(Milli(i64::MAX));
+    if let Some(message) = restricted(config, store, &session)? {
+        return Ok(Extended::Refused(message));
+    }
     if session.billable && config.enabled {
-        if let Some(message) = refusal(config, store, &session, minutes, extra, now)? {
+        if let Some(message) = refusal(config, store, &session, minutes, extra, true, now)? {
             return Ok(Extended::Refused(message));
         }
     }
@@ -100,42 +101,59 @@ pub fn quote(
             )),
         ));
     }
+    if let Some(message) = restricted(config, store, session)? {
+        return Ok((extra, Some(message)));
+    }
     if !(session.billable && config.enabled) {
         return Ok((extra, None));
     }
-    Ok((extra, refusal(config, store, session, minutes, extra, now)?))
+    Ok((
+        extra,
+        refusal(config, store, session, minutes, extra, false, now)?,
+    ))
+}
+
+/// The start's 403 text if the session's user may no longer use its accelerator (the groups'
+/// restrictions as a start checks them: a user removed from the group that may use it).
+fn restricted(
+    config: &Config,
+    store: &mut dyn Store,
+    session: &crate::store::Session,
+) -> Result<Option<String>, QuotaError> {
+    let groups = GroupNames::from_set(&groups::of(store, &session.username)?);
+    Ok((!config.groups.may_start(&session.resource_type, &groups))
+        .then(|| forbidden_message(config, &session.resource_type)))
 }
 
 /// The start's refusal text for `minutes` more of `session` costing `extra`, if the paying
-/// account cannot afford them now.
+/// account cannot afford them now. `lock`: an extension (a budget's row locked, as a start does);
+/// `false` for a quote in a read transaction.
 fn refusal(
     config: &Config,
     store: &mut dyn Store,
     session: &crate::store::Session,
     minutes: i64,
     extra: Milli,
+    lock: bool,
     now: Timestamp,
 ) -> Result<Option<String>, QuotaError> {
     let username = &session.username;
+    let user_groups = GroupNames::from_set(&groups::of(store, username)?);
     if let Some(name) = &session.budget {
         let Some(budget) = budgets::find(config, store, name)? else {
             return Ok(Some(format!(
                 "Cannot start container: budget {name} no longer exists."
             )));
         };
-        let groups = if budget.def.groups.is_empty() || budget.def.users.contains(username) {
-            BTreeSet::new()
-        } else {
-            groups::of(store, username)?
-        };
         let ask = budgets::BudgetStart {
             budget: &budget,
             username,
-            groups: &groups,
+            groups: &user_groups,
             resource: &session.resource_type,
             rate: session.rate,
             runtime_minutes: minutes,
             estimated_cost: extra,
+            lock,
         };
         return Ok(match budgets::check_start(config, store, &ask, now)? {
             Ok(_) => None,
@@ -167,6 +185,5 @@ fn refusal(
         estimated_cost: extra,
         held,
     };
-    let groups = GroupNames::from_set(&groups::of(store, username)?);
-    Ok(personal_refusal(config, store, true, &user, &groups, &ask, now)?.map(|r| r.message))
+    Ok(personal_refusal(config, store, true, &user, &user_groups, &ask, now)?.map(|r| r.message))
 }

@@ -138,6 +138,10 @@ pub const NOTIFY_MARKS_MAX: usize = 20;
 pub const WEBHOOKS_MAX: usize = 50;
 /// Length of a webhook URL, in characters.
 pub const WEBHOOK_URL_CHARS_MAX: usize = 2048;
+/// Live balance streams one user may hold open in a hub (`custom.quota.liveStreamsPerUser`): the
+/// default, and the most a values file may allow.
+pub const LIVE_STREAMS_PER_USER_DEFAULT: i64 = 10;
+pub const LIVE_STREAMS_PER_USER_MAX: i64 = 1_000;
 /// Events one delivery step hands a host at most.
 pub const DELIVERY_BATCH_MAX: usize = 500;
 /// How long a host holds a webhook's deliveries after a step, in seconds (another replica takes

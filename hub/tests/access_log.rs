@@ -74,6 +74,11 @@ fn one_json_line_per_request_and_no_secret_anywhere_in_the_log() {
         assert_eq!(line["caller"], *caller, "{line}");
         assert!(line["duration_ms"].as_f64().is_some_and(|d| d >= 0.0), "{line}");
         assert_eq!(line["level"], "INFO", "{line}");
+        let id = line["request_id"].as_str().unwrap_or_default();
+        assert!(
+            id.len() == 16 && id.bytes().all(|b| b.is_ascii_hexdigit()),
+            "{line}"
+        );
     }
     let whole = lines.join("\n");
     for secret in [

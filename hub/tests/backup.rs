@@ -67,6 +67,12 @@ fn seed(setup: &Setup, users: usize) {
     assert_eq!(code, 0, "{err}");
 }
 
+/// A file's permission bits.
+fn mode(p: &std::path::Path) -> u32 {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(p).expect("metadata").permissions().mode() & 0o777
+}
+
 #[test]
 fn a_backup_under_8_writers_holds_every_acknowledged_write_and_reconciles() {
     let setup = common::example();
@@ -238,6 +244,10 @@ fn restore_checks_the_backup_refuses_a_running_server_and_keeps_what_it_replaces
         .find(|p| p.to_string_lossy().contains("q.db.before-restore-"))
         .expect("the replaced database is kept");
     assert_eq!(balances(&kept)[0], ("alice".to_string(), 999));
+    // The restored database and the one it replaced are their owner's alone (0600).
+    for p in [&kept, &setup.dir.path().join("q.db")] {
+        assert_eq!(mode(p), 0o600, "{}", p.display());
+    }
     // The server starts on the restored database and answers from it.
     let server = setup.start(&[]);
     let (st, body) = server.get("/admin/api/quota/users/alice", &admin);
@@ -281,6 +291,7 @@ fn backups_into_a_folder_are_named_by_time_and_the_oldest_go() {
             && names[2].len() == "quota-20210101T000000Z.db".len()
     );
     assert_eq!(balances(&dir.join(&names[2])).len(), 3);
+    assert_eq!(mode(&dir.join(&names[2])), 0o600, "a backup is its owner's alone");
     let (code, _, err) = on_db(
         &setup,
         "backup",

@@ -105,10 +105,17 @@ fn a_write_the_database_refuses_gets_500_and_is_rolled_back_whole() {
     let (st, body) = s.post(
         "/admin/api/quota/users/alice",
         r#"{"action":"add","amount":5}"#,
-        &[],
+        &[("X-Request-Id", "req-5xx-audit-1")],
     );
     assert_eq!(st, 500, "{body}");
     assert_eq!(json(&body)["error"], "Internal error (see the server log)");
+    // Its access line is at ERROR and names the request's id (the client's, here).
+    s.server.stderr.wait_for("the 500's access line at ERROR", |l| {
+        l.contains("ERROR")
+            && l.contains("access")
+            && l.contains("status=500")
+            && l.contains("req-5xx-audit-1")
+    });
     assert_eq!(
         common::dump(&s.server.db),
         before,

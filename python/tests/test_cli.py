@@ -69,6 +69,7 @@ def test_every_documented_line_runs_as_written(tmp_path):
     assert all(row.endswith(",jupyterhub-quota,,") for row in ledger[1:]), "made by the command line (no budget, undated)"
     [backup] = (tmp_path / "srv" / "jupyterhub" / "backups").iterdir()
     assert re.fullmatch(r"quota-\d{8}T\d{6}Z\.db", backup.name)
+    assert backup.stat().st_mode & 0o777 == 0o600, "a backup is its owner's alone"
     with sqlite3.connect(backup) as c:
         assert dict(c.execute("SELECT username, balance FROM users")) == {"alice": 150, "bob": 90}
     assert out["check"].stdout.startswith("OK: values accepted (quota enabled, 1 refresh rule(s) enabled)"), out["check"].stdout

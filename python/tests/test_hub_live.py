@@ -1,12 +1,14 @@
 """The live balance in the hub's navigation bar, in a real JupyterHub with Debian's headless
 Chromium: every hub page shows it; an admin's change and a spawn reach an open page over the
 hub's server-sent event stream without a reload (no API token in any URL); an idle stream gets
-keep-alive comments; a page whose stream is refused falls back to polling."""
+keep-alive comments; a user's streams are capped
+(`liveStreamsPerUser`, then 429); a page whose stream is refused falls back to polling."""
 
 from __future__ import annotations
 
 import json
 import time
+import urllib.error
 import urllib.request
 
 import pytest
@@ -19,7 +21,8 @@ from support.hub_process import Hub, wait_for
 def hub(tmp_path_factory):
     state = tmp_path_factory.mktemp("hub-live")
     values = state / "values.json"
-    values.write_text(json.dumps({"custom": {"authMode": "github", "quota": {"cpuRate": 1, "minimumToStart": 1, "defaultQuota": 0}}}))
+    values.write_text(json.dumps({"custom": {"authMode": "github", "quota": {"cpuRate": 1, "minimumToStart": 1, "defaultQuota": 0,
+                                                                       "liveStreamsPerUser": 3}}}))
     h = Hub(state, values).start()
     yield h
     h.stop()
@@ -89,6 +92,37 @@ def test_an_idle_stream_gets_keep_alive_comments(hub):
         while ": keep-alive" not in lines:
             lines.append(r.readline().decode().rstrip("\n"))
         assert lines[:2] == ["event: quota", 'data: {"balance":3,"unlimited":false,"ends_at":null,"seconds_left":null}'], lines
+
+
+def test_a_user_holds_at_most_live_streams_per_user_the_next_is_429(hub):
+    set_balance(hub, "rue", 4)
+
+    def open_stream():
+        req = urllib.request.Request(hub.url + "/hub/quota/live", headers={"Authorization": f"token {hub.token_for('rue')}"})
+        r = urllib.request.urlopen(req, timeout=60)
+        assert r.readline().decode().startswith("event: quota")  # subscribed
+        return r
+
+    streams = [open_stream() for _ in range(3)]
+    try:
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            open_stream()
+        assert refused.value.code == 429 and "liveStreamsPerUser" in refused.value.read().decode()
+        streams.pop().close()
+        # The hub notices the closed stream at its next write (a keep-alive at the latest).
+        wait_for("a stream slot again", lambda: _opens(open_stream, streams), deadline=90, every=1.0)
+    finally:
+        for r in streams:
+            r.close()
+
+
+def _opens(open_stream, streams) -> bool:
+    try:
+        streams.append(open_stream())
+        return True
+    except urllib.error.HTTPError as e:
+        assert e.code == 429
+        return False
 
 
 def test_a_page_whose_stream_is_refused_polls_instead(hub, browser):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
+import time
 from types import SimpleNamespace
 
 import pytest
@@ -245,3 +246,27 @@ def test_a_hub_whose_roles_lost_the_self_scope_after_configure_is_told_at_start(
     own_user = SimpleNamespace(load_roles=[{"name": "user", "scopes": ["self"]}, {"name": "server", "scopes": [SELF_SCOPE]}],
                                extra_user_scopes={SELF_SCOPE})
     assert self_scope_missing(own_user) == ["user"]
+
+
+def test_an_older_extension_answered_last_never_moves_the_auto_stop_earlier():
+    """Two extensions answered by two PostgreSQL workers may arrive out of order: the timer keeps
+    the latest `ends_at`; a new start (arm) still replaces it, and a stop clears it."""
+    from jupyterhub_quota.hub.timers import Timers
+
+    async def run() -> tuple:
+        timers = Timers(service=None)
+        loop = asyncio.get_running_loop()
+        base = time.time() + 3600
+        timers.arm("ann", "", base)
+        timers.extend("ann", "", base + 3600)  # the second extension, answered first
+        timers.extend("ann", "", base + 1800)  # the first, answered last
+        kept = timers.pending()[("ann", "")] - loop.time()
+        timers.arm("ann", "", base)  # a new session
+        restarted = timers.pending()[("ann", "")] - loop.time()
+        timers.cancel("ann", "")
+        return kept, restarted, timers.pending()
+
+    kept, restarted, left = asyncio.run(run())
+    assert kept > 7000, kept  # about 7,200 s: the later end stands
+    assert 3500 < restarted < 3700, restarted
+    assert left == {}

@@ -1,10 +1,12 @@
 """The receivers docs/notifications.md gives (examples/webhook_receiver.py and
 examples/webhook-receiver.mjs), each run as a reader would run it, behind a real `quota-hub serve`
 delivering to it: the events quota-hub signs pass their check and are printed once; a request
-with a wrong signature is refused."""
+with a wrong signature is refused; repeats are dropped by the signed body's `id`."""
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import json
 import os
 import shutil
@@ -90,6 +92,15 @@ def test_the_documented_receiver_checks_quota_hubs_signatures(kind, tmp_path, qu
         t = int(time.time())
         assert post(url, b'{"id": 9}', {"Quota-Signature": f"t={t},v1={'0' * 64}", "Quota-Event-Id": "9"}) == 401
         assert not any(x.startswith("event 9") for x in out.lines)
+        # De-duplication reads the signed body's id, never the unsigned header: a new event sent
+        # with an old event's `Quota-Event-Id` is printed; the same body again is not.
+        body = json.dumps({"id": 3, "kind": "start.refused", "username": "cy", "data": {}}).encode()
+        mac = hmac.new(SECRET.encode(), f"{t}.".encode() + body, hashlib.sha256).hexdigest()
+        signed = {"Quota-Signature": f"t={t},v1={mac}", "Quota-Event-Id": "1"}
+        assert post(url, body, signed) == 200 and post(url, body, dict(signed, **{"Quota-Event-Id": "3"})) == 200
+        wait_for("event 3", lambda: any(x.startswith("event 3 start.refused cy") for x in out.lines))
+        assert post(url, b'{"id": 4, "kind": "x", "username": "dee", "data": {}}', {}) == 401
+        assert len([x for x in out.lines if x.startswith("event 3 ")]) == 1, out.lines
     finally:
         receiver.terminate()
         receiver.wait(timeout=30)

@@ -54,13 +54,12 @@ pub(super) fn my_events(
     limit: usize,
 ) -> Result<Vec<crate::store::StoredEvent>, QuotaError> {
     let username = normalize_username("username", &c.caller.name)?;
-    let mut budgets = String::from(",");
+    let mut budgets = Vec::new();
     if !c.config.budgets.is_empty() || !c.tx.scan_budgets(None, 1)?.is_empty() {
         let groups = crate::groups::of(c.tx.store(), &username)?;
         for (b, _) in crate::budgets::all(c.config, c.tx.store())? {
             if b.def.is_member(&username, &groups) {
-                budgets.push_str(&b.name);
-                budgets.push(',');
+                budgets.push(b.name.clone());
             }
         }
     }

@@ -21,6 +21,9 @@ pub struct BudgetStart<'a> {
     pub rate: Milli,
     pub runtime_minutes: i64,
     pub estimated_cost: Milli,
+    /// Locks the budget's row for the check (a start or an extension, in a write transaction);
+    /// `false` for a read-only quote (`/me/status`), which PostgreSQL refuses to lock.
+    pub lock: bool,
 }
 
 /// A start refused for the budget's credit or a member's limit: the 403 text and the budget's
@@ -63,7 +66,11 @@ pub fn check_start(
         ))));
     }
     // The budget's row locked first: its reservations and this check are one serialized step.
-    let row = store.lock_budget(name)?;
+    let row = if s.lock {
+        store.lock_budget(name)?
+    } else {
+        store.get_budget(name)?
+    };
     let (balance, held) = balance_and_held_of(store, row.as_ref(), name, now)?;
     let available = i128::from(balance) * 1000 - i128::from(held);
     let needed = i128::from(s.estimated_cost.raw()).max(i128::from(config.minimum_to_start.raw()));

@@ -129,6 +129,9 @@ impl Config {
                 ));
             }
         }
+        // How many live balance streams a hub keeps open per user (the next is a 429); read by
+        // the JupyterHub package, checked here.
+        let _ = q.opt_int("liveStreamsPerUser", 1, limits::LIVE_STREAMS_PER_USER_MAX);
         problems.extend(q.finish());
 
         let enabled = match (enabled_setting, auth_mode.as_deref()) {

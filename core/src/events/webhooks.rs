@@ -75,8 +75,17 @@ pub fn step(
         }
     }
     let kinds = hook.kinds_list();
-    if let Some(through) = s.delivered_through {
-        if through > row.cursor {
+    if let Some(through) = s.delivered_through.filter(|t| *t > row.cursor) {
+        // Only an id this webhook's steps hand out: the events after its cursor, at most a
+        // step's batch; anything else would skip events nobody sent.
+        let out = next_events(store, row.cursor, &kinds, limits::DELIVERY_BATCH_MAX)?;
+        if !out.iter().any(|e| e.id == through) {
+            return Err(QuotaError::invalid(
+                "delivered_through",
+                format!("event {through} was not handed out for webhook `{name}`"),
+            ));
+        }
+        {
             row.cursor = through;
             row.last_delivered_id = Some(through);
             row.attempts = 0;
@@ -191,7 +200,24 @@ pub fn chat_text(e: &StoredEvent) -> String {
         ),
         EventKind::StartRefused => format!("start refused for {who}: {}", t("message")),
     };
-    format!("[quota] {text}")
+    format!("[quota] {}", chat_escape(&text))
+}
+
+/// A chat text made inert: Slack's control characters escaped as its API asks (`&`, `<`, `>`:
+/// no `<!channel>`, no link a name could smuggle in) and every `@` followed by a word joiner, so
+/// a name like `@channel` or `@all` pings nobody on Mattermost; both render as the same text.
+pub fn chat_escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for ch in text.chars() {
+        match ch {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '@' => out.push_str("@\u{2060}"),
+            c => out.push(c),
+        }
+    }
+    out
 }
 
 /// Every configured webhook's state (`GET .../webhooks`).
@@ -338,5 +364,48 @@ mod tests {
             step(&cfg, &mut s, "nope", &step_as("a"), t0),
             Err(QuotaError::NotFound(_))
         ));
+    }
+
+    #[test]
+    fn a_delivered_through_not_handed_out_is_refused_and_skips_nothing() {
+        let (cfg, mut s) = (config(), MemStore::new());
+        let t0 = Timestamp(1_795_000_000);
+        step(&cfg, &mut s, "ops", &step_as("a"), t0).expect("registered");
+        s.insert_events(&[event(t0), event(t0)]).expect("events");
+        let beyond = Step {
+            delivered_through: Some(1_000),
+            ..step_as("a")
+        };
+        let refused = step(&cfg, &mut s, "ops", &beyond, t0);
+        assert!(
+            matches!(&refused, Err(QuotaError::Invalid { field, .. }) if field == "delivered_through"),
+            "{refused:?}"
+        );
+        let st = status(&cfg, &mut s).expect("status");
+        assert_eq!(st["webhooks"][0]["pending"], 2, "nothing skipped");
+        let done = Step {
+            delivered_through: Some(2),
+            ..step_as("a")
+        };
+        step(&cfg, &mut s, "ops", &done, t0).expect("an id handed out");
+        assert_eq!(status(&cfg, &mut s).expect("status")["webhooks"][0]["pending"], 0);
+    }
+
+    #[test]
+    fn chat_texts_ping_nobody_and_carry_no_links() {
+        let e = StoredEvent {
+            id: 1,
+            event: NewEvent {
+                data: r#"{"message": "<!channel> <https://evil.example|click> @all & co"}"#.into(),
+                ..event(Timestamp(1_795_000_000))
+            },
+        };
+        let text = chat_text(&e);
+        assert!(!text.contains('<') && !text.contains('>'), "{text}");
+        assert!(!text.contains("@all"), "{text}");
+        assert!(
+            text.contains("&lt;!channel&gt;") && text.contains("&amp; co"),
+            "{text}"
+        );
     }
 }

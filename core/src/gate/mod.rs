@@ -199,6 +199,7 @@ fn decide(
                 rate,
                 runtime_minutes: req.runtime_minutes,
                 estimated_cost,
+                lock: true,
             };
             match budgets::check_start(config, tx.store(), &ask, now)? {
                 Err(budgets::BudgetRefusal::Forbidden(m)) => return Ok(StartDecision::Forbidden(m)),

@@ -102,7 +102,7 @@ fn matches(filter: &EventFilter<'_>, e: &NewEvent) -> bool {
         }
         EventFilter::Mine { username, budgets } => {
             e.username.as_deref() == Some(username)
-                || (e.username.is_none() && e.budget.as_deref().is_some_and(|b| listed(budgets, b)))
+                || (e.username.is_none() && e.budget.as_ref().is_some_and(|b| budgets.contains(b)))
         }
         EventFilter::Kinds(kinds) => listed(kinds, e.kind.as_str()),
     }

@@ -74,9 +74,12 @@ pub enum EventFilter<'a> {
         username: Option<&'a str>,
         budget: Option<&'a str>,
     },
-    /// A user's own events, and the own events (no user) of the budgets listed in `budgets`
-    /// (`",a,b,"`: each name between commas; `","`: none).
-    Mine { username: &'a str, budgets: &'a str },
+    /// A user's own events, and the own events (no user) of the budgets named in `budgets`,
+    /// each matched exactly (a name may hold any character a budget's name may).
+    Mine {
+        username: &'a str,
+        budgets: &'a [String],
+    },
     /// The kinds listed in `kinds` (`",k1,k2,"`): what a webhook is sent.
     Kinds(&'a str),
 }

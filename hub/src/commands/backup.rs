@@ -132,8 +132,29 @@ fn move_into_place(from: &Path, to: &Path) -> Result<(), String> {
     Ok(())
 }
 
-/// `VACUUM INTO` `out` from the database at `src`, in one read transaction.
+/// An empty file only its owner may read and write (mode 0600): what `VACUUM INTO` fills, so a
+/// copy of every balance and ledger row is never readable by others, not even while it is written.
+fn private_file(p: &Path) -> Result<(), String> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(p)
+        .map(drop)
+        .map_err(|e| format!("{}: {e}", p.display()))
+}
+
+/// Mode 0600 again after `std::fs::copy`, which gives the copy its source's mode.
+fn restrict(p: &Path) -> Result<(), String> {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o600))
+        .map_err(|e| format!("{}: {e}", p.display()))
+}
+
+/// `VACUUM INTO` `out` (a new file, mode 0600) from the database at `src`, in one read transaction.
 fn vacuum_into(rt: &quota_host::Runtime, src: &Path, out: &Path) -> Result<(), String> {
+    private_file(out)?;
     let mut db =
         SqliteDb::open(rt, src, SqliteOptions::default()).map_err(|e| format!("{}: {e}", src.display()))?;
     let target = out
@@ -260,7 +281,9 @@ pub(super) fn restore(url: &str, input: &Path, values_path: &Path) -> Result<(),
     // Checked on a copy: the backup itself is never changed.
     let candidate = beside(&target, ".restore");
     remove_with_wal(&candidate);
+    private_file(&candidate)?;
     std::fs::copy(input, &candidate).map_err(|e| format!("-i {}: {e}", input.display()))?;
+    restrict(&candidate)?;
     eprintln!("checking {} ...", input.display());
     let checked = check(&rt, &doc, &candidate, &format!("-i {}", input.display())).and_then(|c| {
         vacuum_into(&rt, &candidate, &beside(&target, ".restore-final"))?;
@@ -303,7 +326,9 @@ pub(super) fn restore(url: &str, input: &Path, values_path: &Path) -> Result<(),
                 crate::clock::Clock::system()?.now().seconds()
             ),
         );
+        private_file(&keep)?;
         std::fs::copy(&target, &keep).map_err(|e| format!("keeping {}: {e}", target.display()))?;
+        restrict(&keep)?;
         kept = Some(keep);
     }
     for stale in ["-wal", "-shm", "-journal"] {

@@ -64,10 +64,34 @@ fn query_keys(query: &str) -> String {
         .join("&")
 }
 
+/// The request's id: the client's `X-Request-Id` when it is a sane one (a proxy's, to follow one
+/// request through both logs), else a new random one; sent back in `X-Request-Id`.
+fn request_id(req: &Request) -> String {
+    let given = req
+        .headers()
+        .get("x-request-id")
+        .and_then(|v| v.to_str().ok())
+        .filter(|v| {
+            (1..=64).contains(&v.len())
+                && v.bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b))
+        });
+    match given {
+        Some(v) => v.to_string(),
+        None => {
+            let mut r = [0u8; 8];
+            let _ = getrandom::fill(&mut r);
+            r.iter().map(|b| format!("{b:02x}")).collect()
+        }
+    }
+}
+
 /// Answers one request and writes its access log line: method, path (query keys only), status,
-/// duration and the caller's name; never the token or the body.
+/// duration, the caller's name and the request id; never the token or the body. A 5xx is logged
+/// at ERROR (an operator's alerting on log levels sees it), the rest at INFO.
 async fn handle(State(app): State<Arc<App>>, req: Request) -> Response {
     let started = std::time::Instant::now();
+    let request_id = request_id(&req);
     let method = req.method().to_string();
     let path = match req.uri().query() {
         Some(q) => format!("{}?{}", req.uri().path(), query_keys(q)),
@@ -79,7 +103,10 @@ async fn handle(State(app): State<Arc<App>>, req: Request) -> Response {
         .map(|_| routes::route_label(&app.base, req.uri().path()));
     let req_path = req.uri().path().to_string();
     let caller = Arc::new(std::sync::OnceLock::new());
-    let response = answer(app.clone(), req, caller.clone()).await;
+    let mut response = answer(app.clone(), req, caller.clone()).await;
+    if let Ok(v) = axum::http::HeaderValue::from_str(&request_id) {
+        response.headers_mut().insert("x-request-id", v);
+    }
     let elapsed = started.elapsed();
     if let (Some(m), Some(route)) = (&app.metrics, route) {
         m.request(route, &method, response.status().as_u16(), elapsed.as_secs_f64());
@@ -87,17 +114,17 @@ async fn handle(State(app): State<Arc<App>>, req: Request) -> Response {
     let probe = req_path
         .strip_prefix(app.base.as_str())
         .is_some_and(crate::http::health::is_probe);
-    if probe && !app.log_probes {
+    let status = response.status().as_u16();
+    if probe && !app.log_probes && status < 500 {
         return response;
     }
-    tracing::info!(
-        target: "access",
-        method = %method,
-        path = %path,
-        status = response.status().as_u16(),
-        duration_ms = elapsed.as_secs_f64() * 1000.0,
-        caller = caller.get().map_or("-", String::as_str),
-    );
+    let who = caller.get().map_or("-", String::as_str);
+    let ms = elapsed.as_secs_f64() * 1000.0;
+    if status >= 500 {
+        tracing::error!(target: "access", method = %method, path = %path, status, duration_ms = ms, caller = who, request_id = %request_id);
+    } else {
+        tracing::info!(target: "access", method = %method, path = %path, status, duration_ms = ms, caller = who, request_id = %request_id);
+    }
     response
 }
 

@@ -23,12 +23,13 @@ const BATCH_EVENTS: u64 = 200;
 /// How often an idle webhook looks for new events.
 const IDLE_POLL: Duration = Duration::from_secs(1);
 
-/// The delivery task's caller: a service with the refresh scope, as the sweep's.
+/// The delivery task's caller: the process itself, in process, as a quota admin (the delivery
+/// step hands out every event body; no token outside the process may take it).
 fn deliverer() -> quota_core::Caller {
     quota_core::Caller {
         name: "quota-hub".into(),
         admin: false,
-        scopes: vec![quota_core::api::SCOPE_REFRESH.to_string()],
+        scopes: vec![quota_core::api::SCOPE_ADMIN.to_string()],
     }
 }
 

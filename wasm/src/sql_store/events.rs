@@ -189,7 +189,7 @@ impl EventStore for SqlStore {
                 Params::new()
                     .int(page.after)?
                     .text(username)
-                    .text(&json_list(budgets))
+                    .text(&serde_json::to_string(budgets).unwrap_or_else(|_| "[]".into()))
                     .int(limit(page.limit))?,
             )?,
             EventFilter::Kinds(kinds) => self.query(

@@ -233,6 +233,9 @@ def cmd_backup(args: argparse.Namespace) -> None:
     print(f"backing up {src} ({src.stat().st_size / 2**20:.1f} MiB) to {out} ...", file=sys.stderr)
     try:
         # One read transaction: the database as it was when the copy began; writers go on (WAL).
+        # Mode 0600 from the start: `VACUUM INTO` fills an empty file, and no one else may read
+        # a copy of every balance and ledger row, not even while it is written.
+        os.close(os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
         with sqlite3.connect(src, timeout=10) as c:
             c.execute("VACUUM INTO ?", (str(partial),))
         c.close()

@@ -13,7 +13,7 @@ from .callers import CUSTOM_SCOPES, grant_self_scope
 from ..host.engine import ConfigError, QuotaEngine
 from .groups import snapshot
 from .handlers import handlers
-from .live import Live, live_handlers
+from .live import LIVE_STREAMS_PER_USER, Live, live_handlers
 from .metrics import NoMetrics, process_metrics
 from .pages import TEMPLATES, page_handlers
 from .placement import Placement, accelerators
@@ -145,7 +145,7 @@ def configure(
         on_storage_error=((doc.get("custom") or {}).get("quota") or {}).get("onStorageError") or "refuse",
         snapshot_groups=snapshot,
     )
-    quota.live = Live(service)
+    quota.live = Live(service, max_streams=((doc.get("custom") or {}).get("quota") or {}).get("liveStreamsPerUser") or LIVE_STREAMS_PER_USER)
     quota.installed = install_spawn_hooks(c, quota, form=spawn_form, values=doc)
     scopes = dict(c.JupyterHub.custom_scopes) if "custom_scopes" in c.JupyterHub else {}
     scopes.update(CUSTOM_SCOPES)

@@ -28,7 +28,7 @@ BATCH_EVENTS = 200
 #: How often an idle webhook looks for new events.
 IDLE_POLL_S = 1.0
 
-DELIVERER = Caller("jupyterhub-quota", scopes=("quota:refresh",))
+DELIVERER = Caller("jupyterhub-quota", scopes=("quota:admin",))
 READER = Caller("jupyterhub-quota", admin=True)
 
 

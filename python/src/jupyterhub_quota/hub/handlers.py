@@ -70,7 +70,7 @@ class QuotaAPIHandler(APIHandler):
         if r.status == 200 and self.route == EXTEND_ROUTE and self.quota.timers is not None:
             # The auto-stop timer moves to the extended end at once.
             s = r.json()
-            self.quota.timers.arm(s["username"], s["server_name"], parse_time(s["ends_at"]))
+            self.quota.timers.extend(s["username"], s["server_name"], parse_time(s["ends_at"]))
         if method != "GET" and r.status < 300:
             # Open hub pages show the change (live.py): one user's when the route names them.
             if self.route == EXTEND_ROUTE:

@@ -46,6 +46,10 @@ def view(status: dict) -> dict:
     }
 
 
+#: `custom.quota.liveStreamsPerUser`'s default (the engine checks the key: 1 to 1,000).
+LIVE_STREAMS_PER_USER = 10
+
+
 class Live:
     """Connected users' streams and the task that feeds them.
 
@@ -54,8 +58,10 @@ class Live:
     changes by the CLI or another hub), and a whole read only for the users whose server started,
     stopped or was extended here. An admin's change of one user is pushed from its own answer."""
 
-    def __init__(self, service: "QuotaService") -> None:
+    def __init__(self, service: "QuotaService", max_streams: int = LIVE_STREAMS_PER_USER) -> None:
         self.service = service
+        #: `custom.quota.liveStreamsPerUser`: open streams per user; the next is refused (429).
+        self.max_streams = max_streams
         self.streams: dict[str, set[asyncio.Queue]] = {}
         #: The last view pushed to each connected user.
         self.shown: dict[str, dict] = {}
@@ -205,6 +211,9 @@ class LiveHandler(APIHandler):
             raise web.HTTPError(403, "This token lacks the scope custom:quota:self (its owner's own quota)")
         live: Live = self.quota.live
         name = user.name.lower()
+        if len(live.streams.get(name, ())) >= live.max_streams:
+            raise web.HTTPError(429, f"At most {live.max_streams} live quota streams per user are open at once "
+                                     "(custom.quota.liveStreamsPerUser); close a tab")
         q = live.subscribe(name)
         self.set_header("Content-Type", "text/event-stream; charset=UTF-8")
         self.set_header("Cache-Control", "no-store")

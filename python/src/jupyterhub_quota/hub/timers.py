@@ -24,6 +24,8 @@ class Timers:
     def __init__(self, service: QuotaService):
         self.service = service
         self._handles: dict[tuple[str, str], asyncio.TimerHandle] = {}
+        #: Each armed timer's deadline (seconds since the epoch).
+        self._deadlines: dict[tuple[str, str], float] = {}
         self.app: Optional[Any] = None
 
     def arm(self, user: str, server: str, deadline: float) -> None:
@@ -31,11 +33,19 @@ class Timers:
         self.cancel(user, server)
         loop = asyncio.get_running_loop()
         delay = max(0.0, deadline - time.time())
+        self._deadlines[(user, server)] = deadline
         self._handles[(user, server)] = loop.call_later(
             delay, lambda: asyncio.ensure_future(self._expire(user, server))
         )
 
+    def extend(self, user: str, server: str, deadline: float) -> None:
+        """An extension's new `ends_at`: the timer moves only later. Extensions answered by several
+        workers (PostgreSQL) may arrive out of order; the latest `ends_at` is the session's."""
+        if deadline > self._deadlines.get((user, server), float("-inf")):
+            self.arm(user, server, deadline)
+
     def cancel(self, user: str, server: str) -> None:
+        self._deadlines.pop((user, server), None)
         h = self._handles.pop((user, server), None)
         if h is not None:
             h.cancel()
@@ -58,6 +68,7 @@ class Timers:
 
     async def _expire(self, name: str, server: str) -> None:
         self._handles.pop((name, server), None)
+        self._deadlines.pop((name, server), None)
         app = self.app or _app()
         try:
             user = app.users[name]
