@@ -24,12 +24,14 @@ use std::collections::{BTreeMap, BTreeSet};
 
 mod bodies;
 mod budget_routes;
+mod caller;
 mod event_routes;
 mod group_routes;
 mod handlers;
 mod listing;
 mod me_routes;
 mod query;
+mod reach;
 mod routes;
 mod status_route;
 mod usage_routes;
@@ -44,25 +46,7 @@ pub use routes::{route_methods, route_template};
 /// Largest accepted request body, in bytes.
 pub use crate::limits::BODY_BYTES_MAX;
 
-pub const SCOPE_SESSIONS: &str = "quota:sessions";
-pub const SCOPE_REFRESH: &str = "quota:refresh";
-pub const SCOPE_ADMIN: &str = "quota:admin";
-
-/// Who is calling, as the host authenticated them.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Caller {
-    pub name: String,
-    /// An admin user may do everything.
-    pub admin: bool,
-    /// Service-token scopes: `quota:sessions`, `quota:refresh`, `quota:admin`.
-    pub scopes: Vec<String>,
-}
-
-impl Caller {
-    fn has(&self, scope: &str) -> bool {
-        self.admin || self.scopes.iter().any(|s| s == scope)
-    }
-}
+pub use caller::*;
 
 /// An authenticated (or not: `caller: None`) request, with the base URL already stripped.
 #[derive(Clone, Debug)]

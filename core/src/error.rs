@@ -26,6 +26,10 @@ pub enum QuotaError {
     /// A `run_id` reused with other parameters.
     #[error("{0}")]
     Conflict(String),
+    /// The caller may use the route, but not on this user, budget or action (course staff outside
+    /// their groups, or an action only a quota admin may take).
+    #[error("Forbidden: {0}")]
+    Forbidden(String),
     #[error(transparent)]
     Store(#[from] StoreError),
 }
@@ -42,6 +46,7 @@ impl QuotaError {
     pub fn status(&self) -> u16 {
         match self {
             QuotaError::Invalid { .. } | QuotaError::InsufficientBalance | QuotaError::OutOfRange(_) => 400,
+            QuotaError::Forbidden(_) => 403,
             QuotaError::NotFound(_) => 404,
             QuotaError::Conflict(_) => 409,
             QuotaError::Store(_) => 500,

@@ -113,6 +113,74 @@ pub fn users_page(
     Ok((with_groups(store, page, now)?, next))
 }
 
+/// [`users_page`] for course staff: the user records of the members of `groups`, by username (each
+/// group read a page at a time, never the whole user table; members without a record skipped).
+pub fn members_page(
+    store: &mut dyn Store,
+    groups: &BTreeSet<String>,
+    after: Option<&str>,
+    limit: usize,
+    now: Timestamp,
+) -> Result<(Vec<UserRow>, Option<String>), QuotaError> {
+    let want = limit.saturating_add(1);
+    let mut records = Vec::new();
+    let mut cursor = after.unwrap_or("").to_string();
+    while records.len() < want {
+        // The next names after `cursor` over every group: complete up to the smallest last name
+        // of a group's full batch.
+        let mut names = BTreeSet::new();
+        let mut upto: Option<String> = None;
+        for g in groups {
+            let batch = store.scan_group(g, &cursor, want)?;
+            if batch.len() == want {
+                let last = batch.last().cloned().unwrap_or_default();
+                upto = Some(upto.map_or(last.clone(), |u: String| u.min(last)));
+            }
+            names.extend(batch);
+        }
+        let names: Vec<String> = names
+            .into_iter()
+            .filter(|n| upto.as_ref().is_none_or(|u| n <= u))
+            .collect();
+        for n in &names {
+            // A member who never had a record (never started, never granted) has nothing to list.
+            records.extend(store.get_user(n)?);
+            if records.len() == want {
+                break;
+            }
+        }
+        match (upto, names.last()) {
+            (Some(_), Some(last)) => cursor = last.clone(),
+            _ => break,
+        }
+    }
+    let next = if records.len() > limit {
+        records.truncate(limit);
+        records.last().map(|u| u.username.clone())
+    } else {
+        None
+    };
+    Ok((with_groups(store, records, now)?, next))
+}
+
+/// Every member of `groups` with a record, a page of the users list at a time.
+pub fn list_members(
+    store: &mut dyn Store,
+    groups: &BTreeSet<String>,
+    now: Timestamp,
+) -> Result<Vec<UserRow>, QuotaError> {
+    let mut out = Vec::new();
+    let mut after: Option<String> = None;
+    loop {
+        let (page, next) = members_page(store, groups, after.as_deref(), limits::SCAN_PAGE_USERS, now)?;
+        out.extend(page);
+        match next {
+            Some(n) => after = Some(n),
+            None => return Ok(out),
+        }
+    }
+}
+
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct UserDetail {
     pub username: String,

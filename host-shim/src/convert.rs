@@ -26,6 +26,7 @@ pub fn quota_error(e: api::QuotaError) -> QuotaError {
         api::QuotaError::OutOfRange(m) => QuotaError::OutOfRange(m),
         api::QuotaError::NotFound(m) => QuotaError::NotFound(m),
         api::QuotaError::Conflict(m) => QuotaError::Conflict(m),
+        api::QuotaError::Forbidden(m) => QuotaError::Forbidden(m),
         api::QuotaError::Storage(m) => QuotaError::Store(StoreError(m)),
     }
 }

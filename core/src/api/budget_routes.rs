@@ -2,6 +2,7 @@
 //! (define over REST), `POST` (a balance action, as for a user), `DELETE`.
 
 use super::handlers::Call;
+use super::reach::Reach;
 use super::*;
 use crate::budgets;
 
@@ -11,12 +12,15 @@ pub(super) fn list(c: &mut Call<'_, '_>) -> Result<Response, QuotaError> {
     let after = q.take("after");
     let limit = q.int("limit", 1, limits::BUDGETS_MAX as i64)?;
     q.finish()?;
+    // Course staff: the budgets their groups share.
+    let reach = Reach::of(c.caller);
+    let groups = reach.groups();
     if after.is_none() && limit.is_none() {
-        let (budgets, _) = budgets::list(c.config, c.tx.store(), c.now, None, usize::MAX)?;
+        let (budgets, _) = budgets::list(c.config, c.tx.store(), c.now, None, usize::MAX, groups)?;
         return Ok(Response::json(200, &json!({ "budgets": budgets })));
     }
     let limit = limit.map_or(limits::BUDGETS_MAX, |n| n as usize);
-    let (budgets, next) = budgets::list(c.config, c.tx.store(), c.now, after.as_deref(), limit)?;
+    let (budgets, next) = budgets::list(c.config, c.tx.store(), c.now, after.as_deref(), limit, groups)?;
     Ok(Response::json(
         200,
         &json!({ "budgets": budgets, "next_after": next }),
@@ -26,6 +30,10 @@ pub(super) fn list(c: &mut Call<'_, '_>) -> Result<Response, QuotaError> {
 /// `.../budgets/<name>` by method.
 pub(super) fn budget(c: &mut Call<'_, '_>, method: &str, name: &str) -> Result<Response, QuotaError> {
     no_query(&c.query)?;
+    if method == "GET" || method == "POST" {
+        // Course staff: a budget their groups share (defining and deleting are a quota admin's).
+        Reach::of(c.caller).budget(c.config, c.tx.store(), name)?;
+    }
     match method {
         "GET" => Ok(Response::json(
             200,

@@ -1,6 +1,7 @@
 //! One function per route: what a request that passed routing and authorisation does. Each reads
 //! its query or body strictly (the first problem, named by field, is the 400) and answers JSON.
 
+use super::reach::Reach;
 use super::*;
 use crate::tx::Tx;
 
@@ -81,13 +82,20 @@ fn list_users(c: &mut Call<'_, '_>) -> Result<Response, QuotaError> {
     let after = q.take("after");
     let limit = q.int("limit", 1, limits::USERS_PAGE_MAX as i64)?;
     q.finish()?;
+    let reach = Reach::of(c.caller);
     if after.is_none() && limit.is_none() {
-        // The spec's shape: every user at once.
-        let users = reads::list_users(c.tx.store(), c.now)?;
+        // The spec's shape: every user at once (course staff: their groups' members).
+        let users = match reach.groups() {
+            None => reads::list_users(c.tx.store(), c.now)?,
+            Some(g) => reads::list_members(c.tx.store(), g, c.now)?,
+        };
         return Ok(Response::json(200, &Listing::all("users", &users)));
     }
     let limit = limit.map_or(limits::USERS_PAGE_MAX, |n| n as usize);
-    let (users, next) = reads::users_page(c.tx.store(), after.as_deref(), limit, c.now)?;
+    let (users, next) = match reach.groups() {
+        None => reads::users_page(c.tx.store(), after.as_deref(), limit, c.now)?,
+        Some(g) => reads::members_page(c.tx.store(), g, after.as_deref(), limit, c.now)?,
+    };
     Ok(Response::json(
         200,
         &Listing::paged("users", &users, "next_after", next),
@@ -96,6 +104,10 @@ fn list_users(c: &mut Call<'_, '_>) -> Result<Response, QuotaError> {
 
 fn user_detail(c: &mut Call<'_, '_>, name: &str) -> Result<Response, QuotaError> {
     no_query(&c.query)?;
+    let own = normalize_username("username", name).is_ok_and(|n| n == c.caller.name.to_lowercase());
+    if !own {
+        Reach::of(c.caller).user(c.tx.store(), name)?;
+    }
     Ok(Response::json(
         200,
         &reads::user_detail(c.tx.store(), name, c.now)?,
@@ -104,6 +116,11 @@ fn user_detail(c: &mut Call<'_, '_>, name: &str) -> Result<Response, QuotaError>
 
 fn change_user(c: &mut Call<'_, '_>, name: &str) -> Result<Response, QuotaError> {
     let (action, description, expires_at) = admin_body(&c.body)?;
+    let reach = Reach::of(c.caller);
+    if let AdminAction::SetUnlimited(_) = action {
+        reach.admin_only("make a user unlimited")?;
+    }
+    reach.user(c.tx.store(), name)?;
     let r = AdminRequest {
         username: name.to_string(),
         action,
@@ -118,6 +135,14 @@ fn change_user(c: &mut Call<'_, '_>, name: &str) -> Result<Response, QuotaError>
 
 fn batch(c: &mut Call<'_, '_>) -> Result<Response, QuotaError> {
     let entries = batch_body(&c.body)?;
+    // Course staff: every entry within their groups, or nothing is written.
+    let reach = Reach::of(c.caller);
+    for e in entries.iter().flatten() {
+        if e.unlimited.is_some() {
+            reach.admin_only("make a user unlimited")?;
+        }
+        reach.user(c.tx.store(), &e.username)?;
+    }
     Ok(Response::json(
         200,
         &admin::batch(c.tx, &entries, &c.caller.name, c.now)?,
@@ -206,6 +231,12 @@ fn ledger(c: &mut Call<'_, '_>) -> Result<Response, QuotaError> {
         .unwrap_or(limits::LEDGER_PAGE_MAX as i64);
     let range = usage_routes::ledger_range(&mut q)?;
     q.finish()?;
+    let reach = Reach::of(c.caller);
+    match (&username, &budget) {
+        (_, Some(b)) => reach.budget(c.config, c.tx.store(), b)?,
+        (Some(u), None) => reach.user(c.tx.store(), u)?,
+        (None, None) => reach.admin_only("read the whole ledger (give username= or budget=)")?,
+    }
     let txs = reads::ledger(
         c.tx.store(),
         username.as_deref(),
@@ -242,13 +273,27 @@ fn list_sessions(c: &mut Call<'_, '_>) -> Result<Response, QuotaError> {
         .int("limit", 1, limits::SESSIONS_LIST_MAX as i64)?
         .unwrap_or(limits::SESSIONS_LIST_MAX as i64);
     q.finish()?;
-    let (list, next) = reads::list_sessions(
+    let reach = Reach::of(c.caller);
+    if let Some(u) = &username {
+        reach.user(c.tx.store(), u)?;
+    }
+    let (mut list, next) = reads::list_sessions(
         c.tx.store(),
         username.as_deref(),
         status,
         after_id,
         limit as usize,
     )?;
+    if username.is_none() && reach.groups().is_some() {
+        // Course staff see their members' sessions; the page's cursor stays the unfiltered one.
+        let mut kept = Vec::with_capacity(list.len());
+        for s in list {
+            if reach.has_user(c.tx.store(), &s.0.start.username)? {
+                kept.push(s);
+            }
+        }
+        list = kept;
+    }
     Ok(Response::json(
         200,
         &Listing::paged("sessions", &list, "next_after_id", next),
@@ -280,6 +325,7 @@ fn get_session(c: &mut Call<'_, '_>, id: &str) -> Result<Response, QuotaError> {
     let s =
         c.tx.get_session(id)?
             .ok_or_else(|| QuotaError::NotFound(format!("Session {id} not found")))?;
+    Reach::of(c.caller).user(c.tx.store(), &s.username)?;
     Ok(Response::json(200, &sessions::SessionView::from(&s)))
 }
 

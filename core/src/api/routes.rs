@@ -9,9 +9,12 @@ pub(super) enum Access<'p> {
     /// Anyone, without a token.
     Public,
     Authenticated,
-    /// The named user themself, or an admin.
-    SelfOrAdmin(&'p str),
+    /// The named user themself, a quota admin, or course staff (the handler checks the user is
+    /// one of their groups' members).
+    SelfAdminOrManager(&'p str),
     Admin,
+    /// A quota admin, or course staff (the handler keeps them to their groups).
+    AdminOrManager,
     Sessions,
     Refresh,
 }
@@ -131,16 +134,17 @@ pub fn route_template(path: &str) -> Option<&'static str> {
 /// The methods a route answers, and who may call it with `method`.
 pub(super) fn access<'p>(route: &Route<'p>, method: &str) -> (&'static [&'static str], Access<'p>) {
     match route {
-        Route::ListUsers | Route::Ledger | Route::Usage => (&["GET"], Access::Admin),
+        Route::ListUsers | Route::Ledger | Route::Usage => (&["GET"], Access::AdminOrManager),
         Route::User(name) => (
             &["GET", "POST"],
             if method == "GET" {
-                Access::SelfOrAdmin(name)
+                Access::SelfAdminOrManager(name)
             } else {
-                Access::Admin
+                Access::AdminOrManager
             },
         ),
-        Route::Batch | Route::Cleanup => (&["POST"], Access::Admin),
+        Route::Batch => (&["POST"], Access::AdminOrManager),
+        Route::Cleanup => (&["POST"], Access::Admin),
         Route::Refresh | Route::Expire => (&["POST"], Access::Refresh),
         Route::Me
         | Route::Rates
@@ -160,16 +164,24 @@ pub(super) fn access<'p>(route: &Route<'p>, method: &str) -> (&'static [&'static
         Route::Sessions => (
             &["GET", "POST"],
             if method == "GET" {
-                Access::Admin
+                Access::AdminOrManager
             } else {
                 Access::Sessions
             },
         ),
-        Route::Session(_) => (&["GET"], Access::Admin),
+        Route::Session(_) => (&["GET"], Access::AdminOrManager),
         Route::EndById(_) | Route::EndByServer => (&["POST"], Access::Sessions),
         Route::OpenApi => (&["GET"], Access::Public),
-        Route::Groups | Route::Budgets => (&["GET"], Access::Admin),
-        Route::Budget(_) => (&["GET", "PUT", "POST", "DELETE"], Access::Admin),
+        Route::Groups => (&["GET"], Access::Admin),
+        Route::Budgets => (&["GET"], Access::AdminOrManager),
+        Route::Budget(_) => (
+            &["GET", "PUT", "POST", "DELETE"],
+            if method == "GET" || method == "POST" {
+                Access::AdminOrManager
+            } else {
+                Access::Admin
+            },
+        ),
         Route::Group(_) => (&["GET", "PUT", "POST", "DELETE"], Access::Admin),
         Route::Memberships => (&["GET", "PUT"], Access::Admin),
     }
@@ -185,11 +197,13 @@ pub fn route_methods(path: &str) -> Option<&'static [&'static str]> {
 pub(super) fn permitted(access: Access<'_>, caller: &Caller) -> bool {
     match access {
         Access::Public | Access::Authenticated => true,
-        Access::SelfOrAdmin(name) => {
+        Access::SelfAdminOrManager(name) => {
             caller.has(SCOPE_ADMIN)
+                || !caller.managed_groups().is_empty()
                 || normalize_username("username", name).is_ok_and(|n| n == caller.name.to_lowercase())
         }
         Access::Admin => caller.has(SCOPE_ADMIN),
+        Access::AdminOrManager => caller.has(SCOPE_ADMIN) || !caller.managed_groups().is_empty(),
         Access::Sessions => caller.has(SCOPE_SESSIONS),
         Access::Refresh => caller.has(SCOPE_REFRESH) || caller.has(SCOPE_ADMIN),
     }

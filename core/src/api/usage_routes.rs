@@ -37,6 +37,12 @@ pub(super) fn report(c: &mut Call<'_, '_>) -> Result<Response, QuotaError> {
         .int("limit", 1, limits::USAGE_PAGE_MAX as i64)?
         .map_or(limits::USAGE_PAGE_MAX, |n| n as usize);
     q.finish()?;
+    // Course staff: a budget their groups share.
+    let reach = super::reach::Reach::of(c.caller);
+    match &budget {
+        Some(b) => reach.budget(c.config, c.tx.store(), b)?,
+        None => reach.admin_only("read the whole hub's usage (give budget=)")?,
+    }
     let days = Days::parse(from.as_deref(), to.as_deref())?;
     let group_by = GroupBy::parse(group_by.as_deref().unwrap_or("day"))?;
     let order = match order.as_deref() {

@@ -55,18 +55,21 @@ fn summary(
 }
 
 /// `GET .../budgets`: the budgets with a name after `after` (every one when `None`), by name, at
-/// most `limit`; and the name to ask after for the next page (`None`: none left).
+/// most `limit`, only those shared by one of `groups` when given (course staff); and the name to ask
+/// after for the next page (`None`: none left).
 pub fn list(
     config: &Config,
     store: &mut dyn Store,
     now: Timestamp,
     after: Option<&str>,
     limit: usize,
+    groups: Option<&BTreeSet<String>>,
 ) -> Result<(Vec<BudgetSummary>, Option<String>), QuotaError> {
     let listed: Vec<Budget> = all(config, store)?
         .into_iter()
         .map(|(b, _)| b)
         .filter(|b| after.is_none_or(|a| b.name.as_str() > a))
+        .filter(|b| groups.is_none_or(|g| b.def.groups.iter().any(|x| g.contains(x))))
         .collect();
     let more = listed.len() > limit;
     let mut out = Vec::new();

@@ -78,6 +78,7 @@ pub(super) fn error_out(e: QuotaError) -> wit::QuotaError {
         QuotaError::OutOfRange(m) => wit::QuotaError::OutOfRange(m),
         QuotaError::NotFound(m) => wit::QuotaError::NotFound(m),
         QuotaError::Conflict(m) => wit::QuotaError::Conflict(m),
+        QuotaError::Forbidden(m) => wit::QuotaError::Forbidden(m),
         QuotaError::Store(s) => wit::QuotaError::Storage(s.0),
     }
 }
