@@ -32,6 +32,7 @@ mod listing;
 mod me_routes;
 mod query;
 mod reach;
+mod request_routes;
 mod routes;
 mod status_route;
 mod usage_routes;

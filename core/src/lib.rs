@@ -37,6 +37,7 @@ pub mod names;
 pub mod observations;
 pub mod reads;
 pub mod refresh;
+pub mod requests;
 pub mod sessions;
 pub mod store;
 pub mod strict_json;

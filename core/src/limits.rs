@@ -138,6 +138,13 @@ pub const NOTIFY_MARKS_MAX: usize = 20;
 pub const WEBHOOKS_MAX: usize = 50;
 /// Length of a webhook URL, in characters.
 pub const WEBHOOK_URL_CHARS_MAX: usize = 2048;
+/// Credit requests: the largest amount a user may ask for by default
+/// (`custom.quota.requestMaxAmount`), the reason's and a decision note's length in characters.
+pub const REQUEST_MAX_AMOUNT_DEFAULT: i64 = 1_000;
+pub const REQUEST_REASON_CHARS_MAX: usize = 500;
+pub const REQUEST_NOTE_CHARS_MAX: usize = 500;
+/// Requests one page of the request lists holds at most.
+pub const REQUESTS_PAGE_MAX: usize = 500;
 /// Live balance streams one user may hold open in a hub (`custom.quota.liveStreamsPerUser`): the
 /// default, and the most a values file may allow.
 pub const LIVE_STREAMS_PER_USER_DEFAULT: i64 = 10;

@@ -64,7 +64,7 @@ fn a_fresh_database_is_migrated_once_and_a_second_host_finds_it_current() {
     let version = db
         .query("SELECT obj_description(to_regclass('users'), 'pg_class')", &[])
         .expect("version");
-    assert_eq!(version, vec![vec![SqlCell::Text("quota-engine schema 8".into())]]);
+    assert_eq!(version, vec![vec![SqlCell::Text("quota-engine schema 9".into())]]);
     // A database of the previous release (schema 3: no memberships) gains the table.
     db.query("DROP TABLE memberships", &[]).expect("drop");
     db.query("DROP TABLE group_members", &[]).expect("drop");
@@ -93,7 +93,7 @@ fn a_fresh_database_is_migrated_once_and_a_second_host_finds_it_current() {
         .db()
         .query("SELECT obj_description(to_regclass('users'), 'pg_class')", &[])
         .expect("version");
-    assert_eq!(version, vec![vec![SqlCell::Text("quota-engine schema 8".into())]]);
+    assert_eq!(version, vec![vec![SqlCell::Text("quota-engine schema 9".into())]]);
     let members = w
         .db()
         .query("SELECT COUNT(*) FROM memberships", &[])

@@ -36,7 +36,7 @@ fn the_probes_answer_without_a_token_and_stay_out_of_the_access_log() {
     );
     assert_eq!(
         probe(&server, "/readyz"),
-        (200, serde_json::json!({"status": "ready", "schema_version": 8}))
+        (200, serde_json::json!({"status": "ready", "schema_version": 9}))
     );
     let (st, _) = server.call("POST", "/readyz", None, Some("{}"));
     assert_eq!(st, 405);

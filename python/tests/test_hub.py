@@ -196,7 +196,7 @@ def test_upgrade_db_only_migrates_the_quota_database(tmp_path):
     )
     assert out.returncode == 0, out.stdout + out.stderr
     with sqlite3.connect(h.quota_db()) as c:
-        assert c.execute("PRAGMA user_version").fetchone()[0] == 8
+        assert c.execute("PRAGMA user_version").fetchone()[0] == 9
         assert c.execute("SELECT count(*) FROM sessions").fetchone()[0] == 0
     assert "refresh rule" not in out.stdout + out.stderr
 

@@ -66,6 +66,11 @@ pub(super) fn answer(route: Route<'_>, method: &str, c: &mut Call<'_, '_>) -> Re
         Route::Webhooks => event_routes::status(c),
         Route::Redeliver(name) => event_routes::redeliver(c, name),
         Route::Deliveries(name) => event_routes::deliveries(c, name),
+        Route::MyRequests if method == "GET" => request_routes::mine(c),
+        Route::MyRequests => request_routes::ask(c),
+        Route::Requests => request_routes::list(c),
+        Route::Request(id) if method == "GET" => request_routes::show(c, id),
+        Route::Request(id) => request_routes::decide(c, id),
     }
 }
 

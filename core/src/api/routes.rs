@@ -52,6 +52,9 @@ pub(super) enum Route<'p> {
     Webhooks,
     Redeliver(&'p str),
     Deliveries(&'p str),
+    MyRequests,
+    Requests,
+    Request(&'p str),
 }
 
 /// The route the decoded path segments name.
@@ -73,6 +76,8 @@ pub(super) fn route<'p>(segs: &[&'p str]) -> Option<Route<'p>> {
         ["admin", "api", "quota", "webhooks"] => Route::Webhooks,
         ["admin", "api", "quota", "webhooks", name, "redeliver"] => Route::Redeliver(name),
         ["admin", "api", "quota", "webhooks", name, "deliveries"] => Route::Deliveries(name),
+        ["admin", "api", "quota", "requests"] => Route::Requests,
+        ["admin", "api", "quota", "requests", id] => Route::Request(id),
         ["admin", "api", "quota", "users", name] | ["admin", "api", "quota", name] => Route::User(name),
         ["api", "quota", "me"] => Route::Me,
         ["api", "quota", "me", "transactions"] => Route::MyTransactions,
@@ -80,6 +85,7 @@ pub(super) fn route<'p>(segs: &[&'p str]) -> Option<Route<'p>> {
         ["api", "quota", "me", "usage"] => Route::MyUsage,
         ["api", "quota", "me", "events"] => Route::MyEvents,
         ["api", "quota", "me", "status"] => Route::MyStatus,
+        ["api", "quota", "me", "requests"] => Route::MyRequests,
         ["api", "quota", "rates"] => Route::Rates,
         ["api", "accelerators"] => Route::Accelerators,
         ["api", "quota", "sessions"] => Route::Sessions,
@@ -128,6 +134,9 @@ pub fn route_template(path: &str) -> Option<&'static str> {
         Route::Webhooks => "/admin/api/quota/webhooks",
         Route::Redeliver(_) => "/admin/api/quota/webhooks/{name}/redeliver",
         Route::Deliveries(_) => "/admin/api/quota/webhooks/{name}/deliveries",
+        Route::MyRequests => "/api/quota/me/requests",
+        Route::Requests => "/admin/api/quota/requests",
+        Route::Request(_) => "/admin/api/quota/requests/{id}",
     })
 }
 
@@ -172,6 +181,12 @@ pub(super) fn access<'p>(route: &Route<'p>, method: &str) -> (&'static [&'static
         Route::Session(_) => (&["GET"], Access::AdminOrManager),
         Route::EndById(_) | Route::EndByServer => (&["POST"], Access::Sessions),
         Route::OpenApi => (&["GET"], Access::Public),
+        // A user's own requests (asked and read); the handler names the caller.
+        Route::MyRequests => (&["GET", "POST"], Access::Authenticated),
+        // Quota admins, and course staff for their groups' members and shared budgets (the
+        // handler keeps them to those).
+        Route::Requests => (&["GET"], Access::AdminOrManager),
+        Route::Request(_) => (&["GET", "POST"], Access::AdminOrManager),
         Route::Groups => (&["GET"], Access::Admin),
         Route::Budgets => (&["GET"], Access::AdminOrManager),
         Route::Budget(_) => (

@@ -39,6 +39,8 @@ pub struct Config {
     pub budgets: BTreeMap<String, crate::budgets::definition::BudgetDefinition>,
     /// Warnings, low-balance marks and webhooks (credit model 2, "Events").
     pub notify: crate::events::settings::Notify,
+    /// `custom.quota.requestMaxAmount`: the most one credit request may ask for.
+    pub request_max_amount: i64,
 }
 
 /// One `custom.quota.refreshRules.<name>` entry.
@@ -115,6 +117,9 @@ impl Config {
             .opt_milli("minimumToStart", Milli(limits::AMOUNT_ABS_MAX * 1000))
             .unwrap_or(Milli(10_000));
         let default_quota = q.opt_int("defaultQuota", 0, limits::AMOUNT_ABS_MAX).unwrap_or(0);
+        let request_max_amount = q
+            .opt_int("requestMaxAmount", 1, limits::AMOUNT_ABS_MAX)
+            .unwrap_or(limits::REQUEST_MAX_AMOUNT_DEFAULT);
         let rules_value = q.raw("refreshRules");
         let groups_value = q.raw("groups");
         let budgets_value = q.raw("budgets");
@@ -173,6 +178,7 @@ impl Config {
                 groups,
                 budgets,
                 notify,
+                request_max_amount,
             })
         } else {
             Err(ConfigError(problems))

@@ -199,6 +199,21 @@ pub fn chat_text(e: &StoredEvent) -> String {
             t("expires_at")
         ),
         EventKind::StartRefused => format!("start refused for {who}: {}", t("message")),
+        EventKind::RequestCreated => format!(
+            "{who} asks for {} credits (request {}): {}",
+            t("amount"),
+            t("request_id"),
+            t("reason")
+        ),
+        EventKind::RequestDecided => format!(
+            "request {} of {who} {} by {}: {} of {} credits; {}",
+            t("request_id"),
+            t("status"),
+            t("decided_by"),
+            t("granted"),
+            t("amount"),
+            t("note")
+        ),
     };
     format!("[quota] {}", chat_escape(&text))
 }

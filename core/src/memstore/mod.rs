@@ -6,6 +6,7 @@ mod budgets;
 mod events;
 mod grants;
 mod groups;
+mod requests;
 mod runs;
 mod sessions;
 mod undo;
@@ -15,8 +16,8 @@ mod users;
 use std::collections::BTreeMap;
 
 use crate::store::{
-    AccountKey, BudgetRow, Grant, RefreshRun, Session, StoredEvent, Transaction, Usage, UserRecord,
-    WebhookRow,
+    AccountKey, BudgetRow, CreditRequest, Grant, RefreshRun, Session, StoredEvent, Transaction, Usage,
+    UserRecord, WebhookRow,
 };
 use crate::time::Timestamp;
 
@@ -44,7 +45,10 @@ pub struct MemStore {
     pub grant_warn: BTreeMap<i64, (Option<i64>, Option<Timestamp>)>,
     pub webhooks: BTreeMap<String, WebhookRow>,
     pub webhook_failures: BTreeMap<(String, i64), (String, Timestamp)>,
+    /// Credit requests by id.
+    pub requests: BTreeMap<i64, CreditRequest>,
     next_session_id: i64,
+    next_request_id: i64,
     next_grant_id: i64,
     next_event_id: i64,
 }

@@ -11,15 +11,19 @@ pub enum EventKind {
     BalanceLow,
     GrantExpiring,
     StartRefused,
+    RequestCreated,
+    RequestDecided,
 }
 
 impl EventKind {
-    pub const ALL: [EventKind; 5] = [
+    pub const ALL: [EventKind; 7] = [
         EventKind::SessionEnding,
         EventKind::SessionEnded,
         EventKind::BalanceLow,
         EventKind::GrantExpiring,
         EventKind::StartRefused,
+        EventKind::RequestCreated,
+        EventKind::RequestDecided,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -29,6 +33,8 @@ impl EventKind {
             EventKind::BalanceLow => "balance.low",
             EventKind::GrantExpiring => "grant.expiring",
             EventKind::StartRefused => "start.refused",
+            EventKind::RequestCreated => "request.created",
+            EventKind::RequestDecided => "request.decided",
         }
     }
 

@@ -1,7 +1,7 @@
 //! What the engine keeps, and the storage traits every backend implements: one file per kind of
 //! row (`users.rs` users and their ledger, `sessions.rs`, `groups.rs` memberships, `runs.rs`
 //! refresh runs, `usage.rs` the running sums, `grants.rs` dated grants, `budgets.rs`, `events.rs`
-//! events and webhooks), each holding its rows and its trait. [`Store`] is all of them.
+//! events and webhooks, `requests.rs` credit requests), each holding its rows and its trait. [`Store`] is all of them.
 //!
 //! The traits are shaped for real databases: one call per row read or write, and paged scans where
 //! a whole set must be visited (refresh, the lists). Each engine operation is run by its host inside
@@ -16,6 +16,7 @@ mod budgets;
 mod events;
 mod grants;
 mod groups;
+mod requests;
 mod runs;
 mod sessions;
 mod usage;
@@ -25,6 +26,7 @@ pub use budgets::*;
 pub use events::*;
 pub use grants::*;
 pub use groups::*;
+pub use requests::*;
 pub use runs::*;
 pub use sessions::*;
 pub use usage::*;
@@ -33,11 +35,27 @@ pub use users::*;
 /// Storage as the engine sees it: every kind of row. Engine code takes `&mut dyn Store` and calls
 /// any kind's methods on it.
 pub trait Store:
-    UserStore + SessionStore + GroupStore + RunStore + UsageStore + GrantStore + BudgetStore + EventStore
+    UserStore
+    + SessionStore
+    + GroupStore
+    + RunStore
+    + UsageStore
+    + GrantStore
+    + BudgetStore
+    + EventStore
+    + RequestStore
 {
 }
 
 impl<T> Store for T where
-    T: UserStore + SessionStore + GroupStore + RunStore + UsageStore + GrantStore + BudgetStore + EventStore
+    T: UserStore
+        + SessionStore
+        + GroupStore
+        + RunStore
+        + UsageStore
+        + GrantStore
+        + BudgetStore
+        + EventStore
+        + RequestStore
 {
 }

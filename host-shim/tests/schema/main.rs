@@ -8,8 +8,9 @@ mod steps;
 mod tables;
 
 use tables::{
-    as_before_schema_6, as_before_schema_7, back_to_schema_5, back_to_schema_6, back_to_schema_7, int, rows,
-    tables, version_of, without_schema_7, worker, SchemaVersion,
+    as_before_schema_6, as_before_schema_7, back_to_schema_5, back_to_schema_6, back_to_schema_7,
+    back_to_schema_8, int, rows, tables, version_of, without_schema_7, without_schema_9, worker,
+    SchemaVersion,
 };
 
 use quota_core::Timestamp;
@@ -22,10 +23,10 @@ fn a_fresh_database_gets_the_current_schema_once() {
     let dir = tempfile::tempdir().expect("dir");
     let path = dir.path().join("q.db");
     let mut w = worker(&path);
-    assert_eq!(version_of(&path), 8);
+    assert_eq!(version_of(&path), 9);
     // Idempotent: a second migrate finds the current version and does nothing.
     let m = w.migrate().expect("again");
-    assert_eq!((m.from_version, m.to_version), (8, 8));
+    assert_eq!((m.from_version, m.to_version), (9, 9));
 }
 
 #[test]
@@ -90,7 +91,7 @@ fn a_quota_hub_0_1_0_file_migrates_without_losing_a_row() {
     drop(old);
 
     let mut w = worker(&path);
-    assert_eq!(version_of(&path), 8);
+    assert_eq!(version_of(&path), 9);
     let mut after = tables(w.db());
     // Schema 5's usage sums are built from the ledger: the credits of every `usage` row, by user.
     let sums = rows(
@@ -204,7 +205,7 @@ fn hosts_starting_at_once_on_one_new_file_both_come_up() {
         h.join().expect("thread").expect("worker came up");
     }
     let mut db = SqliteDb::open(&common::runtime(), &path, SqliteOptions::default()).expect("open");
-    assert_eq!(db.schema_version().unwrap(), 8);
+    assert_eq!(db.schema_version().unwrap(), 9);
     assert_eq!(
         rows(&mut db, "SELECT COUNT(*) FROM users"),
         vec![vec![SqlCell::Int(0)]]
@@ -249,5 +250,5 @@ fn a_long_migration_is_not_stopped_at_the_call_deadline() {
     let mut w = Worker::new(rt, Box::new(db), &common::fixture_json()).expect("migrated within its deadline");
     let sums = rows(w.db(), "SELECT SUM(credits) FROM user_usage_days");
     assert_eq!(sums, vec![vec![SqlCell::Int(300_000)]]);
-    assert_eq!(rows(w.db(), "PRAGMA user_version"), vec![vec![SqlCell::Int(8)]]);
+    assert_eq!(rows(w.db(), "PRAGMA user_version"), vec![vec![SqlCell::Int(9)]]);
 }

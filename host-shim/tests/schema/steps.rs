@@ -37,7 +37,7 @@ fn a_schema_6_database_gains_the_events_and_keeps_its_rows() {
     back_to_schema_6(w.db());
     let before = tables(w.db());
     let m = w.migrate().expect("migrate");
-    assert_eq!((m.from_version, m.to_version), (6, 8));
+    assert_eq!((m.from_version, m.to_version), (6, 9));
     assert_eq!(before, as_before_schema_7(tables(w.db())));
     // The session running across the upgrade is not warned (its marks were never armed), and it
     // is extended and ended as any other.
@@ -125,8 +125,12 @@ fn a_schema_7_database_gains_the_day_total_triggers_and_its_totals_stay_the_user
     back_to_schema_7(w.db());
     let before = tables(w.db());
     let m = w.migrate().expect("migrate");
-    assert_eq!((m.from_version, m.to_version), (7, 8));
-    assert_eq!(tables(w.db()), before, "the migration writes no row");
+    assert_eq!((m.from_version, m.to_version), (7, 9));
+    assert_eq!(
+        without_schema_9(tables(w.db())),
+        before,
+        "the migration writes no row"
+    );
     // The next day, and the first day again: both paths of the triggers.
     run(&mut w, "bob", "b", t0 + 86_400, 7);
     run(&mut w, "alice", "", t0 + 7_200, 1);
@@ -160,7 +164,7 @@ fn a_schema_3_database_gains_the_memberships_table_and_keeps_its_rows() {
     w.db().query("PRAGMA user_version = 3", &[]).expect("version");
     let before = tables(w.db());
     let m = w.migrate().expect("migrate");
-    assert_eq!((m.from_version, m.to_version), (3, 8));
+    assert_eq!((m.from_version, m.to_version), (3, 9));
     let mut after = tables(w.db());
     assert_eq!(after.remove("memberships"), Some(Vec::new()));
     assert_eq!(after.remove("group_members"), Some(Vec::new()));
@@ -226,7 +230,7 @@ fn a_schema_4_database_gets_the_usage_sums_the_engine_would_have_kept() {
     w.db().query("DROP TABLE user_usage_days", &[]).expect("drop");
     w.db().query("PRAGMA user_version = 4", &[]).expect("version");
     let m = w.migrate().expect("migrate");
-    assert_eq!((m.from_version, m.to_version), (4, 8));
+    assert_eq!((m.from_version, m.to_version), (4, 9));
     let kept = without_schema_7(kept);
     assert_eq!(
         without_schema_7(tables(w.db())),
@@ -238,4 +242,48 @@ fn a_schema_4_database_gets_the_usage_sums_the_engine_would_have_kept() {
     w.db().query("PRAGMA user_version = 4", &[]).expect("version");
     w.migrate().expect("again");
     assert_eq!(without_schema_7(tables(w.db())), kept);
+}
+
+/// Schema 9 adds credit requests: a schema 8 database keeps every row, and takes requests at once
+/// (one pending per user and account, held by its index too).
+#[test]
+fn a_schema_8_database_gains_credit_requests_and_keeps_its_rows() {
+    let dir = tempfile::tempdir().expect("dir");
+    let mut w = worker(&dir.path().join("q.db"));
+    let admin = common::admin();
+    let (st, b) = common::request(
+        &mut w,
+        &admin,
+        "POST",
+        "/admin/api/quota/users/alice",
+        r#"{"action":"set","amount":10}"#,
+        NOW,
+    );
+    assert_eq!(st, 200, "{b}");
+    back_to_schema_8(w.db());
+    let before = tables(w.db());
+    let m = w.migrate().expect("migrate");
+    assert_eq!((m.from_version, m.to_version), (8, 9));
+    assert_eq!(
+        without_schema_9(tables(w.db())),
+        before,
+        "the migration writes no row"
+    );
+    let alice = quota_core::Caller {
+        name: "alice".into(),
+        admin: false,
+        scopes: vec![],
+    };
+    let ask = r#"{"amount":5,"reason":"lab"}"#;
+    let (st, b) = common::request(&mut w, &alice, "POST", "/api/quota/me/requests", ask, NOW);
+    assert_eq!(st, 201, "{b}");
+    let (st, b) = common::request(&mut w, &alice, "POST", "/api/quota/me/requests", ask, NOW);
+    assert_eq!(st, 409, "{b}");
+    // The index holds it too, whatever the engine read.
+    let dup = w.db().query(
+        "INSERT INTO credit_requests (username, budget, amount, reason, status, created_at)
+         VALUES ('alice', '', 1, 'x', 'pending', 0)",
+        &[],
+    );
+    assert!(dup.is_err(), "a second pending request for one account");
 }

@@ -61,8 +61,26 @@ pub fn tables(db: &mut dyn Database) -> BTreeMap<String, Vec<String>> {
 
 /// Takes a schema 6 file back to what schema 5 had (the tests that migrate an older file make it
 /// from a current one): the budgets' tables, indexes and columns and the grants go.
+/// Schema 8 as the previous release wrote it: no credit requests.
+pub fn back_to_schema_8(db: &mut dyn Database) {
+    for sql in ["DROP TABLE credit_requests", "PRAGMA user_version = 8"] {
+        db.query(sql, &[]).expect(sql);
+    }
+}
+
+/// The rows a migration to schema 9 adds nothing to: its table (empty) left out.
+pub fn without_schema_9(mut t: BTreeMap<String, Vec<String>>) -> BTreeMap<String, Vec<String>> {
+    assert_eq!(
+        t.remove("credit_requests"),
+        Some(Vec::new()),
+        "schema 9 adds credit_requests, empty"
+    );
+    t
+}
+
 /// Schema 7 as the previous release wrote it: no triggers keeping the day totals.
 pub fn back_to_schema_7(db: &mut dyn Database) {
+    back_to_schema_8(db);
     for sql in [
         "DROP TRIGGER usage_days_added",
         "DROP TRIGGER usage_days_changed",
@@ -93,7 +111,8 @@ pub fn back_to_schema_6(db: &mut dyn Database) {
 
 /// The rows a migration to schema 7 adds nothing to: its new tables (empty) left out, the new
 /// columns of the sessions and grants (null on older rows) cut off.
-pub fn as_before_schema_7(mut t: BTreeMap<String, Vec<String>>) -> BTreeMap<String, Vec<String>> {
+pub fn as_before_schema_7(t: BTreeMap<String, Vec<String>>) -> BTreeMap<String, Vec<String>> {
+    let mut t = without_schema_9(t);
     for new in ["events", "webhooks", "webhook_failures"] {
         assert_eq!(t.remove(new), Some(Vec::new()), "schema 7 adds {new}, empty");
     }
@@ -111,7 +130,7 @@ pub fn as_before_schema_7(mut t: BTreeMap<String, Vec<String>>) -> BTreeMap<Stri
 /// Every table as schema 6 had it, whatever schema 7's parts hold: for comparing databases taken
 /// back to an older schema and migrated again.
 pub fn without_schema_7(mut t: BTreeMap<String, Vec<String>>) -> BTreeMap<String, Vec<String>> {
-    for new in ["events", "webhooks", "webhook_failures"] {
+    for new in ["events", "webhooks", "webhook_failures", "credit_requests"] {
         t.remove(new);
     }
     for table in ["sessions", "grants"] {

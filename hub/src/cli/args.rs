@@ -116,9 +116,13 @@ pub enum TokenCommand {
         /// An administrator: may do everything.
         #[arg(long)]
         admin: bool,
-        /// A service scope; repeat for several.
-        #[arg(long, value_parser = ["quota:sessions", "quota:refresh", "quota:admin", "quota:metrics"])]
+        /// A service scope; repeat for several. `quota:manage` (course staff) needs `--group`.
+        #[arg(long, value_parser = ["quota:sessions", "quota:refresh", "quota:admin", "quota:metrics", "quota:manage"])]
         scope: Vec<String>,
+        /// With `--scope quota:manage`: a group whose members and budgets the token manages;
+        /// repeat for several.
+        #[arg(long)]
+        group: Vec<String>,
         /// Refuse the token after this long: `90d`, `12h`, `30m`, `45s` (default: never).
         #[arg(long, value_name = "DURATION")]
         expires_in: Option<String>,

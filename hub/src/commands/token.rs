@@ -25,11 +25,13 @@ pub fn run(command: TokenCommand) -> Result<ExitCode, String> {
             user,
             admin,
             scope,
+            group,
             expires_in,
             ..
         } => {
             let expires_in = expires_in.as_deref().map(tokens::parse_duration).transpose()?;
-            let secret = tokens::issue(conn, &user, admin, &scope, now, expires_in)?;
+            let scopes = tokens::scopes::with_groups(&scope, &group)?;
+            let secret = tokens::issue(conn, &user, admin, &scopes, now, expires_in)?;
             println!("{secret}");
         }
         TokenCommand::List { .. } => {

@@ -5,7 +5,8 @@
 //!
 //! ```yaml
 //! - name: cron                 # the token's user or service name
-//!   scopes: [quota:refresh]    # quota:sessions, quota:refresh, quota:admin, quota:metrics
+//!   scopes: [quota:refresh]    # quota:sessions, quota:refresh, quota:admin, quota:metrics, quota:manage
+//!   groups: [course-101]       # with quota:manage: the groups it manages
 //!   admin: false               # optional
 //!   secretFile: /etc/quota/refresh-token/token   # or secretEnv: QUOTA_REFRESH_TOKEN
 //! ```
@@ -24,7 +25,13 @@ use crate::storage::host_tables::Sql;
 use crate::tokens;
 
 /// The scopes a token may have (as `token issue --scope`).
-pub const SCOPES_KNOWN: [&str; 4] = ["quota:sessions", "quota:refresh", "quota:admin", "quota:metrics"];
+pub const SCOPES_KNOWN: [&str; 5] = [
+    "quota:sessions",
+    "quota:refresh",
+    "quota:admin",
+    "quota:metrics",
+    "quota:manage",
+];
 /// A secret shorter than this is refused: it could be guessed (`token issue` makes 67 characters).
 pub const SECRET_CHARS_MIN: usize = 32;
 pub const SECRET_CHARS_MAX: usize = 1024;
@@ -87,9 +94,9 @@ fn one(
     };
     let mut problems = Vec::new();
     for key in map.keys() {
-        if !["name", "scopes", "admin", "secretFile", "secretEnv"].contains(&key.as_str()) {
+        if !["name", "scopes", "groups", "admin", "secretFile", "secretEnv"].contains(&key.as_str()) {
             problems.push(format!(
-                "{at}.{key}: unknown key (name, scopes, admin, secretFile, secretEnv)"
+                "{at}.{key}: unknown key (name, scopes, groups, admin, secretFile, secretEnv)"
             ));
         }
     }
@@ -116,6 +123,30 @@ fn one(
         }
         Some(_) => problems.push(format!("{at}.scopes: must be a list")),
     }
+    // Course staff: `scopes: [quota:manage]` with the `groups` it manages.
+    let mut groups = Vec::new();
+    match map.get("groups") {
+        None | Some(serde_json::Value::Null) => {}
+        Some(serde_json::Value::Array(list)) => {
+            for (j, g) in list.iter().enumerate() {
+                match g.as_str() {
+                    Some(g) => groups.push(g.to_string()),
+                    None => problems.push(format!("{at}.groups[{j}]: must be a group's name")),
+                }
+            }
+        }
+        Some(_) => problems.push(format!("{at}.groups: must be a list")),
+    }
+    let scopes = match super::scopes::with_groups(&scopes, &groups) {
+        Ok(s) => s,
+        Err(e) => {
+            problems.push(format!(
+                "{at}: {}",
+                e.replace("--scope ", "scopes: ").replace("--group", "groups")
+            ));
+            Vec::new()
+        }
+    };
     let admin = match map.get("admin") {
         None | Some(serde_json::Value::Null) => false,
         Some(serde_json::Value::Bool(b)) => *b,
@@ -270,8 +301,8 @@ mod tests {
         assert_eq!(
             problems,
             [
-                p("[0].color: unknown key (name, scopes, admin, secretFile, secretEnv)"),
-                p("[0].scopes[0]: \"quota:everything\" is not a scope (quota:sessions, quota:refresh, quota:admin, quota:metrics)"),
+                p("[0].color: unknown key (name, scopes, groups, admin, secretFile, secretEnv)"),
+                p("[0].scopes[0]: \"quota:everything\" is not a scope (quota:sessions, quota:refresh, quota:admin, quota:metrics, quota:manage)"),
                 p("[0]: the secret is 3 characters; it must be 32 to 1024"),
                 p("[1].name: required, a non-empty string"),
                 p("[1].secretFile: /no/such/file: No such file or directory (os error 2)"),

@@ -2,6 +2,7 @@
 
 pub mod import;
 pub mod rows;
+pub mod scopes;
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -119,7 +120,7 @@ pub fn authenticate(
                 Caller {
                     name: t.name,
                     admin: t.admin,
-                    scopes: t.scopes,
+                    scopes: t.scopes.iter().map(|s| scopes::decoded(s)).collect(),
                 },
                 t.hash,
             )

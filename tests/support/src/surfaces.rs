@@ -207,6 +207,16 @@ fn events_are_well_formed(store: &MemStore, after: &str) {
             EventKind::BalanceLow => &["balance", "threshold"],
             EventKind::GrantExpiring => &["grant_id", "remaining", "expires_at"],
             EventKind::StartRefused => &["status", "message", "server_name", "resource_type"],
+            EventKind::RequestCreated => &["request_id", "amount", "reason"],
+            EventKind::RequestDecided => &[
+                "request_id",
+                "status",
+                "amount",
+                "granted",
+                "expires_at",
+                "note",
+                "decided_by",
+            ],
         };
         assert!(
             data.as_object()

@@ -121,4 +121,10 @@ pub const TABLES: &[(&str, &str, &str, Option<&str>)] = &[
         "webhook, event_id",
         None,
     ),
+    (
+        "credit_requests",
+        "id, username, budget, amount, reason, status, created_at, decided_at, decided_by, granted, expires_at, note",
+        "id",
+        Some("id"),
+    ),
 ];

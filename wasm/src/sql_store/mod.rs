@@ -16,6 +16,7 @@ mod events;
 mod grants;
 mod groups;
 mod migrate;
+mod requests;
 mod rows;
 mod runs;
 mod schema;

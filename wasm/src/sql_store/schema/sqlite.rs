@@ -298,8 +298,31 @@ const SQLITE_FROM_6: &[&str] = &[
     "PRAGMA user_version = 7",
 ];
 
+/// Schema 8 to 9: credit requests (issue 48), a user's own account as the empty budget; one pending
+/// request per user and account, held by a partial unique index.
+const SQLITE_FROM_8: &[&str] = &[
+    "CREATE TABLE IF NOT EXISTS credit_requests (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        username TEXT NOT NULL,
+        budget TEXT NOT NULL,
+        amount INTEGER NOT NULL,
+        reason TEXT NOT NULL,
+        status TEXT NOT NULL,
+        created_at INTEGER NOT NULL,
+        decided_at INTEGER,
+        decided_by TEXT,
+        granted INTEGER,
+        expires_at INTEGER,
+        note TEXT
+     )",
+    "CREATE UNIQUE INDEX IF NOT EXISTS credit_requests_pending ON credit_requests (username, budget)
+     WHERE status = 'pending'",
+    "CREATE INDEX IF NOT EXISTS credit_requests_by_user ON credit_requests (username, id)",
+    "PRAGMA user_version = 9",
+];
+
 pub const SQLITE: Schema = Schema {
-    current_version: 8,
+    current_version: 9,
     read_version: "PRAGMA user_version",
     migrations: &[
         (0, SQLITE_CREATE),
@@ -310,6 +333,7 @@ pub const SQLITE: Schema = Schema {
         (5, SQLITE_FROM_5),
         (6, SQLITE_FROM_6),
         (7, SQLITE_FROM_7),
-        (8, &[]),
+        (8, SQLITE_FROM_8),
+        (9, &[]),
     ],
 };
