@@ -8,6 +8,7 @@ import { Api, ApiError, tokenSignIn, userPath } from './api.js';
 import { BudgetsPanel, expiresAt } from './budgets-panel.js';
 import { RunningPanel } from './running-panel.js';
 import { RefreshPanel } from './refresh-panel.js';
+import { RequestsPanel } from './requests-panel.js';
 import { UsagePanel } from './usage-panel.js';
 import { UsersTable } from './users-table.js';
 
@@ -67,18 +68,38 @@ async function servers() {
   return shown;
 }
 
+/**
+ * Course staff see their groups' members and the budgets those groups share, with the actions they
+ * may take: no refresh rules, no hub-wide usage, no unlimited users, no budget definitions.
+ */
+function staffView(rights) {
+  page.rights = rights;
+  if (rights.quota_admin) return;
+  $('refresh-open').hidden = true;
+  $('usage-open').hidden = true;
+  $('set-value').placeholder = '100';
+  $('page-title').textContent = `Users of ${rights.manages.join(', ')}`;
+  $('staff-note').hidden = false;
+  $('staff-note').textContent = `You manage the credit of the members of ${rights.manages.join(', ')} and of the budgets `
+    + 'those groups share. Unlimited users, refresh rules and budget definitions are for quota admins.';
+}
+
 async function load(first) {
   const t0 = performance.now();
-  const [rates, list, states] = await Promise.all([
+  const [rates, list, states, rights, pending] = await Promise.all([
     first ? api.get('/api/quota/rates') : Promise.resolve(null),
     api.get('/admin/api/quota/'),
     servers(),
+    first ? api.get('/api/quota/me/rights') : Promise.resolve(null),
+    first ? api.get('/admin/api/quota/requests?status=pending') : Promise.resolve(null),
   ]);
+  if (pending) RequestsPanel.badge(pending);
   if (first) {
+    staffView(rights);
     // The engine only answers pure functions here; quota's switch is all its configuration needs.
     page.engine = await loadEngine(`${cfg.static}gen/`, { custom: { authMode: 'github', quota: { enabled: rates.enabled } } });
     page.enabled = rates.enabled;
-    page.table = new UsersTable($('users'), { quota: rates.enabled, actions });
+    page.table = new UsersTable($('users'), { quota: rates.enabled, actions, unlimited: rights.quota_admin });
     $('disabled').hidden = rates.enabled;
     $('tools').hidden = !rates.enabled;
   }
@@ -135,6 +156,10 @@ const actions = {
     page.clearError();
     const q = parse(`Quota for ${name}`, text);
     if (!q) return false;
+    if (q.unlimited && !page.rights.quota_admin) {
+      page.error(`Quota for ${name}: only a quota admin may make a user unlimited; give a number`);
+      return false;
+    }
     const user = page.table.users.get(name);
     try {
       if (q.unlimited) {
@@ -238,7 +263,8 @@ function setQuotaPanel() {
       return;
     }
     const q = parse('Quota for selected users', $('set-value').value);
-    if (!q) {
+    if (!q || (q.unlimited && !page.rights.quota_admin)) {
+      if (q) page.error('Quota for selected users: only a quota admin may make users unlimited; give a number');
       $('set-value').setAttribute('aria-invalid', 'true');
       return;
     }
@@ -302,6 +328,7 @@ async function start() {
       new UsagePanel(page);
       new BudgetsPanel(page);
       new RunningPanel(page);
+      new RequestsPanel(page);
       $('ledger-close').addEventListener('click', () => {
         $('ledger').hidden = true;
       });

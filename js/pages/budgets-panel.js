@@ -89,7 +89,7 @@ export class BudgetsPanel {
     $('b-recent').tBodies[0].replaceChildren(
       ...d.recent_transactions.map((t) => cells(document.createElement('tr'), [
         [when(t.created_at), false], [t.transaction_type, false], [t.username ?? '', false], [t.amount, true], [t.balance_after, true],
-        [t.expires_at ? when(t.expires_at) : '', false], [t.description, false],
+        [t.expires_at ? when(t.expires_at) : '', false], [t.created_by ?? '(system)', false], [t.description, false],
       ])),
     );
     window.quotaPage.budgets = { ...window.quotaPage.budgets, shown: name, balance: d.balance };

@@ -49,7 +49,7 @@ export class RunningPanel {
   constructor(page) {
     this.page = page;
     $('running-open').addEventListener('click', () => this.toggle());
-    $('r-close').addEventListener('click', () => this.toggle(false));
+    $('run-close').addEventListener('click', () => this.toggle(false));
   }
 
   toggle(open = $('running-view').hidden) {

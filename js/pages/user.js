@@ -5,6 +5,7 @@
 import { Api, tokenSignIn } from './api.js';
 import { drawUsage } from './usage-chart.js';
 import { extendCell } from './running-panel.js';
+import { RequestForm } from './request-form.js';
 
 const $ = (id) => document.getElementById(id);
 const cfg = JSON.parse($('quota-page').textContent);
@@ -28,9 +29,10 @@ const row = (cells) => {
 };
 const when = (t) => (t ? t.replace('T', ' ') : '');
 
-function error(message) {
+function error(message, fieldId) {
   $('alert').textContent = message;
   $('alert').hidden = false;
+  if (fieldId) $(fieldId).focus();
 }
 
 /** Display names of the resources this user may start (CPU always). */
@@ -123,6 +125,11 @@ async function start() {
     showMe(me, label);
     showRunning(mine.sessions, label);
     await older(label);
+    const say = (m) => {
+      $('status').textContent = m;
+    };
+    const asks = new RequestForm(api, me, say, error);
+    await asks.list();
     $('content').hidden = false;
     await drawUsage($('usage-chart'), $('usage-table'), usage.days, known, 'Credits per day');
     if (cfg.auth === 'token') $('sign-out').hidden = false;

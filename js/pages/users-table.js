@@ -8,10 +8,13 @@ export class UsersTable {
   /**
    * `table`: the <table>; `quota`: quota is enabled (Quota, Unlimited and Ledger columns);
    * `actions`: {save(user, text), toggle(user, on), ledger(user)} (each returns a promise, resolved
-   * true when the change was made).
+   * true when the change was made); `unlimited`: the Unlimited boxes may be changed (course staff:
+   * shown, disabled).
    */
-  constructor(table, { quota, actions }) {
+  constructor(table, { quota, actions, unlimited = true }) {
     this.table = table;
+    /** Whether the caller may make users unlimited (quota admins; course staff may not). */
+    this.mayUnlimit = unlimited;
     this.body = table.tBodies[0];
     this.quota = quota;
     this.actions = actions;
@@ -82,6 +85,10 @@ export class UsersTable {
       const q = cell(el('button', { type: 'button', className: 'edit' }));
       q.className = 'num quota';
       const unl = el('input', { type: 'checkbox', className: 'unl' });
+      if (!this.mayUnlimit) {
+        unl.disabled = true;
+        unl.title = 'Only a quota admin may make a user unlimited';
+      }
       const updated = el('td', { className: 'updated' }, { role: 'cell' });
       const ledger = el('button', {
         type: 'button',

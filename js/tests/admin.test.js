@@ -86,7 +86,8 @@ test('the list: one list request, a Quota column, server status from active sess
   await page.getByRole('button', { name: 'Sign in' }).click();
   await page.waitForFunction(() => window.quotaPage.state === 'ready');
   const api = gets.filter((p) => p.includes('/api/'));
-  assert.deepEqual(api.sort(), ['/hub/admin/api/quota/', '/hub/api/quota/rates', '/hub/api/quota/sessions'].sort());
+  // The list, the rates, the active sessions, what the caller may do, and the pending requests' count.
+  assert.deepEqual(api.sort(), ['/hub/admin/api/quota/', '/hub/admin/api/quota/requests', '/hub/api/quota/me/rights', '/hub/api/quota/rates', '/hub/api/quota/sessions'].sort());
   assert.equal(await page.getByRole('columnheader', { name: 'Quota' }).count(), 1);
   const row = (u) => page.getByRole('row').filter({ has: page.getByRole('rowheader', { name: u, exact: true }) });
   assert.match(await row('bob').textContent(), /running \(1\)/);

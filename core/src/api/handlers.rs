@@ -66,6 +66,18 @@ pub(super) fn answer(route: Route<'_>, method: &str, c: &mut Call<'_, '_>) -> Re
         Route::Webhooks => event_routes::status(c),
         Route::Redeliver(name) => event_routes::redeliver(c, name),
         Route::Deliveries(name) => event_routes::deliveries(c, name),
+        Route::MyRights => {
+            // What the caller may do, for pages that show only the actions they may take.
+            no_query(&c.query)?;
+            Ok(Response::json(
+                200,
+                &json!({
+                    "username": c.caller.name.to_lowercase(),
+                    "quota_admin": c.caller.is_quota_admin(),
+                    "manages": c.caller.managed_groups(),
+                }),
+            ))
+        }
         Route::MyRequests if method == "GET" => request_routes::mine(c),
         Route::MyRequests => request_routes::ask(c),
         Route::Requests => request_routes::list(c),

@@ -53,6 +53,7 @@ pub(super) enum Route<'p> {
     Redeliver(&'p str),
     Deliveries(&'p str),
     MyRequests,
+    MyRights,
     Requests,
     Request(&'p str),
 }
@@ -86,6 +87,7 @@ pub(super) fn route<'p>(segs: &[&'p str]) -> Option<Route<'p>> {
         ["api", "quota", "me", "events"] => Route::MyEvents,
         ["api", "quota", "me", "status"] => Route::MyStatus,
         ["api", "quota", "me", "requests"] => Route::MyRequests,
+        ["api", "quota", "me", "rights"] => Route::MyRights,
         ["api", "quota", "rates"] => Route::Rates,
         ["api", "accelerators"] => Route::Accelerators,
         ["api", "quota", "sessions"] => Route::Sessions,
@@ -135,6 +137,7 @@ pub fn route_template(path: &str) -> Option<&'static str> {
         Route::Redeliver(_) => "/admin/api/quota/webhooks/{name}/redeliver",
         Route::Deliveries(_) => "/admin/api/quota/webhooks/{name}/deliveries",
         Route::MyRequests => "/api/quota/me/requests",
+        Route::MyRights => "/api/quota/me/rights",
         Route::Requests => "/admin/api/quota/requests",
         Route::Request(_) => "/admin/api/quota/requests/{id}",
     })
@@ -162,7 +165,8 @@ pub(super) fn access<'p>(route: &Route<'p>, method: &str) -> (&'static [&'static
         | Route::MySessions
         | Route::MyUsage
         | Route::MyEvents
-        | Route::MyStatus => (&["GET"], Access::Authenticated),
+        | Route::MyStatus
+        | Route::MyRights => (&["GET"], Access::Authenticated),
         // The handler checks the session's owner (a plain user extends only their own).
         Route::Extend(_) => (&["POST"], Access::Authenticated),
         Route::Events | Route::Webhooks => (&["GET"], Access::Admin),

@@ -1,5 +1,7 @@
-"""Who calls the engine from the hub: a hub user's or service's scopes as the engine's caller, and
-the custom scopes an admin grants through `c.JupyterHub.load_roles`."""
+"""Who calls the engine from the hub: the request's expanded scopes (the token's intersected with
+its owner's, as JupyterHub computes them) as the engine's caller, never the account's `admin` flag;
+the custom scopes an operator grants through `c.JupyterHub.load_roles`, and `custom:quota:admin`
+granted to the built-in `admin` role."""
 
 from __future__ import annotations
 
@@ -10,10 +12,15 @@ from ..host.engine import Caller
 #: The scopes an admin grants through `c.JupyterHub.load_roles` (same meaning as quota-hub's).
 CUSTOM_SCOPES = {
     "custom:quota:admin": {"description": "Every quota admin operation (set, add, deduct, batch, refresh, sessions)."},
+    "custom:quota:manage": {
+        "description": "Course staff: the credit of a group's members and the budgets the group shares, and their "
+                       "credit requests. Give it with a group filter: custom:quota:manage!group=<group>.",
+    },
     "custom:quota:refresh": {"description": "Run quota refresh rules (POST /hub/admin/api/quota/refresh)."},
     "custom:quota:sessions": {"description": "Record and end quota usage sessions (what the hub itself does)."},
     "custom:quota:self": {
-        "description": "Read your own quota (balance, sessions, usage, events) and extend your own running servers.",
+        "description": "Read your own quota (balance, sessions, usage, events), extend your own running servers and "
+                       "ask for credit.",
     },
 }
 
@@ -30,22 +37,63 @@ SCOPES = {
     "custom:quota:sessions": "quota:sessions",
 }
 
+#: The quota admin's scope: `configure()` grants it to the built-in `admin` role.
+ADMIN_SCOPE = "custom:quota:admin"
+#: Course staff of group `<g>`: `custom:quota:manage!group=<g>` (the engine's `quota:manage!group=<g>`).
+MANAGE_PREFIX = "custom:quota:manage!group="
+
+
+def managed_groups(expanded_scopes: set) -> list:
+    """The groups the request manages (`custom:quota:manage!group=<g>`), sorted. An unfiltered
+    `custom:quota:manage` manages nothing: course staff are given their groups."""
+    return sorted(s[len(MANAGE_PREFIX):] for s in expanded_scopes if s.startswith(MANAGE_PREFIX) and len(s) > len(MANAGE_PREFIX))
+
 
 def may_self_serve(user: Any, expanded_scopes: set) -> bool:
-    """Whether a token may use the quota routes as its owner (their own quota, their own servers):
-    it holds `custom:quota:self` for its owner, or any quota scope, or is an admin's."""
+    """Whether a request may use the quota routes as its owner (their own quota, their own servers):
+    it holds `custom:quota:self` for its owner, or any quota scope."""
     name = getattr(user, "name", "")
     if "custom:quota:self" in expanded_scopes or f"custom:quota:self!user={name}" in expanded_scopes:
         return True
-    return caller_for(user, expanded_scopes).admin or any(k in expanded_scopes for k in SCOPES)
+    return any(k in expanded_scopes for k in SCOPES) or bool(managed_groups(expanded_scopes))
 
 
 def caller_for(user: Any, expanded_scopes: set) -> Caller:
-    """The engine's caller for a hub user or service: a quota admin if the user is a hub admin,
-    holds `admin:users` (the built-in admin role) or `custom:quota:admin`."""
-    scopes = tuple(v for k, v in SCOPES.items() if k in expanded_scopes)
-    admin = bool(getattr(user, "admin", False)) or "admin:users" in expanded_scopes or "custom:quota:admin" in expanded_scopes
-    return Caller(user.name, admin=admin, scopes=scopes)
+    """The engine's caller for a hub user or service, from the request's expanded scopes only: a
+    quota admin with `custom:quota:admin` (the built-in admin role's, through a full token or the
+    hub's login), course staff with `custom:quota:manage!group=<g>`. An admin's token narrowed to
+    `custom:quota:self!user` is a plain user; `admin:users` alone grants nothing here."""
+    scopes = [v for k, v in SCOPES.items() if k in expanded_scopes]
+    scopes += [f"quota:manage!group={g}" for g in managed_groups(expanded_scopes)]
+    return Caller(user.name, admin=ADMIN_SCOPE in expanded_scopes, scopes=tuple(scopes))
+
+
+def is_quota_staff(expanded_scopes: set) -> bool:
+    """Whether the request may open the admin page: a quota admin or course staff."""
+    return ADMIN_SCOPE in expanded_scopes or bool(managed_groups(expanded_scopes))
+
+
+def grant_admin_scope() -> None:
+    """Adds `custom:quota:admin` to JupyterHub's built-in `admin` role, which `load_roles` may not
+    change: the default roles are read through `jupyterhub.roles.get_default_roles` (at start, and
+    when a role named `admin` is checked), so the hub's admins hold it through their login and full
+    tokens, and a token narrowed below it does not."""
+    from jupyterhub import roles
+
+    if getattr(roles.get_default_roles, "quota_admin_scope", False):
+        return
+    original = roles.get_default_roles
+
+    def get_default_roles() -> list:
+        out = original()
+        for role in out:
+            if role["name"] == "admin" and ADMIN_SCOPE not in role["scopes"]:
+                role["scopes"] = [*role["scopes"], ADMIN_SCOPE]
+        return out
+
+    get_default_roles.quota_admin_scope = True  # type: ignore[attr-defined]
+    get_default_roles.__doc__ = original.__doc__
+    roles.get_default_roles = get_default_roles
 
 
 def _with_self(scopes: list) -> list:

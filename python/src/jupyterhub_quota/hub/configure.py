@@ -9,7 +9,7 @@ from typing import Any, Callable, Optional, Union
 
 from ..host import durable
 from ..host import values as values_mod
-from .callers import CUSTOM_SCOPES, grant_self_scope
+from .callers import CUSTOM_SCOPES, grant_admin_scope, grant_self_scope
 from ..host.engine import ConfigError, QuotaEngine
 from .groups import snapshot
 from .handlers import handlers
@@ -151,6 +151,7 @@ def configure(
     scopes.update(CUSTOM_SCOPES)
     c.JupyterHub.custom_scopes = scopes
     grant_self_scope(c)
+    grant_admin_scope()
     if routes or pages:
         key, api = handlers(quota)
         extra = list(c.JupyterHub.extra_handlers) if "extra_handlers" in c.JupyterHub else []

@@ -54,6 +54,13 @@ class QuotaAPIHandler(APIHandler):
         caller = None if user is None else caller_for(user, self.expanded_scopes)
         body = self.request.body.decode("utf-8", "replace") if self.request.body else ""
         may_refresh = caller is not None and (caller.admin or "quota:refresh" in caller.scopes)
+        if caller is not None and not caller.admin and any(x.startswith("quota:manage!group=") for x in caller.scopes):
+            # Course staff reach their groups' members as the hub has them now.
+            try:
+                await self.quota.fresh_groups()
+            except Exception:
+                log.exception("quota: reading the hub's groups for course staff failed")
+                raise web.HTTPError(503, "The hub's groups could not be read; nothing was changed") from None
         if method == "POST" and path.rstrip("/") in REFRESH_PATHS and may_refresh:
             # A rule targeting a group changes exactly the hub's members of this moment.
             try:

@@ -4,6 +4,8 @@ installed ones by key, for the handlers (traitlets deep-copies handler arguments
 
 from __future__ import annotations
 
+import time
+
 from typing import Any, Awaitable, Callable, Optional
 
 from . import hooks
@@ -15,6 +17,10 @@ from .placement import Placement
 from .scheduler import Scheduler
 from ..host.service import QuotaService, log
 from .timers import Timers
+
+#: Course staff's requests read the hub's groups at most this often (seconds).
+GROUPS_FRESH_S = 30.0
+
 
 class Integration:
     """What `configure()` installs; kept on the hub so tests and hooks reach it."""
@@ -33,6 +39,8 @@ class Integration:
     ):
         self.service = service
         self._snapshot_groups = snapshot_groups
+        #: When the hub's groups were last read into the engine (monotonic seconds).
+        self.groups_read_at = float("-inf")
         #: `custom.quota.onStorageError`: what the gate does when the quota database fails.
         self.on_storage_error = on_storage_error
         #: (username, server name) of servers started unbilled while the database failed.
@@ -99,6 +107,13 @@ class Integration:
         """The hub's groups into the engine (before each refresh run)."""
         if self._snapshot_groups is not None:
             await self._snapshot_groups(self)
+            self.groups_read_at = time.monotonic()
+
+    async def fresh_groups(self) -> None:
+        """The hub's groups into the engine before course staff's request, unless read within the
+        last `GROUPS_FRESH_S` seconds: whom staff reach follows the hub's groups."""
+        if time.monotonic() - self.groups_read_at >= GROUPS_FRESH_S:
+            await self.snapshot_groups()
 
     def check_config(self, app: Any) -> None:
         """Says at start what the final configuration undid or cannot price: a hook set after

@@ -16,7 +16,7 @@ from jupyterhub.handlers.base import BaseHandler
 from tornado import web
 
 from .forms import STATIC_PREFIX, json_for_script
-from .callers import caller_for
+from .callers import is_quota_staff, managed_groups
 from .integration import installed
 
 if TYPE_CHECKING:
@@ -37,12 +37,16 @@ def _main(name: str = "admin-main.html") -> str:
     return path.read_text(encoding="utf-8")
 
 
-def server_states(users: Any) -> dict:
+def server_states(users: Any, only: Any = None) -> dict:
     """Each hub user's servers as the hub knows them, for the Server column: {name: {running,
-    pending}} for users with a server running or starting/stopping (the rest are stopped). Only
-    users the hub holds in memory can have one."""
+    pending}} for users with a server running or starting/stopping (the rest are stopped); only the
+    users named in `only` when given (course staff's members). Only users the hub holds in memory
+    can have one."""
     out = {}
+    keep = None if only is None else set(only)
     for user in list(users.values()):
+        if keep is not None and user.name not in keep:
+            continue
         running = pending = 0
         for spawner in list(user.spawners.values()):
             if spawner.pending:
@@ -76,14 +80,23 @@ class AdminPageHandler(BaseHandler):
     @web.authenticated
     async def get(self) -> None:
         user = self.current_user
-        if not caller_for(user, self.expanded_scopes).admin:
-            raise web.HTTPError(403, "The quota admin page is for hub admins")
+        if not is_quota_staff(self.expanded_scopes):
+            raise web.HTTPError(403, "The quota admin page is for quota admins (custom:quota:admin) and course staff "
+                                     "(custom:quota:manage!group=<group>)")
         base = self.hub.base_url.rstrip("/")
         statics = f"{self.hub.base_url}{STATIC_PREFIX}"
         # Hub users without a quota record yet are listed too (balance 0), by name only.
         names = [n for (n,) in self.db.query(orm.User.name).order_by(orm.User.name)]
+        manages = [] if "custom:quota:admin" in self.expanded_scopes else managed_groups(self.expanded_scopes)
+        if manages:
+            # Course staff: the hub's members of their groups, nobody else.
+            members = set()
+            for g in self.db.query(orm.Group).filter(orm.Group.name.in_(manages)):
+                members.update(u.name for u in g.users)
+            names = [n for n in names if n in members]
         config = {"base": base, "auth": "hub", "xsrf": self.xsrf_token.decode() if isinstance(self.xsrf_token, bytes) else self.xsrf_token,
-                  "static": statics, "hubUsers": names, "hubServers": server_states(self.users)}
+                  "static": statics, "hubUsers": names, "hubServers": server_states(self.users, names if manages else None),
+                  "manages": manages}
         page = await self.render_template(
             "quota-page.html", quota_title="Quota", quota_script="admin.js", quota_static=statics,
             quota_config=json_for_script(config), quota_main=_main(),
