@@ -52,6 +52,7 @@ cargo fmt --all -- --check
 python3 scripts/check_imports.py
 python3 scripts/check_architecture.py
 python3 scripts/sizes.py --check
+python3 scripts/security_table.py --check
 
 step "wasm components (shipped and fault-injection)"
 bash scripts/build-wasm.sh --fault

@@ -13,6 +13,7 @@ step "format, import circles, ARCHITECTURE.md against the tree"
 cargo fmt --all -- --check
 python3 scripts/check_imports.py
 python3 scripts/check_architecture.py
+python3 scripts/security_table.py --check
 
 step "the engine component (scripts/build-wasm.sh: nothing to do when unchanged)"
 bash scripts/build-wasm.sh --fault

@@ -1,5 +1,5 @@
 """The routes the labextension calls, under the server's base URL: ``quota/status``,
-``quota/extend`` and ``quota/events``. Jupyter Server's own login and XSRF checks apply (these are
+``quota/extend``, ``quota/requests`` and ``quota/events``. Jupyter Server's own login and XSRF checks apply (these are
 its ``APIHandler``); the answers carry the hub's data, never the server's token."""
 
 from __future__ import annotations
@@ -70,6 +70,29 @@ class ExtendHandler(_Base):
         self.finish(json.dumps(data))
 
 
+class RequestHandler(_Base):
+    """``quota/requests``: a credit request of this server's user, passed to the hub as asked
+    (amount, budget, reason); the hub's answer (201, or the 400/409 naming the field) as it is."""
+
+    @web.authenticated
+    async def post(self) -> None:
+        try:
+            body = json.loads(self.request.body or b"{}")
+            if not isinstance(body, dict):
+                raise ValueError
+        except ValueError:
+            raise web.HTTPError(400, "body: must be a JSON object {amount, budget?, reason}") from None
+        asked = {k: body[k] for k in ("amount", "budget", "reason") if k in body}
+        try:
+            code, data = await self.quota.request_credit(asked)
+        except Unavailable as e:
+            return self.unavailable(str(e))
+        except ConnectionError as e:
+            raise web.HTTPError(502, str(e)) from None
+        self.set_status(code)
+        self.finish(json.dumps(data))
+
+
 def setup(serverapp: Any) -> None:
     quota = HubQuota(logger=serverapp.log)
     web_app = serverapp.web_app
@@ -79,5 +102,6 @@ def setup(serverapp: Any) -> None:
         (url_path_join(base, "quota/status"), StatusHandler, args),
         (url_path_join(base, "quota/events"), EventsHandler, args),
         (url_path_join(base, "quota/extend"), ExtendHandler, args),
+        (url_path_join(base, "quota/requests"), RequestHandler, args),
     ])
     web_app.settings["jupyterlab_quota"] = quota

@@ -117,3 +117,8 @@ class HubQuota:
         code, data = await self._call("POST", f"/quota/sessions/{int(session['session_id'])}/extend", {"minutes": minutes})
         self._read_at = float("-inf")
         return code, data
+
+    async def request_credit(self, body: dict) -> tuple[int, Any]:
+        """Asks the hub for credit (`POST .../me/requests`: amount, budget, reason), as the
+        server's user; the hub checks every field and answers why it refuses."""
+        return await self._call("POST", "/quota/me/requests", body)

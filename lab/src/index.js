@@ -2,8 +2,9 @@
 // resource, time left, cost so far and the balance that pays (the user's, or their budget's),
 // read every 30 s and at once after an action; a click opens a panel with the session, the next
 // top-up and "Extend" by 30, 60 or 120 minutes (each with its cost, disabled with the reason when
-// it would be refused). Each new `session.ending`, `balance.low` and `grant.expiring` event becomes
-// a JupyterLab notification (the first with an "Extend 30 min" action). Everything is asked of this
+// it would be refused) and "Request credits". Each new `session.ending`, `balance.low`,
+// `grant.expiring` and `request.decided` event becomes a JupyterLab notification (the first with an
+// "Extend 30 min" action). Everything is asked of this
 // server's own extension (`quota/...`, jupyterlab_quota/handlers.py), which calls the hub with the
 // server's token: the browser never sees it. Outside a hub, or on a hub without quota, nothing shows.
 
@@ -15,7 +16,7 @@ import { Widget } from '@lumino/widgets';
 
 const POLL_MS = 30000;
 const TICK_MS = 10000;
-const KINDS = new Set(['session.ending', 'balance.low', 'grant.expiring']);
+const KINDS = new Set(['session.ending', 'balance.low', 'grant.expiring', 'request.decided']);
 
 /** What the extension shows now: tests read it (window.jupyterlabQuota). */
 const state = { available: null, text: '', status: null, notified: [], requests: 0 };
@@ -65,8 +66,37 @@ function line(st, secondsLeft) {
   return `${s.resource_type} · ${timeLeft(secondsLeft)} · ${creditsOf(st.cost_so_far)} so far · ${money}`;
 }
 
-/** The panel: the session, the next top-up, and Extend. */
-function panelBody(st, onExtend) {
+/**
+ * "Request credits": the amount, the account that pays for this server (the budget it charges, or
+ * the user's own), a reason; the hub decides (course staff or a quota admin) and the decision
+ * arrives as a notification.
+ */
+function requestForm(st, onAsk) {
+  const form = document.createElement('form');
+  form.className = 'jp-quota-request';
+  const budget = st.session?.budget ?? null;
+  const title = document.createElement('p');
+  title.textContent = `Request credits for ${budget ? `budget ${budget}` : 'your own balance'}:`;
+  const amount = document.createElement('input');
+  Object.assign(amount, { type: 'number', min: '1', step: '1', required: true, className: 'jp-mod-styled jp-quota-request-amount' });
+  amount.setAttribute('aria-label', 'Credits to request');
+  const reason = document.createElement('input');
+  Object.assign(reason, { type: 'text', maxLength: 500, required: true, className: 'jp-mod-styled jp-quota-request-reason', placeholder: 'What is it for?' });
+  reason.setAttribute('aria-label', 'Reason');
+  const send = document.createElement('button');
+  send.type = 'submit';
+  send.className = 'jp-Button jp-mod-styled jp-mod-accept jp-quota-request-send';
+  send.textContent = 'Request credits';
+  form.append(title, amount, ' ', reason, ' ', send);
+  form.onsubmit = (ev) => {
+    ev.preventDefault();
+    void onAsk({ amount: Number(amount.value), reason: reason.value, ...(budget ? { budget } : {}) });
+  };
+  return form;
+}
+
+/** The panel: the session, the next top-up, Extend, and Request credits. */
+function panelBody(st, onExtend, onAsk) {
   const node = document.createElement('div');
   node.className = 'jp-quota-panel';
   const rows = [];
@@ -116,6 +146,8 @@ function panelBody(st, onExtend) {
       node.append(row);
     }
   }
+  // Where a refusal stops an extension (or nothing runs), the way to more credit is beside it.
+  node.append(requestForm(st, onAsk));
   return node;
 }
 
@@ -128,6 +160,10 @@ function describe(e) {
       return `${e.username ? 'Your' : `Budget ${e.budget}'s`} balance fell to ${credits(d.balance)} credits (below ${credits(d.threshold)}).`;
     case 'grant.expiring':
       return `${credits(d.remaining)} credits ${e.username ? 'of yours' : `of budget ${e.budget}`} expire on ${String(d.expires_at).replace('T', ' ')} UTC.`;
+    case 'request.decided':
+      return d.status === 'approved'
+        ? `Your request ${d.request_id} was approved: ${creditsOf(d.granted)}${e.budget ? ` for budget ${e.budget}` : ''}${d.note ? ` (${d.note})` : ''}.`
+        : `Your request ${d.request_id} was denied${d.note ? `: ${d.note}` : ''}.`;
     default:
       return e.kind;
   }
@@ -169,6 +205,17 @@ const plugin = {
       await refresh();
     };
 
+    const requestCredit = async (body) => {
+      const r = await ask('requests', { method: 'POST', body: JSON.stringify(body) });
+      if (r.ok) {
+        Notification.success(`Request ${r.body.id} sent: ${creditsOf(r.body.amount)}. You will be told the decision here.`, { autoClose: 5000 });
+      } else {
+        Notification.error(r.body?.error ?? r.body?.message ?? `Requesting credits failed (${r.status})`, { autoClose: false });
+      }
+      state.asked = { status: r.status, body: r.body };
+      return r;
+    };
+
     const notify = async () => {
       const seen = Number(localStorage.getItem(seenKey) ?? '0') || 0;
       const r = await ask(`events?after=${seen}`);
@@ -191,6 +238,8 @@ const plugin = {
           ending = Notification.warning(describe(e), options);
         } else if (e.kind === 'balance.low') {
           Notification.warning(describe(e), options);
+        } else if (e.kind === 'request.decided') {
+          (e.data?.status === 'approved' ? Notification.success : Notification.warning)(describe(e), options);
         } else {
           Notification.info(describe(e), options);
         }
@@ -231,13 +280,17 @@ const plugin = {
       await refresh();
       if (!state.status) return;
       let dialog;
-      const body = new Widget({ node: panelBody(state.status, async (m) => { dialog?.resolve(); await extend(m); }) });
+      const body = new Widget({
+        node: panelBody(state.status, async (m) => { dialog?.resolve(); await extend(m); },
+          async (asked) => { const r = await requestCredit(asked); if (r.ok) dialog?.resolve(); }),
+      });
       dialog = new Dialog({ title: 'Quota of this server', body, buttons: [Dialog.okButton({ label: 'Close' })] });
       await dialog.launch();
     };
     widget.node.addEventListener('click', () => void openPanel());
     state.open = openPanel;
     state.extend = extend;
+    state.requestCredit = requestCredit;
     state.refresh = refresh;
 
     void refresh();

@@ -3,6 +3,7 @@ environment) inside a real JupyterHub: a real single-user JupyterLab in Debian's
 Chromium shows the resource and the time left the hub's API answers; a server whose warning mark
 has passed gets JupyterLab's notification with "Extend 30 min", which moves `ends_at` (read back
 from the API) and the status bar; an unaffordable extension is disabled with the engine's reason;
+"Request credits" in the panel asks the hub, and the decision comes back as a notification;
 a server's extension cannot reach another user's server, and its token (what the hub's server role
 grants) reads only its owner's quota; the token never reaches the browser."""
 
@@ -94,6 +95,21 @@ def test_the_status_bar_warning_and_extend_inside_jupyterlab(hub, browser):
         assert page.locator('.jp-quota-refusal[data-minutes="120"]').text_content() == choice["refusal"]
         assert page.locator('.jp-quota-extend[data-minutes="30"]').is_enabled()
         page.get_by_role("button", name="Close").click()
+
+        # "Request credits" in the panel; the decision arrives as JupyterLab's notification.
+        page.locator(".jp-quota-status").click()
+        page.locator(".jp-quota-request-amount").fill("40")
+        page.locator(".jp-quota-request-reason").fill("two more hours for the lab")
+        page.get_by_role("button", name="Request credits").click()
+        page.wait_for_function("window.jupyterlabQuota.asked && window.jupyterlabQuota.asked.status === 201")
+        rid = lab_state(page)["asked"]["body"]["id"]
+        status, body = hub.api("GET", "/hub/api/quota/me/requests", hub.token_for("lena"))
+        assert status == 200 and [r["reason"] for r in body["requests"]] == ["two more hours for the lab"], body
+        status, body = hub.admin("POST", f"/hub/admin/api/quota/requests/{rid}", {"action": "approve", "amount": 30, "note": "enjoy"})
+        assert status == 200, body
+        page.evaluate("() => window.jupyterlabQuota.refresh()")
+        page.wait_for_function("window.jupyterlabQuota.notified.some(n => n.kind === 'request.decided')")
+        page.get_by_text(f"Your request {rid} was approved: 30 credits (enjoy).").wait_for()
 
         # The server's token never reached the browser: no answer and no page carries it.
         assert all(token not in body for body in seen), "the server's token was sent to the browser"
