@@ -72,14 +72,20 @@ fn fill(server: &Server, c: &Callers, text: &str, who: &str, n: usize) -> String
     if t.contains("{rid}") {
         let (st, b) = server.get("/admin/api/quota/requests?status=pending", &c.root);
         assert_eq!(st, 200, "{b}");
-        let pending = json(&b)["requests"]
-            .as_array()
-            .and_then(|rs| rs.iter().find(|r| r["username"] == who && r["budget"].is_null()).cloned());
+        let pending = json(&b)["requests"].as_array().and_then(|rs| {
+            rs.iter()
+                .find(|r| r["username"] == who && r["budget"].is_null())
+                .cloned()
+        });
         let id = match pending {
             Some(r) => r["id"].to_string(),
             None => {
                 let token = if who == "ann" { &c.ann } else { &c.cat };
-                let (st, b) = server.post("/api/quota/me/requests", token, r#"{"amount":1,"reason":"fixture"}"#);
+                let (st, b) = server.post(
+                    "/api/quota/me/requests",
+                    token,
+                    r#"{"amount":1,"reason":"fixture"}"#,
+                );
                 assert_eq!(st, 201, "a request of {who}: {b}");
                 json(&b)["id"].to_string()
             }
@@ -92,15 +98,24 @@ fn fill(server: &Server, c: &Callers, text: &str, who: &str, n: usize) -> String
 #[test]
 fn every_route_against_every_caller_as_the_matrix_says_and_a_refusal_changes_nothing() {
     let setup = common::with_values(json!({"custom": {"authMode": "github", "quota": {
-        // No warnings: the sweep must write nothing while the cells compare the database.
-        "cpuRate": 1, "minimumToStart": 1, "warnBeforeStopMinutes": [],
-        "budgets": {
-            "bg": {"description": "g's", "groups": ["g"], "accelerators": ["cpu"]},
-            "bo": {"description": "h's", "groups": ["h"], "accelerators": ["cpu"]}
-        }}}}));
+    // No warnings: the sweep must write nothing while the cells compare the database.
+    "cpuRate": 1, "minimumToStart": 1, "warnBeforeStopMinutes": [],
+    "budgets": {
+        "bg": {"description": "g's", "groups": ["g"], "accelerators": ["cpu"]},
+        "bo": {"description": "h's", "groups": ["h"], "accelerators": ["cpu"]}
+    }}}}));
     let db = setup.db.display().to_string();
     let (code, out, err) = cli(&[
-        "token", "issue", "--db", &format!("sqlite://{db}"), "--user", "tina", "--scope", "quota:manage", "--group", "g",
+        "token",
+        "issue",
+        "--db",
+        &format!("sqlite://{db}"),
+        "--user",
+        "tina",
+        "--scope",
+        "quota:manage",
+        "--group",
+        "g",
     ]);
     assert_eq!(code, 0, "{err}");
     let c = Callers {
@@ -152,8 +167,7 @@ fn every_route_against_every_caller_as_the_matrix_says_and_a_refusal_changes_not
             };
             n += 1;
             let target = fill(&server, &c, row["path"].as_str().expect("path"), who, n);
-            let body = (!row["body"].is_null())
-                .then(|| fill(&server, &c, &row["body"].to_string(), who, n));
+            let body = (!row["body"].is_null()).then(|| fill(&server, &c, &row["body"].to_string(), who, n));
             let before = engine_tables(&setup.db);
             let url = format!("{}{target}", server.url);
             let (st, answer) = http(&agent, &method, &url, token, body.as_deref(), &[]);
@@ -167,7 +181,10 @@ fn every_route_against_every_caller_as_the_matrix_says_and_a_refusal_changes_not
             if !record && row[HOST].as_array().and_then(|s| s.get(seen.len())) != Some(&json!(st)) {
                 wrong.push(format!(
                     "{method} {target} as {col}: {st} (the matrix: {}) {answer}",
-                    row[HOST].as_array().and_then(|s| s.get(seen.len())).unwrap_or(&Value::Null)
+                    row[HOST]
+                        .as_array()
+                        .and_then(|s| s.get(seen.len()))
+                        .unwrap_or(&Value::Null)
                 ));
             }
             seen.push(json!(st));
@@ -180,5 +197,10 @@ fn every_route_against_every_caller_as_the_matrix_says_and_a_refusal_changes_not
         let text = serde_json::to_string_pretty(&matrix).expect("json");
         std::fs::write(&path, text + "\n").expect("write matrix");
     }
-    assert!(wrong.is_empty(), "{} cell(s) differ:\n{}", wrong.len(), wrong.join("\n"));
+    assert!(
+        wrong.is_empty(),
+        "{} cell(s) differ:\n{}",
+        wrong.len(),
+        wrong.join("\n")
+    );
 }

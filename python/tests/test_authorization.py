@@ -13,7 +13,10 @@ import json
 import os
 import sqlite3
 
+import pytest
+
 from conftest import REPO
+from support.chromium import login
 from support.hub_process import HERE, Hub
 
 MATRIX = REPO / "tests" / "authorization" / "matrix.json"
@@ -27,17 +30,47 @@ def engine_tables(path) -> list:
         return [(n, sorted(map(repr, c.execute(f'SELECT * FROM "{n}"')))) for n in names]
 
 
-def test_every_quota_route_against_every_hub_caller_as_the_matrix_says(tmp_path):
-    values = tmp_path / "values.json"
+@pytest.fixture(scope="module")
+def hub(tmp_path_factory):
+    state = tmp_path_factory.mktemp("hub-roles")
+    values = state / "values.json"
     values.write_text(json.dumps({"custom": {"authMode": "github", "quota": {
         "cpuRate": 1, "minimumToStart": 1, "warnBeforeStopMinutes": [],
         "budgets": {"bg": {"description": "g's", "groups": ["g"], "accelerators": ["cpu"]},
                     "bo": {"description": "h's", "groups": ["h"], "accelerators": ["cpu"]}}}}}))
-    hub = Hub(tmp_path / "hub", values, config=HERE / "hub_config_roles.py").start()
+    h = Hub(state / "hub", values, config=HERE / "hub_config_roles.py").start()
+    yield h
+    h.stop()
+
+
+def test_every_quota_route_against_every_hub_caller_as_the_matrix_says(hub):
+    run_matrix(hub)
+
+
+def test_course_staff_see_their_group_in_the_hubs_admin_page_and_an_instructor_sees_no_quota_link(hub, browser):
+    """In Chromium, through the hub's login: course staff of g get the Quota link and a page of g's
+    members with the actions they may take; an instructor with admin:users only gets neither."""
+    ctx, page = login(browser, hub, "tina", "/hub/home")
     try:
-        run_matrix(hub)
+        page.get_by_role("link", name="Quota", exact=True).click()
+        page.wait_for_function("window.quotaPage && window.quotaPage.state === 'ready'")
+        assert page.get_by_role("heading", level=1).text_content() == "Users of g"
+        shown = page.locator("#users tbody th").all_text_contents()
+        assert "cat" not in shown and "ann" in shown, shown
+        assert not page.get_by_role("button", name="Refresh Quota").is_visible()
+        assert page.get_by_role("checkbox", name="Unlimited for ann").is_disabled()
+        shots = REPO / "target" / "test-artifacts"
+        shots.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(shots / "hub-staff-admin.png"), full_page=True)
     finally:
-        hub.stop()
+        ctx.close()
+    ctx, page = login(browser, hub, "olga", "/hub/home")
+    try:
+        assert page.get_by_role("link", name="Quota", exact=True).count() == 0
+        response = page.goto(hub.url + "/hub/admin/users")
+        assert response.status == 403
+    finally:
+        ctx.close()
 
 
 def run_matrix(hub: Hub) -> None:
