@@ -220,7 +220,7 @@ fn restore_checks_the_backup_refuses_a_running_server_and_keeps_what_it_replaces
     for (file, says) in [
         (&garbage, "does not open as a SQLite database"),
         (&tampered, "1 balance(s) differ from the sum of their ledger: bob"),
-        (&older, "schema version 4, this quota-hub writes version 8"),
+        (&older, "schema version 4, this quota-hub writes version 9"),
     ] {
         let (code, _, err) = on_db(&setup, "restore", &["-i", &arg(file)]);
         assert_ne!(code, 0, "{}", file.display());

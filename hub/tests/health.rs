@@ -133,11 +133,11 @@ fn readyz_names_a_schema_version_this_binary_does_not_write_and_changes_nothing(
         body["error"]
             .as_str()
             .expect("reason")
-            .contains("the database has schema version 2, this engine writes version 8"),
+            .contains("the database has schema version 2, this engine writes version 9"),
         "{body}"
     );
     assert_eq!(version(), 2, "the check migrated nothing");
-    set_version(8);
+    set_version(9);
     assert_eq!(probe(&server, "/readyz").0, 200);
 }
 

@@ -39,3 +39,33 @@ impl Caller {
             .collect()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn managed_groups_are_the_filtered_manage_scopes_and_an_empty_filter_is_none() {
+        let c = Caller {
+            name: "tina".into(),
+            admin: false,
+            scopes: vec![
+                "quota:manage!group=b".into(),
+                "quota:manage!group=".into(),
+                "quota:manage".into(),
+                "quota:refresh".into(),
+                "quota:manage!group=a b".into(),
+            ],
+        };
+        assert_eq!(
+            c.managed_groups(),
+            BTreeSet::from(["a b".to_string(), "b".to_string()])
+        );
+        assert!(!c.is_quota_admin());
+        let admin = Caller {
+            scopes: vec![SCOPE_ADMIN.into()],
+            ..c
+        };
+        assert!(admin.is_quota_admin());
+    }
+}

@@ -204,8 +204,19 @@ pub fn token_url(dbarg: &str, user: &str, admin: bool, scopes: &[&str], env: &[(
     if admin {
         args.push("--admin");
     }
+    // Course staff's scope per group, as the command line takes it: `--scope quota:manage --group g`.
+    let mut managed = false;
     for s in scopes {
-        args.extend(["--scope", s]);
+        match s.strip_prefix("quota:manage!group=") {
+            Some(g) => {
+                if !managed {
+                    args.extend(["--scope", "quota:manage"]);
+                    managed = true;
+                }
+                args.extend(["--group", g]);
+            }
+            None => args.extend(["--scope", s]),
+        }
     }
     let (code, out, err) = cli_with_env(&workspace(), &args, env);
     assert_eq!(code, 0, "token issue failed: {err}");
