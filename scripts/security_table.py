@@ -26,6 +26,8 @@ def table(matrix: dict, host: str) -> str:
     cols = matrix["columns"]
     lines = ["| route | " + " | ".join(HEADS[c] for c in cols) + " |", "|---|" + "---:|" * len(cols)]
     for row in matrix["rows"]:
+        if host not in row.get("hosts", [host]):
+            continue
         cells = ["-" if s is None else str(s) for s in row[host]]
         lines.append(f"| `{row['method']} {row['path']}` | " + " | ".join(cells) + " |")
     return "\n".join(lines)

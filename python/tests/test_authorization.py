@@ -114,6 +114,8 @@ def run_matrix(hub: Hub) -> None:
     wrong = []
     n = 0
     for row in matrix["rows"]:
+        if HOST not in row.get("hosts", [HOST]):
+            continue
         seen = []
         for i, col in enumerate(matrix["columns"]):
             token, who = cols[col]

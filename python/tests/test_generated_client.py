@@ -168,6 +168,16 @@ def test_every_engine_operation_answers_through_the_generated_client(server, gen
     assert [h.name for h in hooks.webhooks] == ["ops"], hooks
     call("redeliverWebhook", 200, "WebhookStatus", lambda: op("redeliver_webhook").sync_detailed("ops", client=admin, body=m.RedeliverRequest(from_id=1)))
     call("deliveryStep", 200, "DeliveryBatch", lambda: op("delivery_step").sync_detailed("ops", client=admin, body=m.DeliveryStep(holder="the-test")))
+    rights = call("myRights", 200, "Rights", lambda: op("my_rights").sync_detailed(client=ann))
+    assert (rights.username, rights.quota_admin, rights.manages) == ("ann", False, []), rights
+    asked = call("askCredit", 201, "CreditRequest", lambda: op("ask_credit").sync_detailed(
+        client=ann, body=m.CreditAsk(amount=5, reason="a generated client asks")))
+    call("myRequests", 200, "CreditRequestList", lambda: op("my_requests").sync_detailed(client=ann))
+    call("listRequests", 200, "CreditRequestList", lambda: op("list_requests").sync_detailed(client=admin))
+    call("getRequest", 200, "CreditRequest", lambda: op("get_request").sync_detailed(str(asked.id), client=admin))
+    decided = call("decideRequest", 200, "CreditRequest", lambda: op("decide_request").sync_detailed(
+        str(asked.id), client=admin, body=m.CreditDecision(action=m.CreditDecisionAction.APPROVE, amount=3)))
+    assert (decided.granted, decided.decided_by) == (3, "root"), decided
     engine_ops = {o["operationId"] for item in document["paths"].values() for o in item.values()
                   if isinstance(o, dict) and "quota" in o.get("tags", [])}
     assert set(calls) == engine_ops, engine_ops ^ set(calls)
