@@ -23,6 +23,7 @@ pub mod extend;
 pub mod forecast;
 pub mod gate;
 pub mod grants;
+pub mod group_usage;
 pub mod groups;
 pub mod history;
 pub mod inputs;

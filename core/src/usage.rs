@@ -167,7 +167,7 @@ pub struct Report {
 }
 
 /// Every day of `days` with each resource type's share (days without usage have none).
-fn day_rows(sums: Vec<(i64, String, Usage)>, days: Days) -> Vec<Row> {
+pub(crate) fn day_rows(sums: Vec<(i64, String, Usage)>, days: Days) -> Vec<Row> {
     let mut rows: Vec<Row> = (days.first..=days.last)
         .map(|d| Row {
             key: day_text(d),
@@ -246,7 +246,7 @@ pub fn report(
 }
 
 /// Orders, pages and finishes a report's rows (rows by user arrive after `after` already).
-fn page(
+pub(crate) fn page(
     days: Days,
     group_by: GroupBy,
     order: Order,

@@ -33,15 +33,26 @@ pub(super) fn report(c: &mut Call<'_, '_>) -> Result<Response, QuotaError> {
     let order = q.take("order");
     let after = q.take("after");
     let budget = q.take("budget");
+    let group = q.take("group");
     let limit = q
         .int("limit", 1, limits::USAGE_PAGE_MAX as i64)?
         .map_or(limits::USAGE_PAGE_MAX, |n| n as usize);
     q.finish()?;
-    // Course staff: a budget their groups share.
+    // Course staff: a budget their groups share, or one of their groups.
     let reach = super::reach::Reach::of(c.caller);
-    match &budget {
-        Some(b) => reach.budget(c.config, c.tx.store(), b)?,
-        None => reach.admin_only("read the whole hub's usage (give budget=)")?,
+    match (&budget, &group) {
+        (Some(_), Some(_)) => {
+            return Err(QuotaError::invalid("group", "give `group` or `budget`, not both"));
+        }
+        (Some(b), None) => reach.budget(c.config, c.tx.store(), b)?,
+        (None, Some(g)) => {
+            if reach.groups().is_some_and(|mine| !mine.contains(g)) {
+                return Err(QuotaError::Forbidden(format!(
+                    "group {g} is not a group you manage"
+                )));
+            }
+        }
+        (None, None) => reach.admin_only("read the whole hub's usage (give budget= or group=)")?,
     }
     let days = Days::parse(from.as_deref(), to.as_deref())?;
     let group_by = GroupBy::parse(group_by.as_deref().unwrap_or("day"))?;
@@ -64,15 +75,20 @@ pub(super) fn report(c: &mut Call<'_, '_>) -> Result<Response, QuotaError> {
     if let (GroupBy::Day, Some(a)) = (group_by, after.as_deref()) {
         usage::parse_day("after", a)?;
     }
-    let report = usage::report(
-        c.tx.store(),
-        days,
-        group_by,
-        order,
-        after.as_deref(),
-        limit,
-        budget.as_deref(),
-    )?;
+    let report = match &group {
+        Some(g) => {
+            crate::group_usage::report(c.tx.store(), g, days, group_by, order, after.as_deref(), limit)?
+        }
+        None => usage::report(
+            c.tx.store(),
+            days,
+            group_by,
+            order,
+            after.as_deref(),
+            limit,
+            budget.as_deref(),
+        )?,
+    };
     Ok(Response::json(200, &report))
 }
 
