@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use crate::error::QuotaError;
 use crate::limits;
 use crate::store::{Store, Usage};
-use crate::usage::{day_rows, page, Days, GroupBy, Order, Report, Row};
+use crate::usage::{day_rows, keyed_rows, page, Days, GroupBy, Order, Report};
 
 /// The report of `group`'s members over `days` by `group_by` (not by budget).
 pub fn report(
@@ -63,24 +63,14 @@ pub fn report(
             for (_, r, u) in &sums {
                 by.entry(r.clone()).or_default().add(u);
             }
-            rows_of(by)
+            keyed_rows(by)
         }
         _ => {
             if let (Order::Key, Some(a)) = (order, after) {
                 by_user.retain(|k, _| k.as_str() > a);
             }
-            rows_of(by_user)
+            keyed_rows(by_user)
         }
     };
     Ok(page(days, group_by, order, rows, totals, after, limit))
-}
-
-fn rows_of(by: BTreeMap<String, Usage>) -> Vec<Row> {
-    by.into_iter()
-        .map(|(key, usage)| Row {
-            key,
-            usage,
-            by_resource: None,
-        })
-        .collect()
 }

@@ -219,30 +219,28 @@ pub fn report(
             for (_, r, u) in &sums {
                 by.entry(r.clone()).or_default().add(u);
             }
-            by.into_iter()
-                .map(|(key, usage)| Row {
-                    key,
-                    usage,
-                    by_resource: None,
-                })
-                .collect()
+            keyed_rows(by)
         }
         GroupBy::User => {
             let users = match order {
                 Order::Key => store.usage_by_user(days.first, days.last, after, limit.saturating_add(1))?,
                 Order::Credits => store.usage_top_users(days.first, days.last, limit)?,
             };
-            users
-                .into_iter()
-                .map(|(key, usage)| Row {
-                    key,
-                    usage,
-                    by_resource: None,
-                })
-                .collect()
+            keyed_rows(users)
         }
     };
     Ok(page(days, group_by, order, rows, totals, after, limit))
+}
+
+/// One row per (key, sums), in the order given.
+pub(crate) fn keyed_rows(by: impl IntoIterator<Item = (String, Usage)>) -> Vec<Row> {
+    by.into_iter()
+        .map(|(key, usage)| Row {
+            key,
+            usage,
+            by_resource: None,
+        })
+        .collect()
 }
 
 /// Orders, pages and finishes a report's rows (rows by user arrive after `after` already).
@@ -326,13 +324,7 @@ fn budget_report(
                 };
                 by.entry(key).or_default().add(&r.usage);
             }
-            by.into_iter()
-                .map(|(key, usage)| Row {
-                    key,
-                    usage,
-                    by_resource: None,
-                })
-                .collect()
+            keyed_rows(by)
         }
     };
     // Rows by user come paged from the store elsewhere; here they are filtered as every key is.

@@ -111,19 +111,24 @@ pub(super) fn end_body(
 /// An admin action's body: the action, its description, and `expires_at` (a dated grant).
 pub(super) type AdminBody = (AdminAction, Option<String>, Option<Timestamp>);
 
-pub(super) fn admin_body(body: &Value) -> Result<AdminBody, QuotaError> {
-    let present = |k: &str| body.get(k).is_some_and(|v| !v.is_null());
-    let mut f = Fields::new("", Some(body), false);
-    let action = f.req_str("action");
-    let description = f.opt_str("description").map(str::to_string);
-    let expires_at = match f.opt_str("expires_at").map(Timestamp::parse) {
+/// A body's optional `expires_at` (RFC 3339), its problem noted in `f`.
+pub(super) fn opt_expires_at(f: &mut Fields<'_>) -> Option<Timestamp> {
+    match f.opt_str("expires_at").map(Timestamp::parse) {
         Some(Ok(t)) => Some(t),
         Some(Err(e)) => {
             f.problem("expires_at", e);
             None
         }
         None => None,
-    };
+    }
+}
+
+pub(super) fn admin_body(body: &Value) -> Result<AdminBody, QuotaError> {
+    let present = |k: &str| body.get(k).is_some_and(|v| !v.is_null());
+    let mut f = Fields::new("", Some(body), false);
+    let action = f.req_str("action");
+    let description = f.opt_str("description").map(str::to_string);
+    let expires_at = opt_expires_at(&mut f);
     let amount = f.opt_int("amount", i64::MIN, i64::MAX);
     let unlimited = f.opt_bool("unlimited");
     let parsed = match action {

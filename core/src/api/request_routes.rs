@@ -148,14 +148,7 @@ pub(super) fn decide(c: &mut Call<'_, '_>, id: &str) -> Result<Response, QuotaEr
     let action = f.req_str("action").map(str::to_string);
     let amount = f.opt_int("amount", i64::MIN, i64::MAX);
     let note = f.opt_str("note").map(str::to_string);
-    let expires_at = match f.opt_str("expires_at").map(Timestamp::parse) {
-        Some(Ok(t)) => Some(t),
-        Some(Err(e)) => {
-            f.problem("expires_at", e);
-            None
-        }
-        None => None,
-    };
+    let expires_at = opt_expires_at(&mut f);
     first_problem(f.finish())?;
     let decision = match action.as_deref() {
         Some("approve") => Decision::Approve {
