@@ -3,7 +3,6 @@
 //! one call: a decided request is a 409, so a retried approval applies once) or denies with a note.
 //! Each step is an event (`request.created`, `request.decided`) the user and webhooks see.
 
-use serde::Serialize;
 use serde_json::json;
 
 use crate::admin::{self, AdminAction, AdminRequest};
@@ -38,42 +37,6 @@ pub enum Decision {
     Deny {
         note: String,
     },
-}
-
-/// A request as the routes show it.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct RequestView {
-    pub id: i64,
-    pub username: String,
-    pub budget: Option<String>,
-    pub amount: i64,
-    pub reason: String,
-    pub status: &'static str,
-    pub created_at: Timestamp,
-    pub decided_at: Option<Timestamp>,
-    pub decided_by: Option<String>,
-    pub granted: Option<i64>,
-    pub expires_at: Option<Timestamp>,
-    pub note: Option<String>,
-}
-
-impl From<&CreditRequest> for RequestView {
-    fn from(r: &CreditRequest) -> RequestView {
-        RequestView {
-            id: r.id,
-            username: r.username.clone(),
-            budget: r.budget.clone(),
-            amount: r.amount,
-            reason: r.reason.clone(),
-            status: r.status.as_str(),
-            created_at: r.created_at,
-            decided_at: r.decided_at,
-            decided_by: r.decided_by.clone(),
-            granted: r.granted,
-            expires_at: r.expires_at,
-            note: r.note.clone(),
-        }
-    }
 }
 
 /// The account a request is for, in words.

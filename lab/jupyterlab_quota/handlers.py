@@ -21,6 +21,18 @@ class _Base(APIHandler):
     def unavailable(self, why: str) -> None:
         self.finish(json.dumps({"available": False, "reason": why}))
 
+    async def relay(self, call: Any) -> None:
+        """Answers with the hub's answer to `call` (status and body as they are): "no quota here"
+        when there is none, 502 when the hub cannot be reached."""
+        try:
+            code, data = await call
+        except Unavailable as e:
+            return self.unavailable(str(e))
+        except ConnectionError as e:
+            raise web.HTTPError(502, str(e)) from None
+        self.set_status(code)
+        self.finish(json.dumps(data))
+
 
 class StatusHandler(_Base):
     @web.authenticated
@@ -60,14 +72,7 @@ class ExtendHandler(_Base):
                 raise ValueError
         except (ValueError, KeyError, TypeError):
             raise web.HTTPError(400, "minutes: must be a whole number of minutes") from None
-        try:
-            code, data = await self.quota.extend(minutes)
-        except Unavailable as e:
-            return self.unavailable(str(e))
-        except ConnectionError as e:
-            raise web.HTTPError(502, str(e)) from None
-        self.set_status(code)
-        self.finish(json.dumps(data))
+        await self.relay(self.quota.extend(minutes))
 
 
 class RequestHandler(_Base):
@@ -83,14 +88,7 @@ class RequestHandler(_Base):
         except ValueError:
             raise web.HTTPError(400, "body: must be a JSON object {amount, budget?, reason}") from None
         asked = {k: body[k] for k in ("amount", "budget", "reason") if k in body}
-        try:
-            code, data = await self.quota.request_credit(asked)
-        except Unavailable as e:
-            return self.unavailable(str(e))
-        except ConnectionError as e:
-            raise web.HTTPError(502, str(e)) from None
-        self.set_status(code)
-        self.finish(json.dumps(data))
+        await self.relay(self.quota.request_credit(asked))
 
 
 def setup(serverapp: Any) -> None:

@@ -5,7 +5,7 @@
 use super::handlers::Call;
 use super::reach::Reach;
 use super::*;
-use crate::requests::{self, Ask, Decision, RequestView};
+use crate::requests::{self, Ask, Decision};
 use crate::store::{CreditRequest, RequestPage, RequestStatus};
 
 /// `?after_id=&limit=` of the request lists.
@@ -18,8 +18,7 @@ fn page(q: &mut QueryFields) -> Result<(i64, usize), QuotaError> {
 }
 
 fn listing(rows: &[CreditRequest], next: Option<i64>) -> Response {
-    let views: Vec<RequestView> = rows.iter().map(RequestView::from).collect();
-    Response::json(200, &json!({ "requests": views, "next_after_id": next }))
+    Response::json(200, &json!({ "requests": rows, "next_after_id": next }))
 }
 
 /// `GET .../me/requests?after_id=&limit=`: the caller's requests, oldest first.
@@ -62,7 +61,7 @@ pub(super) fn ask(c: &mut Call<'_, '_>) -> Result<Response, QuotaError> {
         reason: reason.unwrap_or_default(),
     };
     let r = requests::create(c.config, c.tx, &c.caller.name, &ask, c.now)?;
-    Ok(Response::json(201, &RequestView::from(&r)))
+    Ok(Response::json(201, &r))
 }
 
 /// A request the caller may see and decide, or the 403 (course staff outside their groups).
@@ -82,7 +81,7 @@ fn reachable(c: &mut Call<'_, '_>, id: &str) -> Result<CreditRequest, QuotaError
 pub(super) fn show(c: &mut Call<'_, '_>, id: &str) -> Result<Response, QuotaError> {
     no_query(&c.query)?;
     let r = reachable(c, id)?;
-    Ok(Response::json(200, &RequestView::from(&r)))
+    Ok(Response::json(200, &r))
 }
 
 /// `GET .../admin/api/quota/requests?status=&group=&budget=&after_id=&limit=`: oldest first;
@@ -178,5 +177,5 @@ pub(super) fn decide(c: &mut Call<'_, '_>, id: &str) -> Result<Response, QuotaEr
     };
     let r = reachable(c, id)?;
     let r = requests::decide(c.config, c.tx, r, &decision, &c.caller.name, c.now)?;
-    Ok(Response::json(200, &RequestView::from(&r)))
+    Ok(Response::json(200, &r))
 }

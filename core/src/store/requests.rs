@@ -2,11 +2,14 @@
 //! or the account's course staff decides (approve, with the grant written in the same call, or
 //! deny). At most one pending request per user and account.
 
+use serde::Serialize;
+
 use crate::error::StoreError;
 use crate::time::Timestamp;
 
 /// Where a request stands.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
 pub enum RequestStatus {
     Pending,
     Approved,
@@ -33,8 +36,8 @@ impl RequestStatus {
     }
 }
 
-/// One request, with its decision once made.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// One request, with its decision once made; serialized as the routes show it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct CreditRequest {
     /// Given by the store (ignored by `insert_request`).
     pub id: i64,
