@@ -24,6 +24,14 @@ pub enum HostError {
     /// A statement failed; nothing the call wrote was kept. `Busy` is worth retrying later.
     #[error("storage: {0}; the call was rolled back")]
     Storage(SqlError),
+    /// The database needs a migration and this worker may not run one (a server started without
+    /// migrating: the migration is an explicit step, docs/upgrade.md). Nothing was changed.
+    #[error(
+        "the database has schema version {found}, this engine writes version {writes}: it needs \
+         its migration, an explicit step (`quota-hub migrate`, the chart's pre-upgrade Job, or the \
+         hub's start; docs/upgrade.md); nothing was changed"
+    )]
+    NeedsMigration { found: u32, writes: u32 },
 }
 
 impl HostError {

@@ -51,6 +51,56 @@ impl Worker {
         Ok(w)
     }
 
+    /// A worker over a database already at a schema this engine writes as it is (its own, or a
+    /// newer release's whose floor allows it), or an empty one, which it creates: an existing
+    /// schema is checked, never changed ([`HostError::NeedsMigration`] when it needs a migration,
+    /// an explicit step: docs/upgrade.md).
+    pub fn without_migrating(
+        runtime: Arc<Runtime>,
+        db: Box<dyn Database>,
+        values_json: &str,
+    ) -> Result<Worker, HostError> {
+        let mut w = Worker::configured(runtime, db, values_json)?;
+        match w.check_schema() {
+            Err(HostError::NeedsMigration { found: 0, .. }) => {
+                w.migrate()?;
+            }
+            other => {
+                other?;
+            }
+        }
+        Ok(w)
+    }
+
+    /// A worker over `db` whose schema nothing has looked at yet: its caller decides
+    /// ([`Worker::check_schema`], [`Worker::migrate`]), as `quota-hub migrate` does.
+    pub fn unmigrated(
+        runtime: Arc<Runtime>,
+        db: Box<dyn Database>,
+        values_json: &str,
+    ) -> Result<Worker, HostError> {
+        Worker::configured(runtime, db, values_json)
+    }
+
+    /// The schema as the engine finds it, changing nothing: the engine's `migrate` in a
+    /// transaction rolled back when it would have changed the version.
+    pub fn check_schema(&mut self) -> Result<Migration, HostError> {
+        self.migrating = true;
+        let m = self.transaction(false, |tx| {
+            let m = tx.migrate()?;
+            if m.from_version == m.to_version {
+                Ok(m)
+            } else {
+                Err(HostError::NeedsMigration {
+                    found: m.from_version,
+                    writes: m.to_version,
+                })
+            }
+        });
+        self.migrating = false;
+        m
+    }
+
     /// A fresh instance over `db`, configured; the schema untouched.
     fn configured(
         runtime: Arc<Runtime>,

@@ -215,12 +215,13 @@ fn restore_checks_the_backup_refuses_a_running_server_and_keeps_what_it_replaces
         .expect("update");
     });
     let older = bad("older.db", &|c| {
-        c.execute_batch("PRAGMA user_version = 4").expect("pragma")
+        c.execute_batch("DROP TABLE quota_schema; PRAGMA user_version = 4")
+            .expect("pragma")
     });
     for (file, says) in [
         (&garbage, "does not open as a SQLite database"),
         (&tampered, "1 balance(s) differ from the sum of their ledger: bob"),
-        (&older, "schema version 4, this quota-hub writes version 9"),
+        (&older, "schema version 4, this quota-hub writes version 10"),
     ] {
         let (code, _, err) = on_db(&setup, "restore", &["-i", &arg(file)]);
         assert_ne!(code, 0, "{}", file.display());
@@ -309,4 +310,94 @@ fn postgres_is_pointed_at_its_own_tools() {
         assert_ne!(code, 0);
         assert!(err.contains("pg_dump") && !err.contains("secret"), "{err}");
     }
+}
+
+/// `migrate` is the one step that migrates (docs/upgrade.md): a command on an older file refuses
+/// naming it and changes nothing; `migrate` wants a backup folder for a SQLite file, backs up
+/// first (the copy keeps the old schema, the newest `--keep` stay), then migrates; once current
+/// it has nothing to do.
+#[test]
+fn migrate_backs_up_first_and_nothing_else_migrates() {
+    let setup = common::example();
+    seed(&setup, 30);
+    let as_release_0_2_0 = || {
+        let c = rusqlite::Connection::open(&setup.db).expect("open");
+        c.execute_batch("DROP TABLE quota_schema; PRAGMA user_version = 9")
+            .expect("schema 9");
+    };
+    let schema = |p: &std::path::Path| -> (i64, i64) {
+        let c = rusqlite::Connection::open(p).expect("open");
+        let floor: i64 = c
+            .query_row("PRAGMA user_version", [], |r| r.get(0))
+            .expect("floor");
+        let version = c
+            .query_row("SELECT MAX(version) FROM quota_schema", [], |r| r.get(0))
+            .unwrap_or(floor);
+        (version, floor)
+    };
+    as_release_0_2_0();
+    let (code, _, err) = on_db(&setup, "list-quota", &[]);
+    assert_ne!(code, 0);
+    assert!(
+        err.contains("schema version 9") && err.contains("quota-hub migrate"),
+        "{err}"
+    );
+    assert_eq!(schema(&setup.db), (9, 9), "nothing migrated");
+    let (code, _, err) = on_db(&setup, "migrate", &[]);
+    assert_ne!(code, 0);
+    assert!(
+        err.contains("--backup-dir") && err.contains("nothing migrated"),
+        "{err}"
+    );
+    let dir = setup.dir.path().join("pre-migration");
+    for round in 0..3 {
+        let (code, out, err) = on_db(&setup, "migrate", &["--backup-dir", &arg(&dir), "--keep", "2"]);
+        assert_eq!(code, 0, "{err}");
+        assert!(
+            err.contains("backing it up first") && out.contains("schema 9 -> 10"),
+            "{out}{err}"
+        );
+        assert_eq!(
+            schema(&setup.db),
+            (10, 9),
+            "version 10, the floor 9 where 0.2.0 reads it"
+        );
+        // The next backup gets a later name (they sort as their times, one per second).
+        let newest = std::fs::read_dir(&dir)
+            .expect("dir")
+            .map(|e| e.expect("entry").path())
+            .max()
+            .expect("a backup");
+        std::fs::rename(&newest, dir.join(format!("quota-2026010{round}T000000Z.db"))).expect("rename");
+        as_release_0_2_0();
+    }
+    let mut kept: Vec<_> = std::fs::read_dir(&dir)
+        .expect("dir")
+        .map(|e| e.expect("entry").path())
+        .collect();
+    kept.sort();
+    let names: Vec<_> = kept
+        .iter()
+        .map(|p| p.file_name().expect("name").to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(names, ["quota-20260101T000000Z.db", "quota-20260102T000000Z.db"]);
+    for p in &kept {
+        assert_eq!(
+            schema(p),
+            (9, 9),
+            "{}: the database before its migration",
+            p.display()
+        );
+        assert_eq!(reconciles(p), (Vec::new(), "ok".to_string()));
+        assert_eq!(mode(p), 0o600);
+    }
+    let (code, out, err) = on_db(&setup, "migrate", &["--backup-dir", &arg(&dir)]);
+    assert_eq!(code, 0, "{err}");
+    let (code, out2, err) = on_db(&setup, "migrate", &["--backup-dir", &arg(&dir)]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains("schema 9 -> 10") && out2.contains("nothing to migrate"),
+        "{out}{out2}"
+    );
+    assert_eq!(balances(&setup.db).len(), 30);
 }

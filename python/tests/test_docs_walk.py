@@ -140,7 +140,7 @@ def test_docs_deploy_md_runs_end_to_end(walk):
     walk.run("docs/deploy.md")
     # The server `docker run` started is up, and the admin token `token issue` wrote to the same
     # volume works against it.
-    assert walk.ready() == {"status": "ready", "schema_version": 9}
+    assert walk.ready() == {"status": "ready", "schema_version": 10}
     token = walk.output("docker run --rm -v quota-data:/data").strip()
     req = urllib.request.Request(f"http://127.0.0.1:{walk.port}/hub/admin/api/quota/users/alice", method="POST",
                                  data=b'{"action": "set", "amount": 5}', headers={"Authorization": f"token {token}"})

@@ -58,6 +58,13 @@ def test_the_default_install_is_one_hardened_replica_on_sqlite():
     assert c["readinessProbe"]["httpGet"]["path"] == "/hub/readyz"
     env = {e["name"]: e for e in c["env"]}
     assert env["QUOTA_HUB_DB"]["value"] == "sqlite:///data/quota.db"
+    # The migration is its own step before the server (docs/upgrade.md): the file backed up first.
+    (m,) = pod["initContainers"]
+    assert m["name"] == "migrate" and m["image"] == c["image"] and m["securityContext"] == c["securityContext"]
+    assert m["args"] == ["migrate", "--backup-dir", "/data/pre-migration", "--keep", "7"]
+    assert {e["name"]: e["value"] for e in m["env"]} == {"QUOTA_HUB_VALUES": "/etc/quota/config/values.yaml", "QUOTA_HUB_DB": env["QUOTA_HUB_DB"]["value"]}
+    assert {v["name"] for v in m["volumeMounts"]} == {"config", "cache", "tmp", "data"}
+    assert "migrate" not in c["args"]
     assert env["QUOTA_HUB_TOKENS"]["value"] == "/etc/quota/config/tokens.yaml"
     mounts = {m["mountPath"]: m["name"] for m in c["volumeMounts"]}
     assert {"/data", "/var/cache/quota-engine", "/tmp", "/etc/quota/config", "/etc/quota/tokens"} <= set(mounts)
@@ -85,6 +92,20 @@ def test_every_option_on():
     assert pod["affinity"] == FULL["affinity"]
     assert pod["serviceAccountName"] == "rel-quota-hub" and pod["priorityClassName"] == "services-high"
     assert pod["topologySpreadConstraints"] == FULL["topologySpreadConstraints"] and pod["initContainers"] == FULL["initContainers"]
+    # PostgreSQL: the migration is a hook Job before the servers change, pg_dump first.
+    (job,) = kinds(docs, "Job")
+    hook = job["metadata"]["annotations"]
+    assert hook["helm.sh/hook"] == "pre-install,pre-upgrade" and hook["helm.sh/hook-delete-policy"] == "before-hook-creation"
+    (hook_values,) = [d for d in kinds(docs, "ConfigMap") if d["metadata"]["name"] == "rel-quota-hub-migrate"]
+    assert int(hook_values["metadata"]["annotations"]["helm.sh/hook-weight"]) < int(hook["helm.sh/hook-weight"])
+    jpod = pod_spec(job)
+    (dump,) = jpod["initContainers"]
+    assert dump["name"] == "pg-dump" and "pg_dump --format=custom" in dump["args"][0] and "tail -n +5" in dump["args"][0]
+    assert {"name": "backups", "persistentVolumeClaim": {"claimName": "pg-dumps"}} in jpod["volumes"]
+    (mc,) = jpod["containers"]
+    assert mc["args"] == ["migrate"] and mc["image"] == "quota-hub@sha256:" + "ab" * 32
+    assert {e["name"]: e.get("valueFrom") for e in mc["env"]}["QUOTA_HUB_DB"] == {"secretKeyRef": {"name": "pg", "key": "url"}}
+    assert jpod["restartPolicy"] == "Never" and jpod["securityContext"]["runAsNonRoot"] is True
     (sa,) = kinds(docs, "ServiceAccount")
     assert sa["metadata"]["name"] == "rel-quota-hub" and sa["metadata"]["annotations"] == {"iam.example.org/role": "quota"}
     (c,) = pod["containers"]

@@ -37,7 +37,7 @@ fn a_schema_6_database_gains_the_events_and_keeps_its_rows() {
     back_to_schema_6(w.db());
     let before = tables(w.db());
     let m = w.migrate().expect("migrate");
-    assert_eq!((m.from_version, m.to_version), (6, 9));
+    assert_eq!((m.from_version, m.to_version), (6, 10));
     assert_eq!(before, as_before_schema_7(tables(w.db())));
     // The session running across the upgrade is not warned (its marks were never armed), and it
     // is extended and ended as any other.
@@ -125,7 +125,7 @@ fn a_schema_7_database_gains_the_day_total_triggers_and_its_totals_stay_the_user
     back_to_schema_7(w.db());
     let before = tables(w.db());
     let m = w.migrate().expect("migrate");
-    assert_eq!((m.from_version, m.to_version), (7, 9));
+    assert_eq!((m.from_version, m.to_version), (7, 10));
     assert_eq!(
         without_schema_9(tables(w.db())),
         before,
@@ -164,7 +164,7 @@ fn a_schema_3_database_gains_the_memberships_table_and_keeps_its_rows() {
     w.db().query("PRAGMA user_version = 3", &[]).expect("version");
     let before = tables(w.db());
     let m = w.migrate().expect("migrate");
-    assert_eq!((m.from_version, m.to_version), (3, 9));
+    assert_eq!((m.from_version, m.to_version), (3, 10));
     let mut after = tables(w.db());
     assert_eq!(after.remove("memberships"), Some(Vec::new()));
     assert_eq!(after.remove("group_members"), Some(Vec::new()));
@@ -230,7 +230,7 @@ fn a_schema_4_database_gets_the_usage_sums_the_engine_would_have_kept() {
     w.db().query("DROP TABLE user_usage_days", &[]).expect("drop");
     w.db().query("PRAGMA user_version = 4", &[]).expect("version");
     let m = w.migrate().expect("migrate");
-    assert_eq!((m.from_version, m.to_version), (4, 9));
+    assert_eq!((m.from_version, m.to_version), (4, 10));
     let kept = without_schema_7(kept);
     assert_eq!(
         without_schema_7(tables(w.db())),
@@ -263,7 +263,7 @@ fn a_schema_8_database_gains_credit_requests_and_keeps_its_rows() {
     back_to_schema_8(w.db());
     let before = tables(w.db());
     let m = w.migrate().expect("migrate");
-    assert_eq!((m.from_version, m.to_version), (8, 9));
+    assert_eq!((m.from_version, m.to_version), (8, 10));
     assert_eq!(
         without_schema_9(tables(w.db())),
         before,

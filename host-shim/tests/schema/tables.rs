@@ -28,14 +28,24 @@ pub fn int(v: &SqlCell) -> i64 {
     v.as_int().expect("integer")
 }
 
-/// `PRAGMA user_version`, which the engine's SQLite migrations set.
+/// The schema version as the engine reads it: the newest row of `quota_schema` (schema 10 on),
+/// else `PRAGMA user_version` (which holds the floor from schema 10 on).
 pub trait SchemaVersion {
     fn schema_version(&mut self) -> Result<i64, quota_host::SqlError>;
 }
 
 impl<D: Database> SchemaVersion for D {
     fn schema_version(&mut self) -> Result<i64, quota_host::SqlError> {
-        Ok(int(&self.query("PRAGMA user_version", &[])?[0][0]))
+        let floor = int(&self.query("PRAGMA user_version", &[])?[0][0]);
+        let recorded = self.query(
+            "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = 'quota_schema'",
+            &[],
+        )?;
+        if int(&recorded[0][0]) == 0 {
+            return Ok(floor);
+        }
+        let newest = int(&self.query("SELECT COALESCE(MAX(version), 0) FROM quota_schema", &[])?[0][0]);
+        Ok(newest.max(floor))
     }
 }
 
@@ -61,15 +71,34 @@ pub fn tables(db: &mut dyn Database) -> BTreeMap<String, Vec<String>> {
 
 /// Takes a schema 6 file back to what schema 5 had (the tests that migrate an older file make it
 /// from a current one): the budgets' tables, indexes and columns and the grants go.
+/// Schema 9 as release 0.2.0 wrote it: no record of the schema's versions.
+pub fn back_to_schema_9(db: &mut dyn Database) {
+    for sql in ["DROP TABLE quota_schema", "PRAGMA user_version = 9"] {
+        db.query(sql, &[]).expect(sql);
+    }
+}
+
+/// The rows a migration to schema 10 adds: its record of the version and the floor, left out.
+pub fn without_schema_10(mut t: BTreeMap<String, Vec<String>>) -> BTreeMap<String, Vec<String>> {
+    assert_eq!(
+        t.remove("quota_schema"),
+        Some(vec!["[Int(10), Int(9)]".to_string()]),
+        "schema 10 records itself: version 10, floor 9"
+    );
+    t
+}
+
 /// Schema 8 as the previous release wrote it: no credit requests.
 pub fn back_to_schema_8(db: &mut dyn Database) {
+    back_to_schema_9(db);
     for sql in ["DROP TABLE credit_requests", "PRAGMA user_version = 8"] {
         db.query(sql, &[]).expect(sql);
     }
 }
 
 /// The rows a migration to schema 9 adds nothing to: its table (empty) left out.
-pub fn without_schema_9(mut t: BTreeMap<String, Vec<String>>) -> BTreeMap<String, Vec<String>> {
+pub fn without_schema_9(t: BTreeMap<String, Vec<String>>) -> BTreeMap<String, Vec<String>> {
+    let mut t = without_schema_10(t);
     assert_eq!(
         t.remove("credit_requests"),
         Some(Vec::new()),

@@ -107,6 +107,27 @@ pub enum Command {
         #[arg(long, env = "QUOTA_HUB_VALUES", default_value = DEFAULT_VALUES)]
         values: PathBuf,
     },
+    /// Bring the database to this binary's schema, the one step that does (a server creates an
+    /// empty database but never migrates one): a SQLite file is backed up first into
+    /// `--backup-dir` (PostgreSQL: pg_dump before, as the chart's pre-upgrade Job does). Progress
+    /// on stderr; docs/upgrade.md.
+    Migrate {
+        /// The database (`sqlite://FILE` or `postgres://user:password@host/db`).
+        #[arg(long, env = "QUOTA_HUB_DB", default_value = DEFAULT_DB)]
+        db: String,
+        /// SQLite: the folder the backup taken before the migration goes to
+        /// (`quota-<UTC time>Z.db`).
+        #[arg(long, env = "QUOTA_HUB_BACKUP_DIR")]
+        backup_dir: Option<PathBuf>,
+        /// Keep this many backups in `--backup-dir`, removing the oldest.
+        #[arg(long, default_value_t = 7, value_parser = clap::value_parser!(u32).range(1..))]
+        keep: u32,
+        /// Migrate a SQLite file without a backup first (a copy of your own exists).
+        #[arg(long)]
+        no_backup: bool,
+        #[arg(long, env = "QUOTA_HUB_VALUES", default_value = DEFAULT_VALUES)]
+        values: PathBuf,
+    },
     /// Replace a SQLite database with a backup, after checking the backup (it opens, has this
     /// binary's schema, every balance equals its ledger). Stop the server first; the database it
     /// replaces is kept beside it (`FILE.before-restore-<time>`).

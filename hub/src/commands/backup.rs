@@ -59,13 +59,42 @@ fn current_version(rt: &std::sync::Arc<quota_host::Runtime>, doc: &serde_json::V
     Ok(i64::from(w.migrate().map_err(|e| e.to_string())?.to_version))
 }
 
-/// Checks a copy (which may be changed: it is ours): SQLite's integrity check, this binary's
-/// schema version, and every balance equal to the sum of its ledger.
+/// A database's schema version and floor, read as the engine reads them (`schema::Schema` in the
+/// component): the floor where engines before schema 10 read their version, the version the newest
+/// row of `quota_schema` when there is one.
+pub(crate) fn schema_of(db: &mut dyn Database) -> Result<(i64, i64), String> {
+    let floor = one_int(db, "PRAGMA user_version")?;
+    let recorded = one_int(
+        db,
+        "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = 'quota_schema'",
+    )?;
+    let version = if recorded == 1 {
+        one_int(db, "SELECT COALESCE(MAX(version), 0) FROM quota_schema")?.max(floor)
+    } else {
+        floor
+    };
+    Ok((version, floor))
+}
+
+/// Which schema versions a check accepts besides those this binary writes as they are.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Accept {
+    /// A backup: any earlier version too (the copy taken before a migration).
+    Earlier,
+    /// A restore: only what this binary writes as it is (an earlier copy is restored by the
+    /// release that made it, then upgraded).
+    Writable,
+}
+
+/// Checks a copy (which may be changed: it is ours): SQLite's integrity check, its schema version
+/// against this binary's, and every balance equal to the sum of its ledger. The copy is never
+/// migrated: a backup keeps the schema it was taken at.
 fn check(
     rt: &std::sync::Arc<quota_host::Runtime>,
     doc: &serde_json::Value,
     copy: &Path,
     shown: &str,
+    accept: Accept,
 ) -> Result<Checked, String> {
     let mut db = SqliteDb::open(rt, copy, SqliteOptions::default())
         .map_err(|e| format!("{shown}: does not open as a SQLite database: {e}"))?;
@@ -82,17 +111,26 @@ fn check(
             verdict.join("; ")
         ));
     }
-    let version = one_int(&mut db, "PRAGMA user_version")?;
+    let (version, floor) = schema_of(&mut db)?;
     let current = current_version(rt, doc)?;
-    if version != current {
+    if version > current && floor > current {
         return Err(format!(
-            "{shown}: it has schema version {version}, this quota-hub writes version {current} \
-             (restore it with the quota-hub that made it, then upgrade)"
+            "{shown}: it has schema version {version} of a newer release, which engines of schema \
+             {floor} or newer may write; this quota-hub writes version {current} (use that release)"
         ));
     }
-    let mut w =
-        Worker::new(rt.clone(), Box::new(db), &doc.to_string()).map_err(|e| format!("{shown}: {e}"))?;
-    let wrong = migrate_db::ledger_mismatches(w.db())?;
+    if version < current && accept == Accept::Writable {
+        return Err(format!(
+            "{shown}: it has schema version {version}, this quota-hub writes version {current} \
+             (restore it with the quota-hub that made it, then upgrade: docs/upgrade.md)"
+        ));
+    }
+    // Budgets came with schema 6; an earlier copy has only personal balances.
+    let wrong = if version >= 6 {
+        migrate_db::ledger_mismatches(&mut db)?
+    } else {
+        Vec::new()
+    };
     if !wrong.is_empty() {
         return Err(format!(
             "{shown}: {} balance(s) differ from the sum of their ledger: {}",
@@ -101,8 +139,8 @@ fn check(
         ));
     }
     Ok(Checked {
-        users: one_int(w.db(), "SELECT COUNT(*) FROM users")?,
-        ledger: one_int(w.db(), "SELECT COUNT(*) FROM transactions")?,
+        users: one_int(&mut db, "SELECT COUNT(*) FROM users")?,
+        ledger: one_int(&mut db, "SELECT COUNT(*) FROM transactions")?,
         version,
     })
 }
@@ -239,7 +277,13 @@ pub(super) fn backup(
     let result = vacuum_into(&rt, &src, &partial).and_then(|()| {
         let took = started.elapsed();
         eprintln!("copied in {:.2} s; checking the copy ...", took.as_secs_f64());
-        let checked = check(&rt, &doc, &partial, &format!("the copy of {}", src.display()))?;
+        let checked = check(
+            &rt,
+            &doc,
+            &partial,
+            &format!("the copy of {}", src.display()),
+            Accept::Earlier,
+        )?;
         // The check opened the copy (WAL mode): one plain file again before it moves into place.
         vacuum_into(&rt, &partial, &beside(out, ".final"))?;
         Ok(checked)
@@ -285,7 +329,14 @@ pub(super) fn restore(url: &str, input: &Path, values_path: &Path) -> Result<(),
     std::fs::copy(input, &candidate).map_err(|e| format!("-i {}: {e}", input.display()))?;
     restrict(&candidate)?;
     eprintln!("checking {} ...", input.display());
-    let checked = check(&rt, &doc, &candidate, &format!("-i {}", input.display())).and_then(|c| {
+    let checked = check(
+        &rt,
+        &doc,
+        &candidate,
+        &format!("-i {}", input.display()),
+        Accept::Writable,
+    )
+    .and_then(|c| {
         vacuum_into(&rt, &candidate, &beside(&target, ".restore-final"))?;
         Ok(c)
     });

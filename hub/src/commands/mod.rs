@@ -5,6 +5,7 @@ mod budgets;
 mod config;
 mod export;
 mod groups;
+mod migrate;
 pub mod migrate_db;
 mod quota;
 pub mod quota_file;
@@ -90,6 +91,14 @@ pub fn run(cli: Cli) -> Result<ExitCode, String> {
         } => {
             backup::backup(&db, &output, &values, force, keep.map(|k| k as usize)).map(|()| ExitCode::SUCCESS)
         }
+        Command::Migrate {
+            db,
+            backup_dir,
+            keep,
+            no_backup,
+            values,
+        } => migrate::run(&db, backup_dir.as_deref(), keep as usize, no_backup, &values)
+            .map(|()| ExitCode::SUCCESS),
         Command::Restore { db, input, values } => {
             backup::restore(&db, &input, &values).map(|()| ExitCode::SUCCESS)
         }

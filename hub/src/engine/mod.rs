@@ -32,8 +32,8 @@ pub fn runtime() -> Result<Arc<Runtime>, String> {
     Ok(rt)
 }
 
-/// A worker over its own connection to `db`, configured with `values`; the engine's schema and
-/// quota-hub's tables are brought up to date first.
+/// A worker over its own connection to `db`, configured with `values`: the engine's schema created
+/// in an empty database and checked in any other (never migrated here), quota-hub's tables made.
 pub fn worker(
     rt: &Arc<Runtime>,
     db: &Db,
@@ -42,7 +42,10 @@ pub fn worker(
     busy_timeout: Option<std::time::Duration>,
 ) -> Result<Worker, String> {
     let conn = db.open(rt, auto_checkpoint, busy_timeout)?;
-    let mut w = Worker::new(rt.clone(), conn, &values.to_string()).map_err(|e| e.to_string())?;
+    // An empty database is created; an older one is migrated only by `quota-hub migrate`, which
+    // backs it up first (docs/upgrade.md).
+    let mut w =
+        Worker::without_migrating(rt.clone(), conn, &values.to_string()).map_err(|e| e.to_string())?;
     host_tables::ensure_schema(w.db()).map_err(|e| e.to_string())?;
     Ok(w)
 }

@@ -52,8 +52,9 @@ FULL = {
     "metrics": {"serviceMonitor": {"enabled": True, "labels": {"release": "prometheus"}},
                 "prometheusRule": {"enabled": True}, "dashboard": {"enabled": True}},
     "custom": {"quota": {"refreshRules": RULES}},
+    "migration": {"backup": {"existingClaim": "pg-dumps", "keep": 4}},
 }
-BUILT_IN = ("ConfigMap", "CronJob", "Deployment", "Ingress", "NetworkPolicy", "PersistentVolumeClaim", "Pod", "PodDisruptionBudget", "Secret",
+BUILT_IN = ("ConfigMap", "CronJob", "Deployment", "Ingress", "Job", "NetworkPolicy", "PersistentVolumeClaim", "Pod", "PodDisruptionBudget", "Secret",
             "Service", "ServiceAccount")
 
 

@@ -106,6 +106,7 @@ class QuotaEngine:
         call_deadline: Optional[float] = None,
         refresh_chunk_users: Optional[int] = None,
         busy_wait_ms: Optional[int] = None,
+        migrate: bool = True,
     ):
         self.component = component or Component.load()
         if db.startswith(("postgres://", "postgresql://")):
@@ -135,7 +136,9 @@ class QuotaEngine:
                 add_import(sql, "query", self.bridge.query)
                 add_import(sql, "execute-many", self.bridge.execute_many)
         self._instantiate()
-        self.migration = self.migrate()
+        #: What opening did to the schema: (version found, version now); None when ``migrate`` was
+        #: False (the caller checks and migrates: the hub's start-up step, docs/upgrade.md).
+        self.migration = self.migrate() if migrate else None
         self.configure(values)
 
     # Instances
@@ -248,6 +251,22 @@ class QuotaEngine:
         finally:
             self.call_deadline = call_deadline
             self.bridge.unlock_after_migration()
+        if isinstance(r, Variant):
+            raise self.contract.failed("other", str(_quota_error(r)))
+        return (_get(r, "from_version"), _get(r, "to_version"))
+
+    def check_schema(self) -> tuple[int, int]:
+        """The schema as the engine finds it, changing nothing: (version found, version this engine
+        would leave), equal when the database needs no migration (a newer release's schema whose
+        floor allows this engine included). The engine's ``migrate`` in a transaction that is
+        rolled back; a schema this engine may not write raises, as ``migrate`` would."""
+        call_deadline, self.call_deadline = self.call_deadline, max(self.call_deadline, self.contract.migration_deadline_ms / 1000)
+        self.bridge.begin(True)
+        try:
+            r = self._raw(lambda f, s: f["migrate"](s))
+        finally:
+            self.bridge.rollback()
+            self.call_deadline = call_deadline
         if isinstance(r, Variant):
             raise self.contract.failed("other", str(_quota_error(r)))
         return (_get(r, "from_version"), _get(r, "to_version"))

@@ -1,6 +1,6 @@
 """`jupyterhub-quota`: the operator's command line inside the hub's own container (z2jh:
 `kubectl exec deploy/hub -- jupyterhub-quota list`), running the same engine on the hub's quota
-database: list, show, set, add, deduct, budget, export-ledger, backup, check.
+database: list, show, set, add, deduct, budget, export-ledger, backup, restore, check.
 
 The database is `--db` (default: `$QUOTA_DB_URL`, else `configure()`'s default
 `sqlite://jupyterhub_quota.sqlite`); the values are `--values FILE` (default: `$QUOTA_VALUES`, else
@@ -14,7 +14,6 @@ import argparse
 import csv
 import json
 import os
-import sqlite3
 import sys
 import time
 from pathlib import Path
@@ -23,6 +22,8 @@ from urllib.parse import quote
 
 from ..host import values as values_mod
 from ..host.engine import Caller, ConfigError, QuotaEngine, StorageError
+from .backups import MISMATCHES, BackupFailed
+from . import backups
 
 ADMIN = Caller("jupyterhub-quota", admin=True)
 #: Where z2jh mounts the chart's values in the hub pod (its `z2jh.py` reads them the same way).
@@ -30,15 +31,6 @@ Z2JH_VALUES = ("/usr/local/etc/jupyterhub/secret/values.yaml", "/usr/local/etc/j
 #: The CSV columns of `export-ledger`, as quota-hub's (the REST API's transaction fields).
 LEDGER_COLUMNS = ("id", "created_at", "username", "transaction_type", "amount", "resource_type", "description",
                   "balance_before", "balance_after", "created_by", "budget", "expires_at")
-#: The accounts whose balance differs from the sum of their ledger (none in a sound database):
-#: users by name, budgets as `budget <name>`.
-MISMATCHES = ("SELECT u.username FROM users u "
-              "LEFT JOIN transactions t ON t.username = u.username AND t.budget IS NULL "
-              "GROUP BY u.username, u.balance HAVING u.balance <> COALESCE(SUM(t.amount), 0) "
-              "UNION ALL SELECT 'budget ' || b.name FROM budgets b LEFT JOIN transactions t ON t.budget = b.name "
-              "GROUP BY b.name, b.balance HAVING b.balance <> COALESCE(SUM(t.amount), 0) ORDER BY 1")
-
-
 class Failed(Exception):
     """A refusal to print as `jupyterhub-quota: <message>` with exit status 1."""
 
@@ -184,74 +176,31 @@ def _schema_version(engine: QuotaEngine) -> int:
     return engine.migrate()[1]
 
 
-def check_copy(path: Path, values: dict) -> tuple[int, int]:
-    """A backup's checks: SQLite's integrity, this package's schema version, every balance equal
-    to its ledger. Returns (users, ledger rows)."""
-    try:
-        with sqlite3.connect(path) as c:
-            verdict = [r[0] for r in c.execute("PRAGMA integrity_check")]
-            version = c.execute("PRAGMA user_version").fetchone()[0]
-            wrong = [r[0] for r in c.execute(MISMATCHES)]
-            users = c.execute("SELECT COUNT(*) FROM users").fetchone()[0]
-            ledger = c.execute("SELECT COUNT(*) FROM transactions").fetchone()[0]
-    except sqlite3.DatabaseError as e:
-        raise Failed(f"the copy is not a sound SQLite database: {e}") from None
-    if verdict != ["ok"]:
-        raise Failed(f"the copy fails SQLite's integrity check: {'; '.join(verdict)}")
-    mem = QuotaEngine(":memory:", values)
-    try:
-        current = _schema_version(mem)
-    finally:
-        mem.close()
-    if version != current:
-        raise Failed(f"the copy has schema version {version}, this package writes {current}")
-    if wrong:
-        raise Failed(f"{len(wrong)} balance(s) differ from the sum of their ledger: {', '.join(wrong[:5])}")
-    return users, ledger
+def _sqlite_file(args: argparse.Namespace, what: str) -> Path:
+    path = values_mod.sqlite_path(args.db)
+    if "://" in path or path == ":memory:":
+        raise Failed(f"--db {_shown(args.db)}: {what} is for SQLite files; PostgreSQL has pg_dump and pg_restore (docs/postgres.md)")
+    return Path(path)
 
 
 def cmd_backup(args: argparse.Namespace) -> None:
-    path = values_mod.sqlite_path(args.db)
-    if "://" in path or path == ":memory:":
-        raise Failed(f"--db {_shown(args.db)}: backup is for SQLite files; back up PostgreSQL with pg_dump (docs/postgres.md)")
-    src = Path(path)
+    src = _sqlite_file(args, "backup")
     if not src.is_file():
         raise Failed(f"--db {args.db}: no such file")
-    values = load_values(args.values)
-    out = Path(args.output)
-    folder = args.output.endswith("/") or out.is_dir()
+    folder = args.output.endswith("/") or Path(args.output).is_dir()
     if args.keep is not None and not folder:
         raise Failed(f"--keep: only with a folder as -o (e.g. -o {args.output}/)")
-    if folder:
-        out.mkdir(parents=True, exist_ok=True)
-        out = out / time.strftime("quota-%Y%m%dT%H%M%SZ.db", time.gmtime())
-    if out.exists() and not args.force:
-        raise Failed(f"-o {out}: exists already (give --force to replace it)")
-    partial = out.with_name(out.name + ".partial")
-    partial.unlink(missing_ok=True)
-    started = time.monotonic()
-    print(f"backing up {src} ({src.stat().st_size / 2**20:.1f} MiB) to {out} ...", file=sys.stderr)
+    say = lambda m: print(m, file=sys.stderr if m.startswith("backing up") else sys.stdout)  # noqa: E731
+    backups.backup(src, Path(args.output), load_values(args.values), folder=folder, keep=args.keep, force=args.force, say=say)
+
+
+def cmd_restore(args: argparse.Namespace) -> None:
+    target = _sqlite_file(args, "restore")
+    say = lambda m: print(m, file=sys.stderr if m.startswith("checking") else sys.stdout)  # noqa: E731
     try:
-        # One read transaction: the database as it was when the copy began; writers go on (WAL).
-        # Mode 0600 from the start: `VACUUM INTO` fills an empty file, and no one else may read
-        # a copy of every balance and ledger row, not even while it is written.
-        os.close(os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
-        with sqlite3.connect(src, timeout=10) as c:
-            c.execute("VACUUM INTO ?", (str(partial),))
-        c.close()
-        users, ledger = check_copy(partial, values)
-        with open(partial, "rb") as f:
-            os.fsync(f.fileno())
-        os.replace(partial, out)
-    finally:
-        partial.unlink(missing_ok=True)
-    print(f"backup {out}: {users} users, {ledger} ledger rows, {out.stat().st_size / 2**20:.1f} MiB, "
-          f"in {time.monotonic() - started:.2f} s; integrity ok, every balance equals its ledger")
-    if args.keep is not None:
-        backups = sorted(p for p in out.parent.iterdir() if p.name.startswith("quota-") and p.name.endswith("Z.db"))
-        for old in backups[: max(0, len(backups) - args.keep)]:
-            old.unlink()
-            print(f"removed {old} (--keep {args.keep})")
+        backups.restore(target, Path(args.backup), load_values(args.values), say=say)
+    except BackupFailed as e:
+        raise Failed(f"{e}; {target} was not changed") from None
 
 
 def cmd_check(engine: QuotaEngine, args: argparse.Namespace) -> None:
@@ -343,6 +292,8 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("-o", "--output", required=True, help="the backup file, or a folder (DIR/) for quota-<UTC time>Z.db")
     s.add_argument("--keep", type=int, help="with a folder: keep this many backups there")
     s.add_argument("--force", action="store_true", help="replace an existing backup file")
+    s = sub.add_parser("restore", help="replace the SQLite quota database with a checked backup (stop the hub first)")
+    s.add_argument("backup", help="the backup file (from backup, or the one the hub took before a migration)")
     sub.add_parser("check", help="the values, the database's schema and that every balance equals its ledger")
     _budget_parser(sub)
     return p
@@ -357,15 +308,15 @@ COMMANDS: dict[str, Callable[[QuotaEngine, argparse.Namespace], None]] = {
 def main(argv: Optional[list[str]] = None) -> int:
     args = parser().parse_args(argv)
     try:
-        if args.command == "backup":
-            cmd_backup(args)
+        if args.command in ("backup", "restore"):
+            (cmd_backup if args.command == "backup" else cmd_restore)(args)
             return 0
         engine = open_engine(args)
         try:
             COMMANDS[args.command](engine, args)
         finally:
             engine.close()
-    except (Failed, values_mod.ValuesError, StorageError) as e:
+    except (Failed, BackupFailed, values_mod.ValuesError, StorageError) as e:
         print(f"jupyterhub-quota: {e}", file=sys.stderr)
         return 1
     return 0

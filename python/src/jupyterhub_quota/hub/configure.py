@@ -20,6 +20,7 @@ from .placement import Placement, accelerators
 from .integration import Integration
 from ..host.service import DEFAULT_RUNTIME_MINUTES, QuotaService, log
 from .spawn import install_spawn_hooks
+from . import upgrade
 
 
 def _hub_app() -> Any:
@@ -55,6 +56,8 @@ def configure(
     metrics: bool = True,
     allow_ephemeral_db: bool = False,
     busy_wait_ms: Optional[int] = None,
+    backup_dir: Union[str, Path, None] = None,
+    backup_keep: int = upgrade.BACKUP_KEEP,
 ) -> Optional[Integration]:
     """Wires quota into a JupyterHub configuration (call it in ``jupyterhub_config.py``).
 
@@ -94,6 +97,10 @@ def configure(
       PostgreSQL, for a row lock) before it fails as busy; default the engine's hosting contract's
       (10,000). Keep it below the hub's ``slow_spawn_timeout`` (10 s) so that a spawn the gate
       cannot check is answered as refused rather than left pending.
+    - ``backup_dir``, ``backup_keep``: where the backup taken before a migration of a SQLite
+      quota database goes (default: ``quota-backups`` beside the database; give it a volume of its
+      own), and how many backups stay there (7). The hub's start is the migration step: it checks
+      the schema, backs the file up, migrates, and logs each (docs/upgrade.md).
     - ``allow_ephemeral_db``: start even when ``db_url`` is a SQLite file on the container's own
       file system (not a mounted volume), which is lost when the container restarts; without it
       such a start is refused with a :class:`~jupyterhub_quota.ConfigError` saying how to fix it.
@@ -118,18 +125,19 @@ def configure(
 
     counters: Any = None
 
-    def open_engine() -> QuotaEngine:
+    def open_engine(migrate: bool = True) -> QuotaEngine:
         from ..host.engine import Component
 
         comp = Component.load(Path(component_path) if component_path else None)
-        engine = QuotaEngine(path, doc, component=comp, durability=durability, busy_wait_ms=busy_wait_ms)
+        engine = QuotaEngine(path, doc, component=comp, durability=durability, busy_wait_ms=busy_wait_ms, migrate=migrate)
         engine.observer = counters if metrics else None
         return engine
 
+    # The explicit step: a SQLite file is backed up before it is migrated (docs/upgrade.md).
+    upgrade.start_up(path, doc, open_engine, backup_dir=backup_dir, backup_keep=backup_keep)
     app = _hub_app()
     if app is None:
-        # upgrade-db and friends: bring the quota database to the current schema, nothing else.
-        open_engine().close()
+        # upgrade-db and friends: the quota database brought to the current schema, nothing else.
         return None
 
     postgres = path.startswith(("postgres://", "postgresql://"))

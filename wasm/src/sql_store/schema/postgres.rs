@@ -1,4 +1,4 @@
-//! The PostgreSQL schema (8) and its migrations from 3 to 7, one step at a time (a PostgreSQL
+//! The PostgreSQL schema (created at 7) and its migrations from 3 to 10, one step at a time (a PostgreSQL
 //! database was never at schema 1 or 2).
 
 use super::shared::Schema;
@@ -330,10 +330,21 @@ const POSTGRES_FROM_8: &[&str] = &[
     "COMMENT ON TABLE users IS 'quota-engine schema 9'",
 ];
 
+/// Schema 9 to 10: the schema's own record, as SQLite's; the floor left at 9 in the comment.
+const POSTGRES_FROM_9: &[&str] = &[
+    "CREATE TABLE IF NOT EXISTS quota_schema (
+        version BIGINT PRIMARY KEY,
+        floor BIGINT NOT NULL
+     )",
+    "INSERT INTO quota_schema (version, floor) VALUES (10, 9) ON CONFLICT (version) DO NOTHING",
+];
+
 pub const POSTGRES: Schema = Schema {
-    current_version: 9,
+    current_version: 10,
     read_version: "SELECT COALESCE(substring(obj_description(to_regclass('users'), 'pg_class')
          FROM 'quota-engine schema ([0-9]+)')::bigint, 0)",
+    has_versions: "SELECT (CASE WHEN to_regclass('quota_schema') IS NULL THEN 0 ELSE 1 END)::bigint",
+    read_versions: "SELECT COALESCE(MAX(version), 0) FROM quota_schema",
     migrations: &[
         (0, POSTGRES_CREATE),
         (3, POSTGRES_FROM_3),
@@ -342,6 +353,7 @@ pub const POSTGRES: Schema = Schema {
         (6, POSTGRES_FROM_6),
         (7, POSTGRES_FROM_7),
         (8, POSTGRES_FROM_8),
-        (9, &[]),
+        (9, POSTGRES_FROM_9),
+        (10, &[]),
     ],
 };

@@ -1,11 +1,22 @@
 //! What both dialects' schemas share: the `Schema` type and the usage backfill of schema 5.
 
 /// A dialect's schema: the version this engine writes and how to bring a database to it.
+///
+/// Two numbers describe a database (docs/upgrade.md, decisions.md "Schema floor"): its schema
+/// version, and its floor, the oldest engine schema that may still write it. Up to schema 9 they
+/// were one number, kept where every earlier engine reads its version (`PRAGMA user_version`, the
+/// comment on `users`); that place now holds the floor, so an earlier engine at or above the floor
+/// reads its own version there and runs, and one below it refuses. The version itself is the newest
+/// row of `quota_schema` (schema 10 on), one row per migration with the floor it set.
 pub struct Schema {
     /// The schema version this engine writes.
     pub current_version: u32,
-    /// One row, one integer: the database's schema version (0 for an empty database).
+    /// One row, one integer: the floor (before schema 10, the version; 0 for an empty database).
     pub read_version: &'static str,
+    /// One row, one integer: 1 when `quota_schema` exists (schema 10 on), else 0.
+    pub has_versions: &'static str,
+    /// One row, one integer: the newest version recorded in `quota_schema` (0 for none).
+    pub read_versions: &'static str,
     /// How to bring a database at each version it knows to a later one (`current_version`, or a
     /// step on the way there): (from version, statements; the last one records the new version).
     /// A version not listed is one this engine does not know.

@@ -1,4 +1,4 @@
-//! The SQLite schema (8) and its migrations from 1 to 7, one step at a time.
+//! The SQLite schema (created at 8) and its migrations from 1 to 10, one step at a time.
 
 use super::shared::Schema;
 
@@ -321,9 +321,21 @@ const SQLITE_FROM_8: &[&str] = &[
     "PRAGMA user_version = 9",
 ];
 
+/// Schema 9 to 10: the schema's own record (see `Schema`): the version in `quota_schema`, the floor
+/// left at 9 in `user_version`, so the engines of schema 9 (release 0.2.0) keep writing it.
+const SQLITE_FROM_9: &[&str] = &[
+    "CREATE TABLE IF NOT EXISTS quota_schema (
+        version INTEGER PRIMARY KEY,
+        floor INTEGER NOT NULL
+     )",
+    "INSERT INTO quota_schema (version, floor) VALUES (10, 9) ON CONFLICT (version) DO NOTHING",
+];
+
 pub const SQLITE: Schema = Schema {
-    current_version: 9,
+    current_version: 10,
     read_version: "PRAGMA user_version",
+    has_versions: "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = 'quota_schema'",
+    read_versions: "SELECT COALESCE(MAX(version), 0) FROM quota_schema",
     migrations: &[
         (0, SQLITE_CREATE),
         (1, SQLITE_FROM_1_OR_2),
@@ -334,6 +346,7 @@ pub const SQLITE: Schema = Schema {
         (6, SQLITE_FROM_6),
         (7, SQLITE_FROM_7),
         (8, SQLITE_FROM_8),
-        (9, &[]),
+        (9, SQLITE_FROM_9),
+        (10, &[]),
     ],
 };

@@ -1,0 +1,142 @@
+"""The hub's side of docs/upgrade.md: the start-up step backs a SQLite quota database up before it
+migrates it (kept `backup_keep` times, progress in the log), a release's schema is written by the
+previous release as it is (the floor), a schema above the floor is refused naming the restore
+command, and `jupyterhub-quota restore` checks the backup and refuses while the database is open."""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from jupyterhub_quota.host.engine import Caller, QuotaEngine, StorageError
+from jupyterhub_quota.hub import backups, upgrade
+
+VALUES = {"custom": {"authMode": "github", "quota": {"defaultQuota": 0}}}
+ADMIN = Caller("admin", admin=True)
+TOOL = str(Path(sys.executable).parent / "jupyterhub-quota")
+NOW = 1_795_300_000
+
+
+def opener(path: Path):
+    return lambda migrate=True: QuotaEngine(str(path), VALUES, migrate=migrate)
+
+
+def set_balance(path: Path, user: str, amount: int) -> None:
+    e = QuotaEngine(str(path), VALUES)
+    try:
+        r = e.handle_request("POST", f"/admin/api/quota/users/{user}", "", f'{{"action":"set","amount":{amount}}}', ADMIN, NOW)
+        assert r.status == 200, r.body
+    finally:
+        e.close()
+
+
+def as_release_0_2_0(path: Path) -> None:
+    """Schema 9, as release 0.2.0 left it: no record of versions, the version in user_version."""
+    with sqlite3.connect(path) as c:
+        c.executescript("DROP TABLE quota_schema; PRAGMA user_version = 9")
+    c.close()
+
+
+def schema(path: Path) -> tuple[int, int]:
+    with sqlite3.connect(path) as c:
+        found = backups.schema_of(c)
+    c.close()
+    return found
+
+
+def test_the_start_up_step_backs_up_then_migrates_and_keeps_n_backups(tmp_path, caplog):
+    db = tmp_path / "quota.sqlite"
+    set_balance(db, "alice", 42)
+    folder = tmp_path / "backups"
+    for round_ in range(3):
+        as_release_0_2_0(db)
+        with caplog.at_level(logging.INFO, logger="jupyterhub_quota"):
+            assert upgrade.start_up(str(db), VALUES, opener(db), backup_dir=str(folder), backup_keep=2) == (9, 10)
+        assert schema(db) == (10, 9), "version 10, floor 9 where 0.2.0 reads its version"
+        (folder / sorted(p.name for p in folder.iterdir())[-1]).rename(folder / f"quota-2026010{round_}T000000Z.db")
+    kept = sorted(folder.iterdir())
+    assert [p.name for p in kept] == ["quota-20260101T000000Z.db", "quota-20260102T000000Z.db"], "the newest 2 kept"
+    for p in kept:
+        assert schema(p) == (9, 9), "each backup is the database as it was before its migration"
+        assert p.stat().st_mode & 0o777 == 0o600
+        with sqlite3.connect(p) as c:
+            assert c.execute("SELECT balance FROM users WHERE username = 'alice'").fetchone() == (42,)
+        c.close()
+    said = caplog.text
+    for words in ("has schema 9, this package writes 10: backing it up to", "integrity ok, every balance equals its ledger",
+                  "migrating the quota database from schema 9 to 10", "is at schema 10 (from 9)"):
+        assert words in said, said
+    # Current: nothing backed up, nothing migrated.
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="jupyterhub_quota"):
+        assert upgrade.start_up(str(db), VALUES, opener(db), backup_dir=str(folder)) == (10, 10)
+    assert "backing it up" not in caplog.text and len(list(folder.iterdir())) == 2
+
+
+def test_the_previous_release_reads_the_floor_and_a_raised_floor_is_refused(tmp_path):
+    db = tmp_path / "quota.sqlite"
+    set_balance(db, "alice", 5)
+    # A newer release's schema 11 that 10 may still write (floor 10): used as it is.
+    with sqlite3.connect(db) as c:
+        c.executescript("INSERT INTO quota_schema VALUES (11, 10); PRAGMA user_version = 10")
+    c.close()
+    assert upgrade.start_up(str(db), VALUES, opener(db)) == (11, 11)
+    set_balance(db, "alice", 6)
+    assert schema(db) == (11, 10)
+    # Its floor raised to 11: refused, naming where to go back, nothing changed.
+    with sqlite3.connect(db) as c:
+        c.executescript("INSERT INTO quota_schema VALUES (12, 11); PRAGMA user_version = 11")
+    c.close()
+    with pytest.raises(StorageError) as e:
+        upgrade.start_up(str(db), VALUES, opener(db))
+    for words in ("schema version 12", "schema 11 or newer", "jupyterhub-quota restore"):
+        assert words in str(e.value), str(e.value)
+    assert schema(db) == (12, 11)
+
+
+def run(*args: str, env: dict) -> subprocess.CompletedProcess:
+    return subprocess.run([TOOL, *args], env=env, capture_output=True, text=True, timeout=120)
+
+
+def test_restore_checks_the_backup_refuses_while_open_and_keeps_what_it_replaced(tmp_path):
+    import os
+
+    db = tmp_path / "quota.sqlite"
+    values = tmp_path / "values.yaml"
+    values.write_text("custom:\n  authMode: github\n")
+    env = {**os.environ, "QUOTA_DB_URL": f"sqlite://{db}", "QUOTA_VALUES": str(values)}
+    set_balance(db, "alice", 100)
+    r = run("backup", "-o", f"{tmp_path}/b/", env=env)
+    assert r.returncode == 0, r.stderr
+    [good] = (tmp_path / "b").iterdir()
+    set_balance(db, "alice", 1)
+    # An earlier schema's backup is restored by the release that made it.
+    older = tmp_path / "older.db"
+    older.write_bytes(good.read_bytes())
+    as_release_0_2_0(older)
+    r = run("restore", str(older), env=env)
+    assert r.returncode == 1 and "schema version 9, this package writes 10" in r.stderr and "was not changed" in r.stderr, r.stderr
+    # While the hub has it open (a connection in WAL mode): refused.
+    hub = sqlite3.connect(db)
+    hub.execute("SELECT 1 FROM users").fetchall()
+    hub.execute("BEGIN")
+    hub.execute("SELECT 1 FROM users").fetchall()
+    r = run("restore", str(good), env=env)
+    assert r.returncode == 1 and "has it open: stop the hub first" in r.stderr, r.stderr
+    hub.rollback()
+    hub.close()
+    with sqlite3.connect(db) as c:
+        assert c.execute("SELECT balance FROM users").fetchone() == (1,)
+    c.close()
+    r = run("restore", str(good), env=env)
+    assert r.returncode == 0 and "is kept as" in r.stdout, r.stdout + r.stderr
+    with sqlite3.connect(db) as c:
+        assert c.execute("SELECT balance FROM users").fetchone() == (100,)
+    c.close()
+    [kept] = tmp_path.glob("quota.sqlite.before-restore-*")
+    assert kept.stat().st_mode & 0o777 == 0o600
