@@ -7,6 +7,7 @@ use indexmap::IndexMap;
 use serde::Serialize;
 use serde_json::Value;
 
+use crate::accelerator_pod::{read_resources, read_tolerations, Resources, Toleration};
 use crate::error::QuotaError;
 use crate::json::kind;
 use crate::limits;
@@ -26,6 +27,11 @@ pub struct Accelerator {
     pub node_selector: BTreeMap<String, String>,
     #[serde(rename = "quotaRate")]
     pub quota_rate: Milli,
+    /// What the pod is given (`nvidia.com/gpu: 1`): see `accelerator_pod`.
+    #[serde(skip_serializing_if = "Resources::is_empty")]
+    pub resources: Resources,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub tolerations: Vec<Toleration>,
     #[serde(skip)]
     pub extra: serde_json::Map<String, Value>,
 }
@@ -87,6 +93,20 @@ pub(crate) fn read_accelerators(
                 f.problem(&p, format!("must be a mapping of strings, got {}", kind(other)));
             }
         }
+        let mut pod_problems = Vec::new();
+        let resources = read_resources(
+            f.raw("resources"),
+            &format!("{path}.resources"),
+            &mut pod_problems,
+        );
+        let tolerations = read_tolerations(
+            f.raw("tolerations"),
+            &format!("{path}.tolerations"),
+            &mut pod_problems,
+        );
+        for (field, message) in pod_problems {
+            f.problem(&field, message);
+        }
         // `env` stays among the unknown keys (never exposed), but a host adds it to the server's
         // environment, so it is checked here, for every host (and `quota-hub check-config`).
         match f.raw("env") {
@@ -120,7 +140,15 @@ pub(crate) fn read_accelerators(
             .map(|m| {
                 m.iter()
                     .filter(|(k, _)| {
-                        !["displayName", "description", "quotaRate", "nodeSelector"].contains(&k.as_str())
+                        ![
+                            "displayName",
+                            "description",
+                            "quotaRate",
+                            "nodeSelector",
+                            "resources",
+                            "tolerations",
+                        ]
+                        .contains(&k.as_str())
                     })
                     .map(|(k, v)| (k.clone(), v.clone()))
                     .collect()
@@ -136,6 +164,8 @@ pub(crate) fn read_accelerators(
                         description,
                         node_selector,
                         quota_rate,
+                        resources,
+                        tolerations,
                         extra,
                     },
                 );

@@ -11,6 +11,7 @@
 //! - [`reads`]: list, detail, me, rates, accelerators, sessions, the ledger.
 //! - [`api::handle_request`]: the HTTP-shaped front door every host serves.
 
+pub mod accelerator_pod;
 pub mod accelerators;
 pub mod admin;
 pub mod api;

@@ -280,6 +280,9 @@ pub fn accelerator(a: api::Accelerator) -> (String, quota_core::accelerators::Ac
             description: a.description,
             node_selector: a.node_selector.into_iter().collect(),
             quota_rate: Milli(a.quota_rate),
+            // Not in the typed record: `/api/accelerators` (the engine's JSON) shows them.
+            resources: Default::default(),
+            tolerations: Vec::new(),
             extra: serde_json::Map::new(),
         },
     )

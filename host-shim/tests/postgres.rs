@@ -85,6 +85,7 @@ fn a_fresh_database_is_migrated_once_and_a_second_host_finds_it_current() {
         &[],
     )
     .expect("session");
+    db.query("DROP TABLE quota_schema", &[]).expect("drop");
     db.query("COMMENT ON TABLE users IS 'quota-engine schema 3'", &[])
         .expect("version 3");
     let mut w =
@@ -93,7 +94,13 @@ fn a_fresh_database_is_migrated_once_and_a_second_host_finds_it_current() {
         .db()
         .query("SELECT obj_description(to_regclass('users'), 'pg_class')", &[])
         .expect("version");
+    // The floor stays 9 where release 0.2.0 reads its version; the version is quota_schema's.
     assert_eq!(version, vec![vec![SqlCell::Text("quota-engine schema 9".into())]]);
+    let recorded = w
+        .db()
+        .query("SELECT version, floor FROM quota_schema", &[])
+        .expect("recorded");
+    assert_eq!(recorded, vec![vec![SqlCell::Int(10), SqlCell::Int(9)]]);
     let members = w
         .db()
         .query("SELECT COUNT(*) FROM memberships", &[])

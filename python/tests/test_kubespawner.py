@@ -28,6 +28,9 @@ EXAMPLE = REPO / "examples" / "z2jh" / "config.yaml"
 NODE_PURPOSE = {"key": "hub.jupyter.org/node-purpose", "operator": "In", "values": ["user"]}
 # A profile that moves the server without naming an accelerator (added to the example's list).
 HIGHMEM = {"display_name": "High memory", "slug": "highmem", "kubespawner_override": {"node_selector": {"pool": "highmem"}}}
+# A profile whose own GPU limit disagrees with the accelerator it names (refused naming `profile`).
+TWO_GPUS = {"display_name": "Two GPUs", "slug": "two-gpus", "quotaAccelerator": "dgpu",
+            "kubespawner_override": {"extra_resource_limits": {"nvidia.com/gpu": "2"}}}
 # A course's profile: its spawns charge the course's shared budget (made over REST in the test).
 COURSE = {"display_name": "Course 101", "slug": "course", "quotaBudget": "course-101"}
 
@@ -75,7 +78,7 @@ def hub(tmp_path_factory, k8s):
     h = Hub(state, EXAMPLE, config=HERE / "kube_config.py", extra_env={
         "KUBECONFIG": str(k8s.kubeconfig),
         "QT_Z2JH_VALUES": str(EXAMPLE),
-        "QT_EXTRA_PROFILES": json.dumps([HIGHMEM, COURSE]),
+        "QT_EXTRA_PROFILES": json.dumps([HIGHMEM, COURSE, TWO_GPUS]),
         "QT_SINGLEUSER_PORT": str(free_port()),
         "QUOTA_DB_URL": f"sqlite://{state / 'quota.sqlite'}",
     }).start()
@@ -143,10 +146,25 @@ def test_a_phx_spawn_makes_a_pod_that_only_schedules_on_phx_nodes_with_phx_env(h
     assert usage(hub, "alice") == [-cost] and cost >= 2
 
 
+def test_a_gpu_chosen_on_the_standard_profile_is_allocated_and_its_taint_tolerated(hub, k8s):
+    """The issue's case: "Standard environment" with dgpu (or amdgpu) chosen gets the device
+    (the container's limit) and tolerates the GPU pool's taint, not only the node label."""
+    for user, accel, device in (("ivy", "dgpu", "nvidia.com/gpu"), ("jay", "amdgpu", "amd.com/gpu")):
+        set_quota(hub, user, 100)
+        pod = start_and_stop(hub, k8s, user, {"profile": "standard", "runtime_minutes": 5, "gpu_selection": accel})
+        assert required_terms(pod) == [{"matchExpressions": [NODE_PURPOSE, {"key": "accelerator", "operator": "In", "values": [accel]}]}]
+        assert pod["spec"]["containers"][0]["resources"]["limits"][device] == "1", pod["spec"]["containers"][0]["resources"]
+        assert {"key": device, "operator": "Exists", "effect": "NoSchedule"} in pod["spec"]["tolerations"], pod["spec"]["tolerations"]
+        assert session(hub, user)[:4] == (accel, 4000, 5, "completed")
+
+
 def test_a_cpu_spawn_keeps_what_the_operator_configured(hub, k8s):
     set_quota(hub, "bob", 100)
     pod = start_and_stop(hub, k8s, "bob", {"runtime_minutes": 5})
     assert required_terms(pod) == [{"matchExpressions": [NODE_PURPOSE]}]
+    limits = (pod["spec"]["containers"][0].get("resources") or {}).get("limits") or {}
+    assert not any(k.endswith("/gpu") for k in limits), limits
+    assert not any(t.get("key", "").endswith("/gpu") for t in pod["spec"].get("tolerations") or []), pod["spec"].get("tolerations")
     env = env_of(pod)
     assert env["HUB_WIDE"] == "from the operator"
     assert "PHX_VISIBLE_DEVICES" not in env and "NVIDIA_DRIVER_CAPABILITIES" not in env
@@ -217,8 +235,9 @@ def test_a_profile_with_quota_budget_charges_the_course_not_the_student(hub, k8s
         ({"profile": "highmem", "runtime_minutes": 5}, "profile"),
         ({"profile": "no-such-profile", "runtime_minutes": 5}, "profile"),
         ({"profile": ["gpu"], "runtime_minutes": 5}, "profile"),
+        ({"profile": "two-gpus", "runtime_minutes": 5}, "profile"),
     ],
-    ids=["accelerator-not-the-profiles", "moves-without-a-price", "unknown", "a-list"],
+    ids=["accelerator-not-the-profiles", "moves-without-a-price", "unknown", "a-list", "limit-not-the-accelerators"],
 )
 def test_options_that_would_place_without_pricing_are_refused_naming_the_option(hub, k8s, options, field):
     set_quota(hub, "erin", 1000)

@@ -121,7 +121,7 @@ def test_profile_lists_as_kubespawner_takes_them():
 
 
 def test_a_profile_naming_two_accelerators_or_an_unknown_one_is_refused():
-    two = {"display_name": "Two", "slug": "two", "profile_options": {
+    two = {"display_name": "Two", "slug": "two", "quotaAccelerator": "dgpu", "profile_options": {
         "a": {"display_name": "A", "choices": {"x": {"display_name": "X", "quotaAccelerator": "phx"}}},
         "b": {"display_name": "B", "choices": {"y": {"display_name": "Y", "quotaAccelerator": "dgpu"}}}}}
     with pytest.raises(OptionError, match=r'^profile: "two" names more than one quotaAccelerator \(dgpu, phx\)'):
@@ -244,3 +244,36 @@ def test_kubespawners_own_form_and_parser_are_kept(tmp_path, monkeypatch):
         assert await own_form(spawner, "<p>mine</p>") == "<p>mine</p>"
 
     asyncio.run(run())
+
+
+def test_an_accelerators_resources_and_tolerations_go_on_the_pod_once_and_a_different_limit_is_refused():
+    from jupyterhub_quota.hub.placement import allocate
+
+    gpu = accelerators({"custom": {"accelerators": {"dgpu": {
+        "quotaRate": 4, "resources": {"limits": {"nvidia.com/gpu": 1}, "requests": {"memory": "8Gi"}},
+        "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]}}}})["dgpu"]
+    assert gpu.resources == {"limits": {"nvidia.com/gpu": "1"}, "requests": {"memory": "8Gi"}}
+    pod = m.V1Pod(spec=m.V1PodSpec(containers=[m.V1Container(name="notebook", resources=m.V1ResourceRequirements(
+        limits={"memory": "2Gi"}))], tolerations=[{"key": "hub.jupyter.org/dedicated", "operator": "Equal", "value": "user"}]))
+    for _ in range(2):  # applied twice: nothing doubled
+        allocate(pod, gpu)
+    c = pod.spec.containers[0]
+    assert c.resources.limits == {"memory": "2Gi", "nvidia.com/gpu": "1"} and c.resources.requests == {"memory": "8Gi"}
+    keys = [t["key"] if isinstance(t, dict) else t.key for t in pod.spec.tolerations]
+    assert keys == ["hub.jupyter.org/dedicated", "nvidia.com/gpu"]
+    two = m.V1Pod(spec=m.V1PodSpec(containers=[m.V1Container(name="notebook", resources=m.V1ResourceRequirements(
+        limits={"nvidia.com/gpu": "2"}))]))
+    with pytest.raises(ValueError, match=r"allocates limits nvidia.com/gpu: 1, but the pod already sets 2"):
+        allocate(two, gpu)
+
+
+def test_a_profiles_own_limit_for_the_accelerators_resource_wins_only_if_equal():
+    accels = accelerators({"custom": {"accelerators": {"dgpu": {"quotaRate": 4, "resources": {"limits": {"nvidia.com/gpu": 1}}}}}})
+    same = {"display_name": "One", "slug": "one", "quotaAccelerator": "dgpu",
+            "kubespawner_override": {"extra_resource_limits": {"nvidia.com/gpu": "1"}}}
+    two = {"display_name": "Two", "slug": "two", "quotaAccelerator": "dgpu", "profile_options": {"n": {"display_name": "GPUs", "choices": {
+        "two": {"display_name": "2", "kubespawner_override": {"extra_resource_limits": {"nvidia.com/gpu": 2}}}}}}}
+    spawner = kube([same, two])
+    assert asyncio.run(choose(spawner, {"profile": "one"}, 20, accels)).accelerator == "dgpu"
+    with pytest.raises(OptionError, match=r'^profile: "two" sets limits nvidia.com/gpu: 2, but the accelerator "dgpu" it runs on allocates 1'):
+        asyncio.run(choose(spawner, {"profile": "two"}, 20, accels))

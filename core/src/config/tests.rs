@@ -92,14 +92,23 @@ fn every_problem_is_reported_with_its_key_path() {
 fn accelerators_keep_extra_keys_and_exact_rates() {
     let c = load(
         r#"{"hub": {"x": 1}, "custom": {"authMode": "github", "accelerators": {
-            "phx": {"displayName": "PHX", "quotaRate": 2.5, "nodeSelector": {"gpu": "phx"}, "resources": {"limits": 1}}}}}"#,
+            "phx": {"displayName": "PHX", "quotaRate": 2.5, "nodeSelector": {"gpu": "phx"}, "shape": {"limits": 1},
+            "resources": {"limits": {"example.org/phx": 1}}, "tolerations": [{"key": "phx", "operator": "Exists"}]}}}}"#,
     )
     .unwrap();
     let a = &c.accelerators["phx"];
     assert_eq!(a.quota_rate, Milli(2500));
-    assert_eq!(a.extra["resources"]["limits"], 1);
+    assert_eq!(a.extra["shape"]["limits"], 1);
     let shown = serde_json::to_value(a).unwrap();
-    assert_eq!(shown.as_object().unwrap().len(), 4);
+    assert_eq!(shown.as_object().unwrap().len(), 6);
+    assert_eq!(
+        shown["resources"],
+        serde_json::json!({"limits": {"example.org/phx": "1"}})
+    );
+    assert_eq!(
+        shown["tolerations"],
+        serde_json::json!([{"key": "phx", "operator": "Exists"}])
+    );
     assert_eq!(c.rates_json().to_string(), r#"{"cpu":1,"phx":2.5}"#);
 }
 

@@ -237,6 +237,49 @@ def profile_budget(profile: dict, chosen: Optional[str]) -> Optional[str]:
     return named
 
 
+#: KubeSpawner's traits that set the container's resources: (trait, the accelerator's key in `resources`).
+RESOURCE_TRAITS = (("extra_resource_limits", "limits"), ("extra_resource_guarantees", "requests"))
+
+
+def profile_resources(profile: dict, options: dict) -> dict:
+    """The extended resources the profile (and its chosen options, defaults included) gives the
+    server through `kubespawner_override`: {"limits": {name: value}, "requests": {...}}, as text."""
+    holders = [profile]
+    for name, option in (profile.get("profile_options") or {}).items():
+        if not isinstance(option, dict):
+            continue
+        if options.get(f"{name}--unlisted-choice"):
+            holders.append(option.get("unlisted_choice"))
+        else:
+            key = options.get(name) or _default_choice(option)
+            holders.append((option.get("choices") or {}).get(key))
+    out: dict = {"limits": {}, "requests": {}}
+    for h in holders:
+        override = h.get("kubespawner_override") if isinstance(h, dict) else None
+        for trait, kind in RESOURCE_TRAITS:
+            given = override.get(trait) if isinstance(override, dict) else None
+            if isinstance(given, dict):
+                out[kind].update({str(k): str(v) for k, v in given.items()})
+    return out
+
+
+def check_profile_resources(slug: str, profile: dict, options: dict, accelerator: Any) -> None:
+    """A profile's own limits for a resource the accelerator allocates win only if equal (what is
+    billed is what runs); otherwise a refusal naming `profile`."""
+    given = getattr(accelerator, "resources", None) or {}
+    if not given:
+        return
+    mine = profile_resources(profile, options)
+    for kind in ("limits", "requests"):
+        for name, value in (given.get(kind) or {}).items():
+            other = mine[kind].get(name)
+            if other is not None and other != value:
+                raise OptionError(
+                    f"profile: {json.dumps(slug)} sets {kind} {name}: {other}, but the accelerator "
+                    f"{json.dumps(accelerator.key)} it runs on allocates {value}; ask the hub's operator to make them agree"
+                )
+
+
 async def choose(spawner: Any, options: dict, default_runtime: int, accelerators: Any) -> Choice:
     """Reads the spawn's options once into the decision that both prices and places it."""
     runtime = runtime_option(options.get("runtime_minutes"), default_runtime)
@@ -250,6 +293,8 @@ async def choose(spawner: Any, options: dict, default_runtime: int, accelerators
     budget = profile_budget(profile, budget)
     named = profile_accelerator(profile, options, accelerators)
     if named is None:
+        if isinstance(accelerators, dict) and selected in accelerators:
+            check_profile_resources(slug, profile, options, accelerators[selected])
         return Choice(runtime, selected, slug, budget)
     accelerator = None if named == CPU else named
     if selected is not None and selected != accelerator:
@@ -257,6 +302,8 @@ async def choose(spawner: Any, options: dict, default_runtime: int, accelerators
             f"gpu_selection: the profile {json.dumps(slug)} runs on {json.dumps(named)}; "
             f"leave gpu_selection empty or set it to {json.dumps(named)}"
         )
+    if isinstance(accelerators, dict) and accelerator in accelerators:
+        check_profile_resources(slug, profile, options, accelerators[accelerator])
     return Choice(runtime, accelerator, slug, budget)
 
 

@@ -9,6 +9,11 @@
   schedule on a node without the accelerator. It is written into the final pod manifest
   (`modify_pod_hook`, after the profile's overrides and the operator's own hook), so no override
   can drop it.
+- On KubeSpawner its `resources` (limits and requests: `nvidia.com/gpu: "1"` allocates the device,
+  not only the node) go on the notebook container and its `tolerations` on the pod, in the same
+  hook. A profile's own value for the same resource was refused before the gate unless equal
+  (options.check_profile_resources); one set another way (the operator's `extra_resource_limits`)
+  that differs fails the spawn naming both, rather than run a server other than the one billed.
 - Other spawners: the operator's `apply_accelerator(spawner, key, accelerator)` hook places the
   server; without one, placement is not applied (said once per spawner class in the log).
 
@@ -34,6 +39,9 @@ class Accelerator:
     env: dict = field(default_factory=dict)
     #: The values file's entry as written (what the operator's hook receives).
     entry: dict = field(default_factory=dict)
+    #: {"limits": {name: quantity}, "requests": {...}} (quantities as text, as Kubernetes writes them).
+    resources: dict = field(default_factory=dict)
+    tolerations: list = field(default_factory=list)
 
 
 def accelerators(values: dict) -> dict[str, Accelerator]:
@@ -46,7 +54,21 @@ def accelerators(values: dict) -> dict[str, Accelerator]:
         if not isinstance(entry, dict):
             continue
         strings = lambda v: {str(k): x for k, x in v.items() if isinstance(x, str)} if isinstance(v, dict) else {}  # noqa: E731
-        out[str(key)] = Accelerator(str(key), strings(entry.get("nodeSelector")), strings(entry.get("env")), copy.deepcopy(entry))
+        out[str(key)] = Accelerator(str(key), strings(entry.get("nodeSelector")), strings(entry.get("env")), entry=copy.deepcopy(entry),
+                                    resources=_resources(entry.get("resources")),
+                                    tolerations=copy.deepcopy(entry.get("tolerations") or []))
+    return out
+
+
+def _resources(v: Any) -> dict:
+    """An entry's `resources` with every quantity as text (YAML's `1` is Kubernetes' "1")."""
+    if not isinstance(v, dict):
+        return {}
+    out = {}
+    for kind in ("limits", "requests"):
+        given = v.get(kind)
+        if isinstance(given, dict) and given:
+            out[kind] = {str(k): str(q) for k, q in given.items()}
     return out
 
 
@@ -121,8 +143,50 @@ class Placement:
                 )
 
     def modify_pod(self, spawner: Any, pod: Any) -> Any:
-        """KubeSpawner's `modify_pod_hook`: the allowed accelerator's node labels become required."""
+        """KubeSpawner's `modify_pod_hook`: the allowed accelerator's node labels become required,
+        its resources go on the notebook container and its tolerations on the pod."""
         accel = getattr(spawner, CHOSEN, None)
         if accel is not None:
             require_node_labels(pod, accel.node_selector)
+            allocate(pod, accel)
         return pod
+
+
+def _get(obj: Any, snake: str, camel: str) -> Any:
+    return obj.get(camel, obj.get(snake)) if isinstance(obj, dict) else getattr(obj, snake, None)
+
+
+def allocate(pod: Any, accel: Accelerator) -> Any:
+    """Adds the accelerator's resources to the notebook container (the first: KubeSpawner's) and
+    its tolerations to the pod (each once). A different value already there for one of its
+    resources is an error naming both: the server would run with other than what is billed."""
+    from kubernetes_asyncio.client import models as m
+
+    if accel.resources:
+        container = pod.spec.containers[0]
+        container.resources = container.resources or m.V1ResourceRequirements()
+        for kind in ("limits", "requests"):
+            wanted = accel.resources.get(kind) or {}
+            if not wanted:
+                continue
+            have = dict(getattr(container.resources, kind) or {})
+            for name, value in wanted.items():
+                if name in have and str(have[name]) != value:
+                    raise ValueError(
+                        f"quota: the accelerator {accel.key!r} allocates {kind} {name}: {value}, but the pod already "
+                        f"sets {have[name]} (the spawner's configuration): make them agree"
+                    )
+                have[name] = value
+            setattr(container.resources, kind, have)
+    if accel.tolerations:
+        present = list(pod.spec.tolerations or [])
+        seen = [(_get(t, "key", "key"), _get(t, "operator", "operator"), _get(t, "value", "value"), _get(t, "effect", "effect"))
+                for t in present]
+        for t in accel.tolerations:
+            sig = (t.get("key"), t.get("operator", "Equal"), t.get("value"), t.get("effect"))
+            if sig not in seen:
+                present.append(m.V1Toleration(key=t.get("key"), operator=t.get("operator", "Equal"), value=t.get("value"),
+                                              effect=t.get("effect"), toleration_seconds=t.get("tolerationSeconds")))
+                seen.append(sig)
+        pod.spec.tolerations = present
+    return pod
