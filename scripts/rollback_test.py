@@ -91,6 +91,8 @@ class Writer(threading.Thread):
                     self.by_server[s.name] = self.by_server.get(s.name, 0) + 1
                     return json.loads(r.read() or b"{}")
             except urllib.error.HTTPError as e:
+                if e.code == 403:  # a refused start is an answer (and writes nothing)
+                    return json.loads(e.read() or b"{}")
                 if e.code < 500:
                     raise SystemExit(f"{s.name}: {method} {path}: {e.code} {e.read()[:300]!r}")
             except (urllib.error.URLError, ConnectionError, TimeoutError, OSError):
@@ -101,7 +103,7 @@ class Writer(threading.Thread):
     def run(self) -> None:
         while not self.stopping:
             u = USERS[self.ops % len(USERS)]
-            if self.ops % 10 == 9:
+            if self.ops % 10 == 9 and self.ops >= len(USERS):
                 s = self.call("POST", "/api/quota/sessions", {"username": u, "runtime_minutes": 1})
                 if "session_id" in s:
                     self.call("POST", f"/api/quota/sessions/{s['session_id']}/end", {})
@@ -161,6 +163,8 @@ def verify(db: str, w: Writer) -> None:
 
 
 def main() -> None:
+    # A writer that stops says why.
+    threading.excepthook = lambda a: print(f"the writer: {a.exc_value}", flush=True)
     kind = sys.argv[1]
     started = time.monotonic()
     tmp = Path(tempfile.mkdtemp(prefix="quota-rollback-"))

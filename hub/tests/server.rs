@@ -240,7 +240,9 @@ fn a_bad_values_file_stops_the_server_before_it_listens_and_names_every_key() {
         dir.path(),
         "bad.yaml",
         &serde_json::json!({"custom": {"authMode": "github", "quota": {"cpuRate": -1, "colour": 1},
-            "accelerators": {"cpu": {"quotaRate": 2}}}}),
+            "accelerators": {"cpu": {"quotaRate": 2}, "dgpu": {"quotaRate": 4,
+                "resources": {"limits": {"nvidia.com/gpu": "one"}},
+                "tolerations": [{"key": "nvidia.com/gpu", "operator": "Sometimes"}]}}}}),
     );
     let db = format!("sqlite://{}", dir.path().join("q.db").display());
     let v = values.to_string_lossy().to_string();
@@ -255,6 +257,8 @@ fn a_bad_values_file_stops_the_server_before_it_listens_and_names_every_key() {
             "custom.quota.cpuRate",
             "custom.quota.colour",
             "custom.accelerators.cpu",
+            "custom.accelerators.dgpu.resources.limits.nvidia.com/gpu: `one` is not a Kubernetes quantity",
+            "custom.accelerators.dgpu.tolerations[0].operator: `Sometimes` is not `Exists` or `Equal`",
         ] {
             assert!(err.contains(key), "{args:?}: `{key}` not named in:\n{err}");
         }

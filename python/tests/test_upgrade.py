@@ -140,3 +140,43 @@ def test_restore_checks_the_backup_refuses_while_open_and_keeps_what_it_replaced
     c.close()
     [kept] = tmp_path.glob("quota.sqlite.before-restore-*")
     assert kept.stat().st_mode & 0o777 == 0o600
+
+
+@pytest.mark.parametrize("expr, after, due", [
+    ("30 2 * * *", "2026-11-29T02:29:59", "2026-11-29T02:30:00"),
+    ("30 2 * * *", "2026-11-29T02:30:00", "2026-11-30T02:30:00"),  # strictly after
+    ("0 */6 * * *", "2026-11-29T13:00:00", "2026-11-29T18:00:00"),
+    ("15 3 * * 1", "2026-11-29T00:00:00", "2026-11-30T03:15:00"),  # 2026-11-30 is a Monday
+    ("0 0 1 * 0", "2026-11-02T00:00:00", "2026-11-08T00:00:00"),  # the 1st or a Sunday (cron's rule)
+    ("0 0 29 2 *", "2026-03-01T00:00:00", "2028-02-29T00:00:00"),
+])
+def test_the_backup_schedule_is_cron_in_utc(expr, after, due):
+    import datetime as dt
+
+    from jupyterhub_quota.hub.backup_schedule import next_time
+
+    ts = lambda s: int(dt.datetime.fromisoformat(s).replace(tzinfo=dt.timezone.utc).timestamp())  # noqa: E731
+    assert next_time(expr, ts(after)) == ts(due)
+
+
+@pytest.mark.parametrize("expr, says", [
+    ("30 2 * *", "five fields"), ("61 2 * * *", "minute `61` is outside 0-59"), ("x 2 * * *", "minute `x` is not"),
+    ("0 0 * * */0", "`/0` is not a step"),
+])
+def test_a_bad_backup_schedule_is_refused_naming_the_field(expr, says):
+    from jupyterhub_quota.hub.backup_schedule import ScheduleError, parse
+
+    with pytest.raises(ScheduleError, match=says.replace("(", r"\(")):
+        parse(expr)
+
+
+def test_a_scheduled_backup_that_fails_is_logged_and_the_next_one_works(tmp_path, caplog):
+    from jupyterhub_quota.hub.backup_schedule import run_once
+
+    db = tmp_path / "quota.sqlite"
+    with caplog.at_level(logging.INFO, logger="jupyterhub_quota"):
+        assert run_once(str(db), VALUES, tmp_path / "b", 2) is None
+    assert "the scheduled backup of" in caplog.text and "no such file" in caplog.text
+    set_balance(db, "alice", 3)
+    out = run_once(str(db), VALUES, tmp_path / "b", 2)
+    assert out is not None and out.parent == tmp_path / "b" and schema(out) == (10, 9)

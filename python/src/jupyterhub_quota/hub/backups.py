@@ -142,7 +142,14 @@ def _in_use(target: Path) -> bool:
 def restore(target: Path, source: Path, values: dict, *, say: Callable[[str], None] = print) -> Optional[Path]:
     """Replaces the database ``target`` with the backup ``source``, checked first on a copy (the
     backup is never changed). Refuses while a hub uses ``target``. Returns where the database it
-    replaced is kept (``<file>.before-restore-<seconds>``), or None when there was none."""
+    replaced is kept (``<file>.before-restore-<seconds>``), or None when there was none. A folder
+    as ``source``: its newest backup (``quota-<UTC time>Z.db``)."""
+    if source.is_dir():
+        found = sorted(p for p in source.iterdir() if p.name.startswith("quota-") and p.name.endswith("Z.db"))
+        if not found:
+            raise BackupFailed(f"{source}: no backup (quota-<UTC time>Z.db) in this folder")
+        source = found[-1]
+        say(f"the newest backup in the folder: {source}")
     if not source.is_file():
         raise BackupFailed(f"{source}: no such file")
     started = time.monotonic()

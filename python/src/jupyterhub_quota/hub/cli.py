@@ -196,7 +196,7 @@ def cmd_backup(args: argparse.Namespace) -> None:
 
 def cmd_restore(args: argparse.Namespace) -> None:
     target = _sqlite_file(args, "restore")
-    say = lambda m: print(m, file=sys.stderr if m.startswith("checking") else sys.stdout)  # noqa: E731
+    say = lambda m: print(m, file=sys.stdout if m.startswith("restored") else sys.stderr)  # noqa: E731
     try:
         backups.restore(target, Path(args.backup), load_values(args.values), say=say)
     except BackupFailed as e:
@@ -293,7 +293,7 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--keep", type=int, help="with a folder: keep this many backups there")
     s.add_argument("--force", action="store_true", help="replace an existing backup file")
     s = sub.add_parser("restore", help="replace the SQLite quota database with a checked backup (stop the hub first)")
-    s.add_argument("backup", help="the backup file (from backup, or the one the hub took before a migration)")
+    s.add_argument("backup", help="the backup file (from backup, the hub's schedule or the one it took before a migration), or a folder: its newest")
     sub.add_parser("check", help="the values, the database's schema and that every balance equals its ledger")
     _budget_parser(sub)
     return p

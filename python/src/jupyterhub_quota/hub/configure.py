@@ -20,6 +20,7 @@ from .placement import Placement, accelerators
 from .integration import Integration
 from ..host.service import DEFAULT_RUNTIME_MINUTES, QuotaService, log
 from .spawn import install_spawn_hooks
+from . import backup_schedule as backup_schedule_mod
 from . import upgrade
 
 
@@ -58,6 +59,7 @@ def configure(
     busy_wait_ms: Optional[int] = None,
     backup_dir: Union[str, Path, None] = None,
     backup_keep: int = upgrade.BACKUP_KEEP,
+    backup_schedule: Optional[str] = None,
 ) -> Optional[Integration]:
     """Wires quota into a JupyterHub configuration (call it in ``jupyterhub_config.py``).
 
@@ -101,6 +103,9 @@ def configure(
       quota database goes (default: ``quota-backups`` beside the database; give it a volume of its
       own), and how many backups stay there (7). The hub's start is the migration step: it checks
       the schema, backs the file up, migrates, and logs each (docs/upgrade.md).
+    - ``backup_schedule``: a five-field cron expression (UTC), e.g. ``"30 2 * * *"``: the hub
+      also takes a checked online backup of a SQLite quota database into ``backup_dir`` then,
+      keeping ``backup_keep`` (``jupyterhub-quota restore`` puts one back; docs/upgrade.md).
     - ``allow_ephemeral_db``: start even when ``db_url`` is a SQLite file on the container's own
       file system (not a mounted volume), which is lost when the container restarts; without it
       such a start is refused with a :class:`~jupyterhub_quota.ConfigError` saying how to fix it.
@@ -133,6 +138,11 @@ def configure(
         engine.observer = counters if metrics else None
         return engine
 
+    if backup_schedule:
+        try:
+            backup_schedule_mod.parse(backup_schedule)
+        except backup_schedule_mod.ScheduleError as e:
+            raise ConfigError([("backup_schedule", str(e).split(": ", 1)[1])]) from None
     # The explicit step: a SQLite file is backed up before it is migrated (docs/upgrade.md).
     upgrade.start_up(path, doc, open_engine, backup_dir=backup_dir, backup_keep=backup_keep)
     app = _hub_app()
@@ -172,6 +182,10 @@ def configure(
         c.JupyterHub.template_paths = paths + [str(TEMPLATES)]
     app.quota = quota
     asyncio.get_running_loop().create_task(quota.start(app))
+    if backup_schedule and not postgres and path != ":memory:":
+        folder = Path(backup_dir) if backup_dir else upgrade.default_backup_dir(path)
+        quota.backups = asyncio.get_running_loop().create_task(
+            backup_schedule_mod.run_forever(backup_schedule, path, doc, folder, backup_keep))
     summary = service.engine.summary
     counters.know_rules(r.name for r in (summary.rules if summary else ()))
     counters.enabled_rules = tuple(r.name for r in (summary.rules if summary else ()) if r.enabled)

@@ -62,6 +62,8 @@ class Integration:
         self.listening = False
         #: The live balance streams of the hub's navigation bar (live.py; set by configure()).
         self.live: Any = None
+        #: The scheduled backups' task (backup_schedule.py; set by configure() when asked).
+        self.backups: Any = None
         #: The JupyterHub application (its database holds the groups), set at start.
         self.app: Any = None
 
