@@ -24,6 +24,22 @@ fn main() {
         );
     }
 
+    // The image's repository, set once in the chart's values (render-cronjobs' default image).
+    let chart_values = repo.join("deploy/helm/quota-hub/values.yaml");
+    println!("cargo:rerun-if-changed={}", chart_values.display());
+    let text = String::from_utf8_lossy(&read_or_explain(
+        &chart_values,
+        "the chart's values",
+        "git checkout",
+    ))
+    .into_owned();
+    let repository = text
+        .split("\nimage:\n")
+        .nth(1)
+        .and_then(|rest| rest.lines().find_map(|l| l.trim().strip_prefix("repository: ")))
+        .unwrap_or_else(|| panic!("{}: no image.repository", chart_values.display()));
+    println!("cargo:rustc-env=QUOTA_IMAGE_REPOSITORY={}", repository.trim());
+
     let mut files = Vec::new();
     for (sub, exts) in [
         ("pages", &["html", "js", "css"][..]),

@@ -41,9 +41,10 @@ cargo --version
 # A fresh clone builds once: incremental state would only take disk (over 1 GB) that CI may not have.
 if [ "${CI:-}" = true ]; then export CARGO_INCREMENTAL=0; fi
 # The README walkthrough test runs curl, as a newcomer would; the image and release tests read the
-# image layouts with umoci and skopeo. Installed first, so nothing runs apt beside anything else.
+# image layouts with umoci and skopeo; the release test pushes the chart to a registry of its own
+# (docker-registry) and pulls it back. Installed first, so nothing runs apt beside anything else.
 need=()
-for pair in curl:curl umoci:umoci skopeo:skopeo; do command -v "${pair%%:*}" >/dev/null || need+=("${pair#*:}"); done
+for pair in curl:curl umoci:umoci skopeo:skopeo docker-registry:docker-registry; do command -v "${pair%%:*}" >/dev/null || need+=("${pair#*:}"); done
 [ ${#need[@]} -eq 0 ] || apt_install "${need[@]}"
 bash scripts/ensure-chromium.sh
 

@@ -99,10 +99,13 @@ def test_render_cronjobs_without_the_label_is_not_admitted_and_passes_labels_and
     assert pod["annotations"] == {"sidecar.istio.io/inject": "false"}
 
 
-def test_the_charts_job_pods_are_admitted_and_carry_pod_labels_and_annotations():
+def test_the_charts_job_pods_need_no_hub_label_and_carry_pod_labels_and_annotations():
+    """The chart's Jobs call its own servers, not a z2jh hub: no z2jh label unless asked for."""
     [pod] = chart_job_pods({"podLabels": {"team": "ml"}, "podAnnotations": {"prometheus.io/scrape": "false"},
                             "cronjobs": {"podAnnotations": {"sidecar.istio.io/inject": "false"}}})
-    assert admitted(pod["labels"]), pod
+    assert "hub.jupyter.org/network-access-hub" not in pod["labels"] and not admitted(pod["labels"]), pod
+    [asked] = chart_job_pods({"cronjobs": {"hubAccessLabel": True}})
+    assert admitted(asked["labels"]), asked
     assert pod["labels"]["team"] == "ml"
     assert pod["annotations"] == {"prometheus.io/scrape": "false", "sidecar.istio.io/inject": "false"}
 

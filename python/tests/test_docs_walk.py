@@ -159,6 +159,10 @@ def test_docs_deploy_md_runs_end_to_end(walk):
     assert values["custom"] == yaml.safe_load((REPO / "examples/values.yaml").read_text())["custom"], "my-values.yaml's custom block"
     assert "PersistentVolumeClaim" in {p.name.split("-")[0] for p in (walk.state / "cluster" / "jhub").iterdir()}
     assert "quota-hub" in walk.output("helm install quota-hub")
+    # The released chart (oci://, revision 1) deploys the released image; the upgrade, the one built here.
+    first = json.loads((walk.state / "releases" / "jhub" / "quota-hub" / "1.json").read_text())
+    [dep1] = [d for d in first["docs"] if d["kind"] == "Deployment"]
+    assert dep1["spec"]["template"]["spec"]["containers"][0]["image"] == f"ghcr.io/quota-engine/quota-hub:{VERSION}"
 
 
 def test_docs_z2jh_md_runs_end_to_end(walk):
@@ -174,8 +178,12 @@ def test_docs_z2jh_md_runs_end_to_end(walk):
         pod = job["spec"]["jobTemplate"]["spec"]["template"]
         assert pod["metadata"]["labels"]["hub.jupyter.org/network-access-hub"] == "true"
         env = {e["name"]: e for e in pod["spec"]["containers"][0]["env"]}
-        assert any(e.get("valueFrom", {}).get("secretKeyRef", {}).get("name") == "quota-refresh-token" for e in env.values())
-    assert walk.cluster("Secret", "default")["quota-refresh-token"]["stringData"]["token"] == TOKEN
+        # The token z2jh keeps in its own `hub` Secret: in no values file, in no second Secret.
+        assert env["QUOTA_HUB_TOKEN"]["valueFrom"]["secretKeyRef"] == {"name": "hub", "key": "hub.services.quota-cron.apiToken"}
+        assert pod["spec"]["containers"][0]["image"] == f"ghcr.io/quota-engine/quota-hub:{VERSION}", "the release's image"
+    # A release owns them: the CronJobs are the objects of the quota-cronjobs chart's revision.
+    [owned] = [json.loads(p.read_text()) for p in (walk.state / "releases" / "jhub" / "quota-cronjobs").glob("*.json")]
+    assert sorted(d["metadata"]["name"] for d in owned["docs"]) == sorted(j["metadata"]["name"] for j in cronjobs.values())
     [rule] = walk.cluster("PrometheusRule", "jhub").values()
     exprs = [r["expr"] for g in rule["spec"]["groups"] for r in g["rules"]]
     assert any('job="hub", namespace="jhub"' in e for e in exprs), exprs
@@ -197,10 +205,10 @@ def test_docs_upgrade_md_runs_after_deploy_and_z2jh(walk):
     walk.run("docs/z2jh.md")
     walk.run("docs/upgrade.md")
     history = walk.output("helm history quota-hub").splitlines()
-    assert [line.split("\t")[0] for line in history[1:]] == ["1", "2"], history
+    assert [line.split("\t")[0] for line in history[1:]] == ["1", "2", "3"], history
     releases = walk.state / "releases" / "jhub" / "quota-hub"
-    first, rolled_back = (json.loads((releases / f"{n}.json").read_text()) for n in (1, 3))
-    assert rolled_back["description"] == "Rollback to 1" and rolled_back["docs"] == first["docs"]
+    before, rolled_back = (json.loads((releases / f"{n}.json").read_text()) for n in (2, 4))
+    assert rolled_back["description"] == "Rollback to 2" and rolled_back["docs"] == before["docs"]
     restored = walk.output("kubectl logs -n jhub pod/quota-restore")
     assert restored.startswith("restored ") and "schema 10" in restored and "is kept as" in restored, restored
     assert "every balance equals its ledger" in walk.output("kubectl exec -n jhub deploy/hub -- jupyterhub-quota check")

@@ -50,7 +50,7 @@ def test_the_default_install_is_one_hardened_replica_on_sqlite():
     assert pod["automountServiceAccountToken"] is False and "serviceAccountName" not in pod
     assert pod["securityContext"]["runAsNonRoot"] is True and pod["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
     (c,) = pod["containers"]
-    assert c["image"] == f"quota-hub:{VERSION}"
+    assert c["image"] == f"ghcr.io/quota-engine/quota-hub:{VERSION}", "where the release pushes it"
     assert c["securityContext"] == {"allowPrivilegeEscalation": False, "readOnlyRootFilesystem": True, "capabilities": {"drop": ["ALL"]}}
     assert c["resources"]["requests"] and c["resources"]["limits"]["memory"]
     assert c["startupProbe"]["httpGet"]["path"] == "/hub/healthz"
@@ -103,19 +103,21 @@ def test_every_option_on():
     assert dump["name"] == "pg-dump" and "pg_dump --format=custom" in dump["args"][0] and "tail -n +5" in dump["args"][0]
     assert {"name": "backups", "persistentVolumeClaim": {"claimName": "pg-dumps"}} in jpod["volumes"]
     (mc,) = jpod["containers"]
-    assert mc["args"] == ["migrate"] and mc["image"] == "quota-hub@sha256:" + "ab" * 32
+    assert mc["args"] == ["migrate"] and mc["image"] == "ghcr.io/quota-engine/quota-hub@sha256:" + "ab" * 32
     assert {e["name"]: e.get("valueFrom") for e in mc["env"]}["QUOTA_HUB_DB"] == {"secretKeyRef": {"name": "pg", "key": "url"}}
     assert jpod["restartPolicy"] == "Never" and jpod["securityContext"]["runAsNonRoot"] is True
     (sa,) = kinds(docs, "ServiceAccount")
     assert sa["metadata"]["name"] == "rel-quota-hub" and sa["metadata"]["annotations"] == {"iam.example.org/role": "quota"}
     (c,) = pod["containers"]
-    assert c["image"] == "quota-hub@sha256:" + "ab" * 32, "a digest pins the image"
+    assert c["image"] == "ghcr.io/quota-engine/quota-hub@sha256:" + "ab" * 32, "a digest pins the image"
     assert c["envFrom"] == FULL["extraEnvFrom"] and FULL["extraVolumeMounts"][0] in c["volumeMounts"]
     assert FULL["extraVolumes"][0] in pod["volumes"]
     (policy,) = kinds(docs, "NetworkPolicy")
     assert policy["spec"]["podSelector"]["matchLabels"]["app.kubernetes.io/component"] == "server"
-    sources = policy["spec"]["ingress"][0]["from"]
-    assert {"podSelector": {"matchLabels": {"rel-quota-hub-client": "true"}}} in sources and FULL["networkPolicy"]["ingress"][0] in sources
+    own, added = policy["spec"]["ingress"]
+    sources = own["from"]
+    assert {"podSelector": {"matchLabels": {"rel-quota-hub-client": "true"}}} in sources
+    assert added == FULL["networkPolicy"]["ingress"][0], "networkPolicy.ingress entries are rules"
     for job in kinds(docs, "CronJob"):
         # The release's own Jobs are let through.
         labels = job["spec"]["jobTemplate"]["spec"]["template"]["metadata"]["labels"]
@@ -407,3 +409,8 @@ def test_quota_hub_starts_on_the_rendered_files_and_the_rendered_refresh_token_w
     finally:
         proc.terminate()
         proc.wait(timeout=DEADLINE_S)
+
+
+def test_a_peer_given_as_an_ingress_rule_fails_the_render_naming_it():
+    with pytest.raises(Exception, match=r"networkPolicy.ingress\[0\]: a rule has `from` and/or `ports`"):
+        render({"networkPolicy": {"enabled": True, "ingress": [{"namespaceSelector": {"matchLabels": {"a": "b"}}}]}})

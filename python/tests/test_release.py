@@ -137,6 +137,68 @@ def test_the_chart_packages_this_version():
     assert "quota-hub/values.schema.json" in names and "quota-hub/templates/deployment.yaml" in names
 
 
+def test_the_workflow_publishes_both_wheels_that_the_docs_install():
+    workflow = (REPO / ".github" / "workflows" / "release.yml").read_text()
+    assert ('cp "dist/jupyterhub_quota-${VERSION}-py3-none-any.whl" "dist/jupyterlab_quota-${VERSION}-py3-none-any.whl" pypi/'
+            in workflow), "PyPI gets the hub's package and JupyterLab's extension"
+    for doc, line in (("docs/jupyterlab.md", "pip install jupyterlab-quota"), ("docs/release.md", f"jupyterlab_quota-V-py3-none-any.whl")):
+        assert line in (REPO / doc).read_text(), (doc, line)
+
+
+def test_the_chart_installs_as_documented_from_an_oci_registry(tmp_path):
+    """What the release workflow does with the chart (`helm push` beside the image's repository,
+    under charts/) and what docs/deploy.md tells an operator (`helm install oci://...`), against a
+    real registry (Debian's docker-registry on loopback): the pulled chart is the packaged one, and
+    it deploys the image the workflow pushed (the chart's image.repository, set once)."""
+    import shutil
+    import socket
+    import time
+
+    import helm_python as helm
+
+    registry = shutil.which("docker-registry")
+    assert registry, "docker-registry is missing (the README's test command installs it: apt-get install docker-registry)"
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    config = tmp_path / "registry.yml"
+    config.write_text(yaml.safe_dump({"version": 0.1, "storage": {"filesystem": {"rootdirectory": str(tmp_path / "blobs")}},
+                                      "http": {"addr": f"127.0.0.1:{port}"}, "log": {"level": "error"}}))
+    proc = subprocess.Popen([registry, "serve", str(config)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                assert time.monotonic() < deadline, "the registry did not listen"
+                time.sleep(0.1)
+        workflow = (REPO / ".github" / "workflows" / "release.yml").read_text()
+        assert 'helm push "dist/quota-hub-${VERSION}.tgz" "oci://${repo%/*}/charts"' in workflow
+        repo = yaml.safe_load((REPO / "deploy/helm/quota-hub/values.yaml").read_text())["image"]["repository"]
+        docs = (REPO / "docs" / "deploy.md").read_text()
+        assert f"helm install quota-hub oci://{repo.rsplit('/', 1)[0]}/charts/quota-hub --version {VERSION}" in docs
+        helm.push(DIST / f"quota-hub-{VERSION}.tgz", f"oci://127.0.0.1:{port}/charts", plain_http=True)
+        out = tmp_path / "pulled"
+        out.mkdir()
+        helm.pull(f"oci://127.0.0.1:{port}/charts/quota-hub", version=VERSION, destination=out, plain_http=True)
+        pulled = out / f"quota-hub-{VERSION}.tgz"
+        assert pulled.read_bytes() == (DIST / f"quota-hub-{VERSION}.tgz").read_bytes(), "the chart a user pulls is the packaged one"
+        chart = helm.Chart.load(str(pulled))
+        try:
+            rendered = chart.render({}, name="quota-hub", namespace="jhub", is_install=True)
+        finally:
+            chart.close()
+        [dep] = [d for path, text in rendered.items() if not path.endswith("NOTES.txt")
+                 for d in yaml.safe_load_all(text) if d and d.get("kind") == "Deployment"]
+        assert dep["spec"]["template"]["spec"]["containers"][0]["image"] == f"{repo}:{VERSION}"
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
 def sbom(name: str) -> dict:
     path = DIST / name
     # The cyclonedx library's strict JSON validator, with the schema it ships (no download).

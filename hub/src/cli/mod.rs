@@ -159,9 +159,13 @@ pub enum Command {
         /// The key of that token in the Secret.
         #[arg(long, default_value = "token")]
         token_key: String,
-        /// The image with the quota-hub binary.
-        #[arg(long, default_value = concat!("quota-hub:", env!("CARGO_PKG_VERSION")))]
+        /// The image with the quota-hub binary (default: the release's, as the Helm chart's).
+        #[arg(long, default_value = concat!(env!("QUOTA_IMAGE_REPOSITORY"), ":", env!("CARGO_PKG_VERSION")))]
         image: String,
+        /// A Secret of the namespace that lets the Job pods pull the image (a private registry or
+        /// mirror); repeat for several.
+        #[arg(long = "image-pull-secret", value_name = "NAME")]
+        image_pull_secrets: Vec<String>,
         /// The label that lets a Job pod through the hub's NetworkPolicy (z2jh's admits only pods
         /// labelled `hub.jupyter.org/network-access-hub: "true"`).
         #[arg(
@@ -180,6 +184,11 @@ pub enum Command {
         /// does not keep a finished Job running (repeat the option for each).
         #[arg(long = "pod-annotation", value_name = "KEY=VALUE")]
         pod_annotations: Vec<String>,
+        /// Write the CronJobs as a chart of their own into this folder (Chart.yaml and
+        /// templates/cronjobs.yaml) instead of printing them: `helm upgrade --install` makes them a
+        /// release, which removes a CronJob whose rule is gone.
+        #[arg(long, value_name = "DIR")]
+        chart_dir: Option<PathBuf>,
     },
     /// Write every ledger transaction of a range of UTC days as CSV or JSON lines, oldest first,
     /// a page at a time (constant memory, however long the ledger).

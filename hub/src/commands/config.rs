@@ -11,6 +11,7 @@ use crate::values::read_checked;
 pub(super) fn render_cronjobs(
     values_path: &std::path::Path,
     o: &cronjobs::Options<'_>,
+    chart_dir: Option<&std::path::Path>,
 ) -> Result<ExitCode, String> {
     let rt = engine::runtime()?;
     let (doc, _) = read_checked(values_path, &rt, "; no CronJobs rendered")?;
@@ -29,9 +30,43 @@ pub(super) fn render_cronjobs(
         out.push_str("---\n");
         out.push_str(&serde_norway::to_string(j).map_err(|e| e.to_string())?);
     }
-    print!("{out}");
+    match chart_dir {
+        None => print!("{out}"),
+        Some(dir) => write_chart(dir, &out)?,
+    }
     eprintln!("{} CronJob(s) for {} enabled rule(s)", jobs.len(), jobs.len());
     Ok(ExitCode::SUCCESS)
+}
+
+/// The CronJobs as a chart of their own (`helm upgrade --install NAME DIR`): a release owns them,
+/// so an upgrade removes the CronJob of a rule no longer enabled and an uninstall removes all.
+fn write_chart(dir: &std::path::Path, manifests: &str) -> Result<(), String> {
+    if manifests.contains("{{") {
+        return Err(
+            "--chart-dir: a rule holds `{{`, which Helm would read as a template; no chart written".into(),
+        );
+    }
+    let templates = dir.join("templates");
+    std::fs::create_dir_all(&templates).map_err(|e| format!("--chart-dir {}: {e}", dir.display()))?;
+    let version = env!("CARGO_PKG_VERSION");
+    let chart = format!(
+        "# Written by `quota-hub render-cronjobs --chart-dir`: the refresh CronJobs as a release of\n\
+         # their own (docs/z2jh.md, section 6). Render it again after changing the rules.\n\
+         apiVersion: v2\nname: quota-cronjobs\ndescription: The quota refresh rules as Kubernetes CronJobs\n\
+         type: application\nversion: {version}\nappVersion: \"{version}\"\n"
+    );
+    for (path, text) in [
+        (dir.join("Chart.yaml"), chart.as_str()),
+        (templates.join("cronjobs.yaml"), manifests),
+    ] {
+        std::fs::write(&path, text).map_err(|e| format!("{}: {e}", path.display()))?;
+    }
+    eprintln!(
+        "wrote the chart {} (helm upgrade --install quota-cronjobs {} -n NAMESPACE)",
+        dir.display(),
+        dir.display()
+    );
+    Ok(())
 }
 
 pub(super) fn check_config(path: &std::path::Path) -> Result<ExitCode, String> {

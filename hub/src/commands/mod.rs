@@ -54,10 +54,12 @@ pub fn run(cli: Cli) -> Result<ExitCode, String> {
             token_secret,
             token_key,
             image,
+            image_pull_secrets,
             hub_access_label,
             no_hub_access_label,
             pod_labels,
             pod_annotations,
+            chart_dir,
         } => {
             let access = (!no_hub_access_label).then_some(hub_access_label);
             let pairs = |args: &[String], what: &str| -> Result<Vec<(String, String)>, String> {
@@ -77,10 +79,11 @@ pub fn run(cli: Cli) -> Result<ExitCode, String> {
                 token_secret: &token_secret,
                 token_key: &token_key,
                 image: &image,
+                image_pull_secrets: &image_pull_secrets,
                 pod_labels: &labels,
                 pod_annotations: &annotations,
             };
-            config::render_cronjobs(&values, &o)
+            config::render_cronjobs(&values, &o, chart_dir.as_deref())
         }
         Command::Backup {
             db,

@@ -96,6 +96,8 @@ pub struct Options<'a> {
     pub token_secret: &'a str,
     pub token_key: &'a str,
     pub image: &'a str,
+    /// Secrets the Job pods pull the image with (none: the namespace's default).
+    pub image_pull_secrets: &'a [String],
     /// Labels of the Job pods beside the CronJob's own (the hub access label among them).
     pub pod_labels: &'a [(String, String)],
     /// Annotations of the Job pods (e.g. `sidecar.istio.io/inject: "false"`).
@@ -176,7 +178,7 @@ fn cronjob(rule: &str, fragment: &Value, o: &Options<'_>) -> Value {
         .get("schedule")
         .and_then(Value::as_str)
         .unwrap_or_default();
-    json!({
+    let mut job = json!({
         "apiVersion": "batch/v1",
         "kind": "CronJob",
         "metadata": {"name": cronjob_name(o.name_prefix, rule), "namespace": o.namespace, "labels": labels},
@@ -223,7 +225,12 @@ fn cronjob(rule: &str, fragment: &Value, o: &Options<'_>) -> Value {
                 },
             },
         },
-    })
+    });
+    if !o.image_pull_secrets.is_empty() {
+        let secrets: Vec<Value> = o.image_pull_secrets.iter().map(|n| json!({"name": n})).collect();
+        job["spec"]["jobTemplate"]["spec"]["template"]["spec"]["imagePullSecrets"] = secrets.into();
+    }
+    job
 }
 
 #[cfg(test)]
