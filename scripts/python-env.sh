@@ -23,5 +23,7 @@ rm -rf "$dist"
 # JupyterLab's quota extension (lab/), installed from its wheel as a single-user image would: the
 # test hubs' servers are real JupyterLab servers with it.
 bash scripts/build-lab.sh "$venv/bin/python" >/dev/null
+# Again over an installed one of the same version (a rebuilt wheel has the same name).
+"$venv/bin/python" -m pip install "${pip_q[@]}" --force-reinstall --no-deps target/lab-dist/jupyterlab_quota-*-py3-none-any.whl
 "$venv/bin/python" -m pip install "${pip_q[@]}" -c python/constraints-test.txt target/lab-dist/jupyterlab_quota-*-py3-none-any.whl
 (cd tests/proxy && npm ci --no-audit --no-fund --loglevel=error)

@@ -50,3 +50,88 @@ def test_every_alert_waits_and_links_a_runbook_section_that_exists():
     for r in hub_rule["spec"]["groups"][0]["rules"]:
         assert 'job="hub", namespace="jhub"' in r["expr"] and "rel-quota-hub" not in r["expr"], r["expr"]
         promql_parser.parse(r["expr"])
+
+
+def _documented_rule_values() -> dict:
+    """The values docs/z2jh.md's section 7 renders the alerts with (its `helm template` line)."""
+    import shlex
+
+    import helm_python as helm
+
+    text = (REPO / "docs" / "z2jh.md").read_text()
+    section = text[text.index("## 7. Metrics"):text.index("## 8. ")]
+    [line] = [re.sub(r"\\\n\s*", " ", b) for b in re.findall(r"```sh\n(.*?)```", section, re.S)
+              if "templates/prometheusrule.yaml" in b]
+    words = shlex.split(line.split("|")[0])
+    values: dict = {}
+
+    def merge(a: dict, b: dict) -> dict:
+        out = dict(a)
+        for k, v in b.items():
+            out[k] = merge(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
+        return out
+
+    for flag, value in zip(words, words[1:]):
+        if flag == "--set":
+            values = merge(values, helm.parse_set_string(value))
+        elif flag == "--set-string":
+            values = merge(values, helm.parse_set_string_values(value))
+    return values
+
+
+def _matches(m, labels: dict) -> bool:
+    have = labels.get(m.name, "")
+    op = str(m.op).rsplit(".", 1)[-1]
+    return {"Equal": have == m.value, "NotEqual": have != m.value,
+            "Re": re.fullmatch(m.value, have) is not None, "NotRe": re.fullmatch(m.value, have) is None}[op]
+
+
+def test_the_documented_hub_alerts_select_the_series_the_documented_podmonitor_scrapes():
+    """z2jh has no ServiceMonitor: docs/z2jh.md offers deploy/z2jh/hub-podmonitor.yaml. The labels
+    it gives the hub's series (job from the pod's `component` label, the pod's namespace) are
+    computed from the hub pod's labels and port as z2jh 4.4.0's own template selects them, and
+    every series of every documented alert must match them (and a wrong namespace must not)."""
+    import helm_python as helm
+    import yaml
+
+    c = helm.Chart.load(str(REPO / "python" / "tests" / "fixtures" / "z2jh-4.4.0"))
+    try:
+        out = c.render({}, name="jhub", namespace="jhub", is_install=True)
+    finally:
+        c.close()
+    [policy] = [d for t in out.values() for d in yaml.safe_load_all(t) if d and d["kind"] == "NetworkPolicy"]
+    hub_pod = policy["spec"]["podSelector"]["matchLabels"]
+    hub_ports = {p["port"] for r in policy["spec"]["ingress"] for p in r.get("ports", [])}
+    monitor = yaml.safe_load((REPO / "deploy" / "z2jh" / "hub-podmonitor.yaml").read_text())
+    assert monitor["kind"] == "PodMonitor"
+    assert all(hub_pod.get(k) == v for k, v in monitor["spec"]["selector"]["matchLabels"].items()), "it selects the hub pod"
+    [endpoint] = monitor["spec"]["podMetricsEndpoints"]
+    assert endpoint["port"] in hub_ports and endpoint["path"] == "/hub/metrics"
+    assert endpoint["authorization"]["credentials"] == {"name": "hub", "key": "hub.services.prometheus.apiToken"}
+    scraped = {"job": hub_pod[monitor["spec"]["jobLabel"]], "namespace": "jhub"}
+    assert scraped["job"] == "hub"
+    (rule,) = kinds(render(_documented_rule_values(), name="quota"), "PrometheusRule")
+    assert rule["metadata"]["labels"]["release"] == monitor["metadata"]["labels"]["release"], "one Prometheus loads both"
+    rules = [r for g in rule["spec"]["groups"] for r in g["rules"]]
+    assert len(rules) >= 5
+    for r in rules:
+        selectors = []
+
+        def walk(node):
+            if isinstance(node, promql_parser.VectorSelector):
+                selectors.append(node)
+                return
+            for attr in ("expr", "lhs", "rhs", "param", "vector_selector"):
+                child = getattr(node, attr, None)
+                if child is not None:
+                    walk(child)
+            for child in getattr(node, "args", None) or []:
+                walk(child)
+
+        walk(promql_parser.parse(r["expr"]))
+        assert selectors, r["alert"]
+        for sel in selectors:
+            matchers = sel.matchers.matchers
+            assert {"job", "namespace"} <= {m.name for m in matchers}, (r["alert"], r["expr"])
+            assert all(_matches(m, scraped) for m in matchers if m.name in scraped), (r["alert"], r["expr"], scraped)
+            assert not all(_matches(m, {**scraped, "namespace": "other"}) for m in matchers if m.name in scraped)

@@ -170,6 +170,11 @@ def test_docs_z2jh_md_runs_end_to_end(walk):
     values = yaml.safe_load((REPO / "examples/z2jh/config.yaml").read_text())
     image = f"{values['hub']['image']['name']}:{values['hub']['image']['tag']}"
     assert (walk.state / "pushed" / re.sub(r"[^A-Za-z0-9_.-]+", "_", image)).read_text() == image, "the hub image was pushed"
+    # The single-user image the example names: built as root over an older JupyterLab, raised, pushed.
+    single = f"{values['singleuser']['image']['name']}:{values['singleuser']['image']['tag']}"
+    record = json.loads((walk.state / "images" / re.sub(r"[^A-Za-z0-9_.-]+", "_", single) / "image.json").read_text())
+    assert record["kind"] == "z2jh-singleuser" and tuple(map(int, record["jupyterlab"].split(".")[:3])) >= (4, 5, 11), record
+    assert (walk.state / "pushed" / re.sub(r"[^A-Za-z0-9_.-]+", "_", single)).is_file()
     # The refresh CronJobs (one per enabled rule) and the token Secret they use are in the cluster.
     rules = [n for n, r in values["custom"]["quota"]["refreshRules"].items() if r.get("enabled")]
     cronjobs = walk.cluster("CronJob", "jhub")
