@@ -94,7 +94,7 @@ fn a_fresh_database_is_migrated_once_and_a_second_host_finds_it_current() {
         .db()
         .query("SELECT obj_description(to_regclass('users'), 'pg_class')", &[])
         .expect("version");
-    // The floor stays 9 where release 0.2.0 reads its version; the version is quota_schema's.
+    // The floor stays 9 where the engines of schema 9 read their version; the version is quota_schema's.
     assert_eq!(version, vec![vec![SqlCell::Text("quota-engine schema 9".into())]]);
     let recorded = w
         .db()

@@ -320,7 +320,7 @@ fn postgres_is_pointed_at_its_own_tools() {
 fn migrate_backs_up_first_and_nothing_else_migrates() {
     let setup = common::example();
     seed(&setup, 30);
-    let as_release_0_2_0 = || {
+    let as_schema_9 = || {
         let c = rusqlite::Connection::open(&setup.db).expect("open");
         c.execute_batch("DROP TABLE quota_schema; PRAGMA user_version = 9")
             .expect("schema 9");
@@ -335,7 +335,7 @@ fn migrate_backs_up_first_and_nothing_else_migrates() {
             .unwrap_or(floor);
         (version, floor)
     };
-    as_release_0_2_0();
+    as_schema_9();
     let (code, _, err) = on_db(&setup, "list-quota", &[]);
     assert_ne!(code, 0);
     assert!(
@@ -360,7 +360,7 @@ fn migrate_backs_up_first_and_nothing_else_migrates() {
         assert_eq!(
             schema(&setup.db),
             (10, 9),
-            "version 10, the floor 9 where 0.2.0 reads it"
+            "version 10, the floor 9 where schema 9 engines read it"
         );
         // The next backup gets a later name (they sort as their times, one per second).
         let newest = std::fs::read_dir(&dir)
@@ -369,7 +369,7 @@ fn migrate_backs_up_first_and_nothing_else_migrates() {
             .max()
             .expect("a backup");
         std::fs::rename(&newest, dir.join(format!("quota-2026010{round}T000000Z.db"))).expect("rename");
-        as_release_0_2_0();
+        as_schema_9();
     }
     let mut kept: Vec<_> = std::fs::read_dir(&dir)
         .expect("dir")

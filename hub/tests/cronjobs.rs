@@ -296,3 +296,63 @@ fn a_job_started_after_its_deadline_refuses_to_guess_a_run_id() {
     assert_ne!(code, 0);
     assert!(err.contains("no scheduled time within the last 360 s"), "{err}");
 }
+
+/// `--chart-dir` writes the CronJobs as a chart of their own (a release then owns them), the same
+/// objects as printed; `--image-pull-secret` reaches the Job pods; the default image is the
+/// release's, the Helm chart's `image.repository` at this version.
+#[test]
+fn a_chart_of_their_own_with_pull_secrets_and_the_releases_image() {
+    let dir = tempfile::tempdir().expect("dir");
+    let v = values(
+        dir.path(),
+        json!({"nightly": {"enabled": true, "schedule": "0 3 * * *", "action": "add", "amount": 5}}),
+    );
+    let chart = dir.path().join("quota-cronjobs");
+    let args = |extra: &[&str]| {
+        let mut a = vec![
+            "render-cronjobs".to_string(),
+            "--values".into(),
+            v.to_string_lossy().into_owned(),
+            "--namespace".into(),
+            "jhub".into(),
+            "--image-pull-secret".into(),
+            "mirror".into(),
+        ];
+        a.extend(extra.iter().map(|s| s.to_string()));
+        a
+    };
+    let printed = {
+        let a = args(&[]);
+        let (code, out, err) = cli(&a.iter().map(String::as_str).collect::<Vec<_>>());
+        assert_eq!(code, 0, "{err}");
+        out
+    };
+    let a = args(&["--chart-dir", &chart.to_string_lossy()]);
+    let (code, out, err) = cli(&a.iter().map(String::as_str).collect::<Vec<_>>());
+    assert_eq!(code, 0, "{err}");
+    assert!(out.is_empty(), "the chart is written, nothing printed: {out}");
+    let meta: Value =
+        serde_norway::from_str(&std::fs::read_to_string(chart.join("Chart.yaml")).expect("Chart.yaml"))
+            .expect("yaml");
+    assert_eq!(meta["name"], "quota-cronjobs");
+    assert_eq!(meta["version"], env!("CARGO_PKG_VERSION"));
+    let template = std::fs::read_to_string(chart.join("templates/cronjobs.yaml")).expect("template");
+    assert_eq!(template, printed, "the same objects as printed");
+    let job: Value = serde_norway::from_str(template.trim_start_matches("---\n")).expect("yaml");
+    let pod = &job["spec"]["jobTemplate"]["spec"]["template"]["spec"];
+    assert_eq!(pod["imagePullSecrets"], json!([{"name": "mirror"}]));
+    let chart_values = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../deploy/helm/quota-hub/values.yaml"
+    ))
+    .expect("chart values");
+    let repository: Value = serde_norway::from_str(&chart_values).expect("yaml");
+    assert_eq!(
+        pod["containers"][0]["image"],
+        format!(
+            "{}:{}",
+            repository["image"]["repository"].as_str().expect("repository"),
+            env!("CARGO_PKG_VERSION")
+        )
+    );
+}

@@ -229,6 +229,28 @@ def test_the_backup_cronjobs_command_backs_up_and_keeps_the_newest(tmp_path, quo
     assert "1 users" in out.stdout and "every balance equals its ledger" in out.stdout, out.stdout
 
 
+@pytest.mark.parametrize("kube", ["1.30.0", "1.37.0"])
+def test_the_backup_may_be_copied_by_a_command_of_the_operators_after_it_is_taken(kube):
+    """backup.copy: the backup runs first (an init container, the same as without a copy), then the
+    operator's image and command see the folder read-only; never required (without it, no copy)."""
+    copy = {"image": "rclone/rclone:1.68.2", "command": ["rclone", "copy", "/backups", "remote:quota-backups"],
+            "envFrom": [{"secretRef": {"name": "rclone-remote"}}]}
+    plain = pod_spec([d for d in kinds(render(BACKUP), "CronJob") if d["metadata"]["name"] == "rel-quota-hub-backup"][0])
+    assert "initContainers" not in plain and [c["name"] for c in plain["containers"]] == ["backup"]
+    values = {**BACKUP, "backup": {**BACKUP["backup"], "copy": copy}}
+    [job] = [d for d in kinds(render(values), "CronJob") if d["metadata"]["name"] == "rel-quota-hub-backup"]
+    kubernetes_validate.validate(job, kube, strict=True)
+    pod = pod_spec(job)
+    [backup] = pod["initContainers"]
+    assert backup == plain["containers"][0], "the same backup, first"
+    [c] = pod["containers"]
+    assert (c["image"], c["command"], c["envFrom"]) == (copy["image"], copy["command"], copy["envFrom"])
+    assert {"name": "backups", "mountPath": "/backups", "readOnly": True} in c["volumeMounts"]
+    assert c["securityContext"]["readOnlyRootFilesystem"] is True
+    with pytest.raises(helm.HelmRenderError, match="backup.copy.command"):
+        render({**BACKUP, "backup": {**BACKUP["backup"], "copy": {"image": "rclone/rclone:1.68.2"}}})
+
+
 def test_a_backup_of_postgres_is_refused_pointing_at_pg_dump():
     with pytest.raises(helm.HelmRenderError) as e:
         render({**BACKUP, "database": {"type": "postgres"}, "replicas": 2})
@@ -414,3 +436,24 @@ def test_quota_hub_starts_on_the_rendered_files_and_the_rendered_refresh_token_w
 def test_a_peer_given_as_an_ingress_rule_fails_the_render_naming_it():
     with pytest.raises(Exception, match=r"networkPolicy.ingress\[0\]: a rule has `from` and/or `ports`"):
         render({"networkPolicy": {"enabled": True, "ingress": [{"namespaceSelector": {"matchLabels": {"a": "b"}}}]}})
+
+
+def test_docs_deploy_md_table_is_one_table_naming_every_kind_and_every_alert():
+    """docs/deploy.md's table of what the chart installs: one table (no blank line splits it), a
+    row for every kind the chart renders (default and every option on), and the PrometheusRule
+    row's count and names are the rendered alerts."""
+    import re as re_
+
+    text = (REPO / "docs" / "deploy.md").read_text()
+    start = text.index("| object | when | what |")
+    block = text[start:text.index("\n\n", start)]
+    rows = [line for line in block.splitlines()[2:]]
+    assert all(r.startswith("| ") for r in rows), rows
+    described = " ".join(r.split(" | ")[0] for r in rows)
+    for kind in {d["kind"] for values in ({}, FULL) for d in render(values)}:
+        assert kind in described, f"no row for {kind}"
+    [row] = [r for r in rows if r.startswith("| PrometheusRule ")]
+    (rule,) = kinds(render(FULL), "PrometheusRule")
+    alerts = [r["alert"] for g in rule["spec"]["groups"] for r in g["rules"]]
+    assert re_.search(rf"\| {len(alerts)} alerts: ", row), row
+    assert all(f"`{a}`" in row for a in alerts), row

@@ -196,7 +196,7 @@ def test_upgrade_db_only_migrates_the_quota_database(tmp_path):
     )
     assert out.returncode == 0, out.stdout + out.stderr
     with sqlite3.connect(h.quota_db()) as c:
-        # The floor where 0.2.0 reads its version, the version in quota_schema (docs/upgrade.md).
+        # The floor where schema 9 engines read their version, the version in quota_schema (docs/upgrade.md).
         assert c.execute("PRAGMA user_version").fetchone()[0] == 9
         assert c.execute("SELECT max(version), max(floor) FROM quota_schema").fetchone() == (10, 9)
         assert c.execute("SELECT count(*) FROM sessions").fetchone()[0] == 0

@@ -35,8 +35,8 @@ def set_balance(path: Path, user: str, amount: int) -> None:
         e.close()
 
 
-def as_release_0_2_0(path: Path) -> None:
-    """Schema 9, as release 0.2.0 left it: no record of versions, the version in user_version."""
+def as_schema_9(path: Path) -> None:
+    """Schema 9, as the engines before schema 10 left it: no record of versions, the version in user_version."""
     with sqlite3.connect(path) as c:
         c.executescript("DROP TABLE quota_schema; PRAGMA user_version = 9")
     c.close()
@@ -54,10 +54,10 @@ def test_the_start_up_step_backs_up_then_migrates_and_keeps_n_backups(tmp_path, 
     set_balance(db, "alice", 42)
     folder = tmp_path / "backups"
     for round_ in range(3):
-        as_release_0_2_0(db)
+        as_schema_9(db)
         with caplog.at_level(logging.INFO, logger="jupyterhub_quota"):
             assert upgrade.start_up(str(db), VALUES, opener(db), backup_dir=str(folder), backup_keep=2) == (9, 10)
-        assert schema(db) == (10, 9), "version 10, floor 9 where 0.2.0 reads its version"
+        assert schema(db) == (10, 9), "version 10, floor 9 where schema 9 engines read their version"
         (folder / sorted(p.name for p in folder.iterdir())[-1]).rename(folder / f"quota-2026010{round_}T000000Z.db")
     kept = sorted(folder.iterdir())
     assert [p.name for p in kept] == ["quota-20260101T000000Z.db", "quota-20260102T000000Z.db"], "the newest 2 kept"
@@ -118,7 +118,7 @@ def test_restore_checks_the_backup_refuses_while_open_and_keeps_what_it_replaced
     # An earlier schema's backup is restored by the release that made it.
     older = tmp_path / "older.db"
     older.write_bytes(good.read_bytes())
-    as_release_0_2_0(older)
+    as_schema_9(older)
     r = run("restore", str(older), env=env)
     assert r.returncode == 1 and "schema version 9, this package writes 10" in r.stderr and "was not changed" in r.stderr, r.stderr
     # While the hub has it open (a connection in WAL mode): refused.

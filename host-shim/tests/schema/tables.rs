@@ -71,7 +71,7 @@ pub fn tables(db: &mut dyn Database) -> BTreeMap<String, Vec<String>> {
 
 /// Takes a schema 6 file back to what schema 5 had (the tests that migrate an older file make it
 /// from a current one): the budgets' tables, indexes and columns and the grants go.
-/// Schema 9 as release 0.2.0 wrote it: no record of the schema's versions.
+/// Schema 9 as the engines before schema 10 wrote it: no record of the schema's versions.
 pub fn back_to_schema_9(db: &mut dyn Database) {
     for sql in ["DROP TABLE quota_schema", "PRAGMA user_version = 9"] {
         db.query(sql, &[]).expect(sql);

@@ -322,7 +322,7 @@ const SQLITE_FROM_8: &[&str] = &[
 ];
 
 /// Schema 9 to 10: the schema's own record (see `Schema`): the version in `quota_schema`, the floor
-/// left at 9 in `user_version`, so the engines of schema 9 (release 0.2.0) keep writing it.
+/// left at 9 in `user_version`, so the engines of schema 9 (the commits before it) keep writing it.
 const SQLITE_FROM_9: &[&str] = &[
     "CREATE TABLE IF NOT EXISTS quota_schema (
         version INTEGER PRIMARY KEY,
