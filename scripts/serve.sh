@@ -9,4 +9,7 @@ command -v cargo >/dev/null || { echo "cargo is required (rustup)"; exit 1; }
 bash scripts/build-wasm.sh
 bash scripts/build-js.sh   # the admin page's engine (jco), embedded in the binary
 cargo build --release --locked -p quota-hub
+# The explicit migration step (docs/upgrade.md): creates quota.db the first time; after an upgrade
+# that changed the schema, backs it up into target/quota-backups first, then migrates it.
+target/release/quota-hub migrate --values examples/values.yaml --db sqlite://quota.db --backup-dir target/quota-backups
 exec target/release/quota-hub serve --values examples/values.yaml --db sqlite://quota.db "$@"

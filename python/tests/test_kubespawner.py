@@ -156,6 +156,13 @@ def test_a_gpu_chosen_on_the_standard_profile_is_allocated_and_its_taint_tolerat
         assert pod["spec"]["containers"][0]["resources"]["limits"][device] == "1", pod["spec"]["containers"][0]["resources"]
         assert {"key": device, "operator": "Exists", "effect": "NoSchedule"} in pod["spec"]["tolerations"], pod["spec"]["tolerations"]
         assert session(hub, user)[:4] == (accel, 4000, 5, "completed")
+    # What a user reads of them: /api/accelerators shows the device and the toleration.
+    status, body = hub.api("GET", "/hub/api/accelerators", hub.token_for("ivy"))
+    assert status == 200, body
+    dgpu = body["accelerators"]["dgpu"]
+    assert dgpu["resources"] == {"limits": {"nvidia.com/gpu": "1"}}, dgpu
+    assert dgpu["tolerations"] == [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}], dgpu
+    assert "resources" not in body["accelerators"]["phx"] and "tolerations" not in body["accelerators"]["phx"]
 
 
 def test_a_cpu_spawn_keeps_what_the_operator_configured(hub, k8s):
