@@ -9,7 +9,7 @@ import re
 
 import promql_parser
 
-from support.chart import CHART, FULL, REPO, exported_series, kinds, render, series_of
+from support.chart import CHART, FULL, REPO, exported_series, kinds, render, selectors_of, series_of
 
 
 def test_every_dashboard_and_alert_query_names_a_series_quota_hub_exports(tmp_path, quota_hub_bin):
@@ -115,20 +115,7 @@ def test_the_documented_hub_alerts_select_the_series_the_documented_podmonitor_s
     rules = [r for g in rule["spec"]["groups"] for r in g["rules"]]
     assert len(rules) >= 5
     for r in rules:
-        selectors = []
-
-        def walk(node):
-            if isinstance(node, promql_parser.VectorSelector):
-                selectors.append(node)
-                return
-            for attr in ("expr", "lhs", "rhs", "param", "vector_selector"):
-                child = getattr(node, attr, None)
-                if child is not None:
-                    walk(child)
-            for child in getattr(node, "args", None) or []:
-                walk(child)
-
-        walk(promql_parser.parse(r["expr"]))
+        selectors = selectors_of(r["expr"])
         assert selectors, r["alert"]
         for sel in selectors:
             matchers = sel.matchers.matchers

@@ -140,16 +140,13 @@ def exported_series(quota_hub_bin: str, tmp_path: Path) -> set[str]:
     return names
 
 
-def series_of(expr: str) -> set[str]:
-    """The metric names an expression selects, from promql-parser's syntax tree (Grafana's
-    `$__rate_interval` and `$job` replaced first)."""
-    text = expr.replace("$__rate_interval", "5m").replace('"$job"', '"x"')
-    found: set[str] = set()
+def selectors_of(expr: str) -> list:
+    """The vector selectors of an expression, from promql-parser's syntax tree."""
+    found: list = []
 
     def walk(node):
         if isinstance(node, promql_parser.VectorSelector):
-            if node.name:
-                found.add(node.name)
+            found.append(node)
             return
         for attr in ("expr", "lhs", "rhs", "param", "vector_selector"):
             child = getattr(node, attr, None)
@@ -158,5 +155,12 @@ def series_of(expr: str) -> set[str]:
         for child in getattr(node, "args", None) or []:
             walk(child)
 
-    walk(promql_parser.parse(text))
+    walk(promql_parser.parse(expr))
     return found
+
+
+def series_of(expr: str) -> set[str]:
+    """The metric names an expression selects (Grafana's `$__rate_interval` and `$job` replaced
+    first)."""
+    text = expr.replace("$__rate_interval", "5m").replace('"$job"', '"x"')
+    return {s.name for s in selectors_of(text) if s.name}

@@ -84,6 +84,13 @@ def _private(p: Path) -> None:
     os.close(os.open(p, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
 
 
+def _into_place(src: Path, dst: Path) -> None:
+    """Makes `dst` the file `src` is now, durably: what appears under the name is whole."""
+    with open(src, "rb") as f:
+        os.fsync(f.fileno())
+    os.replace(src, dst)
+
+
 def prune(folder: Path, keep: int) -> list[Path]:
     """Removes all but the newest ``keep`` backups (``quota-<UTC time>Z.db``, sorting as their times)."""
     backups = sorted(p for p in folder.iterdir() if p.name.startswith("quota-") and p.name.endswith("Z.db"))
@@ -114,9 +121,7 @@ def backup(src: Path, out: Path, values: dict, *, folder: bool = False, keep: Op
             c.execute("VACUUM INTO ?", (str(partial),))
         c.close()
         users, ledger, version = check_copy(partial, values)
-        with open(partial, "rb") as f:
-            os.fsync(f.fileno())
-        os.replace(partial, out)
+        _into_place(partial, out)
     finally:
         partial.unlink(missing_ok=True)
     say(f"backup {out}: {users} users, {ledger} ledger rows, schema {version}, {out.stat().st_size / 2**20:.1f} MiB, "
@@ -170,9 +175,7 @@ def restore(target: Path, source: Path, values: dict, *, say: Callable[[str], No
             shutil.copyfile(target, kept)
         for stale in ("-wal", "-shm", "-journal"):
             target.with_name(target.name + stale).unlink(missing_ok=True)
-        with open(candidate, "rb") as f:
-            os.fsync(f.fileno())
-        os.replace(candidate, target)
+        _into_place(candidate, target)
     finally:
         candidate.unlink(missing_ok=True)
     say(f"restored {target} from {source}: {users} users, {ledger} ledger rows, schema {version}, "
