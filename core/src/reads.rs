@@ -217,6 +217,12 @@ pub fn user_detail(store: &mut dyn Store, username: &str, now: Timestamp) -> Res
 pub struct Me {
     pub username: String,
     pub balance: i64,
+    /// What the user's running servers hold of the balance until they end (their estimated costs;
+    /// servers charging a budget hold the budget's).
+    pub held: Milli,
+    /// What the user can spend now: the balance less what is held (null: nothing limits the user,
+    /// unlimited or quota disabled). May be below zero after a debt.
+    pub available: Option<Milli>,
     pub unlimited: bool,
     pub rates: Value,
     pub enabled: bool,
@@ -260,7 +266,16 @@ pub fn me(
     } else {
         Vec::new()
     };
+    let held: i64 = active
+        .iter()
+        .filter(|s| s.billable && s.budget.is_none())
+        .map(|s| s.estimated_cost.raw())
+        .sum();
+    let balance = user.as_ref().map_or(0, |u| u.balance);
+    let unlimited = user.as_ref().is_some_and(|u| u.unlimited) || !config.enabled;
     Ok(Me {
+        held: Milli(held),
+        available: (!unlimited).then(|| Milli(balance.saturating_mul(1000).saturating_sub(held))),
         expiring_next: crate::lots::expiring_next(&grants),
         grants,
         budgets,
@@ -268,10 +283,10 @@ pub fn me(
             .then(|| crate::forecast::next_refresh(config, user.as_ref(), &groups, now))
             .flatten(),
         lasts_minutes: crate::forecast::lasts_minutes(config, user.as_ref(), &active, &groups),
-        balance: user.as_ref().map_or(0, |u| u.balance),
+        balance,
         // With quota disabled nothing limits the user: `unlimited` says so, whatever is stored (the
         // original answered this way, and its spawn page refuses to launch on a negative balance).
-        unlimited: user.as_ref().is_some_and(|u| u.unlimited) || !config.enabled,
+        unlimited,
         username,
         rates: config.rates_json(),
         enabled: config.enabled,

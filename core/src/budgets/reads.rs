@@ -155,6 +155,8 @@ pub struct MyBudget {
     /// What the user could start against now: the balance less its reservations, capped by what
     /// is left of the user's monthly limit.
     pub available: Milli,
+    /// What the budget's running servers (everyone's) hold of its balance.
+    pub held: Milli,
     pub member_limit: Option<i64>,
     pub spent_this_month: i64,
     pub expiring_next: Option<ExpiringNext>,
@@ -185,6 +187,7 @@ pub fn mine(
             description: b.def.description.clone(),
             balance,
             available: Milli(i64::try_from(available.max(0)).unwrap_or(i64::MAX)),
+            held: Milli(held),
             member_limit: b.def.member_limit,
             spent_this_month: spent,
             expiring_next: lots::expiring_next(&live),
