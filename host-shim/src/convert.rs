@@ -250,6 +250,8 @@ pub fn me(m: api::MeView) -> Me {
         rates: rates_json(&m.rates),
         username: m.username,
         balance: m.balance,
+        held: Milli(m.held),
+        available: m.available.map(Milli),
         unlimited: m.unlimited,
         enabled: m.enabled,
         // The typed view carries no forecast and no budgets: `GET {base}/api/quota/me` does.

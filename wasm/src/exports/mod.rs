@@ -301,6 +301,8 @@ impl Guest for Component {
             Ok(wit::MeView {
                 username: m.username,
                 balance: m.balance,
+                held: m.held.raw(),
+                available: m.available.map(|a| a.raw()),
                 unlimited: m.unlimited,
                 enabled: m.enabled,
                 rates: rates_list(cfg),
