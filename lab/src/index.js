@@ -48,19 +48,30 @@ export function timeLeft(seconds) {
 }
 
 /** The balance that pays for this server: the budget's when the session charges one. */
+/**
+ * Who pays for this server and what it can spend now: the balance, what running servers hold of
+ * it, and the difference, `available` (docs/glossary.md).
+ */
 function payer(st) {
   const me = st.me;
   const budget = st.session?.budget;
   if (budget) {
     const b = (me.budgets ?? []).find((x) => x.name === budget);
-    return { label: `budget ${budget}`, balance: b ? b.balance : null };
+    return { label: `budget ${budget}`, balance: b ? b.balance : null, available: b ? b.available : null, held: b ? b.held : 0 };
   }
-  return { label: 'balance', balance: me.unlimited ? null : me.balance };
+  return { label: 'balance', balance: me.unlimited ? null : me.balance, available: me.available ?? null, held: me.held ?? 0 };
+}
+
+/** "98 credits available (2 held)": what can be spent now, and what running servers hold. */
+function spendable(pay) {
+  if (pay.balance === null || pay.available === null) return `${pay.label}: unlimited`;
+  const held = Number(pay.held) > 0 ? ` (${credits(pay.held)} held)` : '';
+  return `${creditsOf(pay.available)} available${held}`;
 }
 
 function line(st, secondsLeft) {
   const pay = payer(st);
-  const money = pay.balance === null ? `${pay.label}: unlimited` : `${pay.label} ${credits(pay.balance)}`;
+  const money = spendable(pay);
   if (!st.session) return `Quota: ${money}`;
   const s = st.session;
   return `${s.resource_type} · ${timeLeft(secondsLeft)} · ${creditsOf(st.cost_so_far)} so far · ${money}`;
@@ -110,6 +121,9 @@ function panelBody(st, onExtend, onAsk) {
     rows.push(['Server', 'no running quota session']);
   }
   rows.push([pay.label[0].toUpperCase() + pay.label.slice(1), pay.balance === null ? 'unlimited' : creditsOf(pay.balance)]);
+  if (pay.balance !== null && pay.available !== null) {
+    rows.push(['Held by running servers', creditsOf(pay.held)], ['Available now', creditsOf(pay.available)]);
+  }
   const next = st.me.next_refresh;
   rows.push(['Next top-up', next ? `${next.at.replace('T', ' ')} UTC (${next.rule})` : 'none scheduled']);
   const table = document.createElement('table');

@@ -66,7 +66,10 @@ def test_the_status_bar_warning_and_extend_inside_jupyterlab(hub, browser):
         assert text.startswith(f"{api['session']['resource_type']} · "), text
         minutes = {math.ceil(api["seconds_left"] / 60), math.ceil(api["seconds_left"] / 60) + 1}
         assert any(f"{m} min left" in text for m in minutes), (text, api["seconds_left"])
-        assert "balance 100" in text, text
+        # What can be spent now, with what the running server holds named (docs/glossary.md).
+        held, available = api["me"]["held"], api["me"]["available"]
+        assert held > 0 and available == 100 - held, api["me"]
+        assert f"{available} credits available ({held} held)" in text, text
 
         # The 2-minute mark has passed: JupyterLab's notification, with its Extend action.
         wait_for("the session.ending event", lambda: [e for e in hub.api("GET", "/hub/api/quota/me/events", hub.token_for("lena"))[1]["events"]
