@@ -47,6 +47,11 @@ function showMe(me, label) {
   $('who').textContent = me.username;
   $('balance').textContent = `${me.balance} credits`;
   $('balance-note').textContent = !me.enabled ? 'Quota is disabled on this hub: nothing is charged.' : me.unlimited ? 'Your quota is unlimited.' : '';
+  // What can be spent now, and what running servers hold of the balance (docs/glossary.md).
+  const plural = (n) => `${n} credit${Number(n) === 1 ? '' : 's'}`;
+  $('available').textContent = me.available === null || me.available === undefined
+    ? ''
+    : `${plural(me.available)} available now${Number(me.held) > 0 ? `: ${plural(me.held)} held by your running servers until they end` : ''}.`;
   const soon = me.expiring_next;
   $('expiring').textContent = soon ? `${soon.amount} credits expire on ${when(soon.expires_at)} UTC.` : '';
   $('grants').hidden = !me.grants?.length;

@@ -119,6 +119,7 @@ test('the user page: balance, next top-up, lasts, running server, chart = table 
 
   const me = (await hub.call('GET', '/api/quota/me', undefined, annToken)).json;
   assert.equal(await page.locator('#balance').textContent(), `${me.balance} credits`);
+  assert.match(await page.locator('#available').textContent(), new RegExp(`^${me.available} credits? available now`));
   assert.match(await page.locator('#next-refresh').textContent(), new RegExp(`rule weekly\\), to ${me.next_refresh.balance} credits`));
   const lasts = await page.$$eval('#lasts tbody tr', (rows) => rows.map((r) => [...r.cells].map((c) => c.textContent)));
   assert.deepEqual(lasts, [['CPU', '1', String(me.lasts_minutes.cpu)], ['GPU A', '3', String(me.lasts_minutes.gpu)]]);
