@@ -225,6 +225,8 @@ pub struct Me {
     pub available: Option<Milli>,
     pub unlimited: bool,
     pub rates: Value,
+    /// Each resource's display name ("cpu": "CPU"), the words the pages use for `rates`' keys.
+    pub resource_names: indexmap::IndexMap<String, String>,
     pub enabled: bool,
     /// The next run of a refresh rule that would change this balance (null: none would).
     pub next_refresh: Option<crate::forecast::NextRefresh>,
@@ -289,6 +291,7 @@ pub fn me(
         unlimited,
         username,
         rates: config.rates_json(),
+        resource_names: config.resource_names(),
         enabled: config.enabled,
     })
 }

@@ -254,7 +254,9 @@ pub fn me(m: api::MeView) -> Me {
         available: m.available.map(Milli),
         unlimited: m.unlimited,
         enabled: m.enabled,
-        // The typed view carries no forecast and no budgets: `GET {base}/api/quota/me` does.
+        // The typed view carries no forecast, no budgets and no display names: `GET
+        // {base}/api/quota/me` does.
+        resource_names: Default::default(),
         next_refresh: None,
         lasts_minutes: None,
         expiring_next: m.grants.first().map(|g| quota_core::lots::ExpiringNext {

@@ -226,6 +226,22 @@ impl Config {
         }
         Value::Object(m)
     }
+
+    /// Each resource's display name as the pages show it (docs/glossary.md): "CPU" for the CPU,
+    /// an accelerator's `displayName` (its key when it has none).
+    pub fn resource_names(&self) -> indexmap::IndexMap<String, String> {
+        let mut m = indexmap::IndexMap::new();
+        m.insert(CPU_RESOURCE.to_string(), "CPU".to_string());
+        for (k, a) in &self.accelerators {
+            let name = if a.display_name.is_empty() {
+                k.clone()
+            } else {
+                a.display_name.clone()
+            };
+            m.insert(k.clone(), name);
+        }
+        m
+    }
 }
 
 /// Builds the config from a JSON/YAML-shaped value via serde, so hosts can deserialize it directly.
