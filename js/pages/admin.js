@@ -11,6 +11,7 @@ import { RefreshPanel } from './refresh-panel.js';
 import { RequestsPanel } from './requests-panel.js';
 import { UsagePanel } from './usage-panel.js';
 import { UsersTable } from './users-table.js';
+import { when } from './words.js';
 
 const $ = (id) => document.getElementById(id);
 const cfg = JSON.parse($('quota-page').textContent);
@@ -43,29 +44,41 @@ const page = {
 };
 
 /**
- * The Server column: inside JupyterHub, the hub's own view (`hubServers`: username ->
- * {running, pending} counts of their servers); elsewhere every active session, paged by id (1,000
- * a page), counted per user.
+ * The Server column and what running servers hold: inside JupyterHub, the hub's own view of the
+ * servers (`hubServers`: username -> {running, pending} counts); elsewhere the active sessions,
+ * counted per user. The active sessions (paged by id, 1,000 a page) give each user's held credits
+ * either way: the estimated costs of their billable servers charging their own balance.
  */
 async function servers() {
   const shown = new Map();
+  const counts = new Map();
+  const held = new Map();
+  let after = 0;
+  for (;;) {
+    let sessions;
+    try {
+      ({ sessions } = await api.get(`/api/quota/sessions?status=active&after_id=${after}`));
+    } catch (e) {
+      // Course staff may not list every session: their members' held credits are not shown.
+      if (cfg.hubServers && e.status === 403) break;
+      throw e;
+    }
+    for (const s of sessions) {
+      counts.set(s.username, (counts.get(s.username) ?? 0) + 1);
+      if (s.billable !== false && !s.budget) held.set(s.username, (held.get(s.username) ?? 0) + Number(s.estimated_cost ?? 0));
+    }
+    if (sessions.length < 1000) break;
+    after = sessions[sessions.length - 1].session_id;
+  }
   if (cfg.hubServers) {
     for (const [name, s] of Object.entries(cfg.hubServers)) {
       if (s.pending > 0) shown.set(name, 'pending');
       else if (s.running > 0) shown.set(name, s.running > 1 ? `running (${s.running})` : 'running');
     }
-    return shown;
+  } else {
+    for (const [name, n] of counts) shown.set(name, `running (${n})`);
   }
-  const counts = new Map();
-  let after = 0;
-  for (;;) {
-    const { sessions } = await api.get(`/api/quota/sessions?status=active&after_id=${after}`);
-    for (const s of sessions) counts.set(s.username, (counts.get(s.username) ?? 0) + 1);
-    if (sessions.length < 1000) break;
-    after = sessions[sessions.length - 1].session_id;
-  }
-  for (const [name, n] of counts) shown.set(name, `running (${n})`);
-  return shown;
+  return { shown, held };
 }
 
 /**
@@ -105,7 +118,7 @@ async function load(first) {
   }
   const users = mergeHubUsers(list.users);
   const t1 = performance.now();
-  page.table.render(users, states);
+  page.table.render(users, states.shown, states.held);
   groupFilter();
   const tBuilt = performance.now();
   void document.body.offsetHeight; // layout included in the render figure
@@ -204,7 +217,7 @@ const actions = {
       const rows = document.createDocumentFragment();
       for (const t of r.recent_transactions) {
         const tr = document.createElement('tr');
-        for (const [v, num] of [[t.created_at, false], [t.transaction_type, false], [t.amount, true], [t.balance_before, true],
+        for (const [v, num] of [[when(t.created_at), false], [t.transaction_type, false], [t.amount, true], [t.balance_before, true],
           [t.balance_after, true], [t.created_by ?? '(system)', false], [t.description, false]]) {
           const td = document.createElement('td');
           if (num) td.className = 'num';
@@ -222,7 +235,7 @@ const actions = {
       $('ledger-grants').tBodies[0].replaceChildren(
         ...(r.grants ?? []).map((g) => {
           const tr = document.createElement('tr');
-          for (const [v, num] of [[g.granted_at.replace('T', ' '), false], [g.amount, true], [g.remaining, true], [g.expires_at.replace('T', ' '), false]]) {
+          for (const [v, num] of [[when(g.granted_at), false], [g.amount, true], [g.remaining, true], [when(g.expires_at), false]]) {
             const td = document.createElement('td');
             if (num) td.className = 'num';
             td.textContent = String(v);

@@ -4,7 +4,7 @@
 // deduct), through the engine's budget routes. Every refusal is the server's own message.
 
 const $ = (id) => document.getElementById(id);
-const when = (t) => (t ? t.replace('T', ' ') : '');
+import { when } from './words.js';
 const enc = encodeURIComponent;
 
 function cells(tr, values) {

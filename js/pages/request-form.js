@@ -3,14 +3,14 @@
 // checks every field and says which one is wrong (one pending request per account: a 409).
 
 const $ = (id) => document.getElementById(id);
-const when = (t) => (t ? t.replace('T', ' ') : '');
+import { credits, payer, when } from './words.js';
 
 /** Wires the form; `me` is `/api/quota/me` (its budgets fill the account choice). */
 export class RequestForm {
   constructor(api, me, say, error) {
     Object.assign(this, { api, say, error });
     const account = $('ask-account');
-    account.replaceChildren(new Option('My own credit', ''), ...(me.budgets ?? []).map((b) => new Option(`Budget ${b.name}`, b.name)));
+    account.replaceChildren(new Option('Your balance', ''), ...(me.budgets ?? []).map((b) => new Option(`Budget ${b.name}`, b.name)));
     $('ask-send').addEventListener('click', () => this.send());
   }
 
@@ -30,7 +30,7 @@ export class RequestForm {
     $('ask-send').disabled = true;
     try {
       const r = await this.api.post('/api/quota/me/requests', { amount: Number(text), reason, ...(budget ? { budget } : {}) });
-      this.say(`Request ${r.id} sent: ${r.amount} credits for ${r.budget ? `budget ${r.budget}` : 'your own credit'}. You will see the decision here.`);
+      this.say(`Request ${r.id} sent: ${credits(r.amount)} for ${payer(r.budget)}. You will see the decision here.`);
       $('ask-amount').value = '';
       $('ask-reason').value = '';
       await this.list();
@@ -48,8 +48,8 @@ export class RequestForm {
     $('my-requests').tBodies[0].replaceChildren(...rows.map((r) => {
       const tr = document.createElement('tr');
       const decision = r.status === 'pending' ? 'pending'
-        : r.status === 'approved' ? `approved: ${r.granted} credits${r.expires_at ? `, expiring ${when(r.expires_at)} UTC` : ''}` : 'denied';
-      for (const [v, cls] of [[when(r.created_at), ''], [r.budget ? `Budget ${r.budget}` : 'Own credit', ''], [r.amount, 'num'],
+        : r.status === 'approved' ? `approved: ${r.granted} credits${r.expires_at ? `, expiring ${when(r.expires_at)}` : ''}` : 'denied';
+      for (const [v, cls] of [[when(r.created_at), ''], [r.budget ? `Budget ${r.budget}` : 'Your balance', ''], [r.amount, 'num'],
         [r.reason, ''], [decision, `request-${r.status}`], [r.note ?? '', '']]) {
         const td = document.createElement('td');
         if (cls) td.className = cls;

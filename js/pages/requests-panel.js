@@ -3,9 +3,9 @@
 // user. Course staff see the requests of their groups' members and of the budgets those groups
 // share (the server keeps them to those); the count of pending ones shows on the button.
 import { expiresAt } from './budgets-panel.js';
+import { when } from './words.js';
 
 const $ = (id) => document.getElementById(id);
-const when = (t) => (t ? t.replace('T', ' ') : '');
 
 export class RequestsPanel {
   constructor(page) {
@@ -79,7 +79,7 @@ export class RequestsPanel {
     const tr = document.createElement('tr');
     const decision = r.status === 'pending' ? null
       : `${r.status}${r.granted !== null ? ` ${r.granted}` : ''} by ${r.decided_by} ${when(r.decided_at)}${r.note ? `: ${r.note}` : ''}`;
-    for (const [v, num] of [[r.id, true], [r.username, false], [r.budget ? `budget ${r.budget}` : 'own credit', false],
+    for (const [v, num] of [[r.id, true], [r.username, false], [r.budget ? `budget ${r.budget}` : `${r.username}'s balance`, false],
       [r.amount, true], [r.reason, false], [when(r.created_at), false]]) {
       const td = document.createElement('td');
       if (num) td.className = 'num';
@@ -105,7 +105,7 @@ export class RequestsPanel {
     this.chosen = r;
     $('q-decide').hidden = !r;
     if (!r) return;
-    $('q-title').textContent = `Request ${r.id}: ${r.username} asks ${r.amount} credits for ${r.budget ? `budget ${r.budget}` : 'their own credit'}`;
+    $('q-title').textContent = `Request ${r.id}: ${r.username} asks ${r.amount} credits for ${r.budget ? `budget ${r.budget}` : 'their balance'}`;
     $('q-amount').value = String(r.amount);
     $('q-expires').value = '';
     $('q-note').value = '';

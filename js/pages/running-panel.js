@@ -3,8 +3,21 @@
 // page's Running view (every active session, any user's extendable). An extension is checked by
 // the engine like a start; its refusal is shown as the server's own message.
 
+import { number, parse, payer, resource, server, when } from './words.js';
+
 const $ = (id) => document.getElementById(id);
-const when = (t) => (t ? t.replace('T', ' ') : '');
+
+/**
+ * What ending running session `s` now would charge, as the engine bills it (core
+ * sessions/billing.rs: whole minutes elapsed, at least 1, at most the runtime asked for, times
+ * the session's rate, rounded up to a credit). The user page reads the engine's own figure
+ * (`cost_so_far`); the usage-pages test holds the two equal.
+ */
+export function costSoFar(s, now = Date.now()) {
+  const elapsed = Math.floor((now - parse(s.start_time).getTime()) / 1000);
+  const minutes = Math.min(Math.max(Math.floor(elapsed / 60), 1), s.runtime_minutes);
+  return Math.ceil((Math.round(Number(s.rate) * 1000) * minutes) / 1000);
+}
 
 /** Minutes an extension asks for unless the user types another number. */
 export const EXTEND_DEFAULT_MINUTES = 30;
@@ -21,8 +34,8 @@ export function extendCell(api, s, done, fail) {
   minutes.step = '1';
   minutes.value = String(EXTEND_DEFAULT_MINUTES);
   minutes.size = 4;
-  minutes.className = 'extend-minutes';
-  minutes.setAttribute('aria-label', `Minutes to add to server ${s.server_name || '(default)'}`);
+  minutes.className = 'extend-minutes form-control form-control-sm d-inline-block w-auto';
+  minutes.setAttribute('aria-label', `Minutes to add to server ${server(s.server_name)}`);
   const button = document.createElement('button');
   button.type = 'button';
   button.className = 'btn btn-sm btn-outline-secondary extend';
@@ -76,18 +89,21 @@ export class RunningPanel {
       if (page.next_after_id === null || page.next_after_id === undefined) break;
       after = page.next_after_id;
     }
-    const td = (text) => {
+    this.names ??= (await this.page.api.get('/api/quota/me')).resource_names ?? {};
+    const td = (text, cls) => {
       const c = document.createElement('td');
+      if (cls) c.className = cls;
       c.textContent = text;
       return c;
     };
     const rows = sessions.map((s) => {
       const tr = document.createElement('tr');
       tr.append(
-        td(s.username), td(s.server_name || '(default)'), td(s.resource_type), td(s.budget ? `budget ${s.budget}` : 'personal'),
-        td(when(s.start_time)), td(when(s.ends_at)),
+        td(s.username), td(server(s.server_name)), td(resource(s.resource_type, this.names)),
+        td(s.budget ? payer(s.budget) : `${s.username}'s balance`),
+        td(when(s.start_time)), td(number(costSoFar(s)), 'num'), td(when(s.ends_at)),
         extendCell(this.page.api, s, (after) => {
-          this.page.say(`Server ${s.server_name || '(default)'} of ${s.username} now stops at ${when(after.ends_at)} UTC`);
+          this.page.say(`Server ${server(s.server_name)} of ${s.username} now stops at ${when(after.ends_at)}`);
           this.run(() => this.list());
         }, (m) => this.page.error(m)),
       );

@@ -3,6 +3,7 @@
 // it. Readable without colour (each resource type has its own stripe pattern, shown in the legend)
 // and by keyboard (every bar segment is focusable and names its day, resource and credits).
 import { BarChart, Svg } from '../gen/chartist.js';
+import { credits as creditsText, resource } from './words.js';
 
 // chartist sets a few inline `style` attributes through setAttribute, which the pages' CSP
 // (style-src 'self') refuses. The same styles set through the CSSOM are allowed: route them there.
@@ -46,8 +47,13 @@ const el = (tag, attrs = {}, text) => {
 export function drawUsage(host, table, days, names = {}, caption = 'Credits per day') {
   const resources = resourcesOf(days);
   const credits = matrix(days, resources);
-  const label = (r) => names[r] ?? (r === 'cpu' ? 'CPU' : r);
+  const label = (r) => resource(r, names);
   fillTable(table, days, resources, credits, label, caption);
+  // Nothing spent: one sentence (below), no table of zeros.
+  const spent = days.some((d) => d.credits > 0);
+  table.hidden = !spent;
+  const details = table.closest('details');
+  if (details) details.hidden = !spent;
   host.replaceChildren();
   const legend = el('ul', { class: 'quota-legend', 'aria-label': 'Resource types' });
   resources.forEach((r, i) => {
@@ -64,7 +70,7 @@ export function drawUsage(host, table, days, names = {}, caption = 'Credits per 
   });
   const box = el('div', { class: 'quota-chart' });
   host.append(box, legend);
-  if (!days.some((d) => d.credits > 0)) {
+  if (!spent) {
     box.append(el('p', { class: 'muted' }, 'No credits were spent in these days.'));
     return Promise.resolve();
   }
@@ -86,7 +92,7 @@ export function drawUsage(host, table, days, names = {}, caption = 'Credits per 
         ctx.element.remove();
         return;
       }
-      const text = `${day}, ${label(r)}: ${value} credits`;
+      const text = `${day}, ${label(r)}: ${creditsText(value)}`;
       ctx.element.attr({ tabindex: '0', role: 'img', 'aria-label': text, 'data-day': day, 'data-resource': r, 'data-credits': String(value) });
       const title = document.createElementNS('http://www.w3.org/2000/svg', 'title');
       title.textContent = text;
@@ -134,10 +140,7 @@ export function fillRows(table, rows, keyTitle, caption, label = (k) => k) {
     for (const v of [r.credits, r.minutes, r.sessions]) tr.append(el('td', { class: 'num' }, String(v)));
     body.append(tr);
   }
-  if (!rows.length) {
-    const tr = el('tr');
-    tr.append(el('td', { colspan: '4', class: 'muted' }, 'Nothing in these days.'));
-    body.append(tr);
-  }
+  // Nothing in these days: no empty table (the chart above says so).
+  table.hidden = !rows.length;
   table.append(thead, body);
 }

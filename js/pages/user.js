@@ -6,6 +6,7 @@ import { Api, tokenSignIn } from './api.js';
 import { drawUsage } from './usage-chart.js';
 import { extendCell } from './running-panel.js';
 import { RequestForm } from './request-form.js';
+import { credits, payer, resource, server, when } from './words.js';
 
 const $ = (id) => document.getElementById(id);
 const cfg = JSON.parse($('quota-page').textContent);
@@ -27,7 +28,6 @@ const row = (cells) => {
   tr.append(...cells);
   return tr;
 };
-const when = (t) => (t ? t.replace('T', ' ') : '');
 
 function error(message, fieldId) {
   $('alert').textContent = message;
@@ -35,25 +35,19 @@ function error(message, fieldId) {
   if (fieldId) $(fieldId).focus();
 }
 
-/** Display names of the resources this user may start (CPU always). */
-async function names() {
-  const out = { cpu: 'CPU' };
-  const { accelerators } = await api.get('/api/accelerators');
-  for (const [key, a] of Object.entries(accelerators ?? {})) out[key] = a.displayName || key;
-  return out;
-}
 
 function showMe(me, label) {
   $('who').textContent = me.username;
-  $('balance').textContent = `${me.balance} credits`;
-  $('balance-note').textContent = !me.enabled ? 'Quota is disabled on this hub: nothing is charged.' : me.unlimited ? 'Your quota is unlimited.' : '';
-  // What can be spent now, and what running servers hold of the balance (docs/glossary.md).
-  const plural = (n) => `${n} credit${Number(n) === 1 ? '' : 's'}`;
-  $('available').textContent = me.available === null || me.available === undefined
+  // What can be spent now first, then the balance and what running servers hold of it
+  // (docs/glossary.md).
+  const unlimited = me.available === null || me.available === undefined;
+  $('balance').textContent = unlimited ? 'Unlimited' : `${credits(me.available)} available`;
+  $('balance-note').textContent = !me.enabled ? 'Quota is disabled on this hub: nothing is charged.' : me.unlimited ? 'Your credits are unlimited.' : '';
+  $('available').textContent = unlimited
     ? ''
-    : `${plural(me.available)} available now${Number(me.held) > 0 ? `: ${plural(me.held)} held by your running servers until they end` : ''}.`;
+    : `Balance ${credits(me.balance)}${Number(me.held) > 0 ? `, of which ${credits(me.held)} held by your running servers until they end` : ''}.`;
   const soon = me.expiring_next;
-  $('expiring').textContent = soon ? `${soon.amount} credits expire on ${when(soon.expires_at)} UTC.` : '';
+  $('expiring').textContent = soon ? `${credits(soon.amount)} expire on ${when(soon.expires_at)}.` : '';
   $('grants').hidden = !me.grants?.length;
   $('grants').tBodies[0].replaceChildren(
     ...(me.grants ?? []).map((g) => row([td(when(g.granted_at)), td(String(g.amount), 'num'), td(String(g.remaining), 'num'), td(when(g.expires_at))])),
@@ -73,7 +67,7 @@ function showMe(me, label) {
   );
   const next = me.next_refresh;
   $('next-refresh').textContent = next
-    ? `Next top-up: ${when(next.at)} UTC (rule ${next.rule}), to ${next.balance} credits.`
+    ? `Next top-up: ${when(next.at)} (rule ${next.rule}), to ${credits(next.balance)}.`
     : 'No refresh rule will change your balance.';
   const body = $('lasts').tBodies[0];
   body.replaceChildren(
@@ -90,11 +84,11 @@ function showRunning(sessions, label) {
   $('running').tBodies[0].replaceChildren(
     ...running.map((s) =>
       row([
-        td(s.server_name || '(default)'), td(label(s.resource_type)), td(s.budget ? `budget ${s.budget}` : 'my credits'),
+        td(server(s.server_name)), td(label(s.resource_type)), td(payer(s.budget)),
         td(when(s.start_time)), td(String(s.cost_so_far), 'num'), td(when(s.ends_at)),
         extendCell(api, s, async (after) => {
           $('alert').hidden = true;
-          $('status').textContent = `Server ${s.server_name || '(default)'} now stops at ${when(after.ends_at)} UTC.`;
+          $('status').textContent = `Server ${server(s.server_name)} now stops at ${when(after.ends_at)}.`;
           const mine = await api.get('/api/quota/me/sessions?limit=100');
           showRunning(mine.sessions, label);
         }, error),
@@ -120,13 +114,13 @@ async function older(label) {
 async function start() {
   const t0 = performance.now();
   try {
-    const [me, mine, usage, known] = await Promise.all([
+    const [me, mine, usage] = await Promise.all([
       api.get('/api/quota/me'),
       api.get('/api/quota/me/sessions?limit=100'),
       api.get('/api/quota/me/usage'),
-      names(),
     ]);
-    const label = (r) => known[r] ?? r;
+    const known = me.resource_names ?? {};
+    const label = (r) => resource(r, known);
     showMe(me, label);
     showRunning(mine.sessions, label);
     await older(label);

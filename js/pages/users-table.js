@@ -2,11 +2,21 @@
 // and every per-row control handled by delegation on the table body. Inline edit lives here too:
 // click the value, Enter saves, Escape cancels only the edit.
 
+import { number, when } from './words.js';
+
 const fmt = (n) => String(n);
+
+/** What a user can spend now (docs/glossary.md): the balance less what their running servers hold. */
+export function availableText(u) {
+  if (u.unlimited) return '∞';
+  const held = Number(u.held ?? 0);
+  return held > 0 ? `${number(u.balance - held)} (${number(held)} held)` : number(u.balance);
+}
 
 export class UsersTable {
   /**
-   * `table`: the <table>; `quota`: quota is enabled (Quota, Unlimited and Ledger columns);
+   * `table`: the <table>; `quota`: quota is enabled (Quota (balance), Available, Unlimited and
+   * Ledger columns);
    * `actions`: {save(user, text), toggle(user, on), ledger(user)} (each returns a promise, resolved
    * true when the change was made); `unlimited`: the Unlimited boxes may be changed (course staff:
    * shown, disabled).
@@ -18,7 +28,7 @@ export class UsersTable {
     this.body = table.tBodies[0];
     this.quota = quota;
     this.actions = actions;
-    /** username -> {username, balance, unlimited, updated_at, server} */
+    /** username -> {username, balance, held, unlimited, updated_at, server} */
     this.users = new Map();
     this.rows = new Map();
     this.editing = null;
@@ -35,7 +45,8 @@ export class UsersTable {
 
   header() {
     const cols = [['Select', 'visually-hidden'], ['User'], ['Server'], ['Groups']];
-    if (this.quota) cols.push(['Quota', 'num'], ['Unlimited'], ['Last updated (UTC)'], ['Ledger', 'visually-hidden']);
+    // The specification's "Quota column" holds the balance; Available is what the user can spend now.
+    if (this.quota) cols.push(['Quota (balance)', 'num'], ['Available', 'num'], ['Unlimited'], ['Last updated'], ['Ledger', 'visually-hidden']);
     const tr = this.table.tHead.rows[0];
     tr.replaceChildren(...cols.map(([text, cls]) => {
       const th = document.createElement('th');
@@ -54,15 +65,16 @@ export class UsersTable {
 
   /**
    * Replaces every row. `users`: the list route's records; `servers`: username -> the server
-   * status shown (`running (1)`, `pending`; a user not in it is `stopped`).
+   * status shown (`running (1)`, `pending`; a user not in it is `stopped`); `held`: username -> what
+   * their running servers hold (none: 0).
    */
-  render(users, servers) {
+  render(users, servers, held = new Map()) {
     this.editing = null;
     this.users.clear();
     this.rows.clear();
     const frag = document.createDocumentFragment();
     for (const u of users) {
-      const user = { ...u, server: servers.get(u.username) ?? 'stopped' };
+      const user = { ...u, server: servers.get(u.username) ?? 'stopped', held: held.get(u.username) ?? 0 };
       this.users.set(u.username, user);
       const tr = this.row(user);
       this.rows.set(u.username, tr);
@@ -84,6 +96,7 @@ export class UsersTable {
     if (this.quota) {
       const q = cell(el('button', { type: 'button', className: 'edit' }));
       q.className = 'num quota';
+      const avail = el('td', { className: 'num available' }, { role: 'cell' });
       const unl = el('input', { type: 'checkbox', className: 'unl' });
       if (!this.mayUnlimit) {
         unl.disabled = true;
@@ -95,7 +108,7 @@ export class UsersTable {
         className: 'ledger btn btn-sm btn-outline-secondary',
         textContent: 'Ledger',
       });
-      tr.append(q, cell(unl), updated, cell(ledger));
+      tr.append(q, avail, cell(unl), updated, cell(ledger));
     }
     return tr;
   }
@@ -109,16 +122,16 @@ export class UsersTable {
     c[1].textContent = u.username;
     if (this.quota) {
       c[4].firstChild.setAttribute('aria-label', `Edit quota for ${u.username}`);
-      c[5].firstChild.setAttribute('aria-label', `Unlimited for ${u.username}`);
-      c[7].firstChild.setAttribute('aria-label', `Ledger for ${u.username}`);
+      c[6].firstChild.setAttribute('aria-label', `Unlimited for ${u.username}`);
+      c[8].firstChild.setAttribute('aria-label', `Ledger for ${u.username}`);
     }
     this.fill(tr, u);
     return tr;
   }
 
   /**
-   * Writes a user's values into their row (cells: select, user, server, groups, quota, unlimited,
-   * updated, ledger).
+   * Writes a user's values into their row (cells: select, user, server, groups, quota, available,
+   * unlimited, updated, ledger).
    */
   fill(tr, u) {
     const c = tr.cells;
@@ -130,8 +143,9 @@ export class UsersTable {
     // While the value is edited its button is off the page (kept in `editing`).
     const edit = c[4].querySelector('button.edit') ?? (this.editing?.name === u.username ? this.editing.button : null);
     if (edit) edit.textContent = u.unlimited ? '∞' : fmt(u.balance);
-    c[5].firstChild.checked = !!u.unlimited;
-    c[6].textContent = u.updated_at ?? '';
+    c[5].textContent = availableText(u);
+    c[6].firstChild.checked = !!u.unlimited;
+    c[7].textContent = when(u.updated_at);
   }
 
   /** Every group a loaded user is in, by name. */

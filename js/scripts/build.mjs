@@ -49,6 +49,9 @@ for (const [from, to] of [['index.js', 'chartist.js'], ['index.css', 'chartist.c
   const text = readFileSync(join(chartist, 'dist', from), 'utf8').replace(/^\/[/*]# sourceMappingURL=.*$/m, '');
   writeFileSync(join(root, 'gen', to), notice + text);
 }
+// quota-hub's own pages look like the hub's: JupyterHub's Bootstrap 5 CSS, bundled (no CDN).
+const bootstrap = join(root, 'node_modules', 'bootstrap', 'dist', 'css', 'bootstrap.min.css');
+writeFileSync(join(root, 'gen', 'bootstrap.css'), readFileSync(bootstrap, 'utf8').replace(/\/\*# sourceMappingURL=.*?\*\/\s*$/s, ''));
 if (pack) {
   copyFileSync(join(root, '..', 'LICENSE'), join(root, 'LICENSE'));
 } else {

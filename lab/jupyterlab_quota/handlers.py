@@ -1,15 +1,18 @@
 """The routes the labextension calls, under the server's base URL: ``quota/status``,
-``quota/extend``, ``quota/requests`` and ``quota/events``. Jupyter Server's own login and XSRF checks apply (these are
+``quota/extend``, ``quota/requests``, ``quota/events`` and ``quota/live`` (a server-sent event
+stream: ``changed`` whenever the hub pushes a change of the user's balance or server). Jupyter Server's own login and XSRF checks apply (these are
 its ``APIHandler``); the answers carry the hub's data, never the server's token."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any
 
 from jupyter_server.base.handlers import APIHandler
 from jupyter_server.utils import url_path_join
 from tornado import web
+from tornado.iostream import StreamClosedError
 
 from .hub import HubQuota, Unavailable
 
@@ -91,6 +94,39 @@ class RequestHandler(_Base):
         await self.relay(self.quota.request_credit(asked))
 
 
+#: Seconds between keep-alive comments on a quiet stream.
+KEEPALIVE_S = 15.0
+
+
+class LiveHandler(_Base):
+    """``quota/live``: ``event: changed`` each time the hub's live stream pushes (the tab then reads
+    ``quota/status``); 204 where there is no quota (EventSource then stops asking)."""
+
+    @web.authenticated
+    async def get(self) -> None:
+        if self.quota.unavailable is not None:
+            self.set_status(204)
+            return self.finish()
+        q = self.quota.listen()
+        self.set_header("Content-Type", "text/event-stream; charset=UTF-8")
+        self.set_header("Cache-Control", "no-store")
+        self.set_header("X-Accel-Buffering", "no")
+        try:
+            self.write(": listening\n\n")
+            await self.flush()
+            while True:
+                try:
+                    await asyncio.wait_for(q.get(), KEEPALIVE_S)
+                    self.write("event: changed\ndata: {}\n\n")
+                except asyncio.TimeoutError:
+                    self.write(": keep-alive\n\n")
+                await self.flush()
+        except StreamClosedError:
+            pass
+        finally:
+            self.quota.unlisten(q)
+
+
 def setup(serverapp: Any) -> None:
     quota = HubQuota(logger=serverapp.log)
     web_app = serverapp.web_app
@@ -101,5 +137,6 @@ def setup(serverapp: Any) -> None:
         (url_path_join(base, "quota/events"), EventsHandler, args),
         (url_path_join(base, "quota/extend"), ExtendHandler, args),
         (url_path_join(base, "quota/requests"), RequestHandler, args),
+        (url_path_join(base, "quota/live"), LiveHandler, args),
     ])
     web_app.settings["jupyterlab_quota"] = quota

@@ -1,7 +1,9 @@
 """The hub's quota routes as this server sees them: one read of
 ``GET {JUPYTERHUB_API_URL}/quota/me/status`` answers everything the status bar shows, kept for
 30 s and shared by every browser tab (so the hub serves at most one quota read per server per
-30 s, however many tabs poll), and read again at once after an extension."""
+30 s, however many tabs poll), and read again at once after an extension. While a tab listens,
+one stream of the hub's live balance (``{hub}/quota/live``, the server's token) tells every
+tab at once that the user's balance or server changed (an extension or an end anywhere)."""
 
 from __future__ import annotations
 
@@ -48,6 +50,11 @@ class HubQuota:
         self._cursor: Optional[int] = None
         #: Hub reads made (the benchmark and tests count them).
         self.reads = 0
+        #: The browser tabs listening (quota/live), each a queue of "changed" notes.
+        self.listeners: set[asyncio.Queue] = set()
+        self._following: Optional[asyncio.Future] = None
+        #: Changes the hub's stream announced (tests read it).
+        self.pushes = 0
 
     def _give_up(self, why: str) -> None:
         if self.unavailable is None:
@@ -103,6 +110,59 @@ class HubQuota:
             self._reading = asyncio.ensure_future(self._read())
             self._reading.add_done_callback(lambda _f: setattr(self, "_reading", None))
         return await asyncio.shield(self._reading)
+
+    def listen(self) -> asyncio.Queue:
+        """A tab's queue of changes; the hub's stream is followed while any tab listens."""
+        q: asyncio.Queue = asyncio.Queue()
+        self.listeners.add(q)
+        if self._following is None or self._following.done():
+            self._following = asyncio.ensure_future(self._follow())
+        return q
+
+    def unlisten(self, q: asyncio.Queue) -> None:
+        self.listeners.discard(q)
+
+    def _changed(self) -> None:
+        """The hub pushed a new value: the next status read goes to the hub, every tab is told."""
+        self.pushes += 1
+        self._read_at = float("-inf")
+        for q in list(self.listeners):
+            q.put_nowait("changed")
+
+    async def _follow(self) -> None:
+        """Holds the hub's live stream open while tabs listen (reconnecting after a failure, at
+        most every 5 s); each `quota` event is a change."""
+        url = self.api[: -len("/api")] + "/quota/live" if self.api.endswith("/api") else self.api + "/../quota/live"
+        buf = b""
+
+        class _Done(Exception):
+            pass
+
+        def chunk(data: bytes) -> None:
+            nonlocal buf
+            if not self.listeners:
+                raise _Done()
+            buf += data
+            while b"\n\n" in buf:
+                message, buf = buf.split(b"\n\n", 1)
+                if any(line.strip() == b"event: quota" for line in message.split(b"\n")):
+                    self._changed()
+
+        while self.listeners and self.unavailable is None:
+            buf = b""
+            req = HTTPRequest(url, headers={"Authorization": f"token {self.token}"}, streaming_callback=chunk,
+                              connect_timeout=20, request_timeout=0)
+            try:
+                r = await AsyncHTTPClient().fetch(req, raise_error=False)
+                if r.code in (403, 404):
+                    self.log.info("jupyterlab-quota: the hub's live stream answered %s; the status is read every 30 s", r.code)
+                    return
+            except _Done:
+                return
+            except Exception as e:  # noqa: BLE001 - the stream is tried again; the 30 s reads go on
+                self.log.debug("jupyterlab-quota: the hub's live stream stopped: %s", e)
+            if self.listeners:
+                await asyncio.sleep(5)
 
     def events(self, after: int) -> list:
         return [e for e in self._events if int(e.get("id", 0)) > after]

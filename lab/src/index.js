@@ -1,6 +1,7 @@
 // jupyterlab-quota: the server's quota inside JupyterLab 4. A status bar item shows the server's
 // resource, time left, cost so far and the balance that pays (the user's, or their budget's),
-// read every 30 s and at once after an action; a click opens a panel with the session, the next
+// read every 30 s, at once after an action and whenever the hub pushes a change (quota/live); a
+// click opens a panel with the session, the next
 // top-up and "Extend" by 30, 60 or 120 minutes (each with its cost, disabled with the reason when
 // it would be refused) and "Request credits". Each new `session.ending`, `balance.low`,
 // `grant.expiring` and `request.decided` event becomes a JupyterLab notification (the first with an
@@ -13,13 +14,15 @@ import { PageConfig, URLExt } from '@jupyterlab/coreutils';
 import { ServerConnection } from '@jupyterlab/services';
 import { IStatusBar } from '@jupyterlab/statusbar';
 import { Widget } from '@lumino/widgets';
+// The words every quota page says (docs/glossary.md), bundled from the hub pages' own module.
+import { credits as creditsOf, number as credits, parse, payer as payerName, resource, secondsUntil, server, stopsIn, timeLeft as leftText, when } from '../../js/pages/words.js';
 
 const POLL_MS = 30000;
 const TICK_MS = 10000;
 const KINDS = new Set(['session.ending', 'balance.low', 'grant.expiring', 'request.decided']);
 
 /** What the extension shows now: tests read it (window.jupyterlabQuota). */
-const state = { available: null, text: '', status: null, notified: [], requests: 0 };
+const state = { available: null, text: '', status: null, notified: [], requests: 0, warning: null, pushes: 0 };
 
 const settings = ServerConnection.makeSettings();
 
@@ -35,19 +38,14 @@ async function ask(path, init = {}) {
   return { ok: r.ok, status: r.status, body };
 }
 
-const credits = (n) => `${Number(n).toLocaleString('en-US', { maximumFractionDigits: 3 })}`;
-/** "1 credit", "2.5 credits". */
-const creditsOf = (n) => `${credits(n)} credit${Number(n) === 1 ? '' : 's'}`;
+/** Minutes left as the status bar (and the hub's navigation bar) says them. */
+export const timeLeft = leftText;
 
-/** Minutes left as the status bar says them. */
-export function timeLeft(seconds) {
-  if (seconds <= 0) return 'stopping';
-  const m = Math.ceil(seconds / 60);
-  if (m < 120) return `${m} min left`;
-  return `${Math.floor(m / 60)} h ${m % 60} min left`;
-}
+/** The hub's clock less this browser's (ms), from the last status' `seconds_left`. */
+let skew = 0;
+/** Seconds until `t` on the hub's clock: the status bar and the warning count with it. */
+const untilOnHub = (t) => secondsUntil(t, Date.now() + skew);
 
-/** The balance that pays for this server: the budget's when the session charges one. */
 /**
  * Who pays for this server and what it can spend now: the balance, what running servers hold of
  * it, and the difference, `available` (docs/glossary.md).
@@ -57,9 +55,9 @@ function payer(st) {
   const budget = st.session?.budget;
   if (budget) {
     const b = (me.budgets ?? []).find((x) => x.name === budget);
-    return { label: `budget ${budget}`, balance: b ? b.balance : null, available: b ? b.available : null, held: b ? b.held : 0 };
+    return { label: payerName(budget), balance: b ? b.balance : null, available: b ? b.available : null, held: b ? b.held : 0 };
   }
-  return { label: 'balance', balance: me.unlimited ? null : me.balance, available: me.available ?? null, held: me.held ?? 0 };
+  return { label: payerName(null), balance: me.unlimited ? null : me.balance, available: me.available ?? null, held: me.held ?? 0 };
 }
 
 /** "98 credits available (2 held)": what can be spent now, and what running servers hold. */
@@ -69,12 +67,13 @@ function spendable(pay) {
   return `${creditsOf(pay.available)} available${held}`;
 }
 
-function line(st, secondsLeft) {
+/** The status bar's line: the resource by its display name, time left, cost so far, what can be spent. */
+function line(st) {
   const pay = payer(st);
   const money = spendable(pay);
-  if (!st.session) return `Quota: ${money}`;
+  if (!st.session) return `Credits: ${money}`;
   const s = st.session;
-  return `${s.resource_type} · ${timeLeft(secondsLeft)} · ${creditsOf(st.cost_so_far)} so far · ${money}`;
+  return `${resource(s.resource_type, st.me.resource_names)} · ${timeLeft(untilOnHub(s.ends_at))} · ${creditsOf(st.cost_so_far)} so far · ${money}`;
 }
 
 /**
@@ -114,8 +113,8 @@ function panelBody(st, onExtend, onAsk) {
   const pay = payer(st);
   if (st.session) {
     const s = st.session;
-    rows.push(['Server', s.server_name || '(default)'], ['Resource', `${s.resource_type} at ${credits(s.rate)} credits/min`],
-      ['Stops at', `${s.ends_at.replace('T', ' ')} UTC (${timeLeft(st.seconds_left)})`],
+    rows.push(['Server', server(s.server_name)], ['Resource', `${resource(s.resource_type, st.me.resource_names)} at ${creditsOf(s.rate)}/min`],
+      ['Stops at', `${when(s.ends_at)} (${timeLeft(untilOnHub(s.ends_at))})`],
       ['Cost so far', `${creditsOf(st.cost_so_far)} (held for the whole run: ${credits(s.estimated_cost)})`]);
   } else {
     rows.push(['Server', 'no running quota session']);
@@ -125,7 +124,7 @@ function panelBody(st, onExtend, onAsk) {
     rows.push(['Held by running servers', creditsOf(pay.held)], ['Available now', creditsOf(pay.available)]);
   }
   const next = st.me.next_refresh;
-  rows.push(['Next top-up', next ? `${next.at.replace('T', ' ')} UTC (${next.rule})` : 'none scheduled']);
+  rows.push(['Next top-up', next ? `${when(next.at)}, to ${creditsOf(next.balance)}` : 'none scheduled']);
   const table = document.createElement('table');
   for (const [k, v] of rows) {
     const tr = table.insertRow();
@@ -147,14 +146,19 @@ function panelBody(st, onExtend, onAsk) {
       b.dataset.minutes = String(c.minutes);
       b.textContent = `+${c.minutes} min (${creditsOf(c.cost)})`;
       b.disabled = c.refusal !== null;
-      if (c.refusal) b.title = c.refusal;
+      // The engine's refusal is the specification's text ("quota/min"): the panel says it in the
+      // pages' words (docs/glossary.md) where it is about credits.
+      const said = c.refusal && /Insufficient quota/.test(c.refusal) && pay.available !== null
+        ? `Not enough credits: ${c.minutes} more minutes cost ${creditsOf(c.cost)}; ${creditsOf(pay.available)} available.`
+        : c.refusal;
+      if (said) b.title = said;
       b.onclick = () => onExtend(c.minutes);
       row.append(b);
       if (c.refusal) {
         const why = document.createElement('span');
         why.className = 'jp-quota-refusal';
         why.dataset.minutes = String(c.minutes);
-        why.textContent = c.refusal;
+        why.textContent = said;
         row.append(why);
       }
       node.append(row);
@@ -162,18 +166,29 @@ function panelBody(st, onExtend, onAsk) {
   }
   // Where a refusal stops an extension (or nothing runs), the way to more credit is beside it.
   node.append(requestForm(st, onAsk));
+  // The hub's page of the user's credits: history, usage, budgets, requests.
+  const page = document.createElement('a');
+  page.className = 'jp-quota-user-page';
+  page.href = URLExt.join(PageConfig.getOption('hubPrefix') || '/hub/', 'quota');
+  page.target = '_blank';
+  page.rel = 'noopener';
+  page.textContent = 'Your credits page (history, usage, requests)';
+  const p = document.createElement('p');
+  p.append(page);
+  node.append(p);
   return node;
 }
 
+/** An event as a sentence, as of now (a server's warning counts down as the status bar does). */
 function describe(e) {
   const d = e.data ?? {};
   switch (e.kind) {
     case 'session.ending':
-      return `Your server ${d.server_name ? `"${d.server_name}" ` : ''}stops in ${d.minutes_left} minute${d.minutes_left === 1 ? '' : 's'} (at ${String(d.ends_at).replace('T', ' ')} UTC).`;
+      return `Your server ${server(d.server_name)} ${stopsIn(untilOnHub(d.ends_at))} (at ${when(d.ends_at)}).`;
     case 'balance.low':
-      return `${e.username ? 'Your' : `Budget ${e.budget}'s`} balance fell to ${credits(d.balance)} credits (below ${credits(d.threshold)}).`;
+      return `${e.username ? 'Your balance' : `The balance of ${payerName(e.budget)}`} fell to ${creditsOf(d.balance)} (below ${creditsOf(d.threshold)}).`;
     case 'grant.expiring':
-      return `${credits(d.remaining)} credits ${e.username ? 'of yours' : `of budget ${e.budget}`} expire on ${String(d.expires_at).replace('T', ' ')} UTC.`;
+      return `${creditsOf(d.remaining)} of ${e.username ? 'your balance' : payerName(e.budget)} expire on ${when(d.expires_at)}.`;
     case 'request.decided':
       return d.status === 'approved'
         ? `Your request ${d.request_id} was approved: ${creditsOf(d.granted)}${e.budget ? ` for budget ${e.budget}` : ''}${d.note ? ` (${d.note})` : ''}.`
@@ -195,24 +210,47 @@ const plugin = {
     const widget = new Widget();
     widget.addClass('jp-quota-status');
     widget.node.title = 'Quota of this server: click for details and Extend';
-    let fetchedAt = 0;
     let timer = null;
     let shown = false;
     let ending = null;
 
+    /** The events shown in this page (by id). */
+    const shownIds = new Set();
+    /** The warning on screen: its notification id and its event. */
+    let warned = null;
+
+    /**
+     * The server's warning, as of now: gone when the server ended or its end moved later (an
+     * extension, here or anywhere), else counting down with the status bar's words and clock.
+     */
+    const currentWarning = () => {
+      if (!ending || !warned) return;
+      const s = state.status?.session;
+      const endsAt = parse(warned.data?.ends_at).getTime();
+      if (!s || s.session_id !== warned.data?.session_id || parse(s.ends_at).getTime() > endsAt) {
+        Notification.dismiss(ending);
+        state.warning = null;
+        ending = null;
+        warned = null;
+        return;
+      }
+      const text = describe(warned);
+      if (text === state.warning) return;
+      state.warning = text;
+      Notification.update({ id: ending, message: text, type: 'warning', autoClose: false, actions: warned.actions });
+    };
+
     const render = () => {
       if (!state.status) return;
-      const left = Math.max(0, (state.status.seconds_left ?? 0) - (Date.now() - fetchedAt) / 1000);
-      state.text = line(state.status, left);
+      state.text = line(state.status);
       widget.node.textContent = state.text;
+      currentWarning();
     };
 
     const extend = async (minutes) => {
       const r = await ask('extend', { method: 'POST', body: JSON.stringify({ minutes }) });
       if (r.ok) {
-        if (ending) Notification.dismiss(ending);
-        ending = null;
-        Notification.success(`Extended by ${minutes} minutes: the server now stops at ${r.body.ends_at.replace('T', ' ')} UTC.`, { autoClose: 5000 });
+        Notification.success(`Extended by ${minutes} minutes: the server now stops at ${when(r.body.ends_at)}.`, { autoClose: 5000 });
       } else {
         Notification.error(r.body?.error ?? r.body?.message ?? `Extending failed (${r.status})`, { autoClose: false });
       }
@@ -238,7 +276,9 @@ const plugin = {
       const session = state.status?.session;
       for (const e of r.body.events) {
         newest = Math.max(newest, e.id);
-        if (!KINDS.has(e.kind)) continue;
+        // Two reads at once (a push and a poll) see the same new events: each is shown once.
+        if (!KINDS.has(e.kind) || shownIds.has(e.id)) continue;
+        shownIds.add(e.id);
         // A warning about another server (or an ended session) is not this page's to show.
         if (e.kind === 'session.ending' && (!session || e.data?.session_id !== session.session_id)) continue;
         const options = { autoClose: false };
@@ -249,7 +289,9 @@ const plugin = {
           }
           // One warning of this server on screen at a time; an extension takes it away.
           if (ending) Notification.dismiss(ending);
-          ending = Notification.warning(describe(e), options);
+          warned = { ...e, actions: options.actions };
+          state.warning = describe(e);
+          ending = Notification.warning(state.warning, options);
         } else if (e.kind === 'balance.low') {
           Notification.warning(describe(e), options);
         } else if (e.kind === 'request.decided') {
@@ -281,7 +323,10 @@ const plugin = {
       if (!r.ok || !r.body) return;
       state.available = true;
       state.status = r.body;
-      fetchedAt = Date.now();
+      const s = r.body.session;
+      if (s && r.body.seconds_left !== null && r.body.seconds_left !== undefined) {
+        skew = parse(s.ends_at).getTime() - r.body.seconds_left * 1000 - Date.now();
+      }
       render();
       if (!shown && statusBar) {
         statusBar.registerStatusItem('jupyterlab-quota:status', { item: widget, align: 'left', rank: 1000 });
@@ -310,6 +355,19 @@ const plugin = {
     void refresh();
     timer = setInterval(() => void refresh(), POLL_MS);
     setInterval(render, TICK_MS);
+    // The hub's pushes (an extension or an end, here or in another tab or page): read at once, so
+    // the status bar and the warning change with the hub's navigation bar.
+    if (typeof EventSource !== 'undefined') {
+      // EventSource sends no headers: the XSRF token Jupyter asks of a cookie's request goes in the
+      // query, as ServerConnection's requests send it in a header (from the same `_xsrf` cookie).
+      const xsrf = document.cookie.match(/(?:^|;\s*)_xsrf=([^;]*)/)?.[1] ?? '';
+      const live = new EventSource(`${URLExt.join(settings.baseUrl, 'quota/live')}?_xsrf=${encodeURIComponent(decodeURIComponent(xsrf))}`);
+      live.addEventListener('changed', () => {
+        state.pushes = (state.pushes ?? 0) + 1;
+        void refresh();
+      });
+      state.live = live;
+    }
   }
 };
 

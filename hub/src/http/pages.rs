@@ -47,8 +47,8 @@ pub fn answer(method: &str, path: &str, base: &str) -> Option<Response> {
         return Some(r);
     }
     Some(match asset {
-        None if path == USER_PATH => page(base, "My quota", "user.js", "pages/user-main.html"),
-        None => page(base, "Users", "admin.js", "pages/admin-main.html"),
+        None if path == USER_PATH => page(base, "Your credits", "user.js", "pages/user-main.html"),
+        None => page(base, "Manage credits", "admin.js", "pages/admin-main.html"),
         Some(name) => match ASSETS.iter().find(|(n, _)| *n == name) {
             Some((n, bytes)) => (
                 [
@@ -100,12 +100,16 @@ fn asset_text(name: &str) -> &'static str {
     std::str::from_utf8(bytes).unwrap_or_default()
 }
 
-/// The page template with its two holes filled: `{{static}}` (an URL prefix) and `{{config}}`
+/// The page template with its holes filled: `{{static}}` (an URL prefix), `{{base}}` (the
+/// server's base path, from the config's `base`: the navigation bar's links) and `{{config}}`
 /// (JSON inside a `<script type="application/json">`, so `<` is escaped and cannot end it).
 pub fn fill(template: &str, statics: &str, config: &serde_json::Value) -> String {
+    let base = config.get("base").and_then(|b| b.as_str()).unwrap_or_default();
+    let base = html_attr(base.trim_end_matches('/'));
     let config = config.to_string().replace('<', "\\u003c");
     template
         .replace("{{static}}", &html_attr(statics))
+        .replace("{{base}}", &base)
         .replace("{{config}}", &config)
 }
 
@@ -155,6 +159,9 @@ mod tests {
     fn every_asset_the_page_loads_is_built_in() {
         for name in [
             "pages/shell.html",
+            "pages/theme.js",
+            "pages/words.js",
+            "gen/bootstrap.css",
             "pages/admin-main.html",
             "pages/admin.js",
             "pages/quota.css",

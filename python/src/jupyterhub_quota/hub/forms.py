@@ -12,7 +12,7 @@ import html
 import inspect
 import json
 import time
-from typing import TYPE_CHECKING, Any, Callable, Optional
+from typing import TYPE_CHECKING, Any, Callable, NamedTuple, Optional
 
 from tornado import web
 
@@ -48,6 +48,11 @@ def options_from_form(configured: Optional[Callable]) -> Callable:
     (a form posts lists of strings)."""
 
     def parse(form_data: dict, spawner: Any = None) -> dict:
+        if spawner is not None:
+            # The form as posted, for the form rendered again after a refusal (kept choices).
+            spawner._quota_form = {
+                k: (v[0] if isinstance(v, list) and v else v) for k, v in form_data.items() if k != "_xsrf"
+            }
         if configured is not None:
             options = dict(_call_parser(configured, form_data, spawner))
         else:
@@ -99,24 +104,55 @@ def _page_values(values: dict) -> dict:
     return {"custom": out}
 
 
-#: How long after a refusal the form rendered again shows when that start would pass, in seconds.
+#: How long after a refusal the form rendered again shows it (and keeps the choices), in seconds.
 REFUSAL_NOTE_S = 60
 
 
-def refusal_note(quota: "Integration", user: str, server: str) -> str:
-    """Under the hub's error after a refusal for insufficient quota (the form is rendered again
-    below it): the first scheduled top-up after which the same start would pass, or that none
-    within a year would. Shown once."""
-    at_refused, nxt = quota.refusals.pop((user, server), (None, None))
-    if at_refused is None or time.monotonic() - at_refused > REFUSAL_NOTE_S:
+class Refused(NamedTuple):
+    """A start the gate refused (403), for the form JupyterHub renders again under its error."""
+
+    at: float
+    #: The engine's message (the specification's text), as the hub's error shows it.
+    message: str
+    #: The first scheduled top-up after which the same start would pass (None: none within a year).
+    next_refresh: Optional[dict]
+    #: Whether the refusal was for credits (the engine forecasts a top-up only then).
+    for_credits: bool
+    #: The form as posted: field name -> value.
+    form: dict
+
+
+def refusal_of(quota: "Integration", user: str, server: str) -> Optional[Refused]:
+    """The refusal the form rendered now follows, if any (taken once, within REFUSAL_NOTE_S)."""
+    refused = quota.refusals.pop((user, server), None)
+    if refused is None or time.monotonic() - refused.at > REFUSAL_NOTE_S:
+        return None
+    return refused
+
+
+def refusal_note(refused: Optional[Refused]) -> str:
+    """Below the hub's error, before the page's script rewrites it in the form's own words: the first
+    scheduled top-up after which the same start would pass, or that none within a year would."""
+    if refused is None or not refused.for_credits:
         return ""
     e = lambda s: html.escape(str(s), quote=True)  # noqa: E731
+    nxt = refused.next_refresh
     text = (
-        f'Your next top-up is on <strong>{e(nxt["at"].replace("T", " ")[:16])} UTC</strong> and brings your balance '
-        f'to {e(nxt["balance"])}: this start would then pass.'
+        f'The first top-up after which this start would pass: <strong data-at="{e(nxt["at"])}">'
+        f'{e(nxt["at"].replace("T", " ")[:16])} UTC</strong>, when your balance becomes {e(_credits(nxt["balance"]))}.'
         if nxt else "No scheduled top-up within a year would let this start pass."
     )
     return f'\n<p id="quota-refusal-next" class="alert alert-info" role="status">{text}</p>'
+
+
+def _credits(n: Any) -> str:
+    """"1 credit", "95 credits" (docs/glossary.md; js/pages/words.js says the same)."""
+    return f"{_number(n)} credit{'' if n == 1 else 's'}"
+
+
+def _rate(n: Any) -> str:
+    """"1 credit/min", "2.5 credits/min"."""
+    return f"{_credits(n)}/min"
 
 
 def spawn_form(quota: "Integration", values: dict, configured: Any = None):
@@ -137,7 +173,6 @@ def spawn_form(quota: "Integration", values: dict, configured: Any = None):
         base = await own_form(spawner, configured)
         profiles = await profile_list(spawner) if base.strip() else []
         e = lambda s: html.escape(str(s), quote=True)  # noqa: E731
-        unit = "credits/min"
         rates_of = rates["rates"]
         entries = [("", "CPU", "CPU only", rates_of.get("cpu", 0))] + [
             (k, a.get("displayName") or k, a.get("description", ""), rates_of.get(k, a.get("quotaRate", 0))) for k, a in accels.items()
@@ -146,25 +181,44 @@ def spawn_form(quota: "Integration", values: dict, configured: Any = None):
             f'<div class="form-check quota-choice"><input class="form-check-input" type="radio" name="gpu_selection" '
             f'id="quota-accelerator-{i}" value="{e(k)}"{" checked" if i == 0 else ""}> '
             f'<label class="form-check-label" for="quota-accelerator-{i}"><strong>{e(name)}</strong> {e(about)} '
-            f'<span class="quota-rate text-body-secondary">({e(_number(rate))} {unit})</span></label></div>'
+            f'<span class="quota-rate text-body-secondary">({e(_rate(rate))})</span></label></div>'
             for i, (k, name, about, rate) in enumerate(entries)
         ]
-        balance = "unlimited" if me.get("unlimited") and rates.get("enabled") else str(me.get("balance", 0))
+        unlimited = bool(me.get("unlimited")) or me.get("available") is None
+        # What can be spent now (docs/glossary.md): the balance less what running servers hold.
+        available = me.get("available")
+        balance_line = (
+            "Your credits are unlimited." if unlimited and rates.get("enabled")
+            else "Quota is disabled on this hub: nothing is charged." if not rates.get("enabled")
+            else f'Available now: <strong id="quota-balance">{e(_credits(available))}</strong>'
+            + (f' <span class="text-body-secondary">(balance {e(_number(me.get("balance", 0)))}, '
+               f'{e(_number(me["held"]))} held by your running servers)</span>' if me.get("held") else "")
+        )
+        refused = refusal_of(quota, user, spawner.name or "")
         config = {
             "static": f"{spawner.hub.base_url}{STATIC_PREFIX}", "values": page_values, "balance": me.get("balance", 0),
-            "unlimited": bool(me.get("unlimited")), "enabled": bool(rates.get("enabled")),
+            "available": available, "held": me.get("held", 0),
+            "unlimited": unlimited, "enabled": bool(rates.get("enabled")),
             "names": {"": "CPU", **{k: a.get("displayName") or k for k, a in accels.items()}},
             "minimumToStart": rates.get("minimum_to_start", 0),
+            # Where "Request credits" leads: the user page's request form.
+            "requestUrl": f"{spawner.hub.base_url}quota#ask-panel",
         }
+        if refused is not None:
+            config["refused"] = {
+                "message": refused.message, "forCredits": refused.for_credits,
+                "nextRefresh": refused.next_refresh, "form": refused.form,
+            }
         # When and to what, not the rule's name: the form's source shows no key of the values file.
         nxt = me.get("next_refresh")
         if nxt:
             config["nextRefresh"] = {"at": nxt["at"], "balance": nxt["balance"]}
         next_line = (
-            f'Next top-up: <strong>{e(nxt["at"].replace("T", " "))} UTC</strong>, to {e(nxt["balance"])} credits.'
+            f'Next top-up: <strong data-at="{e(nxt["at"])}">{e(nxt["at"].replace("T", " ")[:16])} UTC</strong>, '
+            f'to {e(_credits(nxt["balance"]))}.'
             if nxt else "No refresh rule will change your balance."
         )
-        refused = refusal_note(quota, user, spawner.name or "")
+        note = refusal_note(refused)
         if profiles:
             config["profiles"] = page_profiles(profiles)
             config["defaultProfile"] = slug_of(next((p for p in profiles if p.get("default")), profiles[0]))
@@ -174,7 +228,7 @@ def spawn_form(quota: "Integration", values: dict, configured: Any = None):
         config["budgets"] = {b["name"]: b["available"] for b in budgets}
         charge_to = ""
         if budgets and rates.get("enabled"):
-            own = f"My credits ({e(balance)})"
+            own = "Your balance (unlimited)" if unlimited else f"Your balance ({e(_number(available))} available)"
             rows = [
                 f'<div class="form-check"><input class="form-check-input" type="radio" name="budget" id="quota-budget-0" '
                 f'value="" checked> <label class="form-check-label" for="quota-budget-0">{own}</label></div>'
@@ -192,7 +246,7 @@ def spawn_form(quota: "Integration", values: dict, configured: Any = None):
 </fieldset>
 <p id="quota-profile-budget" role="status" hidden></p>"""
         fields = f"""
-<div id="quota-spawn" class="quota-spawn">{refused}
+<div id="quota-spawn" class="quota-spawn">{note}
 <script type="application/json" id="quota-spawn-config">{json_for_script(config)}</script>
 <fieldset id="quota-accelerators" class="mb-3">
   <legend class="fs-5">Accelerator</legend>
@@ -201,10 +255,10 @@ def spawn_form(quota: "Integration", values: dict, configured: Any = None):
 <p id="quota-profile-accelerator" role="status" hidden></p>{charge_to}
 <p><label class="form-label" for="quota-runtime">Runtime (minutes, 1-480)</label>
   <input id="quota-runtime" class="form-control" style="max-width: 10rem" name="runtime_minutes" type="number" min="1" max="480" step="1" value="{quota.default_runtime}" required></p>
-<p>Your balance: <strong id="quota-balance">{e(balance)}</strong> <a href="{e(spawner.hub.base_url)}quota">(history)</a></p>
+<p id="quota-available">{balance_line} <a href="{e(spawner.hub.base_url)}quota">(your credits and history)</a></p>
 <p id="quota-next-refresh">{next_line}</p>
 <p>Estimated cost: <output id="quota-cost" for="quota-runtime" aria-live="polite">computing...</output></p>
-<p id="quota-cost-note" role="status"></p>
+<div id="quota-cost-note" role="status"></div>
 <script type="module" src="{e(config["static"])}pages/spawn.js"></script>
 </div>"""
         return base + fields if base.strip() else fields

@@ -45,9 +45,9 @@ class Integration:
         self.on_storage_error = on_storage_error
         #: (username, server name) of servers started unbilled while the database failed.
         self.unbilled: set[tuple[str, str]] = set()
-        #: (username, server name) -> (monotonic time, the engine's `next_refresh`) of the last
-        #: refusal for insufficient quota, for the spawn form rendered again under it.
-        self.refusals: dict[tuple[str, str], tuple[float, Optional[dict]]] = {}
+        #: (username, server name) -> the last refusal (forms.Refused: when, the message, the
+        #: engine's `next_refresh`, the form as posted), for the spawn form rendered again under it.
+        self.refusals: dict[tuple[str, str], Any] = {}
         self.default_runtime = default_runtime
         self.placement = placement or Placement({})
         self.metrics = metrics or NoMetrics()

@@ -41,9 +41,21 @@ def view(status: dict) -> dict:
     return {
         "balance": me["balance"],
         "unlimited": me["unlimited"],
+        # What can be spent now and what running servers hold (docs/glossary.md).
+        "available": me.get("available"),
+        "held": me.get("held", 0),
         "ends_at": s["ends_at"] if s else None,
         "seconds_left": status.get("seconds_left"),
+        "server_name": s["server_name"] if s else "",
     }
+
+
+def with_balance(v: dict, balance: int, unlimited: Any = None) -> dict:
+    """`v` after a change of the balance alone: what is held stays, so what is available moves by
+    as much (null stays null: unlimited)."""
+    unlimited = v["unlimited"] if unlimited is None else unlimited
+    held = v.get("held") or 0
+    return {**v, "balance": balance, "unlimited": unlimited, "available": None if unlimited else balance - held}
 
 
 #: `custom.quota.liveStreamsPerUser`'s default (the engine checks the key: 1 to 1,000).
@@ -111,11 +123,11 @@ class Live:
         name = str(answer.get("username", "")).lower()
         if name in self.shown and isinstance(answer.get("balance"), int):
             old = self.shown[name]
-            self._push(name, {**old, "balance": answer["balance"], "unlimited": answer.get("unlimited", old["unlimited"])})
+            self._push(name, with_balance(old, answer["balance"], answer.get("unlimited")))
 
     def _push(self, name: str, v: dict) -> None:
         old = self.shown.get(name)
-        if old is not None and all(old[k] == v[k] for k in ("balance", "unlimited", "ends_at")):
+        if old is not None and all(old.get(k) == v.get(k) for k in ("balance", "unlimited", "available", "held", "ends_at")):
             return
         self.shown[name] = v
         for q in list(self.streams.get(name, ())):
@@ -169,7 +181,7 @@ class Live:
                 self.cursor = max(self.cursor, t["id"])
                 name = t["username"]
                 if t.get("budget") is None and name in self.shown:
-                    self._push(name, {**self.shown[name], "balance": t["balance_after"]})
+                    self._push(name, with_balance(self.shown[name], t["balance_after"]))
             if page.get("next_after_id") is None:
                 return
 

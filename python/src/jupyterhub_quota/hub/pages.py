@@ -98,7 +98,7 @@ class AdminPageHandler(BaseHandler):
                   "static": statics, "hubUsers": names, "hubServers": server_states(self.users, names if manages else None),
                   "manages": manages}
         page = await self.render_template(
-            "quota-page.html", quota_title="Quota", quota_script="admin.js", quota_static=statics,
+            "quota-page.html", quota_title="Manage credits", quota_script="admin.js", quota_static=statics,
             quota_config=json_for_script(config), quota_main=_main(),
         )
         self.set_header("Cache-Control", "no-store")
@@ -117,7 +117,7 @@ class UserPageHandler(AdminPageHandler):
         xsrf = self.xsrf_token.decode() if isinstance(self.xsrf_token, bytes) else self.xsrf_token
         config = {"base": base, "auth": "hub", "xsrf": xsrf, "static": statics}
         page = await self.render_template(
-            "quota-page.html", quota_title="My quota", quota_script="user.js", quota_static=statics,
+            "quota-page.html", quota_title="Your credits", quota_script="user.js", quota_static=statics,
             quota_config=json_for_script(config), quota_main=_main("user-main.html"),
         )
         self.set_header("Cache-Control", "no-store")

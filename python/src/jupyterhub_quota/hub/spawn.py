@@ -10,7 +10,7 @@ from tornado import web
 
 from . import hooks
 from .failures import keep_failure_count
-from .forms import options_from_form, spawn_form
+from .forms import Refused, options_from_form, spawn_form
 from .groups import user_groups
 from .options import OptionError, choose
 from ..host.service import HUB, log, maybe_await
@@ -81,11 +81,16 @@ def _refuse(spawner: Any, status: int, message: str, reason: str) -> web.HTTPErr
     """The exception that refuses a spawn without counting toward the hub's consecutive-failure
     limit: on JupyterHub 6 a `SpawnException` (a handled rejection, `status="failure"` with this
     `reason` in the hub's `jupyterhub_server_spawn_duration_seconds`); before 6 an `HTTPError`
-    whose count is undone (`failures.py`)."""
+    whose count is undone (`failures.py`). The hub's pages and REST API say `message` itself,
+    never the exception's own text ("403 SpawnException(reason=quota-refused): ...", "HTTP 403:
+    Forbidden (...)"); the spawn form (spawn.js) puts its plain words above it."""
     if SpawnException is not None:
-        return SpawnException(message, reason=reason, status_code=status)
-    keep_failure_count(spawner)
-    return web.HTTPError(status, message)
+        e = SpawnException(message, reason=reason, status_code=status)
+    else:
+        keep_failure_count(spawner)
+        e = web.HTTPError(status, message)
+    e.jupyterhub_message = message
+    return e
 
 
 #: The `reason` labels of the hub's spawn metrics for the gate's refusals (JupyterHub 6).
@@ -171,9 +176,12 @@ async def gate(quota: "Integration", spawner: Any) -> None:
         message = "gpu_selection:" + message[len("resource_type:"):]
     if r.status in (400, 403):
         log.info("quota: %s server %r refused (%s): %s", user, server, r.status, message)
-        if r.status == 403 and "next_refresh" in answer:
-            # The spawn form, rendered again under the hub's error, says when this start would pass.
-            quota.refusals[(user, server)] = (time.monotonic(), answer["next_refresh"])
+        if r.status == 403:
+            # The spawn form, rendered again under the hub's error, keeps the user's choices and
+            # says when this start would pass.
+            quota.refusals[(user, server)] = Refused(
+                time.monotonic(), message, answer.get("next_refresh"), "next_refresh" in answer,
+                dict(getattr(spawner, "_quota_form", None) or {}))
         raise _refuse(spawner, r.status, message, REASON_REFUSED if r.status == 403 else REASON_OPTION)
     log.error("quota: the spawn gate answered %s for %s: %s", r.status, user, r.body)
     raise _refuse(spawner, 503, f"Quota check failed, the server was not started: {message}", REASON_STORAGE)
