@@ -41,7 +41,8 @@ pytest=(../../target/pyenv/bin/python -m pytest -q -p no:cacheprovider "$@")
 # there: the consecutive-failure limit, KubeSpawner, the hub's templates and metrics, the hub suite,
 # a database outage under the hub, JupyterLab and the live balance.
 hub_suites=(test_failure_limit.py test_storage_outage.py test_refusal_page.py test_kubespawner.py test_hub.py
-    test_hub_pages.py test_hub_metrics.py test_hub_groups.py test_jupyterlab.py test_hub_live.py test_authorization.py)
+    test_hub_pages.py test_hub_metrics.py test_hub_groups.py test_jupyterlab.py test_hub_live.py test_authorization.py
+    test_user_reads.py)
 if [ $# -eq 0 ]; then
   beside hub-events ../../target/pyenv/bin/python -m pytest -q -p no:cacheprovider test_hub_events.py
   beside hub-suites "${with_pg[@]}" ../../target/pyenv/bin/python -m pytest -q -p no:cacheprovider "${hub_suites[@]}"

@@ -49,3 +49,36 @@ test('refresh preview equals the server’s refresh on the same users', () => {
   assert.equal(applied.total_change, preview.total_change);
   assert.throws(() => e.refreshPreview({ action: 'add' }, users), QuotaError);
 });
+
+test('the pages\' words (pages/words.js): plurals, one time format with UTC beside, one rounding of time left', async () => {
+  const w = await import('../pages/words.js');
+  assert.equal(w.credits(1), '1 credit');
+  assert.equal(w.credits(2.5), '2.5 credits');
+  assert.equal(w.credits(1250), '1,250 credits');
+  assert.equal(w.rate(1), '1 credit/min');
+  assert.equal(w.rate(4), '4 credits/min');
+  assert.equal(w.resource('cpu', {}), 'CPU');
+  assert.equal(w.resource('phx', { phx: 'PHX accelerator' }), 'PHX accelerator');
+  assert.equal(w.payer(null), 'your balance');
+  assert.equal(w.payer('physics'), 'budget physics');
+  const zone = process.env.TZ;
+  try {
+    process.env.TZ = 'UTC';
+    assert.equal(w.when('2026-11-29T06:00:00'), '2026-11-29 06:00 UTC');
+    process.env.TZ = 'Europe/Berlin';
+    assert.equal(w.when('2026-11-29T06:00:00'), '2026-11-29 07:00 (06:00 UTC)');
+    assert.equal(w.when('2026-11-29T23:30:00Z'), '2026-11-30 00:30 (2026-11-29 23:30 UTC)');
+  } finally {
+    if (zone === undefined) delete process.env.TZ;
+    else process.env.TZ = zone;
+  }
+  // The navigation bar, the status bar, the banner and the toast count the same minutes.
+  for (const [seconds, left, stops] of [[3600, '60 min left', 'stops in 60 minutes'], [61, '2 min left', 'stops in 2 minutes'],
+    [60, '1 min left', 'stops in 1 minute'], [1, '1 min left', 'stops in 1 minute'], [0, 'stopping', 'is stopping'],
+    [7500, '2 h 5 min left', 'stops in 125 minutes']]) {
+    assert.equal(w.timeLeft(seconds), left, `${seconds} s`);
+    assert.equal(w.stopsIn(seconds), stops, `${seconds} s`);
+  }
+  assert.equal(w.available(98, 2), '98 credits available (2 held by running servers)');
+  assert.equal(w.available(null, 0), 'unlimited');
+});

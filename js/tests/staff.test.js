@@ -59,13 +59,13 @@ test('a student asks, course staff see only their group and decide, the student 
   await ask.getByRole('textbox', { name: 'Credits' }).fill('25');
   await ask.getByRole('textbox', { name: 'Reason' }).fill('Final project: two more GPU sessions');
   await ask.getByRole('button', { name: 'Request credits' }).click();
-  await student.page.getByText(/^Request 1 sent: 25 credits for your own credit/).waitFor();
+  await student.page.getByText(/^Request 1 sent: 25 credits for your balance/).waitFor();
   // A second one for the same account is the server's 409, said in the page.
   await ask.getByRole('textbox', { name: 'Credits' }).fill('5');
   await ask.getByRole('textbox', { name: 'Reason' }).fill('again');
   await ask.getByRole('button', { name: 'Request credits' }).click();
   await student.page.getByText(/you already have a pending request for your own credit \(request 1\)/).waitFor();
-  assert.deepEqual(await ask.getByRole('combobox', { name: 'For' }).locator('option').allTextContents(), ['My own credit', 'Budget c101']);
+  assert.deepEqual(await ask.getByRole('combobox', { name: 'For' }).locator('option').allTextContents(), ['Your balance', 'Budget c101']);
   await student.page.screenshot({ path: screenshotPath('user-request.png'), fullPage: true });
 
   // Course staff: their group's members only, no refresh, no unlimited, the pending request.
@@ -100,8 +100,8 @@ test('a student asks, course staff see only their group and decide, the student 
   await student.page.waitForFunction(() => window.quotaUser?.state === 'ready');
   const mine = await student.page.$$eval('#my-requests tbody tr', (rows) => rows.map((r) => [...r.cells].map((c) => c.textContent)));
   assert.equal(mine.length, 1);
-  assert.deepEqual(mine[0].slice(1), ['Own credit', '25', 'Final project: two more GPU sessions', 'approved: 20 credits', '20 is enough for two sessions']);
-  assert.equal(await student.page.locator('#balance').textContent(), '30 credits');
+  assert.deepEqual(mine[0].slice(1), ['Your balance', '25', 'Final project: two more GPU sessions', 'approved: 20 credits', '20 is enough for two sessions']);
+  assert.equal(await student.page.locator('#balance').textContent(), '30 credits available');
   assert.deepEqual([...student.errors, ...staff.errors], []);
   await student.page.close();
   await p.close();

@@ -9,6 +9,7 @@ import { after, before, test } from 'node:test';
 
 import { QuotaHub, launchBrowser, screenshotPath } from './support/quota-hub.js';
 import { LEDGER_COLUMNS, csvField } from '../pages/usage-panel.js';
+import { credits, when } from '../pages/words.js';
 
 const VALUES = {
   custom: {
@@ -118,23 +119,27 @@ test('the user page: balance, next top-up, lasts, running server, chart = table 
   if ((await page.evaluate(() => window.quotaUser.state)) !== 'ready') assert.fail(await page.locator('#alert').textContent());
 
   const me = (await hub.call('GET', '/api/quota/me', undefined, annToken)).json;
-  assert.equal(await page.locator('#balance').textContent(), `${me.balance} credits`);
-  assert.match(await page.locator('#available').textContent(), new RegExp(`^${me.available} credits? available now`));
-  assert.match(await page.locator('#next-refresh').textContent(), new RegExp(`rule weekly\\), to ${me.next_refresh.balance} credits`));
+  // What can be spent now first; the balance and what the running server holds of it beside.
+  assert.ok(me.held > 0, 'ann runs a server: some of the balance is held');
+  assert.equal(await page.locator('#balance').textContent(), `${credits(me.available)} available`);
+  assert.equal(await page.locator('#available').textContent(),
+    `Balance ${credits(me.balance)}, of which ${credits(me.held)} held by your running servers until they end.`);
+  assert.equal(me.available, me.balance - me.held);
+  assert.equal(await page.locator('#next-refresh').textContent(), `Next top-up: ${when(me.next_refresh.at)} (rule weekly), to ${credits(me.next_refresh.balance)}.`);
   const lasts = await page.$$eval('#lasts tbody tr', (rows) => rows.map((r) => [...r.cells].map((c) => c.textContent)));
   assert.deepEqual(lasts, [['CPU', '1', String(me.lasts_minutes.cpu)], ['GPU A', '3', String(me.lasts_minutes.gpu)]]);
 
   const running = await page.$$eval('#running tbody tr', (rows) => rows.map((r) => [...r.cells].map((c) => c.textContent)));
   assert.equal(running.length, 1);
   assert.equal(running[0][1], 'GPU A');
-  assert.equal(running[0][2], 'my credits');
+  assert.equal(running[0][2], 'your balance');
   const mine = (await hub.call('GET', '/api/quota/me/sessions', undefined, annToken)).json.sessions.find((s) => s.status === 'active');
-  assert.equal(running[0][5], mine.ends_at.replace('T', ' '), 'the auto-stop time');
+  assert.equal(running[0][5], when(mine.ends_at), 'the auto-stop time');
 
   // The credit that lapses, and the budget ann may charge, as /api/quota/me says.
-  assert.equal(await page.locator('#expiring').textContent(), `25 credits expire on ${me.expiring_next.expires_at.replace('T', ' ')} UTC.`);
+  assert.equal(await page.locator('#expiring').textContent(), `25 credits expire on ${when(me.expiring_next.expires_at)}.`);
   const grants = await page.$$eval('#grants tbody tr', (rows) => rows.map((r) => [...r.cells].map((c) => c.textContent)));
-  assert.deepEqual(grants, me.grants.map((g) => [g.granted_at.replace('T', ' '), String(g.amount), String(g.remaining), g.expires_at.replace('T', ' ')]));
+  assert.deepEqual(grants, me.grants.map((g) => [when(g.granted_at), String(g.amount), String(g.remaining), when(g.expires_at)]));
   const budgets = await page.$$eval('#budgets tbody tr', (rows) => rows.map((r) => [...r.cells].map((c) => c.textContent)));
   assert.deepEqual(budgets, [['lab: the lab', '300', '300', '0', '500', '']]);
 
@@ -244,7 +249,7 @@ test('the admin Budgets view: the list, the grants and members of a budget, a da
   await page.getByRole('button', { name: 'Apply' }).click();
   await page.waitForFunction(() => window.quotaPage.budgets?.balance === 350);
   const grants = await page.$$eval('#b-grants tbody tr', (rows) => rows.map((r) => [...r.cells].slice(2).map((c) => c.textContent)));
-  assert.deepEqual(grants, [['50', '50', `${lapses.replace('T', ' ')}:00`]]);
+  assert.deepEqual(grants, [['50', '50', when(`${lapses}:00`)]]);
   const detail = (await hub.call('GET', '/admin/api/quota/budgets/lab')).json;
   assert.equal(detail.balance, 350);
   assert.equal(detail.recent_transactions[0].expires_at, `${lapses}:00`);
@@ -283,9 +288,9 @@ test('Extend: on the user page for the caller\'s running server, in the admin Ru
   assert.equal(after.estimated_cost, before.estimated_cost + 90, 'the reservation grows at the GPU rate');
   // The answer's message comes first; the table is read again after it (a busy machine shows the
   // old row in between).
-  await page.locator('#running tbody tr').filter({ hasText: after.ends_at.replace('T', ' ') }).waitFor();
+  await page.locator('#running tbody tr').filter({ hasText: when(after.ends_at) }).waitFor();
   const shown = await page.$$eval('#running tbody tr', (rows) => rows.map((r) => r.cells[5].textContent));
-  assert.deepEqual(shown, [after.ends_at.replace('T', ' ')], 'the new auto-stop time');
+  assert.deepEqual(shown, [when(after.ends_at)], 'the new auto-stop time');
   // Past the 480-minute bound: refused, naming the field; nothing changes.
   await page.locator('#running .extend-minutes').fill('1000');
   await page.getByRole('button', { name: 'Extend' }).click();
@@ -298,10 +303,18 @@ test('Extend: on the user page for the caller\'s running server, in the admin Ru
   await admin.page.getByRole('textbox', { name: 'API token' }).fill(hub.admin);
   await admin.page.getByRole('button', { name: 'Sign in' }).click();
   await admin.page.waitForFunction(() => window.quotaPage.state === 'ready');
+  // The engine's own cost so far (the user's view), read around the page's: the Running view's
+  // figure is one of them (a minute may turn in between).
+  const engineCost = async () => (await hub.call('GET', '/api/quota/me/sessions', undefined, annToken)).json.sessions.find((s) => s.status === 'active').cost_so_far;
+  const costBefore = await engineCost();
   await admin.page.getByRole('button', { name: 'Running' }).click();
   await admin.page.waitForFunction(() => window.quotaPage.running?.state === 'ready');
-  const rows = await admin.page.$$eval('#r-list tbody tr', (rs) => rs.map((r) => [...r.cells].slice(0, 6).map((c) => c.textContent)));
-  assert.deepEqual(rows, [['ann', '(default)', 'gpu', 'personal', after.start_time.replace('T', ' '), after.ends_at.replace('T', ' ')]]);
+  const rows = await admin.page.$$eval('#r-list tbody tr', (rs) => rs.map((r) => [...r.cells].slice(0, 7).map((c) => c.textContent)));
+  const costAfter = await engineCost();
+  assert.ok([String(costBefore), String(costAfter)].includes(rows[0][5]), `cost so far ${rows[0][5]}, the engine's ${costBefore}..${costAfter}`);
+  rows[0][5] = 'cost';
+  // The resource by its display name, the payer in the glossary's words, times in one format.
+  assert.deepEqual(rows, [['ann', '(default)', 'GPU A', "ann's balance", when(after.start_time), 'cost', when(after.ends_at)]]);
   await admin.page.locator('#r-list .extend-minutes').fill('15');
   await admin.page.getByRole('button', { name: 'Extend' }).click();
   await admin.page.getByText('of ann now stops at').waitFor();
@@ -310,4 +323,39 @@ test('Extend: on the user page for the caller\'s running server, in the admin Ru
   assert.deepEqual(await admin.page.evaluate(() => window.cspViolations), [], 'the page keeps its CSP');
   assert.deepEqual([...errors, ...admin.errors], []);
   await admin.page.close();
+});
+
+test('quota-hub\'s own pages look like the hub\'s: Bootstrap 5 bundled, the same dark mode, screenshots at 1280 and 760 px', async () => {
+  for (const [path, token, ready, name] of [['/quota', annToken, 'quotaUser', 'user-page'], ['/admin/users', hub.admin, 'quotaPage', 'admin-page']]) {
+    for (const scheme of ['light', 'dark']) {
+      const { page, errors } = await newPage();
+      const urls = [];
+      page.on('request', (r) => urls.push(r.url()));
+      await page.emulateMedia({ colorScheme: scheme });
+      await page.goto(`${hub.url}${path}`);
+      await page.getByRole('textbox', { name: 'API token' }).fill(token);
+      await page.getByRole('button', { name: 'Sign in' }).click();
+      await page.waitForFunction((w) => window[w].state === 'ready', ready);
+      // Bootstrap's own variables and controls, served by quota-hub itself (no other host).
+      assert.equal(await page.evaluate(() => document.documentElement.getAttribute('data-bs-theme')), scheme);
+      const bodyBg = await page.evaluate(() => getComputedStyle(document.body).backgroundColor);
+      assert.equal(bodyBg, scheme === 'dark' ? 'rgb(33, 37, 41)' : 'rgb(255, 255, 255)', 'Bootstrap\'s body colour of the scheme');
+      assert.ok(urls.some((u) => u.endsWith('/quota-static/gen/bootstrap.css')), 'the bundled Bootstrap');
+      assert.ok(urls.every((u) => u.startsWith(hub.url) || u.startsWith('data:')), urls.filter((u) => !u.startsWith(hub.url)).join(' '));
+      assert.equal(await page.getByRole('link', { name: 'Your credits' }).count(), 1);
+      for (const width of [1280, 760]) {
+        await page.setViewportSize({ width, height: 900 });
+        await page.screenshot({ path: screenshotPath(`screenshots/quota-hub-${name}-${scheme}-${width}.png`), fullPage: true });
+      }
+      // The theme button switches it, and the choice is kept in this browser.
+      await page.getByRole('button', { name: 'Switch between light and dark' }).click();
+      const other = scheme === 'dark' ? 'light' : 'dark';
+      assert.equal(await page.evaluate(() => document.documentElement.getAttribute('data-bs-theme')), other);
+      await page.reload();
+      assert.equal(await page.evaluate(() => document.documentElement.getAttribute('data-bs-theme')), other);
+      assert.deepEqual(await page.evaluate(() => window.cspViolations), [], 'the page keeps its CSP');
+      assert.deepEqual(errors, []);
+      await page.close();
+    }
+  }
 });

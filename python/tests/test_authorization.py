@@ -52,7 +52,7 @@ def test_course_staff_see_their_group_in_the_hubs_admin_page_and_an_instructor_s
     members with the actions they may take; an instructor with admin:users only gets neither."""
     ctx, page = login(browser, hub, "tina", "/hub/home")
     try:
-        page.get_by_role("link", name="Quota", exact=True).click()
+        page.get_by_role("link", name="Manage credits", exact=True).click()
         page.wait_for_function("window.quotaPage && window.quotaPage.state === 'ready'")
         assert page.get_by_role("heading", level=1).text_content() == "Users of g"
         shown = page.locator("#users tbody th").all_text_contents()
@@ -66,7 +66,7 @@ def test_course_staff_see_their_group_in_the_hubs_admin_page_and_an_instructor_s
         ctx.close()
     ctx, page = login(browser, hub, "olga", "/hub/home")
     try:
-        assert page.get_by_role("link", name="Quota", exact=True).count() == 0
+        assert page.get_by_role("link", name="Manage credits", exact=True).count() == 0
         response = page.goto(hub.url + "/hub/admin/users")
         assert response.status == 403
     finally:

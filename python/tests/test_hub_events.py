@@ -91,7 +91,7 @@ def test_the_banner_shows_unread_warnings_on_the_home_page_dismissed_and_remembe
     ctx, page = login(browser, hub, "omar", "/hub/home")
     try:
         page.wait_for_function(f"window.quotaBanner && window.quotaBanner.shown.includes({low['id']})")
-        assert page.locator("#quota-banner").text_content().startswith("Your balance fell to 40 credits (below 50).")
+        assert page.locator("#quota-banner").text_content().startswith("Your balance fell to 40 credits (below 50 credits).")
         page.locator("#quota-banner-dismiss").click()
         page.wait_for_function("document.getElementById('quota-banner').hidden")
         page.reload()

@@ -41,24 +41,33 @@ def test_an_admins_add_and_a_spawn_reach_an_open_page_by_push(hub, browser):
     try:
         page.reload()  # with every request of the page seen
         page.wait_for_function("window.quotaLive && window.quotaLive.via === 'push'")
-        assert page.locator("#quota-live").text_content() == "Balance 100"
+        assert page.locator("#quota-live").text_content() == "100 credits available"
         loaded = page.evaluate("window.quotaLive.loadedAt")
 
         added = time.monotonic()
         status, body = hub.admin("POST", "/hub/admin/api/quota/users/pia", {"action": "add", "amount": 5})
         assert status == 200 and body["balance"] == 105, body
-        page.wait_for_function("document.getElementById('quota-live').textContent === 'Balance 105'")
+        page.wait_for_function("document.getElementById('quota-live').textContent === '105 credits available'")
         print(f"admin add -> navigation bar: {time.monotonic() - added:.3f} s")
         assert page.evaluate("window.quotaLive.via") == "push"
         assert page.evaluate("window.quotaLive.loadedAt") == loaded, "the page was not reloaded"
 
         status, body = hub.spawn("pia", {"runtime_minutes": 30})
         assert status in (201, 202), (status, body)
-        page.wait_for_function("document.getElementById('quota-live').textContent.includes('server: 30 min left')")
+        page.wait_for_function("document.getElementById('quota-live').textContent.includes(' · 30 min left')")
         assert page.evaluate("window.quotaLive.loadedAt") == loaded
+        # What can be spent now: the balance less what the running server holds (30 credits).
+        status, me = hub.api("GET", "/hub/api/quota/me", hub.token_for("pia"))
+        assert me["held"] == 30 and me["available"] == 75, me
+        assert page.locator("#quota-live").text_content().startswith("75 credits available · "), page.locator("#quota-live").text_content()
+        # An extension (here through the API, as from any page) is pushed: more held, more time.
+        status, st = hub.api("GET", "/hub/api/quota/me/status", hub.token_for("pia"))
+        status, body = hub.api("POST", f"/hub/api/quota/sessions/{st['session']['session_id']}/extend", hub.token_for("pia"), {"minutes": 30})
+        assert status == 200, body
+        page.wait_for_function("/^45 credits available · (60|59) min left$/.test(document.getElementById('quota-live').textContent)")
         hub.stop_server("pia")
         # Billed at the stop (one minute at 1 credit/minute): the bar shows that too.
-        page.wait_for_function("document.getElementById('quota-live').textContent === 'Balance 104'")
+        page.wait_for_function("document.getElementById('quota-live').textContent === '104 credits available'")
 
         # The stream carries the hub's login cookie and the XSRF token, never an API token.
         live = [u for u in urls if "/quota/live" in u]
@@ -68,7 +77,7 @@ def test_an_admins_add_and_a_spawn_reach_an_open_page_by_push(hub, browser):
         # Every hub page shows it.
         for path in ("/hub/token", "/hub/spawn", "/hub/quota"):
             page.goto(hub.url + path)
-            page.wait_for_function("window.quotaLive && window.quotaLive.text === 'Balance 104'")
+            page.wait_for_function("window.quotaLive && window.quotaLive.text === '104 credits available'")
     finally:
         ctx.close()
 
@@ -77,7 +86,7 @@ def test_the_admin_page_shows_it_too(hub, browser):
     set_balance(hub, "admin", 7)
     ctx, page = login(browser, hub, "admin", "/hub/admin")
     try:
-        page.wait_for_function("window.quotaLive && window.quotaLive.text === 'Balance 7'")
+        page.wait_for_function("window.quotaLive && window.quotaLive.text === '7 credits available'")
     finally:
         ctx.close()
 
@@ -91,7 +100,8 @@ def test_an_idle_stream_gets_keep_alive_comments(hub):
         lines = []
         while ": keep-alive" not in lines:
             lines.append(r.readline().decode().rstrip("\n"))
-        assert lines[:2] == ["event: quota", 'data: {"balance":3,"unlimited":false,"ends_at":null,"seconds_left":null}'], lines
+        assert lines[:2] == ["event: quota", ('data: {"balance":3,"unlimited":false,"available":3,"held":0,"ends_at":null,'
+                             '"seconds_left":null,"server_name":""}')], lines
 
 
 def test_a_user_holds_at_most_live_streams_per_user_the_next_is_429(hub):
@@ -133,6 +143,6 @@ def test_a_page_whose_stream_is_refused_polls_instead(hub, browser):
         page.goto(hub.url + "/hub/home")
         page.wait_for_function("window.quotaLive && window.quotaLive.via === 'poll'")
         assert page.evaluate("window.quotaLive.mode") == "poll"
-        assert page.locator("#quota-live").text_content() == "Balance 40"
+        assert page.locator("#quota-live").text_content() == "40 credits available"
     finally:
         ctx.close()

@@ -73,22 +73,29 @@ def test_the_spawn_form_shows_the_balance_and_the_cost_and_starts_with_them(hub,
     try:
         page.wait_for_function("window.quotaSpawn && window.quotaSpawn.state !== undefined")
         assert page.evaluate("window.quotaSpawn.state") == "ready", page.evaluate("window.quotaSpawn.error")
-        assert page.locator("#quota-balance").text_content() == "100"
+        assert page.locator("#quota-balance").text_content() == "100 credits"
         page.get_by_label("PHX").check()
         page.get_by_label("Runtime (minutes, 1-480)").fill("30")
         page.wait_for_function("document.getElementById('quota-cost').textContent.startsWith('60 ')")
-        assert page.locator("#quota-cost").text_content() == "60 credits (2/min x 30 min)"
+        assert page.locator("#quota-cost").text_content() == "60 credits (2 credits/min x 30 minutes)"
         assert page.locator("#quota-next-refresh").text_content() == "No refresh rule will change your balance."
         # A run that leaves less than the minimum to start (10) is warned about.
         page.get_by_label("Runtime (minutes, 1-480)").fill("46")
         page.wait_for_function("document.getElementById('quota-cost').textContent.startsWith('92 ')")
         assert page.locator("#quota-cost-note").text_content() == (
-            "Warning: a full run leaves 8 credits, less than the 10 needed to start a server again."
+            "A full run leaves 8 credits available, less than the 10 credits needed to start a server again."
         )
         page.get_by_label("Runtime (minutes, 1-480)").fill("55")
         page.wait_for_function("document.getElementById('quota-cost').textContent.startsWith('110 ')")
-        assert "more than your balance" in page.locator("#quota-cost-note").text_content()
+        # More than is available: an alert, and Start is off with the reason.
+        alert = page.locator("#quota-cost-note[role=alert]")
+        alert.wait_for()
+        assert alert.locator("#quota-over").text_content() == "Not enough credits: PHX for 55 minutes costs 110 credits; you have 100 credits available."
+        assert page.get_by_role("button", name="Start").is_disabled()
+        assert page.locator("#quota-start-reason").text_content() == "Start is off: PHX for 55 minutes needs more credits than you have available."
         page.get_by_label("Runtime (minutes, 1-480)").fill("25")
+        page.wait_for_function("!document.querySelector('#quota-cost-note[role=alert]')")
+        assert page.get_by_role("button", name="Start").is_enabled()
         page.get_by_role("button", name="Start").click()
         wait_for("kim's server", lambda: hub.server_state("kim") is not None)
     finally:
@@ -120,7 +127,7 @@ def test_the_admin_page_belongs_to_the_hub(hub, browser):
     try:
         # The hub's own admin panel links to the quota page from its navigation bar.
         link = page.locator("nav.navbar #quota-nav-link")
-        assert link.text_content().strip() == "Quota"
+        assert link.text_content().strip() == "Manage credits"
         link.click()
         page.wait_for_url("**/hub/admin/users")
         page.wait_for_function("window.quotaPage && window.quotaPage.state !== 'loading'")
@@ -128,7 +135,7 @@ def test_the_admin_page_belongs_to_the_hub(hub, browser):
         # The hub's template: its navigation bar, logo and theme toggle around the quota page.
         assert page.locator("nav.navbar #jupyterhub-logo").count() == 1
         assert page.locator("nav.navbar #quota-nav-link").count() == 1
-        assert page.title() == "Quota · JupyterHub"
+        assert page.title() == "Manage credits · JupyterHub"
 
         def server(user: str) -> str:
             return page.locator(f'#users tr[data-user="{user}"] td.server').text_content()
@@ -168,15 +175,15 @@ def test_a_user_reaches_their_own_quota_page_from_the_hub_home(hub, browser):
     ctx, page = login(browser, hub, "lara", "/hub/home")
     try:
         link = page.locator("nav.navbar #quota-user-link")
-        assert link.text_content().strip() == "My quota"
+        assert link.text_content().strip() == "Credits"
         link.click()
         page.wait_for_url("**/hub/quota")
         page.wait_for_function("window.quotaUser && window.quotaUser.state !== 'loading'")
         assert page.evaluate("window.quotaUser.state") == "ready", page.locator("#alert").text_content()
-        assert page.title() == "My quota · JupyterHub"
+        assert page.title() == "Your credits · JupyterHub"
         me = page.evaluate("window.quotaUser.api.get('/api/quota/me')")
         usage = page.evaluate("window.quotaUser.api.get('/api/quota/me/usage')")
-        assert page.locator("#balance").text_content() == f"{me['balance']} credits"
+        assert page.locator("#balance").text_content() == f"{me['available']} credits available" and me["held"] == 0
         assert me["balance"] < 100, "the PHX session was charged"
         api = {d["key"]: {r["resource_type"]: r["credits"] for r in d["by_resource"] if r["credits"]}
                for d in usage["days"] if d["credits"]}
@@ -237,13 +244,21 @@ def test_a_course_budget_by_hub_group_two_students_spawn_on_it_the_third_is_past
         page.get_by_label("course-101", exact=False).check()
         page.get_by_label("Runtime (minutes, 1-480)").fill("60")
         page.wait_for_function("document.getElementById('quota-cost').textContent.startsWith('60 ')")
-        assert "more than the budget course-101 has available to you (50)" in page.locator("#quota-cost-note").text_content()
-        page.get_by_role("button", name="Start").click()
-        page.get_by_text("monthly limit of budget course-101 reached").wait_for()
-        assert ("Cannot start container: monthly limit of budget course-101 reached. Spent this month: 0, limit: 50, "
-                "estimated cost: 60.") in page.content()
+        assert page.locator("#quota-over").text_content() == (
+            "Not enough credits: CPU for 60 minutes costs 60 credits; the budget course-101 has 50 credits available to you.")
+        # What would start on the budget now, and Start off with the reason.
+        assert page.locator("#quota-cheaper").text_content() == "Would start now: CPU for 50 minutes (50 credits)"
+        assert page.get_by_role("button", name="Start").is_disabled()
+        assert page.locator("#quota-start-reason").text_content() == (
+            "Start is off: CPU for 60 minutes needs more credits than the budget course-101 has available.")
     finally:
         ctx.close()
+    # Asked anyway (the hub's REST API, as a form with the script off would post): the budget's text.
+    hub.token_for("sid")
+    status, body = hub.spawn("sid", {"runtime_minutes": 60, "budget": "course-101"})
+    assert status == 403, (status, body)
+    assert body["message"] == ("Cannot start container: monthly limit of budget course-101 reached. Spent this month: 0, limit: 50, "
+                               "estimated cost: 60.")
     assert hub.server_state("sid") is None
     conn = sqlite3.connect(hub.quota_db())
     try:

@@ -1,8 +1,10 @@
 """JupyterLab's quota extension (lab/, the jupyterlab-quota wheel installed in the servers'
 environment) inside a real JupyterHub: a real single-user JupyterLab in Debian's headless
 Chromium shows the resource and the time left the hub's API answers; a server whose warning mark
-has passed gets JupyterLab's notification with "Extend 30 min", which moves `ends_at` (read back
-from the API) and the status bar; an unaffordable extension is disabled with the engine's reason;
+has passed gets JupyterLab's notification with "Extend 30 min", counting the same minutes as the
+status bar; an extension made elsewhere (the hub's API) takes the warning away and moves the status
+bar at once, pushed through the hub's live stream; the panel's "+30 min" moves `ends_at` (read back
+from the API); an unaffordable extension is disabled with the engine's reason;
 "Request credits" in the panel asks the hub, and the decision comes back as a notification;
 a server's extension cannot reach another user's server, and its token (what the hub's server role
 grants) reads only its owner's quota; the token never reaches the browser."""
@@ -11,6 +13,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 
 import pytest
 
@@ -63,7 +66,8 @@ def test_the_status_bar_warning_and_extend_inside_jupyterlab(hub, browser):
         lab = lab_state(page)
         assert lab["status"]["session"]["ends_at"] == api["session"]["ends_at"]
         text = page.locator(".jp-quota-status").text_content()
-        assert text.startswith(f"{api['session']['resource_type']} · "), text
+        # The resource by its display name, never its key (docs/glossary.md).
+        assert api["session"]["resource_type"] == "cpu" and text.startswith("CPU · "), text
         minutes = {math.ceil(api["seconds_left"] / 60), math.ceil(api["seconds_left"] / 60) + 1}
         assert any(f"{m} min left" in text for m in minutes), (text, api["seconds_left"])
         # What can be spent now, with what the running server holds named (docs/glossary.md).
@@ -78,13 +82,27 @@ def test_the_status_bar_warning_and_extend_inside_jupyterlab(hub, browser):
         page.wait_for_function("window.jupyterlabQuota.notified.some(n => n.kind === 'session.ending')")
         [note] = [n for n in lab_state(page)["notified"] if n["kind"] == "session.ending"]
         assert note["actions"] == ["Extend 30 min (30 credits)"], note
+        page.get_by_role("button", name="Extend 30 min (30 credits)").wait_for()
+        # The toast and the status bar count the same minutes from the same end (read together).
+        shown = page.evaluate("""() => [document.querySelector('.jp-quota-status').textContent,
+            [...document.querySelectorAll('.jp-toast-message, .Toastify__toast')].map(t => t.textContent).join(' ')]""")
+        bar = re.search(r"(\d+) min left", shown[0])
+        toast = re.search(r"stops in (\d+) minutes?", shown[1])
+        assert bar and toast and bar.group(1) == toast.group(1), shown
+
+        # Extended elsewhere (the hub's REST API, as the user would from the hub's page): the hub's
+        # live stream tells the extension at once; the warning goes, the status bar moves.
         before = api["session"]["ends_at"]
-        page.get_by_role("button", name="Extend 30 min (30 credits)").click()
-        moved = wait_for("the extension", lambda: (a := hub.api("GET", STATUS, hub.token_for("lena"))[1])["session"]["ends_at"] != before and a)
+        pushes = lab_state(page).get("pushes", 0)
+        status, moved_session = hub.api("POST", f"/hub/api/quota/sessions/{api['session']['session_id']}/extend",
+                                        hub.token_for("lena"), {"minutes": 30})
+        assert status == 200 and moved_session["ends_at"] != before, moved_session
+        page.wait_for_function(f"window.jupyterlabQuota.status.session.ends_at === {json.dumps(moved_session['ends_at'])}")
+        assert lab_state(page)["pushes"] > pushes, "the change came through the live stream"
+        page.wait_for_function("!document.body.innerText.includes('Your server (default) stops in')")
+        assert lab_state(page).get("warning") is None
+        moved = hub.api("GET", STATUS, hub.token_for("lena"))[1]
         assert moved["session"]["runtime_minutes"] == 32, moved["session"]
-        page.wait_for_function(f"window.jupyterlabQuota.status.session.ends_at === {json.dumps(moved['session']['ends_at'])}")
-        # The warning went with the extension.
-        page.wait_for_function("!document.body.innerText.includes('Your server stops in')")
         assert "32 min left" in page.locator(".jp-quota-status").text_content() or "31 min left" in page.locator(".jp-quota-status").text_content()
 
         # The panel: 120 more minutes cost more than is free (100 less the 32 held): disabled, with
@@ -95,9 +113,18 @@ def test_the_status_bar_warning_and_extend_inside_jupyterlab(hub, browser):
         assert refused.is_disabled()
         [choice] = [c for c in moved["extend"] if c["minutes"] == 120]
         assert choice["refusal"] and "Insufficient quota" in choice["refusal"], choice
-        assert page.locator('.jp-quota-refusal[data-minutes="120"]').text_content() == choice["refusal"]
+        # In the pages' words, not the specification's "quota/min" text the API answers.
+        free = moved["me"]["available"]
+        assert page.locator('.jp-quota-refusal[data-minutes="120"]').text_content() == (
+            f"Not enough credits: 120 more minutes cost {choice['cost']} credits; {free} credits available.")
+        assert "quota/min" not in page.evaluate("document.body.innerText")
         assert page.locator('.jp-quota-extend[data-minutes="30"]').is_enabled()
-        page.get_by_role("button", name="Close").click()
+        # The way to the hub's page of the user's credits.
+        assert page.locator(".jp-quota-user-page").get_attribute("href").endswith("/hub/quota")
+        # The panel's +30 min extends from JupyterLab itself.
+        page.locator('.jp-quota-extend[data-minutes="30"]').click()
+        wait_for("the panel's extension", lambda: hub.api("GET", STATUS, hub.token_for("lena"))[1]["session"]["runtime_minutes"] == 62)
+        page.wait_for_function("/(62|61) min left/.test(document.querySelector('.jp-quota-status').textContent)")
 
         # "Request credits" in the panel; the decision arrives as JupyterLab's notification.
         page.locator(".jp-quota-status").click()
@@ -151,6 +178,9 @@ def test_a_servers_token_reads_only_its_owner_quota_and_extends_only_their_sessi
     try:
         r = page.request.post(hub.url + "/user/noah/quota/extend", data=json.dumps({"minutes": 5}),
                               headers={"Content-Type": "application/json"}, max_redirects=0)
+        assert r.status == 403, r.status
+        # Nor its stream of changes.
+        r = page.request.get(hub.url + "/user/noah/quota/live", max_redirects=0)
         assert r.status == 403, r.status
     finally:
         ctx.close()

@@ -60,6 +60,61 @@ def stub_hub(answer, port=None):
     return server, env, seen
 
 
+def test_tabs_share_one_stream_of_the_hubs_pushes_and_each_push_makes_the_next_read_fresh():
+    """quota/live: however many tabs listen, one stream to the hub (the server's token); each
+    `quota` event the hub sends tells every tab and drops the cached read; the last tab gone, the
+    stream is closed at the hub's next write."""
+    async def run():
+        streams = []
+        sent: list[asyncio.Queue] = []
+
+        class Live(RequestHandler):
+            async def get(self):
+                streams.append(self.request.headers.get("Authorization"))
+                q: asyncio.Queue = asyncio.Queue()
+                sent.append(q)
+                self.set_header("Content-Type", "text/event-stream")
+                try:
+                    while True:
+                        self.write(await q.get())
+                        await self.flush()
+                except Exception:  # noqa: BLE001 - the client went away
+                    pass
+
+        port = free_port()
+        server = HTTPServer(Application([(r"/hub/quota/live", Live)]))
+        server.listen(port, "127.0.0.1")
+        env = {"JUPYTERHUB_API_URL": f"http://127.0.0.1:{port}/hub/api", "JUPYTERHUB_API_TOKEN": "srv-t0ken"}
+        clock = FakeClock()
+        q = HubQuota(env, clock=clock)
+        q._read_at = clock.t  # a read just made
+        tabs = [q.listen() for _ in range(3)]
+        await asyncio.wait_for(_until(lambda: sent), 10)
+        assert streams == ["token srv-t0ken"], "one stream for every tab, with the server's token"
+        sent[0].put_nowait('event: quota\ndata: {"balance": 5}\n\n')
+        got = await asyncio.wait_for(asyncio.gather(*(t.get() for t in tabs)), 10)
+        assert got == ["changed"] * 3 and q.pushes == 1
+        assert q._read_at == float("-inf"), "the next status read goes to the hub"
+        # A comment (keep-alive) is no change.
+        sent[0].put_nowait(": keep-alive\n\n")
+        sent[0].put_nowait('event: quota\ndata: {"balance": 6}\n\n')
+        await asyncio.wait_for(asyncio.gather(*(t.get() for t in tabs)), 10)
+        assert q.pushes == 2 and all(t.empty() for t in tabs)
+        for t in tabs:
+            q.unlisten(t)
+        sent[0].put_nowait(": keep-alive\n\n")
+        await asyncio.wait_for(q._following, 10)
+        assert len(streams) == 1
+        server.stop()
+
+    asyncio.run(run())
+
+
+async def _until(check) -> None:
+    while not check():
+        await asyncio.sleep(0.01)
+
+
 def test_tabs_share_one_hub_read_per_30_seconds_and_an_extension_reads_again():
     async def run():
         server, env, seen = stub_hub(lambda h: (200, STATUS))

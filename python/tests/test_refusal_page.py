@@ -69,8 +69,12 @@ def test_the_spawn_page_shows_the_message_and_the_next_top_up(hub):
     status, page = browser.post("/hub/spawn/ann", {"runtime_minutes": "5", "gpu_selection": ""})
     assert isinstance(page, str), page
     assert html.escape(REFUSAL.format(cost=5, minutes=5)) in page, page[-3000:]
+    # The message as the specification writes it, without the exception's own words around it.
+    assert f"Error: {html.escape(REFUSAL.format(cost=5, minutes=5))}</p>" in page, page[-3000:]
+    assert "SpawnException" not in page and "HTTP 403" not in page
     when = nxt["at"].replace("T", " ")[:16]
-    assert f"Your next top-up is on <strong>{when} UTC</strong> and brings your balance to 100: this start would then pass." in page
+    assert (f'The first top-up after which this start would pass: <strong data-at="{nxt["at"]}">{when} UTC</strong>, '
+            "when your balance becomes 100 credits.") in page
     # Shown once: the form opened again is the plain form.
     assert "quota-refusal-next" not in browser.get("/hub/spawn/ann")[1]
     # No top-up within reach: the message alone.

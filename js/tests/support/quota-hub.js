@@ -3,7 +3,7 @@
 import { execFileSync, spawn } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { createInterface } from 'node:readline';
 
 import { chromium } from 'playwright-core';
@@ -22,8 +22,9 @@ export function launchBrowser() {
 }
 
 export function screenshotPath(name) {
-  mkdirSync(ARTIFACTS, { recursive: true });
-  return join(ARTIFACTS, name);
+  const path = join(ARTIFACTS, name);
+  mkdirSync(dirname(path), { recursive: true });
+  return path;
 }
 
 export class QuotaHub {
