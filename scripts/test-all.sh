@@ -121,3 +121,8 @@ step "API fuzzing: schemathesis against a real quota-hub serve, 25 examples per 
 # The quota-hub the Rust tests built (with the test features: building it again without them would
 # recompile the server).
 QUOTA_HUB_BIN=target/debug/quota-hub bash scripts/fuzz-api.sh 25
+
+# The pages as the tests saw them (docs/screenshots.md): kept for a person to look at.
+step "screenshots of every page at 1280 and 760 px (target/test-artifacts/screenshots, docs/screenshots.md)"
+ls target/test-artifacts/screenshots | sed 's/^/  /'
+echo "$(ls target/test-artifacts/screenshots | wc -l) screenshots"
