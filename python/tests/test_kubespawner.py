@@ -294,7 +294,7 @@ def test_the_spawn_page_keeps_the_profiles_and_prices_the_chosen_one(hub, k8s, b
         for name in ("Standard environment", "GPU workstation", "High memory"):
             assert profiles.get_by_text(name, exact=True).is_visible(), name
         # The quota fields below it.
-        assert page.locator("#quota-balance").text_content() == "100"
+        assert page.locator("#quota-balance").text_content() == "100 credits"
         runtime = page.get_by_label("Runtime (minutes, 1-480)")
         runtime.fill("10")
         page.get_by_label("PHX").check()
@@ -302,13 +302,15 @@ def test_the_spawn_page_keeps_the_profiles_and_prices_the_chosen_one(hub, k8s, b
         # The GPU profile names its accelerator: the choice goes away, the price is the GPU's.
         page.locator("#profile-item-gpu").check()
         page.wait_for_function("document.getElementById('quota-cost').textContent.startsWith('40 ')")
-        assert page.locator("#quota-cost").text_content() == "40 credits (4/min x 10 min)"
+        assert page.locator("#quota-cost").text_content() == "40 credits (4 credits/min x 10 minutes)"
         assert not page.locator("#quota-accelerators").is_visible()
         assert page.locator("#quota-profile-accelerator").text_content() == "This profile runs on Data-center GPU."
         # A profile that moves the server without a price is refused before the click.
         page.locator("#profile-item-highmem").check()
         page.wait_for_function("document.getElementById('quota-cost-note').textContent.includes('refuse')")
+        assert page.get_by_role("button", name="Start").is_disabled()
         page.locator("#profile-item-gpu").check()
+        page.wait_for_function("!document.querySelector('#spawn_form [type=submit], form [type=submit]').disabled")
         before = len(k8s.created())
         page.get_by_role("button", name="Start").click()
         wait_for("gus's server", lambda: hub.server_state("gus") is not None)
