@@ -23,6 +23,8 @@ log = logging.getLogger("jupyterlab_quota")
 FRESH_S = 30.0
 #: Events kept for the browser (the newest).
 EVENTS_KEPT = 50
+#: Seconds before the hub's live stream is opened again after it ended or failed.
+RETRY_S = 5.0
 
 
 class Unavailable(Exception):
@@ -53,6 +55,7 @@ class HubQuota:
         #: The browser tabs listening (quota/live), each a queue of "changed" notes.
         self.listeners: set[asyncio.Queue] = set()
         self._following: Optional[asyncio.Future] = None
+        self.retry_s = RETRY_S
         #: Changes the hub's stream announced (tests read it).
         self.pushes = 0
 
@@ -131,7 +134,7 @@ class HubQuota:
 
     async def _follow(self) -> None:
         """Holds the hub's live stream open while tabs listen (reconnecting after a failure, at
-        most every 5 s); each `quota` event is a change."""
+        most every RETRY_S); each `quota` event is a change."""
         url = self.api[: -len("/api")] + "/quota/live" if self.api.endswith("/api") else self.api + "/../quota/live"
         buf = b""
 
@@ -162,7 +165,7 @@ class HubQuota:
             except Exception as e:  # noqa: BLE001 - the stream is tried again; the 30 s reads go on
                 self.log.debug("jupyterlab-quota: the hub's live stream stopped: %s", e)
             if self.listeners:
-                await asyncio.sleep(5)
+                await asyncio.sleep(self.retry_s)
 
     def events(self, after: int) -> list:
         return [e for e in self._events if int(e.get("id", 0)) > after]

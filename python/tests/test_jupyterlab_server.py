@@ -110,6 +110,52 @@ def test_tabs_share_one_stream_of_the_hubs_pushes_and_each_push_makes_the_next_r
     asyncio.run(run())
 
 
+def test_a_hub_stream_that_ends_or_fails_is_opened_again_and_its_pushes_still_arrive():
+    """The hub restarted (its stream closed), then failing (a 502), then back: the extension opens
+    the stream again each time and the tabs still hear every push."""
+    async def run():
+        opened = []
+        pushes: list[asyncio.Queue] = []
+
+        class Live(RequestHandler):
+            async def get(self):
+                opened.append(len(opened))
+                if len(opened) == 2:
+                    self.set_status(502)
+                    return self.finish("bad gateway")
+                q: asyncio.Queue = asyncio.Queue()
+                pushes.append(q)
+                self.set_header("Content-Type", "text/event-stream")
+                while True:
+                    item = await q.get()
+                    if item is None:  # the hub going away: the stream ends
+                        return self.finish()
+                    self.write(item)
+                    await self.flush()
+
+        port = free_port()
+        server = HTTPServer(Application([(r"/hub/quota/live", Live)]))
+        server.listen(port, "127.0.0.1")
+        q = HubQuota({"JUPYTERHUB_API_URL": f"http://127.0.0.1:{port}/hub/api", "JUPYTERHUB_API_TOKEN": "t"})
+        q.retry_s = 0.05
+        tab = q.listen()
+        await asyncio.wait_for(_until(lambda: pushes), 10)
+        pushes[0].put_nowait('event: quota\ndata: {}\n\n')
+        assert await asyncio.wait_for(tab.get(), 10) == "changed"
+        pushes[0].put_nowait(None)  # ended; the next try fails (502); the third holds
+        await asyncio.wait_for(_until(lambda: len(pushes) == 2), 10)
+        assert len(opened) == 3
+        pushes[1].put_nowait('event: quota\ndata: {}\n\n')
+        assert await asyncio.wait_for(tab.get(), 10) == "changed"
+        assert q.pushes == 2
+        q.unlisten(tab)
+        pushes[1].put_nowait(": keep-alive\n\n")
+        await asyncio.wait_for(q._following, 10)
+        server.stop()
+
+    asyncio.run(run())
+
+
 async def _until(check) -> None:
     while not check():
         await asyncio.sleep(0.01)
