@@ -2,15 +2,19 @@
 // and every per-row control handled by delegation on the table body. Inline edit lives here too:
 // click the value, Enter saves, Escape cancels only the edit.
 
-import { number, when } from './words.js';
+import { when } from './words.js';
 
 const fmt = (n) => String(n);
 
-/** What a user can spend now (docs/glossary.md): the balance less what their running servers hold. */
+/**
+ * What a user can spend now (docs/glossary.md): the balance less what their running servers hold,
+ * written as the Quota column writes the balance beside it (plain digits: 10,000 rows render in
+ * one pass, and toLocaleString would cost more than the rest of a row).
+ */
 export function availableText(u) {
   if (u.unlimited) return '∞';
   const held = Number(u.held ?? 0);
-  return held > 0 ? `${number(u.balance - held)} (${number(held)} held)` : number(u.balance);
+  return held > 0 ? `${fmt(u.balance - held)} (${fmt(held)} held)` : fmt(u.balance);
 }
 
 export class UsersTable {
