@@ -264,6 +264,7 @@ fn rest_gate(rt: &std::sync::Arc<Runtime>, names: &[String]) -> f64 {
 mod durable;
 mod events;
 mod list;
+mod running;
 #[path = "../support/mod.rs"]
 mod support;
 
@@ -304,6 +305,7 @@ fn main() {
             bs / cs,
             ls / cs
         );
+        running::budget_with_running(&rt, cs);
         return;
     }
     // `BENCH_PROFILE=durable`: only the durable start+end cycles on a file, for `perf record`.
@@ -387,6 +389,8 @@ fn main() {
         be / ce,
         le / ce
     );
+
+    running::budget_with_running(&rt, cs);
 
     events::cost(&names);
 
