@@ -170,6 +170,20 @@ fn component(rt: &std::sync::Arc<Runtime>, names: &[String]) -> (f64, f64) {
 /// limit per member when `limit`): the budget's row locked, its reservations summed, the
 /// member's month read.
 fn component_budget(rt: &std::sync::Arc<Runtime>, names: &[String], limit: bool) -> (f64, f64) {
+    let w = budget_worker(rt, names, limit);
+    let reqs: Vec<StartRequest> = names
+        .iter()
+        .map(|n| StartRequest {
+            budget: Some("lab".into()),
+            ..start_req(n, "")
+        })
+        .collect();
+    rounds(w, &reqs)
+}
+
+/// A worker over SQLite `:memory:` with one budget, `lab`, that `names` share (each with a monthly
+/// limit when `limit`) and that can afford anything; the members' own balances are 0.
+fn budget_worker(rt: &std::sync::Arc<Runtime>, names: &[String], limit: bool) -> Worker {
     let mut values = values();
     let mut lab = serde_json::json!({ "users": names });
     if limit {
@@ -191,14 +205,7 @@ fn component_budget(rt: &std::sync::Arc<Runtime>, names: &[String], limit: bool)
         )
         .unwrap();
     w.db().commit().unwrap();
-    let reqs: Vec<StartRequest> = names
-        .iter()
-        .map(|n| StartRequest {
-            budget: Some("lab".into()),
-            ..start_req(n, "")
-        })
-        .collect();
-    rounds(w, &reqs)
+    w
 }
 
 /// Median ns per start and per end over `ROUNDS` rounds of every request, then every end.

@@ -8,9 +8,9 @@ use std::time::Instant;
 
 use quota_core::gate::StartRequest;
 use quota_core::Timestamp;
-use quota_host::{Runtime, SqliteDb, Worker};
+use quota_host::Runtime;
 
-use super::{end, median, seed_sql, start, start_req, values};
+use super::{budget_worker, end, median, start, start_req};
 
 /// Members started and ended one after the other in each round, on top of those running.
 const PROBES: usize = 200;
@@ -32,27 +32,7 @@ pub fn budget_with_running(rt: &Arc<Runtime>, personal_ns: f64) {
 
 fn measure(rt: &Arc<Runtime>, running: usize, limit: bool) -> (f64, f64) {
     let names: Vec<String> = (0..running + PROBES).map(|i| format!("m{i:06}")).collect();
-    let mut lab = serde_json::json!({ "users": names });
-    if limit {
-        lab["memberLimit"] = serde_json::json!(10_000_000);
-    }
-    let mut v = values();
-    v["custom"]["quota"] = serde_json::json!({ "budgets": { "lab": lab } });
-    let mut w = Worker::new(
-        rt.clone(),
-        Box::new(SqliteDb::memory(rt).unwrap()),
-        &v.to_string(),
-    )
-    .unwrap();
-    seed_sql(w.db(), names.iter().map(|n| (n.as_str(), 0)));
-    w.db().begin().unwrap();
-    w.db()
-        .execute_many(
-            "INSERT INTO budgets (name, balance, updated_at) VALUES ('lab', 1000000000000, 0)",
-            &[vec![]],
-        )
-        .unwrap();
-    w.db().commit().unwrap();
+    let mut w = budget_worker(rt, &names, limit);
     let req = |n: &String| StartRequest {
         budget: Some("lab".into()),
         runtime_minutes: 480,
