@@ -98,9 +98,15 @@ fn a_fresh_database_is_migrated_once_and_a_second_host_finds_it_current() {
     assert_eq!(version, vec![vec![SqlCell::Text("quota-engine schema 9".into())]]);
     let recorded = w
         .db()
-        .query("SELECT version, floor FROM quota_schema", &[])
+        .query("SELECT version, floor FROM quota_schema ORDER BY version", &[])
         .expect("recorded");
-    assert_eq!(recorded, vec![vec![SqlCell::Int(10), SqlCell::Int(9)]]);
+    assert_eq!(
+        recorded,
+        vec![
+            vec![SqlCell::Int(10), SqlCell::Int(9)],
+            vec![SqlCell::Int(11), SqlCell::Int(9)]
+        ]
+    );
     let members = w
         .db()
         .query("SELECT COUNT(*) FROM memberships", &[])
@@ -132,6 +138,41 @@ fn a_fresh_database_is_migrated_once_and_a_second_host_finds_it_current() {
         .expect("sums");
     assert_eq!(days.len(), 1);
     assert_eq!(days[0][3], SqlCell::Int(10));
+}
+
+/// The budgets' running holds (schema 11) over PostgreSQL: its triggers keep them equal to the
+/// sessions' sums after every step (`common::holds`), and a database of the previous schema with
+/// sessions running on a budget gains them from those sessions.
+#[test]
+fn the_kept_holds_equal_the_sessions_sums_after_every_step() {
+    let url = fresh_database("budget_holds");
+    let db = PgDb::connect(&common::runtime(), &url).expect("connect");
+    let mut w = Worker::new(common::runtime(), Box::new(db), &common::holds::values()).expect("worker");
+    let now = quota_core::Timestamp(1_795_300_000);
+    let ran = common::holds::run(&mut w, 11, 200, now);
+    assert!(ran.started > 30 && ran.other_writer > 5, "{ran:?}");
+    // Back to schema 10, a session started by the previous release, then the migration.
+    for sql in [
+        "DROP TRIGGER budget_holds_started ON sessions",
+        "DROP TRIGGER budget_holds_changed ON sessions",
+        "DROP TRIGGER budget_holds_deleted ON sessions",
+        "DROP TABLE budget_holds",
+        "DELETE FROM quota_schema WHERE version = 11",
+        "INSERT INTO sessions (username, server_name, resource_type, rate_milli, runtime_minutes,
+         estimated_cost_milli, start_time, billable, status, cost, budget)
+         VALUES ('ann', 'old', 'cpu', 1000, 45, 45000, 1795300000, 1, 'active', 0, 'course')",
+    ] {
+        w.db().query(sql, &[]).expect(sql);
+    }
+    let m = w.migrate().expect("migrate");
+    assert_eq!((m.from_version, m.to_version), (10, 11));
+    let (kept, summed) = common::holds::kept_and_summed(&mut w);
+    assert!(
+        kept.iter().any(|r| r[1] == SqlCell::Text("ann".into())),
+        "{kept:?}"
+    );
+    assert_eq!(kept, summed);
+    common::holds::run(&mut w, 13, 100, now.plus_seconds(7200));
 }
 
 #[test]

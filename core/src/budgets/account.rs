@@ -2,6 +2,7 @@
 //! accounts, balances and reservations, and a member's month.
 
 use std::collections::BTreeSet;
+use std::sync::Arc;
 
 use super::definition::{stored, BudgetDefinition, Source};
 use crate::config::Config;
@@ -16,7 +17,9 @@ use crate::time::Timestamp;
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Budget {
     pub name: String,
-    pub def: BudgetDefinition,
+    /// Shared with the configuration (a values file's budget may list thousands of users: a start
+    /// charging it must not copy them).
+    pub def: Arc<BudgetDefinition>,
     pub source: Source,
 }
 
@@ -32,7 +35,7 @@ pub fn find(config: &Config, store: &mut dyn Store, name: &str) -> Result<Option
     Ok(store.get_budget(name)?.and_then(|row| {
         row.definition.map(|d| Budget {
             name: name.to_string(),
-            def: stored(&d),
+            def: Arc::new(stored(&d)),
             source: Source::Api,
         })
     }))
@@ -74,7 +77,7 @@ pub fn all(config: &Config, store: &mut dyn Store) -> Result<Vec<(Budget, Option
             out.push((
                 Budget {
                     name: name.clone(),
-                    def: stored(d),
+                    def: Arc::new(stored(d)),
                     source: Source::Api,
                 },
                 Some(row),
@@ -122,22 +125,22 @@ pub fn account(
 /// A budget's balance as of now, and what its running sessions hold (thousandths).
 pub fn balance_and_held(store: &mut dyn Store, name: &str, now: Timestamp) -> Result<(i64, i64), QuotaError> {
     let row = store.get_budget(name)?;
-    balance_and_held_of(store, row.as_ref(), name, now)
+    let balance = balance_of(store, row.as_ref(), name, now)?;
+    let held = store.budget_held(name, None)?;
+    crate::invariants::held(held);
+    Ok((balance, held))
 }
 
-/// [`balance_and_held`] with the budget's row read already (the gate's, locked).
-pub fn balance_and_held_of(
+/// A budget's balance as of now from its row (read already: the gate's, locked) and its grants.
+pub fn balance_of(
     store: &mut dyn Store,
     row: Option<&BudgetRow>,
     name: &str,
     now: Timestamp,
-) -> Result<(i64, i64), QuotaError> {
+) -> Result<i64, QuotaError> {
     let stored = row.map_or(0, |r| r.balance);
     let grants = store.account_grants(&AccountKey::Budget(name.to_string()))?;
-    let balance = lots::balance_at(stored, &grants, now);
-    let held = store.budget_held(name, None)?;
-    crate::invariants::held(held);
-    Ok((balance, held))
+    Ok(lots::balance_at(stored, &grants, now))
 }
 
 /// The first instant of `now`'s UTC calendar month: where a member's monthly spending starts.
@@ -149,18 +152,15 @@ pub fn month_start(now: Timestamp) -> Timestamp {
 }
 
 /// What `username` charged budget `name` this UTC month, and what their running sessions on it
-/// hold (thousandths).
+/// hold (thousandths): two reads of running totals, whatever the number of sessions running.
 pub fn member_month(
     store: &mut dyn Store,
     name: &str,
     username: &str,
     now: Timestamp,
 ) -> Result<(i64, i64), QuotaError> {
-    let spent = store
-        .budget_spent(name, month_start(now), Some(username))?
-        .into_iter()
-        .map(|(_, c)| c)
-        .sum();
+    // The month starts at a day's start: the member's sums by day from that day on.
+    let spent = store.member_spent_since(name, username, crate::usage::day_of(month_start(now)))?;
     let reserved = store.budget_held(name, Some(username))?;
     Ok((spent, reserved))
 }

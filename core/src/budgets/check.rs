@@ -5,7 +5,7 @@
 
 use crate::groups::GroupSet;
 
-use super::account::{balance_and_held_of, member_month, Budget};
+use super::account::{balance_of, month_start, Budget};
 use crate::config::Config;
 use crate::error::QuotaError;
 use crate::milli::Milli;
@@ -65,13 +65,22 @@ pub fn check_start(
             s.resource
         ))));
     }
-    // The budget's row locked first: its reservations and this check are one serialized step.
-    let row = if s.lock {
-        store.lock_budget(name)?
+    // The budget's row locked first: its reservations and this check are one serialized step. One
+    // read: the row, the running totals of what its sessions hold, and the member's month when a
+    // limit asks for it (each a row or a month of days, whatever the number running).
+    let member = s
+        .budget
+        .def
+        .member_limit
+        .map(|_| (s.username, crate::usage::day_of(month_start(now))));
+    let read = store.budget_for_start(name, member, s.lock)?;
+    let balance = if read.grants {
+        balance_of(store, read.row.as_ref(), name, now)?
     } else {
-        store.get_budget(name)?
+        read.row.as_ref().map_or(0, |r| r.balance)
     };
-    let (balance, held) = balance_and_held_of(store, row.as_ref(), name, now)?;
+    let held = read.held;
+    crate::invariants::held(held);
     let available = i128::from(balance) * 1000 - i128::from(held);
     let needed = i128::from(s.estimated_cost.raw()).max(i128::from(config.minimum_to_start.raw()));
     let cost = s.estimated_cost;
@@ -94,7 +103,7 @@ pub fn check_start(
         })));
     }
     if let Some(limit) = s.budget.def.member_limit {
-        let (spent, reserved) = member_month(store, name, s.username, now)?;
+        let (spent, reserved) = read.member.unwrap_or_default();
         let total = i128::from(spent) * 1000 + i128::from(reserved) + i128::from(cost.raw());
         if total > i128::from(limit) * 1000 {
             let reserved = Milli(reserved);

@@ -3,6 +3,7 @@
 //! body of `PUT .../budgets/<name>` (snake_case keys); every problem with its key path.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 use indexmap::IndexMap;
 use serde_json::Value;
@@ -89,7 +90,7 @@ pub fn read(
     v: Option<&Value>,
     accelerators: &IndexMap<String, Accelerator>,
     problems: &mut Vec<QuotaError>,
-) -> BTreeMap<String, BudgetDefinition> {
+) -> BTreeMap<String, Arc<BudgetDefinition>> {
     let mut out = BTreeMap::new();
     let path = "custom.quota.budgets";
     let Some(map) =
@@ -115,7 +116,7 @@ pub fn read(
             continue;
         }
         if let Some(d) = definition(&p, entry, &VALUES_KEYS, accelerators, problems) {
-            out.insert(name.clone(), d);
+            out.insert(name.clone(), Arc::new(d));
         }
     }
     out

@@ -138,8 +138,8 @@ pub fn detail(
     let recent_transactions = store.recent_budget_transactions(&b.name, limits::RECENT_TRANSACTIONS_MAX)?;
     Ok(BudgetDetail {
         summary,
-        users: b.def.users,
-        groups: b.def.groups,
+        users: b.def.users.clone(),
+        groups: b.def.groups.clone(),
         grants,
         member_months,
         recent_transactions,

@@ -36,7 +36,7 @@ pub struct Config {
     /// `custom.quota.groups`: per-group grants and accelerator access.
     pub groups: GroupRules,
     /// `custom.quota.budgets`: the budgets the values file defines.
-    pub budgets: BTreeMap<String, crate::budgets::definition::BudgetDefinition>,
+    pub budgets: BTreeMap<String, std::sync::Arc<crate::budgets::definition::BudgetDefinition>>,
     /// Warnings, low-balance marks and webhooks (credit model 2, "Events").
     pub notify: crate::events::settings::Notify,
     /// `custom.quota.requestMaxAmount`: the most one credit request may ask for.

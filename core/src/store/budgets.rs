@@ -24,6 +24,20 @@ pub struct BudgetChange {
     pub entry: NewTransaction,
 }
 
+/// What a start charging a budget reads of it (see [`BudgetStore::budget_for_start`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct BudgetForStart {
+    /// The budget's row (`None`: never written).
+    pub row: Option<BudgetRow>,
+    /// What its billable running sessions hold (thousandths).
+    pub held: i64,
+    /// For the member asked about: (credits charged from the day asked on, thousandths held).
+    pub member: Option<(i64, i64)>,
+    /// `false` when the budget holds no grant with credit left: its balance is its row's, no
+    /// grants to read.
+    pub grants: bool,
+}
+
 /// Budgets.
 pub trait BudgetStore {
     /// A budget's row (`None`: never written: balance 0, values-defined or unknown).
@@ -51,6 +65,45 @@ pub trait BudgetStore {
             .iter()
             .filter(|s| s.billable && username.is_none_or(|u| s.username == u))
             .map(|s| s.estimated_cost.raw())
+            .sum())
+    }
+    /// What a start charging `budget` reads, in one read where the store can: its row (locked as
+    /// [`lock_budget`](Self::lock_budget) when `lock`), what its running sessions hold, and with
+    /// `member` (username, day), what that member holds on it and charged it from that day on.
+    fn budget_for_start(
+        &mut self,
+        budget: &str,
+        member: Option<(&str, i64)>,
+        lock: bool,
+    ) -> Result<BudgetForStart, StoreError> {
+        let row = if lock {
+            self.lock_budget(budget)?
+        } else {
+            self.get_budget(budget)?
+        };
+        let held = self.budget_held(budget, None)?;
+        let member = match member {
+            Some((u, day)) => Some((
+                self.member_spent_since(budget, u, day)?,
+                self.budget_held(budget, Some(u))?,
+            )),
+            None => None,
+        };
+        Ok(BudgetForStart {
+            row,
+            held,
+            member,
+            grants: true,
+        })
+    }
+    /// The credits `username` charged `budget` from the start of `day` (days since the epoch, UTC)
+    /// on: the gate's member limit, one read of a bounded number of rows.
+    fn member_spent_since(&mut self, budget: &str, username: &str, day: i64) -> Result<i64, StoreError> {
+        let since = Timestamp(day.saturating_mul(crate::time::DAY_SECONDS));
+        Ok(self
+            .budget_spent(budget, since, Some(username))?
+            .into_iter()
+            .map(|(_, c)| c)
             .sum())
     }
     /// The credits each member charged `budget` (its `usage` transactions) with `created_at >=

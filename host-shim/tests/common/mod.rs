@@ -1,6 +1,8 @@
 //! Shared by the host's integration tests: the built components and the fixture values.
 #![allow(dead_code)]
 
+pub mod holds;
+
 use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 

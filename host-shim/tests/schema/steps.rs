@@ -1,5 +1,5 @@
 //! Each migration step on a database left at the schema before it: what it adds, and that it keeps
-//! every row (schemas 3, 4, 6 and 7).
+//! every row (schemas 3, 4, 6, 7, 8 and 10).
 
 use super::*;
 
@@ -37,7 +37,7 @@ fn a_schema_6_database_gains_the_events_and_keeps_its_rows() {
     back_to_schema_6(w.db());
     let before = tables(w.db());
     let m = w.migrate().expect("migrate");
-    assert_eq!((m.from_version, m.to_version), (6, 10));
+    assert_eq!((m.from_version, m.to_version), (6, 11));
     assert_eq!(before, as_before_schema_7(tables(w.db())));
     // The session running across the upgrade is not warned (its marks were never armed), and it
     // is extended and ended as any other.
@@ -125,7 +125,7 @@ fn a_schema_7_database_gains_the_day_total_triggers_and_its_totals_stay_the_user
     back_to_schema_7(w.db());
     let before = tables(w.db());
     let m = w.migrate().expect("migrate");
-    assert_eq!((m.from_version, m.to_version), (7, 10));
+    assert_eq!((m.from_version, m.to_version), (7, 11));
     assert_eq!(
         without_schema_9(tables(w.db())),
         before,
@@ -164,7 +164,7 @@ fn a_schema_3_database_gains_the_memberships_table_and_keeps_its_rows() {
     w.db().query("PRAGMA user_version = 3", &[]).expect("version");
     let before = tables(w.db());
     let m = w.migrate().expect("migrate");
-    assert_eq!((m.from_version, m.to_version), (3, 10));
+    assert_eq!((m.from_version, m.to_version), (3, 11));
     let mut after = tables(w.db());
     assert_eq!(after.remove("memberships"), Some(Vec::new()));
     assert_eq!(after.remove("group_members"), Some(Vec::new()));
@@ -230,7 +230,7 @@ fn a_schema_4_database_gets_the_usage_sums_the_engine_would_have_kept() {
     w.db().query("DROP TABLE user_usage_days", &[]).expect("drop");
     w.db().query("PRAGMA user_version = 4", &[]).expect("version");
     let m = w.migrate().expect("migrate");
-    assert_eq!((m.from_version, m.to_version), (4, 10));
+    assert_eq!((m.from_version, m.to_version), (4, 11));
     let kept = without_schema_7(kept);
     assert_eq!(
         without_schema_7(tables(w.db())),
@@ -263,7 +263,7 @@ fn a_schema_8_database_gains_credit_requests_and_keeps_its_rows() {
     back_to_schema_8(w.db());
     let before = tables(w.db());
     let m = w.migrate().expect("migrate");
-    assert_eq!((m.from_version, m.to_version), (8, 10));
+    assert_eq!((m.from_version, m.to_version), (8, 11));
     assert_eq!(
         without_schema_9(tables(w.db())),
         before,
@@ -286,4 +286,36 @@ fn a_schema_8_database_gains_credit_requests_and_keeps_its_rows() {
         &[],
     );
     assert!(dup.is_err(), "a second pending request for one account");
+}
+
+/// Schema 11 keeps what runs on each budget as running totals (issue 51). A schema 10 database
+/// whose sessions on budgets were started and changed by the previous release (no triggers) gains
+/// the totals from the sessions running, and they follow every write after.
+#[test]
+fn a_schema_10_database_gains_the_budgets_holds_from_the_sessions_running() {
+    let dir = tempfile::tempdir().expect("dir");
+    let path = dir.path().join("q.db");
+    let db = SqliteDb::open(&common::runtime(), &path, SqliteOptions::default()).expect("open");
+    let mut w = Worker::new(common::runtime(), Box::new(db), &common::holds::values()).expect("worker");
+    common::holds::run(&mut w, 3, 60, NOW);
+    back_to_schema_10(w.db());
+    // The previous release starts a session on a budget, extends one, ends one: no totals kept.
+    for sql in [
+        "INSERT INTO sessions (username, server_name, resource_type, rate_milli, runtime_minutes,
+         estimated_cost_milli, start_time, billable, status, cost, budget)
+         VALUES ('ann', 'old', 'cpu', 1000, 45, 45000, 1795300000, 1, 'active', 0, 'course')",
+        "UPDATE sessions SET estimated_cost_milli = estimated_cost_milli + 7000 WHERE id = (SELECT MIN(id)
+         FROM sessions WHERE status = 'active' AND budget = 'lab')",
+        "UPDATE sessions SET status = 'completed' WHERE id = (SELECT MAX(id) FROM sessions
+         WHERE status = 'active' AND budget = 'course' AND server_name <> 'old')",
+    ] {
+        w.db().query(sql, &[]).expect(sql);
+    }
+    let m = w.migrate().expect("migrate");
+    assert_eq!((m.from_version, m.to_version), (10, 11));
+    let (kept, summed) = common::holds::kept_and_summed(&mut w);
+    assert!(kept.len() >= 4, "sessions run on both budgets: {kept:?}");
+    assert_eq!(kept, summed);
+    // And they follow the writes after it.
+    common::holds::run(&mut w, 5, 60, NOW.plus_seconds(7200));
 }

@@ -71,15 +71,51 @@ pub fn tables(db: &mut dyn Database) -> BTreeMap<String, Vec<String>> {
 
 /// Takes a schema 6 file back to what schema 5 had (the tests that migrate an older file make it
 /// from a current one): the budgets' tables, indexes and columns and the grants go.
+/// Schema 10 as the previous release wrote it: no running holds of the budgets, nor their triggers.
+pub fn back_to_schema_10(db: &mut dyn Database) {
+    for sql in [
+        "DROP TRIGGER budget_holds_started",
+        "DROP TRIGGER budget_holds_released",
+        "DROP TRIGGER budget_holds_taken",
+        "DROP TRIGGER budget_holds_deleted",
+        "DROP TABLE budget_holds",
+        "DELETE FROM quota_schema WHERE version = 11",
+    ] {
+        db.query(sql, &[]).expect(sql);
+    }
+}
+
+/// The rows a migration to schema 11 adds: the holds of the sessions running on budgets (`held`:
+/// what the test expects of them) and its record of the version, left out.
+pub fn without_schema_11(
+    mut t: BTreeMap<String, Vec<String>>,
+    held: &[String],
+) -> BTreeMap<String, Vec<String>> {
+    assert_eq!(
+        t.remove("budget_holds").as_deref(),
+        Some(held),
+        "schema 11 holds what runs on budgets"
+    );
+    let versions = t.get_mut("quota_schema").expect("quota_schema");
+    assert_eq!(
+        versions.pop().as_deref(),
+        Some("[Int(11), Int(9)]"),
+        "schema 11 records itself: version 11, floor 9"
+    );
+    t
+}
+
 /// Schema 9 as the engines before schema 10 wrote it: no record of the schema's versions.
 pub fn back_to_schema_9(db: &mut dyn Database) {
+    back_to_schema_10(db);
     for sql in ["DROP TABLE quota_schema", "PRAGMA user_version = 9"] {
         db.query(sql, &[]).expect(sql);
     }
 }
 
 /// The rows a migration to schema 10 adds: its record of the version and the floor, left out.
-pub fn without_schema_10(mut t: BTreeMap<String, Vec<String>>) -> BTreeMap<String, Vec<String>> {
+pub fn without_schema_10(t: BTreeMap<String, Vec<String>>) -> BTreeMap<String, Vec<String>> {
+    let mut t = without_schema_11(t, &[]);
     assert_eq!(
         t.remove("quota_schema"),
         Some(vec!["[Int(10), Int(9)]".to_string()]),

@@ -146,7 +146,9 @@ fn copy_all(
         }
     }
     let mut copied = Vec::new();
-    for t in &all {
+    // The day totals are the target's own trigger's, written as the users' sums are copied: copied
+    // too, they counted twice (the budgets' holds, kept from the sessions, are not in the list).
+    for t in all.iter().filter(|t| t.name != "usage_days") {
         let (table, cols, order) = (&t.name, t.columns.join(", "), t.key.join(", "));
         let n_cols = t.columns.len();
         let total = count(src, table)?;

@@ -1,12 +1,13 @@
 //! Budgets over SQL: their statements and `BudgetStore`.
 
-use quota_core::store::{BudgetChange, BudgetRow, BudgetStore, Session, Transaction};
+use quota_core::store::{BudgetChange, BudgetForStart, BudgetRow, BudgetStore, Session, Transaction};
 use quota_core::{StoreError, Timestamp};
 
 use super::bridge::SqlStore;
+use super::columns::BUDGET_COLUMN_COUNT;
 use super::rows::{all, budget, budget_params, first, limit, name_and_int, session, transaction};
 use super::sql::Sql;
-use crate::sql_json::Params;
+use crate::sql_json::{Columns, Params};
 
 const GET_BUDGET: Sql = same!(concat!(
     "SELECT ",
@@ -42,17 +43,65 @@ const BUDGET_SESSIONS: Sql = same!(concat!(
     session_columns!(),
     " FROM sessions WHERE budget = $1 AND status = 'active' ORDER BY id"
 ));
-// Two statements each, not `$2 IS NULL OR username = $2`: the OR keeps SQLite from the member's
-// index (measured: the gate with a member limit 240x slower than without).
-/// One integer: what the billable active sessions charging `$1` hold.
-const BUDGET_HELD: Sql = same!(
-    "SELECT COALESCE(SUM(estimated_cost_milli), 0)::bigint FROM sessions WHERE budget = $1
-         AND status = 'active' AND billable = 1"
-);
+/// One integer: what the billable active sessions charging `$1` hold, as the running total the
+/// triggers of schema 11 keep (`schema/holds.rs`): one row however many are running.
+const BUDGET_HELD: Sql =
+    same!("SELECT COALESCE(MAX(held), 0)::bigint FROM budget_holds WHERE budget = $1 AND username = ''");
 /// The same, only user `$2`'s.
-const BUDGET_MEMBER_HELD: Sql = same!(
-    "SELECT COALESCE(SUM(estimated_cost_milli), 0)::bigint FROM sessions WHERE username = $2
-         AND status = 'active' AND budget = $1 AND billable = 1"
+const BUDGET_MEMBER_HELD: Sql =
+    same!("SELECT COALESCE(MAX(held), 0)::bigint FROM budget_holds WHERE budget = $1 AND username = $2");
+/// The same as a sum of the sessions: what the totals must equal (the fault build checks them).
+#[cfg(feature = "fault-injection")]
+const BUDGET_HELD_SUMMED: Sql = same!(
+    "SELECT COALESCE(SUM(estimated_cost_milli), 0)::bigint FROM sessions WHERE budget = $1
+         AND status = 'active' AND billable = 1 AND ($2 = '' OR username = $2)"
+);
+/// One integer: the credits member `$2` charged budget `$1` from day `$3` on, from the member's
+/// usage sums by day (at most a month of days per resource type), not the ledger's rows.
+const BUDGET_MEMBER_SPENT_SINCE: Sql = same!(
+    "SELECT COALESCE(SUM(credits), 0)::bigint FROM budget_usage_days WHERE budget = $1
+         AND username = $2 AND day >= $3"
+);
+/// What a start reads of budget `$1`: its row and what its running sessions hold; with `$2` and
+/// `$3`, member `$2`'s hold and credits charged from day `$3` on (`budget_for_start`).
+macro_rules! budget_for_start {
+    (held) => {
+        concat!(
+            "SELECT ",
+            budget_columns!(),
+            ", (SELECT COALESCE(MAX(held), 0) FROM budget_holds h WHERE h.budget = $1 AND h.username = '')::bigint, ",
+            budget_for_start!(grants),
+            " FROM budgets WHERE name = $1"
+        )
+    };
+    // 1 when the budget holds a grant with credit left (its balance then reads its grants).
+    (grants) => {
+        "(SELECT COUNT(*) FROM (SELECT 1 FROM grants g WHERE g.username = '' AND g.budget = $1
+          AND g.remaining > 0 LIMIT 1) x)::bigint"
+    };
+    (member) => {
+        concat!(
+            "SELECT ",
+            budget_columns!(),
+            ", (SELECT COALESCE(MAX(held), 0) FROM budget_holds h WHERE h.budget = $1 AND h.username = '')::bigint,
+             (SELECT COALESCE(MAX(held), 0) FROM budget_holds h WHERE h.budget = $1 AND h.username = $2)::bigint,
+             (SELECT COALESCE(SUM(credits), 0) FROM budget_usage_days d WHERE d.budget = $1
+              AND d.username = $2 AND d.day >= $3)::bigint, ",
+            budget_for_start!(grants),
+            " FROM budgets WHERE name = $1"
+        )
+    };
+}
+const START_READ: Sql = same!(budget_for_start!(held));
+const START_READ_MEMBER: Sql = same!(budget_for_start!(member));
+/// The same, locking the row (PostgreSQL; SQLite's write transaction holds the one write lock).
+const START_LOCK: Sql = each!(
+    sqlite: START_READ.sqlite,
+    postgres: concat!(budget_for_start!(held), " FOR UPDATE OF budgets"),
+);
+const START_LOCK_MEMBER: Sql = each!(
+    sqlite: START_READ_MEMBER.sqlite,
+    postgres: concat!(budget_for_start!(member), " FOR UPDATE OF budgets"),
 );
 /// (username, credits) of budget `$1`'s usage since `$2`.
 const BUDGET_SPENT: Sql = same!(
@@ -105,14 +154,81 @@ impl BudgetStore for SqlStore {
     }
 
     fn budget_held(&mut self, name: &str, username: Option<&str>) -> Result<i64, StoreError> {
-        match username {
-            None => self.one_int(&BUDGET_HELD, Params::new().text(name), "budget_held"),
+        let held = match username {
+            None => self.one_int(&BUDGET_HELD, Params::new().text(name), "budget_held")?,
             Some(u) => self.one_int(
                 &BUDGET_MEMBER_HELD,
                 Params::new().text(name).text(u),
                 "budget_held",
-            ),
+            )?,
+        };
+        #[cfg(feature = "fault-injection")]
+        self.check_held(name, username, held)?;
+        Ok(held)
+    }
+
+    fn budget_for_start(
+        &mut self,
+        name: &str,
+        member: Option<(&str, i64)>,
+        lock: bool,
+    ) -> Result<BudgetForStart, StoreError> {
+        let found = match member {
+            None => {
+                let s = if lock { &START_LOCK } else { &START_READ };
+                first(self.query(s, Params::new().text(name))?, |r| {
+                    let (row, rest) = r.split_at_mut(BUDGET_COLUMN_COUNT);
+                    let c = Columns::new(rest, "budget_holds", 2)?;
+                    Ok((budget(row)?, c.int(0)?, None, c.int(1)? != 0))
+                })?
+            }
+            Some((u, day)) => {
+                let s = if lock {
+                    &START_LOCK_MEMBER
+                } else {
+                    &START_READ_MEMBER
+                };
+                first(self.query(s, Params::new().text(name).text(u).int(day)?)?, |r| {
+                    let (row, rest) = r.split_at_mut(BUDGET_COLUMN_COUNT);
+                    let c = Columns::new(rest, "budget_holds", 4)?;
+                    let member = (c.int(2)?, c.int(1)?);
+                    Ok((budget(row)?, c.int(0)?, Some(member), c.int(3)? != 0))
+                })?
+            }
+        };
+        #[cfg(feature = "fault-injection")]
+        if let Some((_, held, m, _)) = &found {
+            self.check_held(name, None, *held)?;
+            if let (Some((u, _)), Some((_, mh))) = (member, m) {
+                self.check_held(name, Some(u), *mh)?;
+            }
         }
+        match found {
+            Some((row, held, member, grants)) => Ok(BudgetForStart {
+                row: Some(row),
+                held,
+                member,
+                grants,
+            }),
+            // No row (a budget never written): nothing to lock; its totals read apart.
+            None => Ok(BudgetForStart {
+                row: None,
+                held: self.budget_held(name, None)?,
+                member: match member {
+                    Some((u, day)) => Some((
+                        self.member_spent_since(name, u, day)?,
+                        self.budget_held(name, Some(u))?,
+                    )),
+                    None => None,
+                },
+                grants: true,
+            }),
+        }
+    }
+
+    fn member_spent_since(&mut self, name: &str, username: &str, day: i64) -> Result<i64, StoreError> {
+        let p = Params::new().text(name).text(username).int(day)?;
+        self.one_int(&BUDGET_MEMBER_SPENT_SINCE, p, "member_spent_since")
     }
 
     fn budget_spent(
@@ -136,6 +252,20 @@ impl BudgetStore for SqlStore {
 }
 
 impl SqlStore {
+    /// The fault build's assertion: a running total read equals the sum of its sessions.
+    #[cfg(feature = "fault-injection")]
+    fn check_held(&self, name: &str, username: Option<&str>, held: i64) -> Result<(), StoreError> {
+        let p = Params::new().text(name).text(username.unwrap_or(""));
+        let summed = self.one_int(&BUDGET_HELD_SUMMED, p, "budget_held")?;
+        if summed == held {
+            return Ok(());
+        }
+        Err(StoreError(format!(
+            "budget {name}{}: the running total holds {held}, its sessions {summed}",
+            username.map(|u| format!(" member {u}")).unwrap_or_default()
+        )))
+    }
+
     fn write_budget(&self, b: &BudgetRow) -> Result<(), StoreError> {
         let mut p = Params::new();
         p.begin_row();

@@ -66,6 +66,8 @@ pub const GRANT_COLUMN_COUNT: usize = 5;
 /// The engine's tables: (name, columns in copy order, the unique key rows are ordered by, the
 /// column the database assigns, if one does). The `hosting` export hands them to tools that copy
 /// or compare whole databases.
+/// `budget_holds` is not one of them: its triggers keep it from `sessions` in every database, so a
+/// copy of the sessions makes it (and `usage_days`, listed for comparing, is its trigger's too).
 pub const TABLES: &[(&str, &str, &str, Option<&str>)] = &[
     ("users", user_columns!(), "username", None),
     (

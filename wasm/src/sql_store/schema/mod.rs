@@ -4,6 +4,7 @@
 
 #[macro_use]
 mod shared;
+mod holds;
 mod postgres;
 mod sqlite;
 

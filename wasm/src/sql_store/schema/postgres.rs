@@ -340,7 +340,7 @@ const POSTGRES_FROM_9: &[&str] = &[
 ];
 
 pub const POSTGRES: Schema = Schema {
-    current_version: 10,
+    current_version: 11,
     read_version: "SELECT COALESCE(substring(obj_description(to_regclass('users'), 'pg_class')
          FROM 'quota-engine schema ([0-9]+)')::bigint, 0)",
     has_versions: "SELECT (CASE WHEN to_regclass('quota_schema') IS NULL THEN 0 ELSE 1 END)::bigint",
@@ -354,6 +354,7 @@ pub const POSTGRES: Schema = Schema {
         (7, POSTGRES_FROM_7),
         (8, POSTGRES_FROM_8),
         (9, POSTGRES_FROM_9),
-        (10, &[]),
+        (10, super::holds::POSTGRES_FROM_10),
+        (11, &[]),
     ],
 };

@@ -1,4 +1,5 @@
-//! The SQLite schema (created at 8) and its migrations from 1 to 10, one step at a time.
+//! The SQLite schema (created at 8) and its migrations from 1 to 10, one step at a time (10 to 11,
+//! the budgets' running holds, in `holds.rs` with PostgreSQL's).
 
 use super::shared::Schema;
 
@@ -332,7 +333,7 @@ const SQLITE_FROM_9: &[&str] = &[
 ];
 
 pub const SQLITE: Schema = Schema {
-    current_version: 10,
+    current_version: 11,
     read_version: "PRAGMA user_version",
     has_versions: "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = 'quota_schema'",
     read_versions: "SELECT COALESCE(MAX(version), 0) FROM quota_schema",
@@ -347,6 +348,7 @@ pub const SQLITE: Schema = Schema {
         (7, SQLITE_FROM_7),
         (8, SQLITE_FROM_8),
         (9, SQLITE_FROM_9),
-        (10, &[]),
+        (10, super::holds::SQLITE_FROM_10),
+        (11, &[]),
     ],
 };
