@@ -27,11 +27,45 @@ pub fn cycles(rt: &Arc<Runtime>, names: &[String], dir: &Path) {
             100.0 * cps * 2.0 / bare
         );
     }
+    // Where the rest goes: the pages each commit writes to the WAL (the bare commit writes one),
+    // counted on a file whose WAL is never checkpointed during the run.
+    for budget in [false, true] {
+        let db = dir.join(format!("frames-{budget}.db"));
+        let (_, wal) = run_cycles_with(rt, names, &db, budget, false, WAL_CYCLES, true);
+        println!(
+            "  {}: {:.1} WAL pages per commit ({} cycles, {:.1} MB of WAL; the bare commit: 1)",
+            if budget {
+                "charging a shared budget"
+            } else {
+                "personal"
+            },
+            (wal as f64 / (4096.0 + 24.0)) / (2.0 * WAL_CYCLES as f64),
+            WAL_CYCLES,
+            wal as f64 / 1e6
+        );
+    }
 }
+
+/// Cycles of the WAL page count: enough to pass the set-up's pages many times over.
+const WAL_CYCLES: usize = 500;
 
 /// Durable start+end cycles of 50 users, on their own credit or a budget they all share (with
 /// the events turned off when `events_off`: the fault-injection component only).
 pub fn run_cycles(rt: &Arc<Runtime>, names: &[String], db: &Path, budget: bool, events_off: bool) -> f64 {
+    run_cycles_with(rt, names, db, budget, events_off, CYCLES, false).0
+}
+
+/// [`run_cycles`], `cycles` of them, with the WAL never checkpointed when `keep_wal`; also the
+/// bytes of WAL the cycles wrote (read before the connection closes and checkpoints it).
+fn run_cycles_with(
+    rt: &Arc<Runtime>,
+    names: &[String],
+    db: &Path,
+    budget: bool,
+    events_off: bool,
+    cycles: usize,
+    keep_wal: bool,
+) -> (f64, u64) {
     let members: Vec<&String> = names.iter().take(50).collect();
     let mut values = values();
     if budget {
@@ -39,7 +73,17 @@ pub fn run_cycles(rt: &Arc<Runtime>, names: &[String], db: &Path, budget: bool, 
     }
     let mut w = Worker::new(
         rt.clone(),
-        Box::new(SqliteDb::open(rt, db, SqliteOptions::default()).unwrap()),
+        Box::new(
+            SqliteDb::open(
+                rt,
+                db,
+                SqliteOptions {
+                    no_auto_checkpoint: keep_wal,
+                    ..SqliteOptions::default()
+                },
+            )
+            .unwrap(),
+        ),
         &values.to_string(),
     )
     .unwrap();
@@ -89,13 +133,15 @@ pub fn run_cycles(rt: &Arc<Runtime>, names: &[String], db: &Path, budget: bool, 
             ..start_req(n, "")
         })
         .collect();
+    let wal = || std::fs::metadata(db.with_extension("db-wal")).map_or(0, |m| m.len());
+    let before = wal();
     let t = Instant::now();
-    for i in 0..CYCLES {
+    for i in 0..cycles {
         let now = t0.plus_seconds(i as i64 * 60);
         let id = start(&mut w, &reqs[i % reqs.len()], now);
         end(&mut w, id, now.plus_seconds(61));
     }
-    CYCLES as f64 / t.elapsed().as_secs_f64()
+    (cycles as f64 / t.elapsed().as_secs_f64(), wal() - before)
 }
 
 /// One refresh of REFRESH_USERS users, with the inline and the background checkpoint, and the
