@@ -4,7 +4,10 @@ running throughout. ROLLBACK_OLD_BIN / ROLLBACK_NEW_BIN are the two binaries; ar
 
 The writer adds credits and runs sessions for 40 users through whichever servers are up, each
 request with an Idempotency-Key and retried with it until answered, so each write lands exactly
-once; at the end every balance must equal its ledger and every acknowledged add be there.
+once; at the end every balance must equal its ledger and every acknowledged add be there. Some
+sessions charge a budget the users share, one of them left running across each switch, so the
+budget's running holds (schema 11, kept by triggers) are written by both releases: at the end they
+must equal the sums of the sessions running.
 SQLite: old serves; stopped; new migrates (backing up first) and serves; stopped; old serves the
 new schema (the rollback). PostgreSQL: old serves; new migrates while old serves, then both serve
 (a rolling upgrade: the writer alternates); old stops; old starts again beside new; new stops."""
@@ -101,9 +104,17 @@ class Writer(threading.Thread):
             time.sleep(0.05)
 
     def run(self) -> None:
+        running: int | None = None
         while not self.stopping:
             u = USERS[self.ops % len(USERS)]
-            if self.ops % 10 == 9 and self.ops >= len(USERS):
+            if self.ops % 10 == 4:
+                # A session on the budget, left running; the one before it ends now.
+                s = self.call("POST", "/api/quota/sessions",
+                              {"username": u, "server_name": f"b{self.ops}", "runtime_minutes": 30, "budget": "lab"})
+                if running is not None:
+                    self.call("POST", f"/api/quota/sessions/{running}/end", {})
+                running = s.get("session_id")
+            elif self.ops % 10 == 9 and self.ops >= len(USERS):
                 s = self.call("POST", "/api/quota/sessions", {"username": u, "runtime_minutes": 1})
                 if "session_id" in s:
                     self.call("POST", f"/api/quota/sessions/{s['session_id']}/end", {})
@@ -155,10 +166,18 @@ def verify(db: str, w: Writer) -> None:
     adds = dict(rows(db, "SELECT username, SUM(amount) FROM transactions WHERE amount > 0 GROUP BY username"))
     missing = {u: (n, adds.get(u, 0)) for u, n in w.acked.items() if adds.get(u, 0) != n}
     assert not missing, f"acknowledged adds vs ledger: {missing}"
+    kept = rows(db, "SELECT budget, username, held FROM budget_holds WHERE held <> 0 ORDER BY budget, username")
+    summed = rows(db, "SELECT budget, username, held FROM (SELECT budget, '' AS username, "
+                      "CAST(SUM(estimated_cost_milli) AS BIGINT) AS held FROM sessions WHERE budget IS NOT NULL "
+                      "AND status = 'active' AND billable = 1 GROUP BY budget UNION ALL SELECT budget, username, "
+                      "CAST(SUM(estimated_cost_milli) AS BIGINT) FROM sessions WHERE budget IS NOT NULL "
+                      "AND status = 'active' AND billable = 1 GROUP BY budget, username) s WHERE held <> 0 "
+                      "ORDER BY budget, username")
+    assert kept and kept == summed, f"the budget's running holds {kept} against its sessions {summed}"
     (version, floor), = rows(db, "SELECT MAX(version), MAX(floor) FROM quota_schema")
     active = rows(db, "SELECT COUNT(*) FROM sessions WHERE status = 'active'")[0][0]
     say(f"verified: {len(w.acked)} users reconcile, {sum(w.acked.values())} acknowledged credits all in the ledger, "
-        f"{active} session(s) left running, schema {version} (floor {floor}); requests per server {w.by_server}, "
+        f"{active} session(s) left running, the budget's holds equal to them ({kept}), schema {version} (floor {floor}); requests per server {w.by_server}, "
         f"{w.retries} retried while a server was down")
 
 
@@ -169,7 +188,8 @@ def main() -> None:
     started = time.monotonic()
     tmp = Path(tempfile.mkdtemp(prefix="quota-rollback-"))
     values = tmp / "values.yaml"
-    values.write_text("custom:\n  authMode: github\n  quota:\n    defaultQuota: 0\n    minimumToStart: 0\n")
+    values.write_text("custom:\n  authMode: github\n  quota:\n    defaultQuota: 0\n    minimumToStart: 0\n"
+                      f"    budgets:\n      lab:\n        users: [{', '.join(USERS)}]\n")
     if kind == "sqlite":
         db = f"sqlite://{tmp / 'quota.db'}"
     else:
@@ -177,6 +197,7 @@ def main() -> None:
     w = Writer(token(OLD, db))
     old = Server(OLD, db, values, "old")
     w.use(old)
+    w.call("POST", "/admin/api/quota/budgets/lab", {"action": "set", "amount": 1_000_000})
     w.start()
     w.wait_ops(PHASE_OPS)
     if kind == "sqlite":

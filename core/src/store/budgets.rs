@@ -81,6 +81,21 @@ pub trait BudgetStore {
         } else {
             self.get_budget(budget)?
         };
+        let (held, member) = self.budget_totals(budget, member)?;
+        Ok(BudgetForStart {
+            row,
+            held,
+            member,
+            grants: true,
+        })
+    }
+    /// [`budget_for_start`](Self::budget_for_start)'s totals, each read apart: what the budget's
+    /// running sessions hold and, with `member`, the member's (credits since the day, held).
+    fn budget_totals(
+        &mut self,
+        budget: &str,
+        member: Option<(&str, i64)>,
+    ) -> Result<(i64, Option<(i64, i64)>), StoreError> {
         let held = self.budget_held(budget, None)?;
         let member = match member {
             Some((u, day)) => Some((
@@ -89,12 +104,7 @@ pub trait BudgetStore {
             )),
             None => None,
         };
-        Ok(BudgetForStart {
-            row,
-            held,
-            member,
-            grants: true,
-        })
+        Ok((held, member))
     }
     /// The credits `username` charged `budget` from the start of `day` (days since the epoch, UTC)
     /// on: the gate's member limit, one read of a bounded number of rows.

@@ -211,18 +211,15 @@ impl BudgetStore for SqlStore {
                 grants,
             }),
             // No row (a budget never written): nothing to lock; its totals read apart.
-            None => Ok(BudgetForStart {
-                row: None,
-                held: self.budget_held(name, None)?,
-                member: match member {
-                    Some((u, day)) => Some((
-                        self.member_spent_since(name, u, day)?,
-                        self.budget_held(name, Some(u))?,
-                    )),
-                    None => None,
-                },
-                grants: true,
-            }),
+            None => {
+                let (held, member) = self.budget_totals(name, member)?;
+                Ok(BudgetForStart {
+                    row: None,
+                    held,
+                    member,
+                    grants: true,
+                })
+            }
         }
     }
 
