@@ -166,13 +166,10 @@ def verify(db: str, w: Writer) -> None:
     adds = dict(rows(db, "SELECT username, SUM(amount) FROM transactions WHERE amount > 0 GROUP BY username"))
     missing = {u: (n, adds.get(u, 0)) for u, n in w.acked.items() if adds.get(u, 0) != n}
     assert not missing, f"acknowledged adds vs ledger: {missing}"
-    kept = rows(db, "SELECT budget, username, held FROM budget_holds WHERE held <> 0 ORDER BY budget, username")
-    summed = rows(db, "SELECT budget, username, held FROM (SELECT budget, '' AS username, "
-                      "CAST(SUM(estimated_cost_milli) AS BIGINT) AS held FROM sessions WHERE budget IS NOT NULL "
-                      "AND status = 'active' AND billable = 1 GROUP BY budget UNION ALL SELECT budget, username, "
-                      "CAST(SUM(estimated_cost_milli) AS BIGINT) FROM sessions WHERE budget IS NOT NULL "
-                      "AND status = 'active' AND billable = 1 GROUP BY budget, username) s WHERE held <> 0 "
-                      "ORDER BY budget, username")
+    kept = rows(db, "SELECT budget, held FROM budget_holds WHERE held <> 0 ORDER BY budget")
+    summed = rows(db, "SELECT budget, CAST(SUM(estimated_cost_milli) AS BIGINT) FROM sessions WHERE budget IS NOT NULL "
+                      "AND status = 'active' AND billable = 1 GROUP BY budget HAVING SUM(estimated_cost_milli) <> 0 "
+                      "ORDER BY budget")
     assert kept and kept == summed, f"the budget's running holds {kept} against its sessions {summed}"
     (version, floor), = rows(db, "SELECT MAX(version), MAX(floor) FROM quota_schema")
     active = rows(db, "SELECT COUNT(*) FROM sessions WHERE status = 'active'")[0][0]

@@ -153,6 +153,7 @@ fn refusal(
             rate: session.rate,
             runtime_minutes: minutes,
             estimated_cost: extra,
+            member_held: None,
             lock,
         };
         return Ok(match budgets::check_start(config, store, &ask, now)? {

@@ -21,6 +21,9 @@ pub struct BudgetStart<'a> {
     pub rate: Milli,
     pub runtime_minutes: i64,
     pub estimated_cost: Milli,
+    /// What the member's running sessions on the budget hold (thousandths), when the caller has
+    /// read them (the gate: its user's active sessions); `None`: read from the store.
+    pub member_held: Option<i64>,
     /// Locks the budget's row for the check (a start or an extension, in a write transaction);
     /// `false` for a read-only quote (`/me/status`), which PostgreSQL refuses to lock.
     pub lock: bool,
@@ -103,7 +106,11 @@ pub fn check_start(
         })));
     }
     if let Some(limit) = s.budget.def.member_limit {
-        let (spent, reserved) = read.member.unwrap_or_default();
+        let spent = read.member_spent.unwrap_or_default();
+        let reserved = match s.member_held {
+            Some(h) => h,
+            None => store.budget_held(name, Some(s.username))?,
+        };
         let total = i128::from(spent) * 1000 + i128::from(reserved) + i128::from(cost.raw());
         if total > i128::from(limit) * 1000 {
             let reserved = Milli(reserved);

@@ -199,6 +199,14 @@ fn decide(
                 rate,
                 runtime_minutes: req.runtime_minutes,
                 estimated_cost,
+                // The member's share, from the user's running sessions read above.
+                member_held: Some(
+                    active
+                        .iter()
+                        .filter(|s| s.billable && s.budget.as_deref() == Some(b.name.as_str()))
+                        .map(|s| s.estimated_cost.raw())
+                        .sum(),
+                ),
                 lock: true,
             };
             match budgets::check_start(config, tx.store(), &ask, now)? {

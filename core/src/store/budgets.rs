@@ -31,8 +31,8 @@ pub struct BudgetForStart {
     pub row: Option<BudgetRow>,
     /// What its billable running sessions hold (thousandths).
     pub held: i64,
-    /// For the member asked about: (credits charged from the day asked on, thousandths held).
-    pub member: Option<(i64, i64)>,
+    /// For the member asked about: the credits they charged it from the day asked on.
+    pub member_spent: Option<i64>,
     /// `false` when the budget holds no grant with credit left: its balance is its row's, no
     /// grants to read.
     pub grants: bool,
@@ -69,7 +69,7 @@ pub trait BudgetStore {
     }
     /// What a start charging `budget` reads, in one read where the store can: its row (locked as
     /// [`lock_budget`](Self::lock_budget) when `lock`), what its running sessions hold, and with
-    /// `member` (username, day), what that member holds on it and charged it from that day on.
+    /// `member` (username, day), what that member charged it from that day on.
     fn budget_for_start(
         &mut self,
         budget: &str,
@@ -81,30 +81,27 @@ pub trait BudgetStore {
         } else {
             self.get_budget(budget)?
         };
-        let (held, member) = self.budget_totals(budget, member)?;
+        let (held, member_spent) = self.budget_totals(budget, member)?;
         Ok(BudgetForStart {
             row,
             held,
-            member,
+            member_spent,
             grants: true,
         })
     }
     /// [`budget_for_start`](Self::budget_for_start)'s totals, each read apart: what the budget's
-    /// running sessions hold and, with `member`, the member's (credits since the day, held).
+    /// running sessions hold and, with `member`, the credits the member charged it since the day.
     fn budget_totals(
         &mut self,
         budget: &str,
         member: Option<(&str, i64)>,
-    ) -> Result<(i64, Option<(i64, i64)>), StoreError> {
+    ) -> Result<(i64, Option<i64>), StoreError> {
         let held = self.budget_held(budget, None)?;
-        let member = match member {
-            Some((u, day)) => Some((
-                self.member_spent_since(budget, u, day)?,
-                self.budget_held(budget, Some(u))?,
-            )),
+        let spent = match member {
+            Some((u, day)) => Some(self.member_spent_since(budget, u, day)?),
             None => None,
         };
-        Ok((held, member))
+        Ok((held, spent))
     }
     /// The credits `username` charged `budget` from the start of `day` (days since the epoch, UTC)
     /// on: the gate's member limit, one read of a bounded number of rows.

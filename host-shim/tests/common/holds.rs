@@ -20,26 +20,21 @@ pub fn values() -> String {
 pub const MEMBERS: [&str; 4] = ["ann", "bob", "cy", "dee"];
 
 /// What the triggers keep (non-zero totals) and what the sessions sum to, each as (budget,
-/// username or '' for the budget's own, thousandths), in one order.
+/// thousandths), in one order.
 pub fn kept_and_summed(w: &mut Worker) -> (Vec<Vec<SqlCell>>, Vec<Vec<SqlCell>>) {
     let kept = w
         .db()
         .query(
-            "SELECT budget, username, held FROM budget_holds WHERE held <> 0 ORDER BY budget, username",
+            "SELECT budget, held FROM budget_holds WHERE held <> 0 ORDER BY budget",
             &[],
         )
         .expect("the kept totals");
     let summed = w
         .db()
         .query(
-            "SELECT budget, username, held FROM (
-                 SELECT budget, '' AS username, CAST(SUM(estimated_cost_milli) AS BIGINT) AS held
-                 FROM sessions WHERE budget IS NOT NULL AND status = 'active' AND billable = 1
-                 GROUP BY budget
-                 UNION ALL
-                 SELECT budget, username, CAST(SUM(estimated_cost_milli) AS BIGINT) FROM sessions
-                 WHERE budget IS NOT NULL AND status = 'active' AND billable = 1
-                 GROUP BY budget, username) s WHERE held <> 0 ORDER BY budget, username",
+            "SELECT budget, CAST(SUM(estimated_cost_milli) AS BIGINT) FROM sessions
+             WHERE budget IS NOT NULL AND status = 'active' AND billable = 1
+             GROUP BY budget HAVING SUM(estimated_cost_milli) <> 0 ORDER BY budget",
             &[],
         )
         .expect("the sums");

@@ -45,16 +45,21 @@ const BUDGET_SESSIONS: Sql = same!(concat!(
 ));
 /// One integer: what the billable active sessions charging `$1` hold, as the running total the
 /// triggers of schema 11 keep (`schema/holds.rs`): one row however many are running.
-const BUDGET_HELD: Sql =
-    same!("SELECT COALESCE(MAX(held), 0)::bigint FROM budget_holds WHERE budget = $1 AND username = ''");
-/// The same, only user `$2`'s.
-const BUDGET_MEMBER_HELD: Sql =
-    same!("SELECT COALESCE(MAX(held), 0)::bigint FROM budget_holds WHERE budget = $1 AND username = $2");
-/// The same as a sum of the sessions: what the totals must equal (the fault build checks them).
+const BUDGET_HELD: Sql = same!("SELECT COALESCE(MAX(held), 0)::bigint FROM budget_holds WHERE budget = $1");
+/// One integer: what member `$2`'s billable active sessions charging `$1` hold, summed from the
+/// member's own running sessions (the user's index: SQLite is kept from the budget's, which would
+/// read every session running on the budget, by `+budget`).
+const BUDGET_MEMBER_HELD: Sql = each!(
+    sqlite: "SELECT COALESCE(SUM(estimated_cost_milli), 0) FROM sessions WHERE username = ?2
+         AND status = 'active' AND +budget = ?1 AND billable = 1",
+    postgres: "SELECT COALESCE(SUM(estimated_cost_milli), 0)::bigint FROM sessions WHERE username = $2
+         AND status = 'active' AND budget = $1 AND billable = 1",
+);
+/// The budget's total as a sum of its sessions: what the total must equal (the fault build checks).
 #[cfg(feature = "fault-injection")]
 const BUDGET_HELD_SUMMED: Sql = same!(
     "SELECT COALESCE(SUM(estimated_cost_milli), 0)::bigint FROM sessions WHERE budget = $1
-         AND status = 'active' AND billable = 1 AND ($2 = '' OR username = $2)"
+         AND status = 'active' AND billable = 1"
 );
 /// One integer: the credits member `$2` charged budget `$1` from day `$3` on, from the member's
 /// usage sums by day (at most a month of days per resource type), not the ledger's rows.
@@ -63,29 +68,35 @@ const BUDGET_MEMBER_SPENT_SINCE: Sql = same!(
          AND username = $2 AND day >= $3"
 );
 /// What a start reads of budget `$1`: its row and what its running sessions hold; with `$2` and
-/// `$3`, member `$2`'s hold and credits charged from day `$3` on (`budget_for_start`).
+/// `$3`, the credits member `$2` charged it from day `$3` on (`budget_for_start`).
 macro_rules! budget_for_start {
     (held) => {
         concat!(
             "SELECT ",
             budget_columns!(),
-            ", (SELECT COALESCE(MAX(held), 0) FROM budget_holds h WHERE h.budget = $1 AND h.username = '')::bigint, ",
+            ", ",
+            budget_for_start!(total),
+            ", ",
             budget_for_start!(grants),
             " FROM budgets WHERE name = $1"
         )
     };
+    // What the budget's running sessions hold: the row kept by the triggers (none: nothing yet).
+    (total) => {
+        "COALESCE((SELECT h.held FROM budget_holds h WHERE h.budget = $1), 0)::bigint"
+    };
     // 1 when the budget holds a grant with credit left (its balance then reads its grants).
     (grants) => {
-        "(SELECT COUNT(*) FROM (SELECT 1 FROM grants g WHERE g.username = '' AND g.budget = $1
-          AND g.remaining > 0 LIMIT 1) x)::bigint"
+        "(CASE WHEN EXISTS (SELECT 1 FROM grants g WHERE g.username = '' AND g.budget = $1
+          AND g.remaining > 0) THEN 1 ELSE 0 END)::bigint"
     };
     (member) => {
         concat!(
             "SELECT ",
             budget_columns!(),
-            ", (SELECT COALESCE(MAX(held), 0) FROM budget_holds h WHERE h.budget = $1 AND h.username = '')::bigint,
-             (SELECT COALESCE(MAX(held), 0) FROM budget_holds h WHERE h.budget = $1 AND h.username = $2)::bigint,
-             (SELECT COALESCE(SUM(credits), 0) FROM budget_usage_days d WHERE d.budget = $1
+            ", ",
+            budget_for_start!(total),
+            ", (SELECT COALESCE(SUM(credits), 0) FROM budget_usage_days d WHERE d.budget = $1
               AND d.username = $2 AND d.day >= $3)::bigint, ",
             budget_for_start!(grants),
             " FROM budgets WHERE name = $1"
@@ -154,17 +165,19 @@ impl BudgetStore for SqlStore {
     }
 
     fn budget_held(&mut self, name: &str, username: Option<&str>) -> Result<i64, StoreError> {
-        let held = match username {
-            None => self.one_int(&BUDGET_HELD, Params::new().text(name), "budget_held")?,
+        match username {
+            None => {
+                let held = self.one_int(&BUDGET_HELD, Params::new().text(name), "budget_held")?;
+                #[cfg(feature = "fault-injection")]
+                self.check_held(name, held)?;
+                Ok(held)
+            }
             Some(u) => self.one_int(
                 &BUDGET_MEMBER_HELD,
                 Params::new().text(name).text(u),
                 "budget_held",
-            )?,
-        };
-        #[cfg(feature = "fault-injection")]
-        self.check_held(name, username, held)?;
-        Ok(held)
+            ),
+        }
     }
 
     fn budget_for_start(
@@ -190,33 +203,29 @@ impl BudgetStore for SqlStore {
                 };
                 first(self.query(s, Params::new().text(name).text(u).int(day)?)?, |r| {
                     let (row, rest) = r.split_at_mut(BUDGET_COLUMN_COUNT);
-                    let c = Columns::new(rest, "budget_holds", 4)?;
-                    let member = (c.int(2)?, c.int(1)?);
-                    Ok((budget(row)?, c.int(0)?, Some(member), c.int(3)? != 0))
+                    let c = Columns::new(rest, "budget_holds", 3)?;
+                    Ok((budget(row)?, c.int(0)?, Some(c.int(1)?), c.int(2)? != 0))
                 })?
             }
         };
         #[cfg(feature = "fault-injection")]
-        if let Some((_, held, m, _)) = &found {
-            self.check_held(name, None, *held)?;
-            if let (Some((u, _)), Some((_, mh))) = (member, m) {
-                self.check_held(name, Some(u), *mh)?;
-            }
+        if let Some((_, held, _, _)) = &found {
+            self.check_held(name, *held)?;
         }
         match found {
-            Some((row, held, member, grants)) => Ok(BudgetForStart {
+            Some((row, held, member_spent, grants)) => Ok(BudgetForStart {
                 row: Some(row),
                 held,
-                member,
+                member_spent,
                 grants,
             }),
             // No row (a budget never written): nothing to lock; its totals read apart.
             None => {
-                let (held, member) = self.budget_totals(name, member)?;
+                let (held, member_spent) = self.budget_totals(name, member)?;
                 Ok(BudgetForStart {
                     row: None,
                     held,
-                    member,
+                    member_spent,
                     grants: true,
                 })
             }
@@ -251,15 +260,13 @@ impl BudgetStore for SqlStore {
 impl SqlStore {
     /// The fault build's assertion: a running total read equals the sum of its sessions.
     #[cfg(feature = "fault-injection")]
-    fn check_held(&self, name: &str, username: Option<&str>, held: i64) -> Result<(), StoreError> {
-        let p = Params::new().text(name).text(username.unwrap_or(""));
-        let summed = self.one_int(&BUDGET_HELD_SUMMED, p, "budget_held")?;
+    fn check_held(&self, name: &str, held: i64) -> Result<(), StoreError> {
+        let summed = self.one_int(&BUDGET_HELD_SUMMED, Params::new().text(name), "budget_held")?;
         if summed == held {
             return Ok(());
         }
         Err(StoreError(format!(
-            "budget {name}{}: the running total holds {held}, its sessions {summed}",
-            username.map(|u| format!(" member {u}")).unwrap_or_default()
+            "budget {name}: the running total holds {held}, its sessions {summed}"
         )))
     }
 

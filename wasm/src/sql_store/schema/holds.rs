@@ -2,9 +2,9 @@
 //! hold, kept as running totals (`budget_holds`) by triggers on `sessions`, so a start charging a
 //! budget reads one row instead of summing every session running on it.
 //!
-//! One row per budget with `username` empty (the budget's reservations, check 3 of the gate) and
-//! one per member who ever ran on it (that member's, the member limit's). Triggers, not the
-//! engine, keep them: an engine of the previous schema (the floor stays 9) writes sessions during
+//! One row per budget that ever had a session holding credit: the budget's reservations (check 3
+//! of the gate). A member's own share needs no total: the gate has the member's running sessions
+//! already (its one read of the user). Triggers, not the engine, keep the rows: an engine of the previous schema (the floor stays 9) writes sessions during
 //! a rolling upgrade or after a rollback, and the totals follow its writes as well as ours. A
 //! session holds its estimated cost while it is active, billable and charges a budget; any write
 //! that changes one of those (a start, an extension, an end, a delete) moves the totals by the
@@ -29,35 +29,29 @@ macro_rules! holds {
 /// An update changed what decides a session's hold (SQLite: `IS`, null-safe equality).
 macro_rules! sqlite_hold_changed {
     () => {
-        "NOT (NEW.budget IS OLD.budget AND NEW.username IS OLD.username AND NEW.status IS OLD.status
-         AND NEW.billable IS OLD.billable AND NEW.estimated_cost_milli IS OLD.estimated_cost_milli)"
+        "NOT (NEW.budget IS OLD.budget AND NEW.status IS OLD.status AND NEW.billable IS OLD.billable
+         AND NEW.estimated_cost_milli IS OLD.estimated_cost_milli)"
     };
 }
 
-/// Adds `$r`'s estimated cost to its budget's and its member's totals; `$held` is how the
+/// Adds `$r`'s estimated cost to its budget's total; `$held` is how the
 /// dialect names the row's total in the update (SQLite's triggers take no alias: a table renamed
 /// later checks them again and would refuse one).
 macro_rules! add_hold {
     ($r:literal, $held:literal) => {
         concat!(
-            "INSERT INTO budget_holds (budget, username, held) VALUES (",
-            $r,
-            ".budget, '', ",
-            $r,
-            ".estimated_cost_milli), (",
+            "INSERT INTO budget_holds (budget, held) VALUES (",
             $r,
             ".budget, ",
             $r,
-            ".username, ",
-            $r,
-            ".estimated_cost_milli) ON CONFLICT (budget, username) DO UPDATE SET held = ",
+            ".estimated_cost_milli) ON CONFLICT (budget) DO UPDATE SET held = ",
             $held,
             " + excluded.held;"
         )
     };
 }
 
-/// Takes `$r`'s estimated cost off its budget's and its member's totals.
+/// Takes `$r`'s estimated cost off its budget's total.
 macro_rules! release_hold {
     ($r:literal) => {
         concat!(
@@ -65,36 +59,27 @@ macro_rules! release_hold {
             $r,
             ".estimated_cost_milli WHERE budget = ",
             $r,
-            ".budget AND username IN ('', ",
-            $r,
-            ".username);"
+            ".budget;"
         )
     };
 }
 
 /// The totals from the sessions running now (also for a file whose version was set back by hand,
 /// whose triggers may have run meanwhile).
-const BACKFILL: [&str; 3] = [
+const BACKFILL: [&str; 2] = [
     "DELETE FROM budget_holds",
     concat!(
-        "INSERT INTO budget_holds (budget, username, held) SELECT budget, '', SUM(estimated_cost_milli) FROM sessions WHERE ",
+        "INSERT INTO budget_holds (budget, held) SELECT budget, SUM(estimated_cost_milli) FROM sessions WHERE ",
         holds!("sessions"),
         " GROUP BY budget"
-    ),
-    concat!(
-        "INSERT INTO budget_holds (budget, username, held) SELECT budget, username, SUM(estimated_cost_milli) FROM sessions WHERE ",
-        holds!("sessions"),
-        " GROUP BY budget, username"
     ),
 ];
 
 /// SQLite: schema 10 to 11.
 pub const SQLITE_FROM_10: &[&str] = &[
     "CREATE TABLE IF NOT EXISTS budget_holds (
-        budget TEXT NOT NULL,
-        username TEXT NOT NULL,
-        held INTEGER NOT NULL,
-        PRIMARY KEY (budget, username)
+        budget TEXT PRIMARY KEY,
+        held INTEGER NOT NULL
      ) WITHOUT ROWID",
     concat!(
         "CREATE TRIGGER IF NOT EXISTS budget_holds_started AFTER INSERT ON sessions WHEN ",
@@ -130,7 +115,6 @@ pub const SQLITE_FROM_10: &[&str] = &[
     ),
     BACKFILL[0],
     BACKFILL[1],
-    BACKFILL[2],
     "INSERT INTO quota_schema (version, floor) VALUES (11, 9) ON CONFLICT (version) DO NOTHING",
 ];
 
@@ -139,10 +123,8 @@ pub const SQLITE_FROM_10: &[&str] = &[
 /// null for an insert and `NEW` for a delete (PostgreSQL 11 and later).
 pub const POSTGRES_FROM_10: &[&str] = &[
     "CREATE TABLE IF NOT EXISTS budget_holds (
-        budget TEXT COLLATE \"C\" NOT NULL,
-        username TEXT COLLATE \"C\" NOT NULL,
-        held BIGINT NOT NULL,
-        PRIMARY KEY (budget, username)
+        budget TEXT COLLATE \"C\" PRIMARY KEY,
+        held BIGINT NOT NULL
      )",
     concat!(
         "CREATE OR REPLACE FUNCTION quota_budget_holds() RETURNS trigger LANGUAGE plpgsql AS $$
@@ -171,13 +153,12 @@ pub const POSTGRES_FROM_10: &[&str] = &[
     "CREATE TRIGGER budget_holds_started AFTER INSERT ON sessions FOR EACH ROW
      WHEN (NEW.budget IS NOT NULL) EXECUTE FUNCTION quota_budget_holds()",
     "CREATE TRIGGER budget_holds_changed AFTER UPDATE ON sessions FOR EACH ROW
-     WHEN ((OLD.budget IS NOT NULL OR NEW.budget IS NOT NULL) AND (OLD.budget, OLD.username,
-     OLD.status, OLD.billable, OLD.estimated_cost_milli) IS DISTINCT FROM (NEW.budget, NEW.username,
-     NEW.status, NEW.billable, NEW.estimated_cost_milli)) EXECUTE FUNCTION quota_budget_holds()",
+     WHEN ((OLD.budget IS NOT NULL OR NEW.budget IS NOT NULL) AND (OLD.budget, OLD.status,
+     OLD.billable, OLD.estimated_cost_milli) IS DISTINCT FROM (NEW.budget, NEW.status, NEW.billable,
+     NEW.estimated_cost_milli)) EXECUTE FUNCTION quota_budget_holds()",
     "CREATE TRIGGER budget_holds_deleted AFTER DELETE ON sessions FOR EACH ROW
      WHEN (OLD.budget IS NOT NULL) EXECUTE FUNCTION quota_budget_holds()",
     BACKFILL[0],
     BACKFILL[1],
-    BACKFILL[2],
     "INSERT INTO quota_schema (version, floor) VALUES (11, 9) ON CONFLICT (version) DO NOTHING",
 ];
