@@ -324,7 +324,7 @@ mod tests {
             (r#"{"excludeUsers": [1]}"#, "targets.excludeUsers[0]"),
             (r#"[]"#, "targets"),
             (r#"{"includeGroups": []}"#, "targets.includeGroups"),
-            (r#"{"excludeGroups": ["a/b"]}"#, "targets.excludeGroups[0]"),
+            (r#"{"excludeGroups": ["a\nb"]}"#, "targets.excludeGroups[0]"),
             (r#"{"includeGroups": "lab"}"#, "targets.includeGroups"),
         ] {
             let errs = targets(json).unwrap_err();

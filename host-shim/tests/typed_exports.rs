@@ -357,8 +357,8 @@ fn reported_groups_cross_as_one_text() {
     let sessions_before = rest(&mut w, "GET", "/admin/api/quota/sessions");
     for (text, field) in [
         ("lab\n\nzz", "groups[1]"),
-        ("lab\nz/z", "groups[1]"),
-        (" lab", "groups[0]"),
+        ("lab\nz\u{7}z", "groups[1]"),
+        ("\u{1b}lab", "groups[0]"),
     ] {
         match w.check_start(&start("d", Some(text)), later) {
             Err(HostError::Quota(QuotaError::Invalid { field: f, .. })) => assert_eq!(f, field, "{text:?}"),

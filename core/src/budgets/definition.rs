@@ -324,14 +324,14 @@ mod tests {
                 "custom.quota.budgets.lab.users[0]:",
             ),
             (
-                json!({"lab": {"groups": ["a/b"]}}),
+                json!({"lab": {"groups": ["a\u{1}b"]}}),
                 "custom.quota.budgets.lab.groups[0]:",
             ),
             (
                 json!({"lab": {"member_limit": 5}}),
                 "custom.quota.budgets.lab.member_limit: unknown field",
             ),
-            (json!({"a/b": {}}), "custom.quota.budgets.a/b:"),
+            (json!({"a\tb": {}}), "custom.quota.budgets.a\tb:"),
             (json!({"lab": []}), "custom.quota.budgets.lab: must be a mapping"),
             (json!(["lab"]), "custom.quota.budgets: must be a mapping"),
         ] {

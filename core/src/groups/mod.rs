@@ -19,7 +19,7 @@ pub use crate::store::Membership;
 use crate::store::Store;
 use crate::time::Timestamp;
 pub use names::{validate_group, validate_groups};
-pub use settings::{GroupRules, GroupSettings};
+pub use settings::{GroupRules, GroupSettings, StaffAllowance};
 pub use text::{GroupNames, GroupSet, ReportedGroups};
 
 /// A user's stored groups (none when never reported).
@@ -269,20 +269,32 @@ mod tests {
         assert_eq!(validate_group("g", "Course-101").unwrap(), "Course-101");
         assert_eq!(validate_group("g", "org:team a").unwrap(), "org:team a");
         // At the edges of the ASCII fast path and beyond it.
-        for good in ["~", "a b", &"x".repeat(255), &"é".repeat(255), "\u{e9}t\u{e9}"] {
+        // Names are data: a Keycloak path, spaces of every kind anywhere, separators, `%`.
+        for good in [
+            "~",
+            "a b",
+            &"x".repeat(255),
+            &"é".repeat(255),
+            "\u{e9}t\u{e9}",
+            "/course/101",
+            "a/b",
+            " lead",
+            "trail ",
+            "\u{a0}nbsp",
+            "g\u{a0}quota:admin",
+            "Physics\u{3000}101",
+            "a,b!c=d%20",
+        ] {
             assert_eq!(validate_group("g", good).unwrap(), good);
         }
         let too_long = "x".repeat(256);
         let bad_ones = [
             "",
-            "a/b",
-            " lead",
-            "trail ",
             "nul\u{0}",
             "tab\t",
+            "line\nbreak",
             "del\u{7f}",
             "c1\u{85}",
-            "\u{a0}nbsp",
             &too_long,
         ];
         for bad in bad_ones {

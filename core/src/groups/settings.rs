@@ -1,5 +1,5 @@
-//! `custom.quota.groups`: per-group settings, and the two rules that follow from them (who may start
-//! an accelerator, what a new user is granted).
+//! `custom.quota.groups`: per-group settings, and the rules that follow from them (who may start
+//! an accelerator, what a new user is granted, what the group's course staff may add).
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -20,6 +20,17 @@ pub struct GroupSettings {
     pub default_quota: Option<i64>,
     /// Accelerator keys the members may start (in the values file's order).
     pub accelerators: Vec<String>,
+    /// What the group's course staff may add to its members and budgets (`staffAllowance`).
+    pub staff_allowance: Option<StaffAllowance>,
+}
+
+/// `custom.quota.groups.<g>.staffAllowance`: what the managers of `<g>` may add to `<g>`'s members
+/// and budgets, each manager apart: in one change, and in a calendar month (UTC) in all. `None`: no
+/// bound of that kind (the amount limits only).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct StaffAllowance {
+    pub per_change: Option<i64>,
+    pub per_month: Option<i64>,
 }
 
 /// Every group's settings, and which accelerators they restrict.
@@ -79,13 +90,14 @@ pub fn read(
             problems.push(QuotaError::invalid(
                 &p,
                 format!(
-                    "must be a mapping (defaultQuota, accelerators), got {}",
+                    "must be a mapping (defaultQuota, accelerators, staffAllowance), got {}",
                     kind(entry)
                 ),
             ));
             continue;
         }
         let default_quota = f.opt_int("defaultQuota", 0, limits::AMOUNT_ABS_MAX);
+        let staff_allowance = allowance(&mut f);
         let ap = f.path_of("accelerators");
         let list = f
             .opt_str_list("accelerators", accelerators.len().max(1))
@@ -114,10 +126,36 @@ pub fn read(
             GroupSettings {
                 default_quota,
                 accelerators: keys,
+                staff_allowance,
             },
         );
     }
     out
+}
+
+/// `staffAllowance: {perChange, perMonth}` of a group's entry (at least one of the two).
+fn allowance<'a>(f: &mut Fields<'a>) -> Option<StaffAllowance> {
+    let path = f.path_of("staffAllowance");
+    let v = f.raw("staffAllowance")?;
+    let mut a = Fields::new(&path, Some(v), false);
+    if !a.is_object() {
+        f.problems.append(&mut a.problems);
+        return None;
+    }
+    let out = StaffAllowance {
+        per_change: a.opt_int("perChange", 1, limits::AMOUNT_ABS_MAX),
+        per_month: a.opt_int("perMonth", 1, limits::BALANCE_ABS_MAX),
+    };
+    if out.per_change.is_none() && out.per_month.is_none() && a.problems.is_empty() {
+        a.problem(
+            &path,
+            "give perChange, perMonth or both (credits course staff may add)",
+        );
+    }
+    let mut problems = a.finish();
+    let bad = !problems.is_empty();
+    f.problems.append(&mut problems);
+    (!bad).then_some(out)
 }
 
 #[cfg(test)]
@@ -184,8 +222,8 @@ mod tests {
                 "custom.quota.groups.lab.accelerators[0]: `cpu`",
             ),
             (
-                json!({"a/b": {}}),
-                "custom.quota.groups.a/b: must not contain '/'",
+                json!({"a\tb": {}}),
+                "custom.quota.groups.a\tb: must not contain the control character '\\t'",
             ),
             (
                 json!({"lab": {"defaultQuota": "50"}}),

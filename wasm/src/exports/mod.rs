@@ -341,6 +341,17 @@ impl Guest for Component {
         pages::quota_input(&field, &text)
     }
 
+    fn name_problems(kind: wit::NameKind, names: Vec<String>) -> Vec<Option<String>> {
+        let kind = match kind {
+            wit::NameKind::User => quota_core::names::NameKind::User,
+            wit::NameKind::Group => quota_core::names::NameKind::Group,
+        };
+        names
+            .iter()
+            .map(|n| quota_core::names::name_problem(kind, n))
+            .collect()
+    }
+
     fn route_template(path: String) -> Option<String> {
         quota_core::api::route_template(&path).map(str::to_string)
     }
