@@ -52,7 +52,7 @@ pub fn read(path: &Path, env: &dyn Fn(&str) -> Option<String>) -> Result<Vec<Imp
     let shown = path.display();
     let text = std::fs::read_to_string(path).map_err(|e| vec![format!("{shown}: {e}")])?;
     let doc: serde_json::Value =
-        serde_norway::from_str(&text).map_err(|e| vec![format!("{shown}: not YAML: {e}")])?;
+        crate::values::structured(&text).map_err(|e| vec![format!("{shown}: not YAML: {e}")])?;
     let entries = match doc {
         serde_json::Value::Array(a) => a,
         serde_json::Value::Null => Vec::new(),

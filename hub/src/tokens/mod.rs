@@ -120,7 +120,7 @@ pub fn authenticate(
                 Caller {
                     name: t.name,
                     admin: t.admin,
-                    scopes: t.scopes.iter().map(|s| scopes::decoded(s)).collect(),
+                    scopes: t.scopes.iter().filter_map(|s| scopes::decoded(s)).collect(),
                 },
                 t.hash,
             )

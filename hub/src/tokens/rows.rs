@@ -13,7 +13,8 @@ pub struct TokenRecord {
     /// The user or service the token acts as.
     pub name: String,
     pub admin: bool,
-    /// Service scopes (`quota:sessions`, `quota:refresh`, `quota:admin`).
+    /// Scopes as stored (`quota:sessions`, `quota:refresh`, `quota:admin`, `quota:metrics`,
+    /// `quota:manage!group=<g>` with `<g>` encoded: `scopes.rs`).
     pub scopes: Vec<String>,
     pub created_at: Timestamp,
     /// The secret's first characters after `qh_`, to tell tokens apart in a list and revoke one
@@ -50,10 +51,7 @@ fn record(r: &[SqlCell]) -> Result<TokenRecord, HostError> {
         hash: text(hash, "api_tokens")?,
         name: text(name, "api_tokens")?,
         admin: int(admin, "api_tokens")? != 0,
-        scopes: text(scopes, "api_tokens")?
-            .split_whitespace()
-            .map(str::to_string)
-            .collect(),
+        scopes: crate::tokens::scopes::parse_stored(&text(scopes, "api_tokens")?),
         created_at: Timestamp(int(created_at, "api_tokens")?),
         prefix: match prefix {
             SqlCell::Null => None,
@@ -77,7 +75,7 @@ pub fn put_token(db: &mut (impl Sql + ?Sized), t: &TokenRecord) -> Result<(), Ho
             t.hash.as_str().into(),
             t.name.as_str().into(),
             i64::from(t.admin).into(),
-            t.scopes.join(" ").into(),
+            crate::tokens::scopes::stored(&t.scopes).into(),
             t.created_at.seconds().into(),
             t.prefix.as_deref().map_or(SqlCell::Null, SqlCell::from),
             opt_seconds(t.expires_at),
