@@ -260,13 +260,16 @@ fn answer_call(
     now: Timestamp,
     usage: &tokens::Usage,
 ) -> Result<Step<quota_core::Response>, HostError> {
-    let caller = match &call.secret {
-        Some(s) => tokens::authenticate(tx, s, now)?.map(|(caller, hash)| {
-            usage.note(&hash, now);
-            let _ = call.caller_name.set(caller.name.clone());
-            caller
-        }),
-        None => None,
+    let (caller, token_hash) = match &call.secret {
+        Some(s) => match tokens::authenticate(tx, s, now)? {
+            Some((caller, hash)) => {
+                usage.note(&hash, now);
+                let _ = call.caller_name.set(caller.name.clone());
+                (Some(caller), Some(hash))
+            }
+            None => (None, None),
+        },
+        None => (None, None),
     };
     let request = quota_core::Request {
         method: &call.method,
@@ -275,10 +278,12 @@ fn answer_call(
         body: &call.body,
         caller: caller.as_ref(),
     };
-    let once = match (&call.idempotency, &caller) {
-        (Some(k), Some(c)) => Some((
+    // Scoped to the token (its hash), as Stripe scopes a key to the API key: a narrower token of
+    // the same user never replays a wider one's answer.
+    let once = match (&call.idempotency, &token_hash) {
+        (Some(k), Some(hash)) => Some((
             IdempotencyKey {
-                caller: c.name.clone(),
+                token: hash.clone(),
                 method: call.method.clone(),
                 path: call.path.clone(),
                 key: k.clone(),

@@ -65,10 +65,12 @@ pub fn in_dialect(sql: &str, dialect: Dialect) -> std::borrow::Cow<'_, str> {
     }
 }
 
-/// What identifies a request for `Idempotency-Key`: the key is scoped to caller, method and path.
+/// What identifies a request for `Idempotency-Key`: the key is scoped to the token, method and path.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct IdempotencyKey {
-    pub caller: String,
+    /// The hash of the token that sent the request (the `caller` column; quota-hub 0.2 kept the
+    /// caller's name there, so its rows match no request of this release).
+    pub token: String,
     pub method: String,
     pub path: String,
     pub key: String,
@@ -193,7 +195,7 @@ pub(crate) fn int(v: &SqlCell, what: &str) -> Result<i64, HostError> {
 
 fn key_params(k: &IdempotencyKey) -> Vec<SqlCell> {
     vec![
-        k.caller.as_str().into(),
+        k.token.as_str().into(),
         k.method.as_str().into(),
         k.path.as_str().into(),
         k.key.as_str().into(),
