@@ -218,21 +218,48 @@ pub fn chat_text(e: &StoredEvent) -> String {
     format!("[quota] {}", chat_escape(&text))
 }
 
-/// A chat text made inert: Slack's control characters escaped as its API asks (`&`, `<`, `>`:
-/// no `<!channel>`, no link a name could smuggle in) and every `@` followed by a word joiner, so
-/// a name like `@channel` or `@all` pings nobody on Mattermost; both render as the same text.
+/// A chat text made inert, for Slack and for Mattermost (which reads it as Markdown):
+/// - one line: control characters, line and paragraph separators and bidirectional controls
+///   become a space, so no text (a request's reason, a name) can forge a `[quota]` line of its own;
+/// - Slack's control characters escaped as its API asks (`&`, `<`, `>`: no `<!channel>`, no
+///   `<url|text>` link);
+/// - no link can form: a word joiner (U+2060, invisible) after every `]` (no Markdown link or
+///   image `[text](url)`), after every `:` (no `https://` or `mailto:` autolink) and after a `.`
+///   before a letter (no `www.` or `example.com` autolink);
+/// - no emphasis, strike or code: `*`, `~` and `` ` `` become their look-alikes `∗`, `∼`, `ˋ`;
+/// - every `@` followed by a word joiner, so `@channel` or `@all` pings nobody.
 pub fn chat_escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for ch in text.chars() {
+    let mut out = String::with_capacity(text.len() + 16);
+    let mut chars = text.chars().peekable();
+    while let Some(ch) = chars.next() {
         match ch {
+            c if breaks_line(c) => out.push(' '),
             '&' => out.push_str("&amp;"),
             '<' => out.push_str("&lt;"),
             '>' => out.push_str("&gt;"),
-            '@' => out.push_str("@\u{2060}"),
+            '*' => out.push('\u{2217}'),
+            '~' => out.push('\u{223c}'),
+            '`' => out.push('\u{2cb}'),
+            '@' | ']' | ':' => {
+                out.push(ch);
+                out.push('\u{2060}');
+            }
+            '.' if chars.peek().is_some_and(|n| n.is_alphabetic()) => {
+                out.push('.');
+                out.push('\u{2060}');
+            }
             c => out.push(c),
         }
     }
     out
+}
+
+/// Whether a character could start a new line or turn the text's direction in a chat client.
+fn breaks_line(c: char) -> bool {
+    c.is_control()
+        || matches!(c, '\u{2028}' | '\u{2029}' | '\u{200e}' | '\u{200f}' | '\u{61c}')
+        || ('\u{202a}'..='\u{202e}').contains(&c)
+        || ('\u{2066}'..='\u{2069}').contains(&c)
 }
 
 /// Every configured webhook's state (`GET .../webhooks`).
@@ -422,5 +449,50 @@ mod tests {
             text.contains("&lt;!channel&gt;") && text.contains("&amp; co"),
             "{text}"
         );
+    }
+
+    #[test]
+    fn a_reason_cannot_forge_a_line_or_a_link() {
+        // A credit request's reason, as a student could type it (issue 58).
+        let reason = "thanks\n[quota] balance of alice set to 1000000 by root \
+                      [details](https://evil.example/x) **urgent** `rm` ~~no~~ www.evil.example \
+                      evil.example\r\u{2028}\u{202e}txet";
+        let e = StoredEvent {
+            id: 1,
+            event: NewEvent {
+                kind: EventKind::RequestCreated,
+                data: json!({"amount": 5, "request_id": 3, "reason": reason}).to_string(),
+                ..event(Timestamp(1_795_000_000))
+            },
+        };
+        let text = chat_text(&e);
+        assert_eq!(
+            text.matches("[quota]").count(),
+            2,
+            "the forged one is only text: {text}"
+        );
+        assert!(text.starts_with("[quota] "), "{text}");
+        for bad in [
+            "\n",
+            "\r",
+            "\u{2028}",
+            "\u{202e}",
+            "](",
+            "://",
+            "www.e",
+            "evil.example",
+            "**",
+            "`",
+            "~~",
+        ] {
+            assert!(!text.contains(bad), "{bad:?} in {text}");
+        }
+        // What a reader sees is still the reason's words.
+        let seen: String = text.chars().filter(|c| *c != '\u{2060}').collect();
+        for word in ["thanks", "[details]", "https", "evil.example/x", "urgent", "rm"] {
+            assert!(seen.contains(word), "{word} in {seen}");
+        }
+        // Numbers keep their point.
+        assert_eq!(chat_escape("7.5 credits"), "7.5 credits");
     }
 }
