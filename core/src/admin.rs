@@ -237,6 +237,43 @@ fn apply_action<A: Account + ?Sized>(
     Ok(account.balance())
 }
 
+/// What `action` would add to `account`'s credit as of now (an `add`, a `set` above the balance as
+/// of now): read only, nothing written; 0 for what adds nothing, or what the change itself will
+/// refuse as bad input. Course staff's allowance is decided on it (`staff_allowance`).
+pub fn addition<A: Account + ?Sized>(
+    tx: &mut Tx<'_>,
+    account: &A,
+    action: AdminAction,
+    now: Timestamp,
+) -> Result<i64, QuotaError> {
+    if action.validate().is_err() {
+        return Ok(0);
+    }
+    match action {
+        AdminAction::Add(a) => Ok(a.max(0)),
+        AdminAction::Set(a) => {
+            let held = tx.account_grants(&account.key())?;
+            let effective = lots::balance_at(account.balance(), &held, now);
+            Ok(a.saturating_sub(effective).max(0))
+        }
+        AdminAction::Deduct(_) | AdminAction::SetUnlimited(_) => Ok(0),
+    }
+}
+
+/// [`addition`] to user `username`'s own credit (a user without a record has 0).
+pub fn addition_to_user(
+    tx: &mut Tx<'_>,
+    username: &str,
+    action: AdminAction,
+    now: Timestamp,
+) -> Result<i64, QuotaError> {
+    let Ok(name) = normalize_username("username", username) else {
+        return Ok(0);
+    };
+    let user = ledger::user_or_new(tx.store(), &name, now)?;
+    addition(tx, &user, action, now)
+}
+
 /// One entry of a batch: set the balance, the unlimited flag, or both (balance first).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct BatchEntry {

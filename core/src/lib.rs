@@ -41,6 +41,7 @@ pub mod reads;
 pub mod refresh;
 pub mod requests;
 pub mod sessions;
+pub mod staff_allowance;
 pub mod store;
 pub mod strict_json;
 pub mod targets;

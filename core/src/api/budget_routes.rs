@@ -5,6 +5,7 @@ use super::handlers::Call;
 use super::reach::Reach;
 use super::*;
 use crate::budgets;
+use crate::staff_allowance::Target;
 
 /// `GET .../budgets`: every budget (the first shape), or a page with `after` or `limit`.
 pub(super) fn list(c: &mut Call<'_, '_>) -> Result<Response, QuotaError> {
@@ -53,6 +54,13 @@ pub(super) fn budget(c: &mut Call<'_, '_>, method: &str, name: &str) -> Result<R
         )),
         _ => {
             let body = admin_body(&c.body)?;
+            if let Some(mut allowed) = Reach::of(c.caller).allowances(c.config, c.now) {
+                if let Some(b) = budgets::find(c.config, c.tx.store(), name)? {
+                    let acct = budgets::account(c.tx.store(), &b.name, "", c.now)?;
+                    let added = crate::admin::addition(c.tx, &acct, body.0, c.now)?;
+                    allowed.admit(c.tx.store(), Target::Budget(name), added)?;
+                }
+            }
             Ok(Response::json(
                 200,
                 &budgets::change(c.config, c.tx, name, body, &c.caller.name, c.now)?,

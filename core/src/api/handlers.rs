@@ -3,6 +3,7 @@
 
 use super::reach::Reach;
 use super::*;
+use crate::staff_allowance::Target;
 use crate::tx::Tx;
 
 /// A routed, authorised request: its parsed query and body, and what the engine works with.
@@ -75,6 +76,10 @@ pub(super) fn answer(route: Route<'_>, method: &str, c: &mut Call<'_, '_>) -> Re
                     "username": c.caller.name.to_lowercase(),
                     "quota_admin": c.caller.is_quota_admin(),
                     "manages": c.caller.managed_groups(),
+                    "staff_allowances": match Reach::of(c.caller).allowances(c.config, c.now) {
+                        Some(mut a) => a.views(c.tx.store())?,
+                        None => Vec::new(),
+                    },
                 }),
             ))
         }
@@ -137,7 +142,11 @@ fn change_user(c: &mut Call<'_, '_>, name: &str) -> Result<Response, QuotaError>
     if let AdminAction::SetUnlimited(_) = action {
         reach.admin_only("make a user unlimited")?;
     }
-    reach.user(c.tx.store(), name)?;
+    reach.change_of(c.tx.store(), name)?;
+    if let Some(mut allowed) = reach.allowances(c.config, c.now) {
+        let added = admin::addition_to_user(c.tx, name, action, c.now)?;
+        allowed.admit(c.tx.store(), Target::User(name), added)?;
+    }
     let r = AdminRequest {
         username: name.to_string(),
         action,
@@ -152,13 +161,19 @@ fn change_user(c: &mut Call<'_, '_>, name: &str) -> Result<Response, QuotaError>
 
 fn batch(c: &mut Call<'_, '_>) -> Result<Response, QuotaError> {
     let entries = batch_body(&c.body)?;
-    // Course staff: every entry within their groups, or nothing is written.
+    // Course staff: every entry within their groups (never their own) and their allowances, or
+    // nothing is written.
     let reach = Reach::of(c.caller);
+    let mut allowed = reach.allowances(c.config, c.now);
     for e in entries.iter().flatten() {
         if e.unlimited.is_some() {
             reach.admin_only("make a user unlimited")?;
         }
-        reach.user(c.tx.store(), &e.username)?;
+        reach.change_of(c.tx.store(), &e.username)?;
+        if let (Some(allowed), Some(amount)) = (allowed.as_mut(), e.amount) {
+            let added = admin::addition_to_user(c.tx, &e.username, AdminAction::Set(amount), c.now)?;
+            allowed.admit(c.tx.store(), Target::User(&e.username), added)?;
+        }
     }
     Ok(Response::json(
         200,

@@ -1,7 +1,10 @@
 //! How far a caller reaches on the admin routes: a quota admin every user and budget; course
 //! staff (`quota:manage!group=<g>`) the members of their groups and the budgets those groups share,
-//! and no action only a quota admin may take (unlimited, refresh rules, budget definitions). A
-//! request outside its reach is a 403 before anything is written.
+//! and no action only a quota admin may take (unlimited, refresh rules, budget definitions). Course
+//! staff never act on their own account (separation of duties): no change of their own credit and
+//! no decision on a request they made, even as a member of a group they manage; another manager
+//! of the group or a quota admin does it. A request outside its reach is a 403 before anything is
+//! written.
 
 use std::collections::BTreeSet;
 
@@ -17,8 +20,9 @@ use crate::store::Store;
 pub(super) enum Reach {
     /// A quota admin: everyone.
     All,
-    /// Course staff: the members of these groups and the budgets they share.
-    Groups(BTreeSet<String>),
+    /// Course staff: the members of these groups and the budgets they share, never themselves
+    /// (`me`: the caller's name as usernames are compared).
+    Groups { groups: BTreeSet<String>, me: String },
 }
 
 impl Reach {
@@ -26,7 +30,10 @@ impl Reach {
         if caller.is_quota_admin() {
             Reach::All
         } else {
-            Reach::Groups(caller.managed_groups())
+            Reach::Groups {
+                groups: caller.managed_groups(),
+                me: caller.name.trim().to_lowercase(),
+            }
         }
     }
 
@@ -34,13 +41,13 @@ impl Reach {
     pub(super) fn groups(&self) -> Option<&BTreeSet<String>> {
         match self {
             Reach::All => None,
-            Reach::Groups(g) => Some(g),
+            Reach::Groups { groups, .. } => Some(groups),
         }
     }
 
     /// Whether `username` is within reach: a member of one of the manager's groups.
     pub(super) fn has_user(&self, store: &mut dyn Store, username: &str) -> Result<bool, QuotaError> {
-        let Reach::Groups(mine) = self else {
+        let Reach::Groups { groups: mine, .. } = self else {
             return Ok(true);
         };
         let name = normalize_username("username", username)?;
@@ -64,7 +71,7 @@ impl Reach {
         store: &mut dyn Store,
         name: &str,
     ) -> Result<bool, QuotaError> {
-        let Reach::Groups(mine) = self else {
+        let Reach::Groups { groups: mine, .. } = self else {
             return Ok(true);
         };
         Ok(
@@ -92,7 +99,52 @@ impl Reach {
     pub(super) fn admin_only(&self, what: &str) -> Result<(), QuotaError> {
         match self {
             Reach::All => Ok(()),
-            Reach::Groups(_) => Err(QuotaError::Forbidden(format!("only a quota admin may {what}"))),
+            Reach::Groups { .. } => Err(QuotaError::Forbidden(format!("only a quota admin may {what}"))),
+        }
+    }
+
+    /// [`Reach::user`] for a change of `username`'s own credit: course staff never change their
+    /// own (a 403 naming who can).
+    pub(super) fn change_of(&self, store: &mut dyn Store, username: &str) -> Result<(), QuotaError> {
+        if let Reach::Groups { me, .. } = self {
+            if normalize_username("username", username).is_ok_and(|n| &n == me) {
+                return Err(QuotaError::Forbidden(
+                    "course staff do not change their own credit: another manager of your group or a \
+                     quota admin does it; nothing was changed"
+                        .into(),
+                ));
+            }
+        }
+        self.user(store, username)
+    }
+
+    /// Course staff never decide a credit request they made themselves (a 403 naming who can).
+    pub(super) fn decide_request_of(&self, requester: &str) -> Result<(), QuotaError> {
+        match self {
+            Reach::Groups { me, .. } if requester.to_lowercase() == *me => Err(QuotaError::Forbidden(
+                "you made this credit request: another manager of the group or a quota admin decides \
+                 it; nothing was changed"
+                    .into(),
+            )),
+            _ => Ok(()),
+        }
+    }
+
+    /// Course staff's allowances for this call (`None`: a quota admin, bounded by the amount
+    /// limits only).
+    pub(super) fn allowances<'c>(
+        &self,
+        config: &'c Config,
+        now: crate::time::Timestamp,
+    ) -> Option<crate::staff_allowance::Allowances<'c>> {
+        match self {
+            Reach::All => None,
+            Reach::Groups { groups, me } => Some(crate::staff_allowance::Allowances::new(
+                config,
+                me,
+                groups.clone(),
+                now,
+            )),
         }
     }
 }

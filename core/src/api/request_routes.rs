@@ -6,6 +6,7 @@ use super::handlers::Call;
 use super::reach::Reach;
 use super::*;
 use crate::requests::{self, Ask, Decision};
+use crate::staff_allowance::Target;
 use crate::store::{CreditRequest, RequestPage, RequestStatus};
 
 /// `?after_id=&limit=` of the request lists.
@@ -176,6 +177,20 @@ pub(super) fn decide(c: &mut Call<'_, '_>, id: &str) -> Result<Response, QuotaEr
         None => return Err(QuotaError::invalid("action", "is required (`approve` or `deny`)")),
     };
     let r = reachable(c, id)?;
+    let reach = Reach::of(c.caller);
+    reach.decide_request_of(&r.username)?;
+    if let (Some(mut allowed), Decision::Approve { amount, .. }) =
+        (reach.allowances(c.config, c.now), &decision)
+    {
+        // Checked on a pending request only: a decided one is the 409 `decide` answers.
+        if r.status == RequestStatus::Pending {
+            let target = match &r.budget {
+                Some(b) => Target::Budget(b),
+                None => Target::User(&r.username),
+            };
+            allowed.admit(c.tx.store(), target, amount.unwrap_or(r.amount).min(r.amount))?;
+        }
+    }
     let r = requests::decide(c.config, c.tx, r, &decision, &c.caller.name, c.now)?;
     Ok(Response::json(200, &r))
 }

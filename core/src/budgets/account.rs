@@ -41,6 +41,16 @@ pub fn find(config: &Config, store: &mut dyn Store, name: &str) -> Result<Option
     }))
 }
 
+/// The names of the budgets whose `groups` include `group` (course staff's allowance counts what
+/// they added to these).
+pub fn sharing(config: &Config, store: &mut dyn Store, group: &str) -> Result<Vec<String>, QuotaError> {
+    Ok(all(config, store)?
+        .into_iter()
+        .filter(|(b, _)| b.def.groups.iter().any(|g| g == group))
+        .map(|(b, _)| b.name)
+        .collect())
+}
+
 /// The budget named `name`, or the 404 every budget route answers for an unknown one.
 pub fn known(config: &Config, store: &mut dyn Store, name: &str) -> Result<Budget, QuotaError> {
     find(config, store, name)?.ok_or_else(|| QuotaError::NotFound(format!("Budget {name} not found")))

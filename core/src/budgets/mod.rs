@@ -10,7 +10,9 @@ mod reads;
 
 use serde::Serialize;
 
-pub use account::{account, all, balance_and_held, find, known, member_month, members, month_start, Budget};
+pub use account::{
+    account, all, balance_and_held, find, known, member_month, members, month_start, sharing, Budget,
+};
 pub use check::{check_start, BudgetRefusal, BudgetStart, Refused};
 pub use definition::*;
 pub use reads::{detail, list, mine, BudgetDetail, BudgetSummary, MyBudget};

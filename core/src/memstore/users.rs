@@ -3,6 +3,7 @@
 use super::MemStore;
 use crate::error::StoreError;
 use crate::store::{Change, LedgerPage, Transaction, UserRecord, UserStore};
+use crate::time::Timestamp;
 
 impl UserStore for MemStore {
     fn get_user(&mut self, username: &str) -> Result<Option<UserRecord>, StoreError> {
@@ -89,4 +90,46 @@ impl UserStore for MemStore {
             .cloned()
             .collect())
     }
+
+    fn added_to_members(
+        &mut self,
+        created_by: &str,
+        group: &str,
+        from: Timestamp,
+        until: Timestamp,
+    ) -> Result<i64, StoreError> {
+        let memberships = &self.memberships;
+        let member = |u: &str| memberships.get(u).is_some_and(|m| m.groups.contains(group));
+        Ok(self
+            .transactions
+            .iter()
+            .filter(|t| t.budget.is_none() && member(&t.username))
+            .filter(|t| added_by(t, created_by, from, until))
+            .map(|t| t.amount)
+            .sum())
+    }
+
+    fn added_to_budget(
+        &mut self,
+        created_by: &str,
+        budget: &str,
+        from: Timestamp,
+        until: Timestamp,
+    ) -> Result<i64, StoreError> {
+        Ok(self
+            .transactions
+            .iter()
+            .filter(|t| t.budget.as_deref() == Some(budget) && t.username.is_empty())
+            .filter(|t| added_by(t, created_by, from, until))
+            .map(|t| t.amount)
+            .sum())
+    }
+}
+
+/// Whether `t` is an addition `created_by` made within `from..until`.
+fn added_by(t: &Transaction, created_by: &str, from: Timestamp, until: Timestamp) -> bool {
+    t.amount > 0
+        && t.created_by.as_deref() == Some(created_by)
+        && from <= t.created_at
+        && t.created_at < until
 }

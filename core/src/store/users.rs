@@ -171,4 +171,22 @@ pub trait UserStore {
         before: Option<i64>,
         limit: usize,
     ) -> Result<Vec<Transaction>, StoreError>;
+    /// The credits `created_by` added (its transactions of a positive amount) at `from` or later
+    /// and before `until`, to the personal accounts of `group`'s members as they are now: what
+    /// course staff added to a group this month (`staffAllowance`).
+    fn added_to_members(
+        &mut self,
+        created_by: &str,
+        group: &str,
+        from: Timestamp,
+        until: Timestamp,
+    ) -> Result<i64, StoreError>;
+    /// The same, to budget `budget`'s own account.
+    fn added_to_budget(
+        &mut self,
+        created_by: &str,
+        budget: &str,
+        from: Timestamp,
+        until: Timestamp,
+    ) -> Result<i64, StoreError>;
 }

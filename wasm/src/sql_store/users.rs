@@ -85,6 +85,19 @@ const USER_TRANSACTIONS: Sql = same!(concat!(
     transaction_columns!(),
     " FROM transactions WHERE username = $1 AND budget IS NULL AND id < $2 ORDER BY id DESC LIMIT $3"
 ));
+/// What `$1` added in `[$3, $4)` to the personal accounts of group `$2`'s members now: the group's
+/// members (its primary key), each member's month of the ledger (`transactions_by_user`).
+const ADDED_TO_MEMBERS: Sql = same!(
+    "SELECT COALESCE(SUM(t.amount), 0)::bigint FROM group_members m
+         JOIN transactions t ON t.username = m.username AND t.created_at >= $3 AND t.created_at < $4
+         WHERE m.group_name = $2 AND t.budget IS NULL AND t.created_by = $1 AND t.amount > 0"
+);
+/// What `$1` added in `[$3, $4)` to budget `$2`'s own account (`transactions_by_budget`).
+const ADDED_TO_BUDGET: Sql = same!(
+    "SELECT COALESCE(SUM(amount), 0)::bigint FROM transactions
+         WHERE budget = $2 AND created_at >= $3 AND created_at < $4 AND username = ''
+         AND created_by = $1 AND amount > 0"
+);
 
 /// Set-based forms of the bulk writes, each taking all rows at once as one JSON text parameter
 /// (`[[...], ...]`, the rows `UPDATE_USER` and `INSERT_TRANSACTION` take): one statement per page
@@ -212,6 +225,36 @@ impl UserStore for SqlStore {
             .int(before.unwrap_or(quota_core::limits::JSON_INT_ABS_MAX))?
             .int(limit(n))?;
         all(self.query(&USER_TRANSACTIONS, p)?, transaction)
+    }
+
+    fn added_to_members(
+        &mut self,
+        created_by: &str,
+        group: &str,
+        from: Timestamp,
+        until: Timestamp,
+    ) -> Result<i64, StoreError> {
+        let p = Params::new()
+            .text(created_by)
+            .text(group)
+            .int(from.seconds())?
+            .int(until.seconds())?;
+        self.one_int(&ADDED_TO_MEMBERS, p, "added_to_members")
+    }
+
+    fn added_to_budget(
+        &mut self,
+        created_by: &str,
+        budget: &str,
+        from: Timestamp,
+        until: Timestamp,
+    ) -> Result<i64, StoreError> {
+        let p = Params::new()
+            .text(created_by)
+            .text(budget)
+            .int(from.seconds())?
+            .int(until.seconds())?;
+        self.one_int(&ADDED_TO_BUDGET, p, "added_to_budget")
     }
 }
 
