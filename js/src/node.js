@@ -51,7 +51,7 @@ function groupLines(groups) {
   const names = [...groups];
   names.forEach((g, i) => {
     if (typeof g !== 'string') throw new QuotaError('invalid', `groups[${i}]: must be a string`);
-    if (g.includes('\n')) throw new QuotaError('invalid', `groups[${i}]: must not contain '\\n'`);
+    if (g.includes('\n')) throw new QuotaError('invalid', `groups[${i}]: must not contain the control character '\\n'`);
   });
   return names.join('\n');
 }

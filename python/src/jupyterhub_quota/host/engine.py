@@ -155,7 +155,7 @@ class QuotaEngine:
         for name in (
             "migrate", "configure", "next-fire", "check-start", "end-session", "cleanup-stale",
             "refresh", "run-rule", "run-rule-step", "run-applied", "get-rates", "handle-request",
-            "handle-request-step", "active-sessions", "replace-memberships", "route-template",
+            "handle-request-step", "active-sessions", "replace-memberships", "route-template", "name-problems",
         ):
             idx = inst.get_export_index(self._store, name, api)
             if idx is None:
@@ -402,6 +402,11 @@ class QuotaEngine:
         """The route template of a path below the base URL (`/api/quota/sessions/{id}/end`), as
         every host labels its HTTP metrics; None for a path no route answers. Touches no storage."""
         return self._raw(lambda f, s: f["route-template"](s, path))
+
+    def name_problems(self, kind: str, names: "list[str]") -> "list[Optional[str]]":
+        """What the engine finds wrong with each name (`kind`: "user" or "group"); None for one it
+        takes. Touches no storage."""
+        return list(self._raw(lambda f, s: f["name-problems"](s, kind, list(names))))
 
     def active_sessions(self) -> dict[str, int]:
         """Active sessions per resource type (a read)."""

@@ -49,6 +49,48 @@ def managed_groups(expanded_scopes: set) -> list:
     return sorted(s[len(MANAGE_PREFIX):] for s in expanded_scopes if s.startswith(MANAGE_PREFIX) and len(s) > len(MANAGE_PREFIX))
 
 
+#: Course staff's scope without its filter.
+MANAGE_SCOPE = "custom:quota:manage"
+
+
+def _hands_out_unfiltered_manage(scopes: Any) -> bool:
+    """Whether a role's scopes hold `custom:quota:manage` other than with a `!group=<g>` filter."""
+    for s in scopes or ():
+        base, _, filter_ = str(s).partition("!")
+        if base == MANAGE_SCOPE and not (filter_.startswith("group=") and len(filter_) > len("group=")):
+            return True
+    return False
+
+
+def unfiltered_manage_roles(roles: Any, extra_user_scopes: Any = ()) -> list:
+    """The roles (`load_roles` entries, or the hub's stored roles) that hand out
+    `custom:quota:manage` without a `!group=` filter: its holder could make a token for any group's
+    filter of it (JupyterHub intersects a token's scopes with its owner's), so a hub whose roles do
+    refuses to start. JupyterHub 6's `extra_user_scopes` count as the `user` role's."""
+    out = [str(_role_name(r)) for r in roles or () if _hands_out_unfiltered_manage(_role_scopes(r))]
+    if _hands_out_unfiltered_manage(extra_user_scopes) and "user" not in out:
+        out.append("user")
+    return out
+
+
+def _role_name(r: Any) -> Any:
+    return r.get("name") if isinstance(r, dict) else getattr(r, "name", "?")
+
+
+def _role_scopes(r: Any) -> Any:
+    return r.get("scopes") if isinstance(r, dict) else getattr(r, "scopes", ())
+
+
+def unfiltered_refusal(roles: list) -> str:
+    """The CRITICAL line of a hub that hands out an unfiltered manage scope: the roles and the fix."""
+    return (
+        f"quota: the hub's role{'s' if len(roles) > 1 else ''} {', '.join(repr(r) for r in roles)} hand"
+        f"{'' if len(roles) > 1 else 's'} out custom:quota:manage without a group filter: its holders could make "
+        "a token that manages any group. Give each course's staff custom:quota:manage!group=<group> instead "
+        "(docs/jupyterhub.md, Course staff); the hub does not start until then"
+    )
+
+
 def may_self_serve(user: Any, expanded_scopes: set) -> bool:
     """Whether a request may use the quota routes as its owner (their own quota, their own servers):
     it holds `custom:quota:self` for its owner, or any quota scope."""

@@ -9,7 +9,7 @@ from typing import Any, Callable, Optional, Union
 
 from ..host import durable
 from ..host import values as values_mod
-from .callers import CUSTOM_SCOPES, grant_admin_scope, grant_self_scope
+from .callers import CUSTOM_SCOPES, grant_admin_scope, grant_self_scope, unfiltered_manage_roles, unfiltered_refusal
 from ..host.engine import ConfigError, QuotaEngine
 from .groups import snapshot
 from .handlers import handlers
@@ -150,6 +150,13 @@ def configure(
         # upgrade-db and friends: the quota database brought to the current schema, nothing else.
         return None
 
+    # No role may hand out an unfiltered manage scope (checked again at start, after the whole file).
+    unfiltered = unfiltered_manage_roles(
+        c.JupyterHub.load_roles if "load_roles" in c.JupyterHub else (),
+        c.JupyterHub.extra_user_scopes if "extra_user_scopes" in c.JupyterHub else (),
+    )
+    if unfiltered:
+        raise ConfigError([("load_roles", unfiltered_refusal(unfiltered).removeprefix("quota: "))])
     postgres = path.startswith(("postgres://", "postgresql://"))
     if db_connections is not None and db_connections > 1 and path == ":memory:":
         raise ValueError("configure(): db_connections > 1 needs a database file or server, not :memory:")

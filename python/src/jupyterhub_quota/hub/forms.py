@@ -18,6 +18,7 @@ from tornado import web
 
 from ..host.engine import Caller
 from .options import OPTION_KEYS, page_profiles, profile_list, slug_of
+from . import names
 from .groups import user_groups
 from ..host.service import log, maybe_await
 
@@ -160,9 +161,12 @@ def spawn_form(quota: "Integration", values: dict, configured: Any = None):
 
     async def options_form(spawner: Any) -> str:
         user = spawner.user.name
+        bad = await names.problems(quota.service, "user", [user])
+        if bad:
+            raise web.HTTPError(400, f"The user name {user!r} cannot have quota: {bad[user]}; ask an administrator")
         try:
             # The user's hub groups now: the accelerators listed are the ones the gate will allow.
-            groups = user_groups(spawner.user)
+            groups = await names.usable_groups(quota.service, user_groups(spawner.user))
             await quota.service.run(lambda e: e.replace_memberships([(user, groups)], complete=False))
             me = (await quota.service.request("GET", "/api/quota/me", "", Caller(user))).json()
             rates = (await quota.service.request("GET", "/api/quota/rates", "", Caller(user))).json()

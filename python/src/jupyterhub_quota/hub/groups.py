@@ -9,6 +9,7 @@ import asyncio
 from typing import TYPE_CHECKING, Any, Optional
 from urllib.parse import quote
 
+from . import names
 from ..host.service import SYSTEM, log
 
 if TYPE_CHECKING:
@@ -111,6 +112,8 @@ async def snapshot(quota: "Integration") -> None:
         return
     # Both sides at once: the hub's on a thread of its own, the engine's on its worker.
     hub, engine = await asyncio.gather(read_hub(db), engine_memberships(quota.service))
+    # A name the engine cannot take is skipped (a warning names it), never the whole snapshot.
+    hub = await names.usable(quota.service, hub)
     todo = await asyncio.to_thread(changes, hub, engine)
     changed = 0
     for k in range(0, len(todo), WRITE_PAGE):

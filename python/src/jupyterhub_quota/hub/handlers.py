@@ -9,8 +9,9 @@ from typing import TYPE_CHECKING, Any
 from jupyterhub.apihandlers.base import APIHandler
 from tornado import web
 
-from .callers import caller_for, may_self_serve
+from .callers import caller_for, managed_groups, may_self_serve
 from .integration import installed, register
+from .reach import reach_now
 from ..host.service import log
 from .timers import parse_time
 
@@ -54,10 +55,11 @@ class QuotaAPIHandler(APIHandler):
         caller = None if user is None else caller_for(user, self.expanded_scopes)
         body = self.request.body.decode("utf-8", "replace") if self.request.body else ""
         may_refresh = caller is not None and (caller.admin or "quota:refresh" in caller.scopes)
-        if caller is not None and not caller.admin and any(x.startswith("quota:manage!group=") for x in caller.scopes):
-            # Course staff reach their groups' members as the hub has them now.
+        managed = [] if caller is None or caller.admin else managed_groups(self.expanded_scopes)
+        if managed:
+            # Course staff reach their groups' members as the hub has them at this moment.
             try:
-                await self.quota.fresh_groups()
+                await reach_now(self.quota, managed)
             except Exception:
                 log.exception("quota: reading the hub's groups for course staff failed")
                 raise web.HTTPError(503, "The hub's groups could not be read; nothing was changed") from None

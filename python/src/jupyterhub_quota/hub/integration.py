@@ -4,12 +4,10 @@ installed ones by key, for the handlers (traitlets deep-copies handler arguments
 
 from __future__ import annotations
 
-import time
-
 from typing import Any, Awaitable, Callable, Optional
 
 from . import hooks
-from .callers import self_scope_missing
+from .callers import self_scope_missing, unfiltered_manage_roles, unfiltered_refusal
 from .deliveries import Deliveries
 from .metrics import NoMetrics
 from .options import check_profiles
@@ -17,9 +15,6 @@ from .placement import Placement
 from .scheduler import Scheduler
 from ..host.service import QuotaService, log
 from .timers import Timers
-
-#: Course staff's requests read the hub's groups at most this often (seconds).
-GROUPS_FRESH_S = 30.0
 
 
 class Integration:
@@ -39,8 +34,6 @@ class Integration:
     ):
         self.service = service
         self._snapshot_groups = snapshot_groups
-        #: When the hub's groups were last read into the engine (monotonic seconds).
-        self.groups_read_at = float("-inf")
         #: `custom.quota.onStorageError`: what the gate does when the quota database fails.
         self.on_storage_error = on_storage_error
         #: (username, server name) of servers started unbilled while the database failed.
@@ -72,6 +65,8 @@ class Integration:
     async def start(self, app: Any) -> None:
         """Stale cleanup at once; the rest when the hub has started."""
         self.app = app
+        self.refuse_unfiltered_manage(app, unfiltered_manage_roles(
+            getattr(app, "load_roles", None), getattr(app, "extra_user_scopes", None)))
         self.check_config(app)
         try:
             for s in await self.service.run(lambda e: e.cleanup_stale()):
@@ -84,6 +79,12 @@ class Integration:
         started = getattr(app, "_start_future", None)
         if started is not None:
             await started
+        db = getattr(app, "db", None)
+        if db is not None:
+            # Roles an authenticator manages are the hub's stored ones, not its configuration's.
+            from jupyterhub import orm
+
+            self.refuse_unfiltered_manage(app, unfiltered_manage_roles(db.query(orm.Role).all()))
         self.listen(app)
         for user in list(app.users.values()):
             for name, spawner in list(user.spawners.items()):
@@ -109,13 +110,14 @@ class Integration:
         """The hub's groups into the engine (before each refresh run)."""
         if self._snapshot_groups is not None:
             await self._snapshot_groups(self)
-            self.groups_read_at = time.monotonic()
 
-    async def fresh_groups(self) -> None:
-        """The hub's groups into the engine before course staff's request, unless read within the
-        last `GROUPS_FRESH_S` seconds: whom staff reach follows the hub's groups."""
-        if time.monotonic() - self.groups_read_at >= GROUPS_FRESH_S:
-            await self.snapshot_groups()
+    @staticmethod
+    def refuse_unfiltered_manage(app: Any, roles: list) -> None:
+        """A hub whose roles hand out custom:quota:manage without a group filter stops, with a
+        CRITICAL line naming them and the fix."""
+        if roles:
+            log.critical(unfiltered_refusal(roles))
+            app.exit(1)
 
     def check_config(self, app: Any) -> None:
         """Says at start what the final configuration undid or cannot price: a hook set after

@@ -11,6 +11,7 @@ from tornado import web
 from . import hooks
 from .failures import keep_failure_count
 from .forms import Refused, options_from_form, spawn_form
+from . import names
 from .groups import user_groups
 from .options import OptionError, choose
 from ..host.service import HUB, log, maybe_await
@@ -136,8 +137,9 @@ async def gate(quota: "Integration", spawner: Any) -> None:
         "username": user,
         "runtime_minutes": choice.runtime,
         "server_name": server,
-        # The hub's groups now: they decide a restricted accelerator and a first grant.
-        "groups": user_groups(spawner.user),
+        # The hub's groups now: they decide a restricted accelerator and a first grant (a name the
+        # engine cannot take is skipped with a warning: it can be in no rule).
+        "groups": await names.usable_groups(quota.service, user_groups(spawner.user)),
     }
     if choice.accelerator is not None:
         body["resource_type"] = choice.accelerator
