@@ -11,7 +11,7 @@ import { RefreshPanel } from './refresh-panel.js';
 import { RequestsPanel } from './requests-panel.js';
 import { UsagePanel } from './usage-panel.js';
 import { UsersTable } from './users-table.js';
-import { when } from './words.js';
+import { credits, when } from './words.js';
 
 const $ = (id) => document.getElementById(id);
 const cfg = JSON.parse($('quota-page').textContent);
@@ -94,7 +94,25 @@ function staffView(rights) {
   $('page-title').textContent = `Users of ${rights.manages.join(', ')}`;
   $('staff-note').hidden = false;
   $('staff-note').textContent = `You manage the credit of the members of ${rights.manages.join(', ')} and of the budgets `
-    + 'those groups share. Unlimited users, refresh rules and budget definitions are for quota admins.';
+    + 'those groups share, never your own: another manager of your group or a quota admin changes it. '
+    + 'Unlimited users, refresh rules and budget definitions are for quota admins.';
+  for (const a of rights.staff_allowances || []) {
+    const p = document.createElement('p');
+    p.className = 'muted staff-allowance';
+    p.textContent = allowanceText(a);
+    $('staff-note').after(p);
+  }
+}
+
+/** A group's staff allowance as staff read it (what one change and a month may add, what is left). */
+export function allowanceText(a) {
+  const bounds = [];
+  if (a.per_change !== null) bounds.push(`up to ${credits(a.per_change)} in one change`);
+  if (a.per_month !== null) bounds.push(`${credits(a.per_month)} a month (UTC)`);
+  const left = a.left_this_month === null
+    ? `you added ${credits(a.added_this_month)} this month`
+    : `${credits(a.left_this_month)} left this month (you added ${credits(a.added_this_month)})`;
+  return `Your allowance for “${a.group}”: ${bounds.join(', ')}; ${left}.`;
 }
 
 async function load(first) {
@@ -112,7 +130,11 @@ async function load(first) {
     // The engine only answers pure functions here; quota's switch is all its configuration needs.
     page.engine = await loadEngine(`${cfg.static}gen/`, { custom: { authMode: 'github', quota: { enabled: rates.enabled } } });
     page.enabled = rates.enabled;
-    page.table = new UsersTable($('users'), { quota: rates.enabled, actions, unlimited: rights.quota_admin });
+    page.table = new UsersTable($('users'), {
+      quota: rates.enabled, actions, unlimited: rights.quota_admin,
+      // Course staff never change their own credit: their own row has no actions.
+      self: rights.quota_admin ? null : rights.username,
+    });
     $('disabled').hidden = rates.enabled;
     $('tools').hidden = !rates.enabled;
   }

@@ -23,12 +23,14 @@ export class UsersTable {
    * Ledger columns);
    * `actions`: {save(user, text), toggle(user, on), ledger(user)} (each returns a promise, resolved
    * true when the change was made); `unlimited`: the Unlimited boxes may be changed (course staff:
-   * shown, disabled).
+   * shown, disabled); `self`: course staff's own name, whose row has no actions (separation of
+   * duties: another manager of the group or a quota admin changes their credit).
    */
-  constructor(table, { quota, actions, unlimited = true }) {
+  constructor(table, { quota, actions, unlimited = true, self = null }) {
     this.table = table;
     /** Whether the caller may make users unlimited (quota admins; course staff may not). */
     this.mayUnlimit = unlimited;
+    this.self = self;
     this.body = table.tBodies[0];
     this.quota = quota;
     this.actions = actions;
@@ -129,6 +131,7 @@ export class UsersTable {
       c[6].firstChild.setAttribute('aria-label', `Unlimited for ${u.username}`);
       c[8].firstChild.setAttribute('aria-label', `Ledger for ${u.username}`);
     }
+    if (u.username === this.self) this.own(tr);
     this.fill(tr, u);
     return tr;
   }
@@ -175,7 +178,7 @@ export class UsersTable {
   selectShown() {
     let n = 0;
     for (const tr of this.rows.values()) {
-      if (tr.hidden) continue;
+      if (tr.hidden || tr.cells[0].firstChild.disabled) continue;
       tr.cells[0].firstChild.checked = true;
       n += 1;
     }
@@ -198,6 +201,22 @@ export class UsersTable {
       .map((tr) => this.users.get(tr.dataset.user));
   }
 
+  /** Course staff's own row: read only, and why. */
+  own(tr) {
+    const why = 'Your own credit: another manager of your group or a quota admin changes it';
+    tr.classList.add('own');
+    tr.cells[0].firstChild.disabled = true;
+    const note = el('span', { className: 'own-note muted', textContent: ' (you)', title: why });
+    tr.cells[1].append(note);
+    tr.cells[1].title = why;
+    if (this.quota) {
+      const edit = tr.cells[4].firstChild;
+      edit.disabled = true;
+      edit.title = why;
+      edit.setAttribute('aria-label', `Quota of ${tr.dataset.user}: ${why}`);
+    }
+  }
+
   list() {
     return [...this.users.values()];
   }
@@ -210,7 +229,7 @@ export class UsersTable {
   onClick(ev) {
     const name = this.userOf(ev);
     if (name === null) return;
-    if (ev.target.closest('button.edit')) this.startEdit(name);
+    if (ev.target.closest('button.edit') && name !== this.self) this.startEdit(name);
     else if (ev.target.closest('button.ledger')) this.actions.ledger(name);
   }
 
