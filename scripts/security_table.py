@@ -17,7 +17,8 @@ END = "<!-- /matrix -->"
 HEADS = {
     "none": "no token", "bad": "bad token", "self": "user, self", "other": "user, another",
     "admin": "admin", "narrowed": "admin, narrowed", "admin_users": "admin:users only",
-    "manager_member": "staff, member", "manager_other": "staff, non-member", "sessions": "sessions",
+    "manager_member": "staff, member", "manager_other": "staff, non-member", "manager_self": "staff, self",
+    "manager_nbsp": "staff of g<U+00A0>quota:admin", "unfiltered": "unfiltered manage", "sessions": "sessions",
     "refresh": "refresh", "service_admin": "quota:admin service",
 }
 
