@@ -27,6 +27,7 @@ pub mod grants;
 pub mod group_usage;
 pub mod groups;
 pub mod history;
+pub mod hub_names;
 pub mod inputs;
 pub mod invariants;
 pub mod json;

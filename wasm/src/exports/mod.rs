@@ -343,12 +343,12 @@ impl Guest for Component {
 
     fn name_problems(kind: wit::NameKind, names: Vec<String>) -> Vec<Option<String>> {
         let kind = match kind {
-            wit::NameKind::User => quota_core::names::NameKind::User,
-            wit::NameKind::Group => quota_core::names::NameKind::Group,
+            wit::NameKind::User => quota_core::hub_names::NameKind::User,
+            wit::NameKind::Group => quota_core::hub_names::NameKind::Group,
         };
         names
             .iter()
-            .map(|n| quota_core::names::name_problem(kind, n))
+            .map(|n| quota_core::hub_names::name_problem(kind, n))
             .collect()
     }
 
