@@ -5,7 +5,7 @@
 //! `QUOTA_MODEL_SEED=<seed> cargo test -p quota-core --test model` replays exactly that run.
 //! `QUOTA_MODEL_RUNS` sets how many runs (default 110 x 1,000 ops), `QUOTA_MODEL_BASE` the first
 //! seed; `scripts/model-at-scale.sh` runs 10,000,000 operations. The operations are in
-//! `sessions.rs`, `admin.rs` and `groups.rs`, one function each.
+//! `sessions.rs`, `admin.rs`, `staff.rs` and `groups.rs`, one function each.
 
 #[path = "../rng/mod.rs"]
 mod rng;
@@ -15,6 +15,7 @@ mod groups;
 mod invariants;
 mod reference;
 mod sessions;
+mod staff;
 
 use quota_core::tx::Tx;
 use quota_core::usage;
@@ -63,7 +64,8 @@ fn run(seed: u64, ops: usize) -> Result<(), String> {
         let op = match kind {
             0..35 => sessions::start,
             35..60 => sessions::end,
-            60..80 => admin::admin_action,
+            60..73 => admin::admin_action,
+            73..80 => staff::staff_action,
             80..85 => admin::admin_batch,
             85..95 => admin::refresh_run,
             95..98 => groups::groups,

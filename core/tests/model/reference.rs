@@ -12,7 +12,8 @@ use crate::GROUP_NAMES;
 pub fn config() -> Config {
     Config::from_values(&serde_json::json!({"custom": {"authMode": "github",
         "quota": {"cpuRate": 1, "minimumToStart": 10, "defaultQuota": 20, "notifyBelow": [50, 10, 0],
-            "groups": {"g1": {"defaultQuota": 35, "accelerators": ["dgpu"]}, "g2": {"defaultQuota": 60}, "g3": {}}},
+            "groups": {"g1": {"defaultQuota": 35, "accelerators": ["dgpu"],
+                "staffAllowance": {"perChange": 50, "perMonth": 150}}, "g2": {"defaultQuota": 60}, "g3": {}}},
         "accelerators": {"phx": {"quotaRate": 2.5}, "dgpu": {"quotaRate": 4}}}}))
     .expect("model config loads")
 }
@@ -52,6 +53,8 @@ pub struct Model {
     pub groups: BTreeMap<String, BTreeSet<String>>,
     /// Starts the gate refused (403): each must have made one `start.refused` event.
     pub refused_starts: usize,
+    /// What course staff (`staff.rs`) added, by (the month's first second, user).
+    pub staff_added: BTreeMap<(i64, String), i64>,
 }
 
 /// A random set of the model's groups.
