@@ -143,17 +143,7 @@ fn every_route_against_every_caller_as_the_matrix_says_and_a_refusal_changes_not
     ]);
     assert_eq!(code, 0, "{err}");
     // quota-hub issues no unfiltered manage scope: the row an older tool or a hand edit left.
-    let lou = setup.token("lou", false, &["quota:metrics"]);
-    {
-        let rt = common::runtime();
-        let mut conn = SqliteDb::open(&rt, &setup.db, SqliteOptions::default()).expect("open db");
-        quota_host::Database::query(
-            &mut conn,
-            "UPDATE api_tokens SET scopes = 'quota:manage' WHERE name = 'lou'",
-            &[],
-        )
-        .expect("unfiltered");
-    }
+    let lou = setup.token("lou", false, &["quota:manage"]);
     let c = Callers {
         root: setup.token("root", true, &[]),
         ann: setup.token("ann", false, &[]),

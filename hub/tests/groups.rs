@@ -48,7 +48,10 @@ fn exercise(dir: &Path, target: &[String]) {
     // Bad input: named, refused, nothing changed.
     let (code, _, err) = run(&["group", "set", "a\tb", "alice"]);
     assert_ne!(code, 0);
-    assert!(err.contains("name: must not contain the control character '\\t'"), "{err}");
+    assert!(
+        err.contains("name: must not contain the control character '\\t'"),
+        "{err}"
+    );
     let (code, _, err) = run(&["group", "add-members", "lab", "bad name"]);
     assert_ne!(code, 0);
     assert!(err.contains("add[0]: must not contain ' '"), "{err}");

@@ -218,10 +218,37 @@ pub fn token_url(dbarg: &str, user: &str, admin: bool, scopes: &[&str], env: &[(
             None => args.extend(["--scope", s]),
         }
     }
+    // quota-hub issues no unfiltered `quota:manage` (it needs `--group`): such a token is a row an
+    // older tool or a hand edit left, written here the same way (SQLite only).
+    let unfiltered = args
+        .iter()
+        .position(|a| *a == "quota:manage")
+        .filter(|_| !managed);
+    if let Some(i) = unfiltered {
+        args.drain(i - 1..=i);
+    }
     let (code, out, err) = cli_with_env(&workspace(), &args, env);
     assert_eq!(code, 0, "token issue failed: {err}");
     let lines: Vec<&str> = out.lines().collect();
     assert_eq!(lines.len(), 1, "token issue prints one line: {out:?}");
+    if unfiltered.is_some() {
+        let path = dbarg
+            .strip_prefix("sqlite://")
+            .expect("an unfiltered scope on SQLite only");
+        let mut conn =
+            SqliteDb::open(&runtime(), Path::new(path), SqliteOptions::default()).expect("open db");
+        use sha2::Digest;
+        let hash: String = sha2::Sha256::digest(lines[0].as_bytes())
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        quota_host::Database::query(
+            &mut conn,
+            "UPDATE api_tokens SET scopes = trim(scopes || ' quota:manage') WHERE hash = ?1",
+            &[hash.as_str().into()],
+        )
+        .expect("unfiltered scope");
+    }
     lines[0].to_string()
 }
 
