@@ -173,6 +173,87 @@ fn the_kept_holds_equal_the_sessions_sums_after_every_step() {
     );
     assert_eq!(kept, summed);
     common::holds::run(&mut w, 13, 100, now.plus_seconds(7200));
+    // A drift no trigger prevented: the sweep's check finds it and sets it right.
+    w.db()
+        .query(
+            "UPDATE budget_holds SET held = held + 7000 WHERE budget = 'course'",
+            &[],
+        )
+        .expect("drift");
+    let later = now.plus_seconds(7300);
+    let (st, b) = common::request(
+        &mut w,
+        &common::admin(),
+        "POST",
+        "/admin/api/quota/expire",
+        "{}",
+        later,
+    );
+    assert_eq!(st, 200, "{b}");
+    assert_eq!(b["holds_repaired"][0]["budget"], "course", "{b}");
+    let (kept, summed) = common::holds::kept_and_summed(&mut w);
+    assert_eq!(kept, summed);
+}
+
+/// The previous release writes a budget session before each statement of the schema 10 to 11
+/// migration in turn, on a connection of its own (issue 59: in the rolling upgrade's rehearsal the
+/// holds ended doubled or missing in 4 runs of 14). A write the migration's locks hold back is done
+/// once it committed; whichever the statement, the totals must equal the sessions' sums.
+#[test]
+fn the_previous_releases_writes_at_each_step_of_the_migration_keep_the_holds_true() {
+    use common::interleave::{Interleaved, OldRelease, OldWrite, Outcome};
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    use std::sync::{Arc, Mutex};
+
+    let now = quota_core::Timestamp(1_795_300_000);
+    let mut statements = None;
+    let mut k = 0;
+    while statements.is_none_or(|n| k < n) {
+        for write in [OldWrite::Start, OldWrite::End] {
+            let url = fresh_database("holds_interleaved");
+            let rt = common::runtime();
+            let old = Arc::new(Mutex::new(OldRelease {
+                db: Box::new(PgDb::connect(&rt, &url).expect("the previous release's connection")),
+                no_wait: Some("SET lock_timeout = '1ms'"),
+            }));
+            let (armed, seen) = (Arc::new(AtomicBool::new(false)), Arc::new(AtomicUsize::new(0)));
+            let outcome = Arc::new(Mutex::new(Outcome::NotYet));
+            let db = Interleaved {
+                inner: Box::new(PgDb::connect(&rt, &url).expect("connect")),
+                armed: armed.clone(),
+                seen: seen.clone(),
+                at: k,
+                write,
+                old: old.clone(),
+                outcome: outcome.clone(),
+            };
+            let mut w = Worker::new(rt.clone(), Box::new(db), &common::holds::values()).expect("worker");
+            common::holds::run(&mut w, 3 + k as u64, 30, now);
+            for sql in [
+                "DROP TRIGGER budget_holds_started ON sessions",
+                "DROP TRIGGER budget_holds_changed ON sessions",
+                "DROP TRIGGER budget_holds_deleted ON sessions",
+                "DROP TABLE budget_holds",
+                "DELETE FROM quota_schema WHERE version = 11",
+            ] {
+                w.db().query(sql, &[]).expect(sql);
+            }
+            armed.store(true, Ordering::SeqCst);
+            let m = w.migrate().expect("migrate");
+            armed.store(false, Ordering::SeqCst);
+            assert_eq!((m.from_version, m.to_version), (10, 11));
+            statements.get_or_insert(seen.load(Ordering::SeqCst));
+            let o = Interleaved::finish(&old, &outcome, write);
+            assert_ne!(o, Outcome::NotYet, "statement {k} ran");
+            let (kept, summed) = common::holds::kept_and_summed(&mut w);
+            assert_eq!(
+                kept, summed,
+                "{write:?} before statement {k} of the migration ({o:?})"
+            );
+        }
+        k += 1;
+    }
+    assert!(statements.is_some_and(|n| n > 8), "{statements:?}");
 }
 
 #[test]

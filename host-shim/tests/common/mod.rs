@@ -2,6 +2,7 @@
 #![allow(dead_code)]
 
 pub mod holds;
+pub mod interleave;
 
 use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};

@@ -319,3 +319,65 @@ fn a_schema_10_database_gains_the_budgets_holds_from_the_sessions_running() {
     // And they follow the writes after it.
     common::holds::run(&mut w, 5, 60, NOW.plus_seconds(7200));
 }
+
+/// The previous release writes a budget session before each statement of the schema 10 to 11
+/// migration in turn (issue 59: the rolling upgrade's holds drifted). SQLite's migration holds the
+/// write lock from its first statement, so every write waits for it: the totals stay the sums.
+#[test]
+fn the_previous_releases_writes_at_each_step_of_the_migration_keep_the_holds_true() {
+    use common::interleave::{Interleaved, OldRelease, OldWrite, Outcome};
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    use std::sync::{Arc, Mutex};
+
+    let mut statements = None;
+    let mut k = 0;
+    while statements.is_none_or(|n| k < n) {
+        for write in [OldWrite::Start, OldWrite::End] {
+            let dir = tempfile::tempdir().expect("dir");
+            let path = dir.path().join("q.db");
+            let rt = common::runtime();
+            let inner = SqliteDb::open(&rt, &path, SqliteOptions::default()).expect("open");
+            let old_db = SqliteDb::open(
+                &rt,
+                &path,
+                SqliteOptions {
+                    busy_timeout: Some(std::time::Duration::ZERO),
+                    ..SqliteOptions::default()
+                },
+            )
+            .expect("the previous release's connection");
+            let old = Arc::new(Mutex::new(OldRelease {
+                db: Box::new(old_db),
+                no_wait: None,
+            }));
+            let (armed, seen) = (Arc::new(AtomicBool::new(false)), Arc::new(AtomicUsize::new(0)));
+            let outcome = Arc::new(Mutex::new(Outcome::NotYet));
+            let db = Interleaved {
+                inner: Box::new(inner),
+                armed: armed.clone(),
+                seen: seen.clone(),
+                at: k,
+                write,
+                old: old.clone(),
+                outcome: outcome.clone(),
+            };
+            let mut w = Worker::new(rt.clone(), Box::new(db), &common::holds::values()).expect("worker");
+            common::holds::run(&mut w, 7 + k as u64, 40, NOW);
+            back_to_schema_10(w.db());
+            armed.store(true, Ordering::SeqCst);
+            let m = w.migrate().expect("migrate");
+            armed.store(false, Ordering::SeqCst);
+            assert_eq!((m.from_version, m.to_version), (10, 11));
+            statements.get_or_insert(seen.load(Ordering::SeqCst));
+            let o = Interleaved::finish(&old, &outcome, write);
+            assert_ne!(o, Outcome::NotYet, "statement {k} ran");
+            let (kept, summed) = common::holds::kept_and_summed(&mut w);
+            assert_eq!(
+                kept, summed,
+                "{write:?} before statement {k} of the migration ({o:?})"
+            );
+        }
+        k += 1;
+    }
+    assert!(statements.is_some_and(|n| n > 8), "{statements:?}");
+}

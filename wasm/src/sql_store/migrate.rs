@@ -50,6 +50,9 @@ impl SqlStore {
     /// is at most this engine's schema, and refused otherwise.
     pub fn migrate(&mut self) -> Result<(u32, u32), StoreError> {
         let schema = schema::of(self.d);
+        if let Some(first) = schema.migration_begins {
+            query(first, Params::new())?;
+        }
         let found = self.schema_found()?;
         let current = schema.current_version;
         if found.version > current {

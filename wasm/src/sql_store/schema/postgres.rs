@@ -341,6 +341,7 @@ const POSTGRES_FROM_9: &[&str] = &[
 
 pub const POSTGRES: Schema = Schema {
     current_version: 11,
+    migration_begins: Some("SET TRANSACTION ISOLATION LEVEL READ COMMITTED"),
     read_version: "SELECT COALESCE(substring(obj_description(to_regclass('users'), 'pg_class')
          FROM 'quota-engine schema ([0-9]+)')::bigint, 0)",
     has_versions: "SELECT (CASE WHEN to_regclass('quota_schema') IS NULL THEN 0 ELSE 1 END)::bigint",

@@ -17,6 +17,14 @@ pub struct Schema {
     pub has_versions: &'static str,
     /// One row, one integer: the newest version recorded in `quota_schema` (0 for none).
     pub read_versions: &'static str,
+    /// The migration's first statement, before any read (PostgreSQL: `READ COMMITTED`, so each
+    /// step's statements see every write committed before its locks were taken: a step that
+    /// creates triggers, then fills what they keep, counts the previous release's writes made
+    /// meanwhile exactly once; under the host's `SERIALIZABLE` the fill read the snapshot of the
+    /// migration's first read, and a write committed between that read and the triggers' lock was
+    /// counted by neither; issue 59). SQLite's migration holds the write lock from its `BEGIN
+    /// IMMEDIATE`: no writer runs beside it.
+    pub migration_begins: Option<&'static str>,
     /// How to bring a database at each version it knows to a later one (`current_version`, or a
     /// step on the way there): (from version, statements; the last one records the new version).
     /// A version not listed is one this engine does not know.

@@ -334,6 +334,7 @@ const SQLITE_FROM_9: &[&str] = &[
 
 pub const SQLITE: Schema = Schema {
     current_version: 11,
+    migration_begins: None,
     read_version: "PRAGMA user_version",
     has_versions: "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = 'quota_schema'",
     read_versions: "SELECT COALESCE(MAX(version), 0) FROM quota_schema",
