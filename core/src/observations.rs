@@ -1,5 +1,5 @@
 //! What an engine call observed, for a host's metrics: gate decisions, ended sessions and their
-//! charges, completed refreshes. A call records them in its `Tx` as it decides, and
+//! charges, completed refreshes, budget totals the sweep repaired. A call records them in its `Tx` as it decides, and
 //! they are returned with its answer; a host counts them only once its transaction has committed
 //! (a rolled-back or retried call's observations are thrown away with it). A replayed run id or
 //! idempotent request observes nothing: nothing happened again.
@@ -49,6 +49,9 @@ pub enum Observation {
     },
     /// A refresh was applied to the end (not a dry run, not a replay).
     Refreshed { rule_name: String, users_updated: u64 },
+    /// The sweep found a budget's running total apart from its sessions' sum and set it right
+    /// (thousandths: what it said, what it holds now).
+    HoldsRepaired { budget: String, kept: i64, summed: i64 },
 }
 
 /// The answer of an engine call and what it observed, returned together.

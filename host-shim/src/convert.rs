@@ -316,6 +316,11 @@ pub fn observation(e: api::Observation) -> quota_core::observations::Observation
             rule_name: r.rule_name,
             users_updated: r.users_updated,
         },
+        api::Observation::HoldsRepaired(h) => Observation::HoldsRepaired {
+            budget: h.budget,
+            kept: h.kept,
+            summed: h.summed,
+        },
     }
 }
 

@@ -71,3 +71,46 @@ fn the_fault_build_checks_every_total_a_start_reads_against_its_sums() {
     );
     assert_eq!(sessions(&mut w), before, "nothing recorded");
 }
+
+/// A drift no trigger prevented (a write by hand, a bug): the sweep's check finds it, names the
+/// budget and sets the total to its sessions' sum; a sweep after it finds nothing (issue 59).
+#[test]
+fn the_sweep_finds_and_repairs_a_total_that_drifted() {
+    let dir = tempfile::tempdir().expect("dir");
+    let db = SqliteDb::open(
+        &common::runtime(),
+        &dir.path().join("q.db"),
+        SqliteOptions::default(),
+    )
+    .expect("open");
+    let mut w = Worker::new(common::runtime(), Box::new(db), &common::holds::values()).expect("worker");
+    let now = Timestamp(1_795_300_000);
+    common::holds::run(&mut w, 17, 60, now);
+    let sweep = |w: &mut Worker| {
+        let (st, b) = common::request(w, &common::admin(), "POST", "/admin/api/quota/expire", "{}", now);
+        assert_eq!(st, 200, "{b}");
+        b["holds_repaired"].clone()
+    };
+    assert_eq!(sweep(&mut w), serde_json::json!([]), "nothing drifted");
+    let (kept, _) = common::holds::kept_and_summed(&mut w);
+    assert!(!kept.is_empty(), "sessions run on a budget");
+    for sql in [
+        "UPDATE budget_holds SET held = held + 7000 WHERE budget = 'lab'",
+        "INSERT INTO budget_holds (budget, held) VALUES ('gone', 3000)",
+    ] {
+        w.db().query(sql, &[]).expect(sql);
+    }
+    let found = sweep(&mut w);
+    let names: Vec<&str> = found
+        .as_array()
+        .expect("list")
+        .iter()
+        .map(|d| d["budget"].as_str().expect("name"))
+        .collect();
+    assert_eq!(names, ["gone", "lab"], "{found}");
+    assert_eq!(found[0]["kept"], 3, "{found}");
+    assert_eq!(found[0]["summed"], 0, "{found}");
+    let (kept, summed) = common::holds::kept_and_summed(&mut w);
+    assert_eq!(kept, summed);
+    assert_eq!(sweep(&mut w), serde_json::json!([]), "repaired once");
+}

@@ -23,3 +23,8 @@ macro_rules! info {
     ($($t:tt)*) => { ::tracing::info!(target: "quota_hub", "{}", format!($($t)*)) };
 }
 pub(crate) use info;
+
+macro_rules! warning {
+    ($($t:tt)*) => { ::tracing::warn!(target: "quota_hub", "{}", format!($($t)*)) };
+}
+pub(crate) use warning;

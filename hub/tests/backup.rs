@@ -314,8 +314,8 @@ fn postgres_is_pointed_at_its_own_tools() {
 
 /// `migrate` is the one step that migrates (docs/upgrade.md): a command on an older file refuses
 /// naming it and changes nothing; `migrate` wants a backup folder for a SQLite file, backs up
-/// first (the copy keeps the old schema, the newest `--keep` stay), then migrates; once current
-/// it has nothing to do.
+/// first (the copy keeps the old schema; pre-migration backups are never pruned, and `backups`
+/// lists them), then migrates; once current it has nothing to do.
 #[test]
 fn migrate_backs_up_first_and_nothing_else_migrates() {
     let setup = common::example();
@@ -351,7 +351,7 @@ fn migrate_backs_up_first_and_nothing_else_migrates() {
     );
     let dir = setup.dir.path().join("pre-migration");
     for round in 0..3 {
-        let (code, out, err) = on_db(&setup, "migrate", &["--backup-dir", &arg(&dir), "--keep", "2"]);
+        let (code, out, err) = on_db(&setup, "migrate", &["--backup-dir", &arg(&dir)]);
         assert_eq!(code, 0, "{err}");
         assert!(
             err.contains("backing it up first") && out.contains("schema 9 -> 11"),
@@ -366,6 +366,7 @@ fn migrate_backs_up_first_and_nothing_else_migrates() {
         let newest = std::fs::read_dir(&dir)
             .expect("dir")
             .map(|e| e.expect("entry").path())
+            .filter(|p| p.extension().is_some_and(|x| x == "db") && !p.to_string_lossy().contains("2026010"))
             .max()
             .expect("a backup");
         std::fs::rename(&newest, dir.join(format!("quota-2026010{round}T000000Z.db"))).expect("rename");
@@ -374,13 +375,30 @@ fn migrate_backs_up_first_and_nothing_else_migrates() {
     let mut kept: Vec<_> = std::fs::read_dir(&dir)
         .expect("dir")
         .map(|e| e.expect("entry").path())
+        .filter(|p| p.extension().is_some_and(|x| x == "db"))
         .collect();
     kept.sort();
     let names: Vec<_> = kept
         .iter()
         .map(|p| p.file_name().expect("name").to_string_lossy().into_owned())
         .collect();
-    assert_eq!(names, ["quota-20260101T000000Z.db", "quota-20260102T000000Z.db"]);
+    assert_eq!(
+        names,
+        [
+            "quota-20260100T000000Z.db",
+            "quota-20260101T000000Z.db",
+            "quota-20260102T000000Z.db"
+        ],
+        "every pre-migration backup kept"
+    );
+    let (code, listed, err) = common::cli(&["backups", &arg(&dir)]);
+    assert_eq!(code, 0, "{err}");
+    for n in &names {
+        assert!(
+            listed.contains(n.as_str()) && listed.contains("schema 9"),
+            "{listed}"
+        );
+    }
     for p in &kept {
         assert_eq!(
             schema(p),

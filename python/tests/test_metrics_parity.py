@@ -23,7 +23,9 @@ def hub_series(tmp_path) -> set[str]:
     values = tmp_path / "values.yaml"
     values.write_text(yaml.safe_dump({"custom": {"authMode": "github", "quota": {"refreshRules": RULE}}}))
     # The scheduler off: the run below is applied once, as a CronJob applies it.
-    hub = Hub(tmp_path / "hub", values, quota_kwargs={"scheduler": False}).start()
+    hub = Hub(tmp_path / "hub", values, quota_kwargs={
+        "scheduler": False, "backup_dir": str(tmp_path / "hub-backups"),
+        "litestream_socket": str(tmp_path / "no-litestream.sock")}).start()
     try:
         assert hub.admin("POST", "/hub/admin/api/quota/users/ann", {"action": "set", "amount": 100})[0] == 200
         status, s = hub.api("POST", "/hub/api/quota/sessions", hub.sessions_token, {"username": "ann", "runtime_minutes": 5})

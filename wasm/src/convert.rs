@@ -112,6 +112,9 @@ fn observation_out(o: quota_core::observations::Observation) -> crate::bindings:
             rule_name,
             users_updated,
         }),
+        Observation::HoldsRepaired { budget, kept, summed } => {
+            w::Observation::HoldsRepaired(w::HoldsRepairedObservation { budget, kept, summed })
+        }
     }
 }
 

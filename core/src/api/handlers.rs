@@ -241,11 +241,24 @@ fn expire(c: &mut Call<'_, '_>) -> Result<Response, QuotaError> {
     let limit = in_chunks.then_some(limits::SWEEP_CHUNK_GRANTS);
     let swept = crate::grants::sweep(c.tx, c.now, limit)?;
     let told = crate::events::sweep::tell(c.config, c.tx, c.now, limit)?;
+    // The check that no budget's running total outlives a sweep wrong (a write no trigger saw).
+    let mut repaired = Vec::new();
+    for d in c.tx.store().repair_budget_holds()? {
+        repaired.push(
+            json!({"budget": d.budget, "kept": crate::Milli(d.kept), "summed": crate::Milli(d.summed)}),
+        );
+        c.tx.observe(crate::observations::Observation::HoldsRepaired {
+            budget: d.budget,
+            kept: d.kept,
+            summed: d.summed,
+        });
+    }
     let mut answer = json!({
         "grants_expired": swept.grants_expired,
         "credits_expired": swept.credits_expired,
         "warnings": told.warnings,
         "events_purged": told.events_purged,
+        "holds_repaired": repaired,
     });
     if let Some(more) = swept.more {
         answer["more"] = json!(more || told.more);

@@ -24,6 +24,17 @@ pub struct BudgetChange {
     pub entry: NewTransaction,
 }
 
+/// A budget whose running total (thousandths) differed from what its running sessions hold, as
+/// the sweep's check found it (and set it right).
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct HoldsDrift {
+    pub budget: String,
+    /// What the total said.
+    pub kept: i64,
+    /// What the budget's billable running sessions hold: the total now.
+    pub summed: i64,
+}
+
 /// What a start charging a budget reads of it (see [`BudgetStore::budget_for_start`]).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct BudgetForStart {
@@ -127,4 +138,8 @@ pub trait BudgetStore {
         budget: &str,
         limit: usize,
     ) -> Result<Vec<Transaction>, StoreError>;
+    /// The budgets whose kept running total (schema 11's `budget_holds`) differs from the sums of
+    /// their billable running sessions, each total set to its sum in the same write: the sweep's
+    /// check that no drift outlives it (a store that keeps no totals has none).
+    fn repair_budget_holds(&mut self) -> Result<Vec<HoldsDrift>, StoreError>;
 }

@@ -82,6 +82,14 @@ pub struct ServeArgs {
     /// Count nothing and serve no `{base}/metrics` (answered 404).
     #[arg(long, env = "QUOTA_HUB_NO_METRICS")]
     pub no_metrics: bool,
+    /// The folder the scheduled backups go to (`quota-hub backup -o DIR/`, the chart's backup
+    /// CronJob): `/metrics` exports what they last did (`quota_backup_*`, docs/operations.md).
+    #[arg(long, env = "QUOTA_HUB_BACKUP_DIR")]
+    pub backup_dir: Option<PathBuf>,
+    /// Litestream's control socket (its `socket:` setting), when Litestream replicates the SQLite
+    /// file: `/metrics` exports how far its replica is behind (`quota_replication_lag_seconds`).
+    #[arg(long, env = "QUOTA_HUB_LITESTREAM_SOCKET")]
+    pub litestream_socket: Option<PathBuf>,
     /// Tokens whose secrets the operator sets (a Kubernetes Secret's file or environment
     /// variable), imported at start and stored hashed: a YAML list of {name, scopes, admin,
     /// secretFile | secretEnv}. The imported tokens become exactly this file's.

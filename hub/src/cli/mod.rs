@@ -107,6 +107,13 @@ pub enum Command {
         #[arg(long, env = "QUOTA_HUB_VALUES", default_value = DEFAULT_VALUES)]
         values: PathBuf,
     },
+    /// List the backups in folders (the scheduled ones, the pre-migration ones): each file's UTC
+    /// time, size and schema version, and what the folder's scheduled backups last did
+    Backups {
+        /// The folders (e.g. /backups /data/pre-migration).
+        #[arg(required = true)]
+        dirs: Vec<PathBuf>,
+    },
     /// Bring the database to this binary's schema, the one step that does (a server creates an
     /// empty database but never migrates one): a SQLite file is backed up first into
     /// `--backup-dir` (PostgreSQL: pg_dump before, as the chart's pre-upgrade Job does). Progress
@@ -116,12 +123,10 @@ pub enum Command {
         #[arg(long, env = "QUOTA_HUB_DB", default_value = DEFAULT_DB)]
         db: String,
         /// SQLite: the folder the backup taken before the migration goes to
-        /// (`quota-<UTC time>Z.db`).
+        /// (`quota-<UTC time>Z.db`), a folder of pre-migration backups only: they are never
+        /// pruned (the rollback needs the one of its upgrade), kept until you remove them.
         #[arg(long, env = "QUOTA_HUB_BACKUP_DIR")]
         backup_dir: Option<PathBuf>,
-        /// Keep this many backups in `--backup-dir`, removing the oldest.
-        #[arg(long, default_value_t = 7, value_parser = clap::value_parser!(u32).range(1..))]
-        keep: u32,
         /// Migrate a SQLite file without a backup first (a copy of your own exists).
         #[arg(long)]
         no_backup: bool,

@@ -232,6 +232,9 @@ fn prune(dir: &Path, keep: usize) -> Result<Vec<PathBuf>, String> {
     Ok(old)
 }
 
+/// `backup`: into a file, or into a folder (`-o DIR/`), where every outcome is recorded for the
+/// metrics (`storage::backup_state`): a scheduled backup that fails is counted, never only a log
+/// line.
 pub(super) fn backup(
     url: &str,
     out: &Path,
@@ -239,12 +242,31 @@ pub(super) fn backup(
     force: bool,
     keep: Option<usize>,
 ) -> Result<(), String> {
+    let folder = out.is_dir() || out.as_os_str().to_string_lossy().ends_with('/');
+    let result = backup_to(url, out, values_path, force, keep, folder);
+    if folder {
+        let now = crate::clock::Clock::system()?.now().seconds();
+        let outcome = result.as_ref().map(|b| *b).map_err(String::as_str);
+        crate::storage::backup_state::record(out, outcome, now)
+            .map_err(|e| format!("recording the backup's outcome: {e}"))?;
+    }
+    result.map(drop)
+}
+
+/// [`backup`]'s copy; the backup's size in bytes.
+fn backup_to(
+    url: &str,
+    out: &Path,
+    values_path: &Path,
+    force: bool,
+    keep: Option<usize>,
+    folder: bool,
+) -> Result<u64, String> {
     let started = Instant::now();
     let src = sqlite_only(url, "back up")?;
     if !src.exists() {
         return Err(format!("--db {url}: no such file"));
     }
-    let folder = out.is_dir() || out.as_os_str().to_string_lossy().ends_with('/');
     if keep.is_some() && !folder {
         return Err(format!(
             "--keep: only with a folder as -o (e.g. -o {}/)",
@@ -306,12 +328,13 @@ pub(super) fn backup(
         file_size(out),
         started.elapsed().as_secs_f64()
     );
+    let bytes = std::fs::metadata(out).map_or(0, |m| m.len());
     if let (Some(n), Some(dir)) = (keep, out.parent()) {
         for p in prune(dir, n)? {
             println!("removed {} (--keep {n})", p.display());
         }
     }
-    Ok(())
+    Ok(bytes)
 }
 
 pub(super) fn restore(url: &str, input: &Path, values_path: &Path) -> Result<(), String> {

@@ -16,7 +16,6 @@ use crate::storage::host_tables;
 pub(super) fn run(
     url: &str,
     backup_dir: Option<&Path>,
-    keep: usize,
     no_backup: bool,
     values_path: &Path,
 ) -> Result<(), String> {
@@ -51,7 +50,9 @@ pub(super) fn run(
             (Some(dir), _) => {
                 eprintln!("{shown}: schema {found}, this quota-hub writes {writes}: backing it up first");
                 std::fs::create_dir_all(dir).map_err(|e| format!("--backup-dir {}: {e}", dir.display()))?;
-                backup::backup(url, dir, values_path, false, Some(keep))
+                // Never pruned: a pre-migration backup is the rollback's, kept until an operator
+                // removes it (`quota-hub backups` lists them).
+                backup::backup(url, dir, values_path, false, None)
                     .map_err(|e| format!("the backup before the migration failed, nothing migrated: {e}"))?;
             }
             (None, true) => eprintln!("{shown}: schema {found}: migrating without a backup (--no-backup)"),

@@ -1,6 +1,7 @@
 //! What each command does, one module per command (or family of commands); `run` dispatches.
 
 mod backup;
+mod backup_list;
 mod budgets;
 mod config;
 mod export;
@@ -94,14 +95,13 @@ pub fn run(cli: Cli) -> Result<ExitCode, String> {
         } => {
             backup::backup(&db, &output, &values, force, keep.map(|k| k as usize)).map(|()| ExitCode::SUCCESS)
         }
+        Command::Backups { dirs } => backup_list::run(&dirs).map(|()| ExitCode::SUCCESS),
         Command::Migrate {
             db,
             backup_dir,
-            keep,
             no_backup,
             values,
-        } => migrate::run(&db, backup_dir.as_deref(), keep as usize, no_backup, &values)
-            .map(|()| ExitCode::SUCCESS),
+        } => migrate::run(&db, backup_dir.as_deref(), no_backup, &values).map(|()| ExitCode::SUCCESS),
         Command::Restore { db, input, values } => {
             backup::restore(&db, &input, &values).map(|()| ExitCode::SUCCESS)
         }

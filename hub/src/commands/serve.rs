@@ -14,7 +14,9 @@ use crate::clock::{self, Clock};
 use crate::engine::pool::{Kind, Pool, PoolOptions};
 use crate::http;
 use crate::log::info;
+use crate::metrics::durability::Sources;
 use crate::metrics::Metrics;
+use crate::schedule::replica::{probe_forever, ReplicaProbe};
 use crate::storage::db::{self, Db};
 use crate::tokens::import;
 use crate::{engine, listen, schedule as scheduler};
@@ -54,7 +56,21 @@ pub(super) fn serve(a: ServeArgs) -> Result<ExitCode, String> {
         (Db::Sqlite(_), _) => 1,
         (Db::Postgres(_), n) => n.unwrap_or(4),
     };
-    let metrics = (!a.no_metrics).then(|| Arc::new(Metrics::new()));
+    let replica = match (&a.litestream_socket, &db) {
+        (Some(socket), Db::Sqlite(path)) => {
+            let path = std::path::absolute(path).map_err(|e| format!("--db: {e}"))?;
+            Some(Arc::new(ReplicaProbe::new(socket.clone(), path, clock.now().seconds())))
+        }
+        (Some(_), Db::Postgres(_)) => {
+            return Err("--litestream-socket: Litestream replicates SQLite files; PostgreSQL has its own (docs/postgres.md)".into())
+        }
+        (None, _) => None,
+    };
+    let sources = Sources {
+        backup_dir: a.backup_dir.clone(),
+        replica,
+    };
+    let metrics = (!a.no_metrics).then(|| Arc::new(Metrics::with(sources)));
     let observer = metrics.clone().map(|m| m as Arc<dyn quota_host::Observer>);
     let opts = PoolOptions {
         writers,
@@ -171,6 +187,9 @@ async fn run_server(app: Arc<App>, listen: &str) -> Result<(), String> {
     tokio::spawn(scheduler::upkeep::purge_replays_forever(app.clone()));
     tokio::spawn(scheduler::upkeep::sweep_forever(app.clone()));
     tokio::spawn(scheduler::upkeep::record_token_use_forever(app.clone()));
+    if let Some(p) = app.metrics.as_ref().and_then(|m| m.durability.replica()) {
+        tokio::spawn(probe_forever(app.clock.clone(), p));
+    }
     let listener = tokio::net::TcpListener::bind(listen)
         .await
         .map_err(|e| format!("--listen {listen}: {e}"))?;

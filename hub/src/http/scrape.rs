@@ -51,6 +51,7 @@ pub(super) async fn scrape(
     match read {
         Ok(Ok(Ok((active, budgets, webhooks)))) => {
             metrics.deliveries.set_state(&webhooks);
+            metrics.durability.refresh(now.seconds());
             let rules: Vec<String> = app
                 .pool
                 .summary

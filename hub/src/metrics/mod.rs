@@ -8,6 +8,7 @@
 //! names (`other` for anything else, `manual` for a refresh without a rule name).
 
 pub mod deliveries;
+pub mod durability;
 mod labels;
 pub mod process;
 
@@ -60,6 +61,7 @@ pub struct Metrics {
     durations: Family<HttpLabels, Histogram>,
     busy: Counter,
     conflicts: Counter,
+    holds_repaired: Counter,
     traps: Counter,
     shared_calls: Histogram,
     write_waiting: Gauge,
@@ -69,14 +71,18 @@ pub struct Metrics {
     refresh_last_applied: Family<RuleLabels, Gauge>,
     /// Webhook deliveries (counted by the delivery tasks; pending read at scrape time).
     pub deliveries: deliveries::Deliveries,
+    /// Backups and replication (read at scrape time).
+    pub durability: durability::Durability,
     /// One scrape at a time sets the active-session gauges.
     scraping: Mutex<()>,
 }
 
 impl Metrics {
-    pub fn new() -> Metrics {
+    /// The metrics, with the backups and the replica `sources` names.
+    pub fn with(sources: durability::Sources) -> Metrics {
         let mut registry = Registry::default();
         let deliveries = deliveries::Deliveries::new(&mut registry);
+        let durability = durability::Durability::new(&mut registry, sources);
         let mut m = Metrics {
             registry,
             rules: OnceLock::new(),
@@ -92,6 +98,7 @@ impl Metrics {
             durations: Family::new_with_constructor(request_histogram),
             busy: Counter::default(),
             conflicts: Counter::default(),
+            holds_repaired: Counter::default(),
             traps: Counter::default(),
             shared_calls: Histogram::new(exponential_buckets(1.0, 2.0, 8)),
             write_waiting: Gauge::default(),
@@ -100,6 +107,7 @@ impl Metrics {
             refresh_last_success: Family::default(),
             refresh_last_applied: Family::default(),
             deliveries,
+            durability,
             scraping: Mutex::new(()),
         };
         let r = &mut m.registry;
@@ -132,6 +140,11 @@ impl Metrics {
             "quota_budget_balance",
             "Each shared budget's balance as of now (read from the database at scrape time)",
             m.budget_balance.clone(),
+        );
+        r.register(
+            "quota_budget_holds_repaired",
+            "Budgets whose running total of what their running sessions hold the sweep found apart from the sessions' sum, and set right (a write no trigger saw: docs/operations.md)",
+            m.holds_repaired.clone(),
         );
         r.register(
             "quota_refresh_runs",
@@ -340,6 +353,9 @@ impl Observer for Metrics {
                     };
                     self.refresh_runs.get_or_create(&labels).inc();
                     self.refresh_users.get_or_create(&labels).inc_by(*users_updated);
+                }
+                Observation::HoldsRepaired { .. } => {
+                    self.holds_repaired.inc();
                 }
             }
         }

@@ -5,6 +5,7 @@
 
 pub mod cronjobs;
 pub mod deliveries;
+pub mod replica;
 pub mod upkeep;
 
 use std::sync::Arc;

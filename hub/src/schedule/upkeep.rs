@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use crate::app::App;
 use crate::engine::pool::Kind;
-use crate::log::info;
+use crate::log::{info, warning};
 use crate::storage::host_tables;
 use crate::tokens::{import as token_import, rows as token_rows};
 
@@ -168,6 +168,12 @@ pub async fn sweep(app: &Arc<App>) -> Result<(), String> {
         let swept: serde_json::Value = serde_json::from_str(&r.body).map_err(|e| e.to_string())?;
         grants += swept["grants_expired"].as_u64().unwrap_or(0);
         credits += swept["credits_expired"].as_i64().unwrap_or(0);
+        for d in swept["holds_repaired"].as_array().into_iter().flatten() {
+            warning!(
+                "budget {}: its running total said {} credits held, its running sessions hold {}; set right (docs/operations.md, QuotaBudgetHoldsRepaired)",
+                d["budget"], d["kept"], d["summed"]
+            );
+        }
         if swept["more"] != true {
             break;
         }

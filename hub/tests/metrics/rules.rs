@@ -118,3 +118,74 @@ fn no_metrics_serves_no_metrics_and_everything_else() {
     assert_eq!(status, 200, "{body}");
     server.stop();
 }
+
+/// What the scheduled backups did and how far Litestream's replica is behind (issue 59): a backup
+/// into the folder `--backup-dir` names, then one that fails, each read at the next scrape; with
+/// `--litestream-socket` and no Litestream answering, the lag grows from the server's start.
+#[test]
+fn the_backups_and_the_replicas_lag_are_exported() {
+    let setup = common::example();
+    let admin = setup.token("root", true, &[]);
+    let dir = setup.dir.path().join("backups");
+    let db = format!("sqlite://{}", setup.db.display());
+    let values = setup.values.to_str().expect("path").to_string();
+    let backup = |db: &str| {
+        common::cli(&[
+            "backup",
+            "--db",
+            db,
+            "--values",
+            &values,
+            "-o",
+            &format!("{}/", dir.display()),
+        ])
+    };
+    let socket = setup.dir.path().join("litestream.sock");
+    let server = setup.start(&[
+        "--test-clock",
+        "--backup-dir",
+        dir.to_str().expect("path"),
+        "--litestream-socket",
+        socket.to_str().expect("path"),
+    ]);
+    // Taken while the server serves, as the backup CronJob does.
+    assert_eq!(backup(&db).0, 0, "a backup");
+    let agent = common::agent();
+    let scrape = |now: &str| {
+        let (status, text) = http(
+            &agent,
+            "GET",
+            &format!("{}/metrics", server.url),
+            Some(&admin),
+            None,
+            &[("X-Quota-Test-Now", now)],
+        );
+        assert_eq!(status, 200, "{text}");
+        parse(&text)
+    };
+    let state: serde_json::Value =
+        json(&std::fs::read_to_string(dir.join("backup-state.json")).expect("the state"));
+    let m = scrape("2099-01-01T00:00:00Z");
+    assert_eq!(
+        get(&m, "quota_backup_last_success_timestamp_seconds", ""),
+        state["last_success"].as_f64().expect("a success")
+    );
+    assert!(get(&m, "quota_backup_bytes", "") > 4096.0);
+    assert_eq!(get(&m, "quota_backup_failures", ""), 0.0);
+    assert!(
+        get(&m, "quota_replication_lag_seconds", "") > 365.0 * 86400.0,
+        "nothing answers: behind since the server started"
+    );
+    // A failed backup is counted, never only a log line.
+    let missing = format!("sqlite://{}", setup.dir.path().join("gone.db").display());
+    assert_ne!(backup(&missing).0, 0);
+    let m = scrape("2099-01-01T00:00:10Z");
+    assert_eq!(get(&m, "quota_backup_failures", ""), 1.0);
+    let (code, listed, err) = common::cli(&["backups", dir.to_str().expect("path")]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        listed.contains("1 backup(s)") && listed.contains("1 failure(s)") && listed.contains("no such file"),
+        "{listed}"
+    );
+    server.stop();
+}

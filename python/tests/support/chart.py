@@ -104,9 +104,13 @@ def exported_series(quota_hub_bin: str, tmp_path: Path) -> set[str]:
     db = f"sqlite://{tmp_path / 'm.db'}"
     token = subprocess.run([quota_hub_bin, "token", "issue", "--db", db, "--user", "root", "--admin"],
                            capture_output=True, text=True, check=True).stdout.strip()
+    # A scheduled backup's folder and a Litestream socket (none answers: the lag grows), so the
+    # backups' and the replica's series are there.
     port = free_port()
     proc = subprocess.Popen([quota_hub_bin, "serve", "--listen", f"127.0.0.1:{port}", "--db", db, "--values", str(values),
-                             "--no-scheduler"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                             "--no-scheduler", "--backup-dir", str(tmp_path / "backups"),
+                             "--litestream-socket", str(tmp_path / "no-litestream.sock")],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     base = f"http://127.0.0.1:{port}/hub"
 
     def call(method: str, path: str, body: bytes | None = None) -> bytes:

@@ -45,6 +45,21 @@ const BUDGET_SESSIONS: Sql = same!(concat!(
 ));
 /// One integer: what the billable active sessions charging `$1` hold, as the running total the
 /// triggers of schema 11 keep (`schema/holds.rs`): one row however many are running.
+/// Every budget whose kept total differs from its billable running sessions' sum: the totals and the
+/// sums side by side (a budget in only one of them counts 0 in the other).
+const HOLDS_DRIFT: Sql = same!(
+    "SELECT b, SUM(k)::bigint, SUM(s)::bigint FROM (
+         SELECT budget AS b, held AS k, 0 AS s FROM budget_holds
+         UNION ALL
+         SELECT budget, 0, estimated_cost_milli FROM sessions
+         WHERE budget IS NOT NULL AND status = 'active' AND billable = 1
+     ) x GROUP BY b HAVING SUM(k) <> SUM(s) ORDER BY b"
+);
+/// A budget's kept total set to what its sessions hold.
+const SET_HELD: Sql = same!(
+    "INSERT INTO budget_holds (budget, held) VALUES ($1, $2)
+         ON CONFLICT (budget) DO UPDATE SET held = excluded.held"
+);
 const BUDGET_HELD: Sql = same!("SELECT COALESCE(MAX(held), 0)::bigint FROM budget_holds WHERE budget = $1");
 /// One integer: what member `$2`'s billable active sessions charging `$1` hold, summed from the
 /// member's own running sessions (the user's index: SQLite is kept from the budget's, which would
@@ -255,9 +270,31 @@ impl BudgetStore for SqlStore {
         let p = Params::new().text(name).int(limit(n))?;
         all(self.query(&RECENT_BUDGET_TRANSACTIONS, p)?, transaction)
     }
+
+    fn repair_budget_holds(&mut self) -> Result<Vec<quota_core::store::HoldsDrift>, StoreError> {
+        self.repair_holds()
+    }
 }
 
 impl SqlStore {
+    /// [`BudgetStore::repair_budget_holds`].
+    pub(super) fn repair_holds(&self) -> Result<Vec<quota_core::store::HoldsDrift>, StoreError> {
+        let found = self.query(&HOLDS_DRIFT, Params::new())?;
+        let mut out = Vec::with_capacity(found.len());
+        for mut row in found {
+            let mut c = Columns::new(&mut row, "budget_holds", 3)?;
+            out.push(quota_core::store::HoldsDrift {
+                budget: c.text(0)?,
+                kept: c.int(1)?,
+                summed: c.int(2)?,
+            });
+        }
+        for d in &out {
+            self.execute(&SET_HELD, Params::new().text(&d.budget).int(d.summed)?)?;
+        }
+        Ok(out)
+    }
+
     /// The fault build's assertion: a running total read equals the sum of its sessions.
     #[cfg(feature = "fault-injection")]
     fn check_held(&self, name: &str, held: i64) -> Result<(), StoreError> {

@@ -43,6 +43,8 @@ def _observation(v: Any) -> Optional[Observation]:
                            sessions=p.sessions, credits=p.credits, budget=_get(p, "budget"))
     if v.tag == "refreshed":
         return Observation("refreshed", rule_name=_get(p, "rule_name"), users_updated=_get(p, "users_updated"))
+    if v.tag == "holds-repaired":
+        return Observation("holds-repaired", budget=_get(p, "budget"), credits=_get(p, "summed") - _get(p, "kept"))
     return None
 
 

@@ -66,7 +66,8 @@ class ConfigSummary:
 class Observation:
     """Something a committed call did (the component's `observation`, returned with the call's
     answer): ``kind`` is ``gate`` (with ``result`` allowed/refused/invalid), ``sessions-ended``
-    (``status``, ``sessions``, ``credits``) or ``refreshed`` (``rule_name``, ``users_updated``)."""
+    (``status``, ``sessions``, ``credits``), ``refreshed`` (``rule_name``, ``users_updated``) or
+    ``holds-repaired`` (``budget``; ``credits``: thousandths the total moved by)."""
 
     kind: str
     resource_type: str = ""

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Callable, Optional
 
 from ..host.engine import QuotaEngine
+from . import durability
 
 #: The accounts whose balance differs from the sum of their ledger (none in a sound database):
 #: users by name, budgets as `budget <name>`.
@@ -101,9 +102,25 @@ def prune(folder: Path, keep: int) -> list[Path]:
 
 
 def backup(src: Path, out: Path, values: dict, *, folder: bool = False, keep: Optional[int] = None,
-           force: bool = False, say: Callable[[str], None] = print) -> Path:
+           force: bool = False, say: Callable[[str], None] = print, state: bool = True) -> Path:
     """Copies ``src`` to ``out`` (a file; with ``folder``, ``out/quota-<UTC time>Z.db``, keeping
-    the newest ``keep``). Returns the backup's path; progress and the summary go to ``say``."""
+    the newest ``keep``). Returns the backup's path; progress and the summary go to ``say``. Into
+    a folder, every outcome is recorded there for the metrics (``durability.record``), unless
+    ``state`` is False (the pre-migration backups)."""
+    if not folder or not state:
+        return _backup(src, out, values, folder=folder, keep=keep, force=force, say=say)
+    out.mkdir(parents=True, exist_ok=True)
+    try:
+        made = _backup(src, out, values, folder=True, keep=keep, force=force, say=say)
+    except Exception as e:
+        durability.record(out, False, error=str(e))
+        raise
+    durability.record(out, True, size=made.stat().st_size)
+    return made
+
+
+def _backup(src: Path, out: Path, values: dict, *, folder: bool, keep: Optional[int], force: bool,
+            say: Callable[[str], None]) -> Path:
     if not src.is_file():
         raise BackupFailed(f"{src}: no such file")
     if folder:
@@ -181,3 +198,30 @@ def restore(target: Path, source: Path, values: dict, *, say: Callable[[str], No
     say(f"restored {target} from {source}: {users} users, {ledger} ledger rows, schema {version}, "
         f"in {time.monotonic() - started:.2f} s" + (f"; the database it replaced is kept as {kept}" if kept else ""))
     return kept
+
+
+def listing(folders: list[Path]) -> list[str]:
+    """What folders of backups hold (``jupyterhub-quota backups``, as ``quota-hub backups``): each
+    ``quota-<UTC time>Z.db`` oldest first with its size and schema, and what the folder's
+    scheduled backups last did."""
+    lines = []
+    for folder in folders:
+        found = sorted(p for p in folder.iterdir() if p.name.startswith("quota-") and p.name.endswith("Z.db")) \
+            if folder.is_dir() else []
+        lines.append(f"{folder} ({len(found)} backup(s))")
+        for p in found:
+            try:
+                with sqlite3.connect(f"file:{p}?mode=ro", uri=True) as c:
+                    version, floor = schema_of(c)
+                c.close()
+                schema = f"schema {version} (floor {floor})"
+            except sqlite3.DatabaseError as e:
+                schema = f"unreadable: {e}"
+            lines.append(f"  {p.name}  {p.stat().st_size / 2**20:.1f} MiB  {schema}")
+        state = durability.read_state(folder) if folder.is_dir() else None
+        if state:
+            when = lambda t: time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t)) if t else "never"  # noqa: E731
+            error = f": {state['last_error']}" if state.get("last_error") else ""
+            lines.append(f"  last success {when(state.get('last_success'))} ({state.get('last_bytes', 0)} bytes); "
+                         f"{state.get('failures', 0)} failure(s), the last {when(state.get('last_failure'))}{error}")
+    return lines

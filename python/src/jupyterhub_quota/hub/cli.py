@@ -292,6 +292,9 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("-o", "--output", required=True, help="the backup file, or a folder (DIR/) for quota-<UTC time>Z.db")
     s.add_argument("--keep", type=int, help="with a folder: keep this many backups there")
     s.add_argument("--force", action="store_true", help="replace an existing backup file")
+    s = sub.add_parser("backups", help="the backups in folders, with their schema (default: the hub's backup folder and "
+                                       "its pre-migration folder)")
+    s.add_argument("folders", nargs="*", help="folders of backups")
     s = sub.add_parser("restore", help="replace the SQLite quota database with a checked backup (stop the hub first)")
     s.add_argument("backup", help="the backup file (from backup, the hub's schedule or the one it took before a migration), or a folder: its newest")
     sub.add_parser("check", help="the values, the database's schema and that every balance equals its ledger")
@@ -308,6 +311,13 @@ COMMANDS: dict[str, Callable[[QuotaEngine, argparse.Namespace], None]] = {
 def main(argv: Optional[list[str]] = None) -> int:
     args = parser().parse_args(argv)
     try:
+        if args.command == "backups":
+            from .upgrade import default_backup_dir, pre_migration_dir
+
+            base = default_backup_dir(str(_sqlite_file(args, "backups")))
+            folders = [Path(f) for f in args.folders] or [base, pre_migration_dir(base)]
+            print("\n".join(backups.listing(folders)))
+            return 0
         if args.command in ("backup", "restore"):
             (cmd_backup if args.command == "backup" else cmd_restore)(args)
             return 0

@@ -21,6 +21,7 @@ from .integration import Integration
 from ..host.service import DEFAULT_RUNTIME_MINUTES, QuotaService, log
 from .spawn import install_spawn_hooks
 from . import backup_schedule as backup_schedule_mod
+from . import durability as durability_mod
 from . import upgrade
 
 
@@ -60,6 +61,7 @@ def configure(
     backup_dir: Union[str, Path, None] = None,
     backup_keep: int = upgrade.BACKUP_KEEP,
     backup_schedule: Optional[str] = None,
+    litestream_socket: Optional[str] = None,
 ) -> Optional[Integration]:
     """Wires quota into a JupyterHub configuration (call it in ``jupyterhub_config.py``).
 
@@ -106,6 +108,10 @@ def configure(
     - ``backup_schedule``: a five-field cron expression (UTC), e.g. ``"30 2 * * *"``: the hub
       also takes a checked online backup of a SQLite quota database into ``backup_dir`` then,
       keeping ``backup_keep`` (``jupyterhub-quota restore`` puts one back; docs/upgrade.md).
+    - ``litestream_socket``: Litestream's control socket when it replicates the SQLite quota
+      database off the hub's volume (docs/z2jh.md, Replication): ``/hub/metrics`` then says how far
+      its replica is behind (``quota_replication_lag_seconds``). The hub's scheduled backups
+      (``backup_schedule``) are exported too (``quota_backup_*``).
     - ``allow_ephemeral_db``: start even when ``db_url`` is a SQLite file on the container's own
       file system (not a mounted volume), which is lost when the container restarts; without it
       such a start is refused with a :class:`~jupyterhub_quota.ConfigError` saying how to fix it.
@@ -189,7 +195,16 @@ def configure(
         c.JupyterHub.template_paths = paths + [str(TEMPLATES)]
     app.quota = quota
     asyncio.get_running_loop().create_task(quota.start(app))
-    if backup_schedule and not postgres and path != ":memory:":
+    sqlite_file = not postgres and path != ":memory:"
+    if metrics and sqlite_file and (backup_schedule or backup_dir):
+        counters.backup_dir = Path(backup_dir) if backup_dir else upgrade.default_backup_dir(path)
+    if litestream_socket and not sqlite_file:
+        raise ConfigError([("litestream_socket", "Litestream replicates a SQLite file; PostgreSQL has its own (docs/postgres.md)")])
+    if litestream_socket:
+        replica = durability_mod.ReplicaProbe(litestream_socket, path)
+        counters.replica = replica
+        quota.replica_task = asyncio.get_running_loop().create_task(replica.run_forever())
+    if backup_schedule and sqlite_file:
         folder = Path(backup_dir) if backup_dir else upgrade.default_backup_dir(path)
         quota.backups = asyncio.get_running_loop().create_task(
             backup_schedule_mod.run_forever(backup_schedule, path, doc, folder, backup_keep))

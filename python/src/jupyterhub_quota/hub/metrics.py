@@ -109,6 +109,21 @@ class _Webhooks:
         yield failed
 
 
+class _Durability:
+    """The backups' and the replica's series (durability.py), read at each scrape."""
+
+    def __init__(self, metrics: "Metrics"):
+        self.metrics = metrics
+
+    def describe(self) -> Iterable:
+        return []
+
+    def collect(self) -> Iterable:
+        from . import durability
+
+        yield from durability.families(self.metrics.backup_dir, self.metrics.replica)
+
+
 class _RefreshRules:
     """The refresh rules' last scheduled and applied runs, as quota-hub exports them: read from the
     database on an engine worker after each scrape, shown at the next (the dict replaced whole)."""
@@ -173,6 +188,11 @@ class Metrics(Observer):
         self.traps = Counter(
             "quota_engine_traps", "Engine calls that trapped (panic, deadline, memory limit) and were rolled back", registry=registry,
         )
+        self.holds_repaired = Counter(
+            "quota_budget_holds_repaired",
+            "Budgets whose running total of what their running sessions hold the sweep found apart from the sessions' "
+            "sum, and set right (a write no trigger saw: docs/operations.md)", registry=registry,
+        )
         self.gate_storage_errors = Counter(
             "quota_gate_storage_errors",
             "Spawn gates whose quota database failed, by outcome (refused: onStorageError refuse; allowed: started unbilled)",
@@ -197,6 +217,10 @@ class Metrics(Observer):
         self.enabled_rules: tuple[str, ...] = ()
         self.rule_statuses: list = []
         registry.register(_RefreshRules(self))
+        #: The scheduled backups' folder and Litestream's replica, when configure() set them up.
+        self.backup_dir: Any = None
+        self.replica: Any = None
+        registry.register(_Durability(self))
         self.rules: frozenset = frozenset()
         #: The last counts read, by resource type.
         self.active: dict[str, int] = {}
@@ -255,6 +279,8 @@ class Metrics(Observer):
                 rule = self._rule(e.rule_name)
                 self.refresh_runs.labels(rule).inc()
                 self.refresh_users.labels(rule).inc(e.users_updated)
+            elif e.kind == "holds-repaired":
+                self.holds_repaired.inc()
 
     def trapped(self) -> None:
         self.traps.inc()

@@ -116,6 +116,10 @@ class Scheduler:
             swept = r.json()
             total["grants_expired"] += swept["grants_expired"]
             total["credits_expired"] += swept["credits_expired"]
+            for d in swept.get("holds_repaired", ()):
+                log.warning(
+                    "quota: budget %s: its running total said %s credits held, its running sessions hold %s; set right "
+                    "(docs/operations.md, QuotaBudgetHoldsRepaired)", d["budget"], d["kept"], d["summed"])
             if not swept.get("more"):
                 break
         if total["grants_expired"]:

@@ -1,6 +1,7 @@
 """The hub's start-up step for the quota database (docs/upgrade.md): the schema checked; when it
-needs a migration, a SQLite file is backed up first (``backup_dir``, the newest ``backup_keep``
-kept), then migrated, with progress in the hub's log. Engines opened after it find the schema
+needs a migration, a SQLite file is backed up first (into ``<backup_dir>/pre-migration``, a folder
+of its own that no rotation prunes: the rollback needs the backup of its upgrade, kept until an
+operator removes it), then migrated, with progress in the hub's log. Engines opened after it find the schema
 current. A schema of a newer release is used as it is when its floor allows this package, and
 refused otherwise, naming the restore command (the engine's message)."""
 
@@ -25,6 +26,11 @@ def default_backup_dir(path: str) -> Path:
     return Path(path).resolve().parent / "quota-backups"
 
 
+def pre_migration_dir(backup_dir: Path) -> Path:
+    """Where the backups taken before a migration go: ``<backup_dir>/pre-migration``, never pruned."""
+    return backup_dir / "pre-migration"
+
+
 def start_up(path: str, values: dict, open_engine: Callable[[bool], QuotaEngine], *,
              backup_dir: Optional[str] = None, backup_keep: int = BACKUP_KEEP) -> tuple[int, int]:
     """Brings the quota database at ``path`` to this package's schema, backing a SQLite file up
@@ -36,10 +42,11 @@ def start_up(path: str, values: dict, open_engine: Callable[[bool], QuotaEngine]
             return found, writes
         sqlite = "://" not in path and path != ":memory:"
         if found > 0 and sqlite:
-            folder = Path(backup_dir) if backup_dir else default_backup_dir(path)
+            folder = pre_migration_dir(Path(backup_dir) if backup_dir else default_backup_dir(path))
             log.info("quota: the quota database has schema %d, this package writes %d: backing it up to %s first",
                      found, writes, folder)
-            backups.backup(Path(path), folder, values, folder=True, keep=backup_keep, say=lambda m: log.info("quota: %s", m))
+            backups.backup(Path(path), folder, values, folder=True, keep=None, state=False,
+                           say=lambda m: log.info("quota: %s", m))
         elif found > 0:
             log.warning("quota: migrating the PostgreSQL quota database without a backup by the hub: "
                         "take one with pg_dump before an upgrade (docs/upgrade.md)")
