@@ -42,9 +42,16 @@ cargo --version
 if [ "${CI:-}" = true ]; then export CARGO_INCREMENTAL=0; fi
 # The README walkthrough test runs curl, as a newcomer would; the image and release tests read the
 # image layouts with umoci and skopeo; the release test pushes the chart to a registry of its own
-# (docker-registry) and pulls it back. Installed first, so nothing runs apt beside anything else.
+# (docker-registry) and pulls it back; the replication test replicates over SFTP to an sshd on
+# loopback (openssh-server); the restore runbook fills its manifest with envsubst (gettext-base);
+# the alert rules are evaluated by Prometheus' promtool (prometheus; where systemd runs, Debian
+# starts the package's own service: the tests never use it).
+# Installed first, so nothing runs apt beside anything else.
 need=()
-for pair in curl:curl umoci:umoci skopeo:skopeo docker-registry:docker-registry; do command -v "${pair%%:*}" >/dev/null || need+=("${pair#*:}"); done
+for pair in curl:curl umoci:umoci skopeo:skopeo docker-registry:docker-registry /usr/sbin/sshd:openssh-server envsubst:gettext-base \
+        promtool:prometheus; do
+    command -v "${pair%%:*}" >/dev/null || need+=("${pair#*:}")
+done
 [ ${#need[@]} -eq 0 ] || apt_install "${need[@]}"
 bash scripts/ensure-chromium.sh
 

@@ -61,7 +61,7 @@ def test_the_default_install_is_one_hardened_replica_on_sqlite():
     # The migration is its own step before the server (docs/upgrade.md): the file backed up first.
     (m,) = pod["initContainers"]
     assert m["name"] == "migrate" and m["image"] == c["image"] and m["securityContext"] == c["securityContext"]
-    assert m["args"] == ["migrate", "--backup-dir", "/data/pre-migration", "--keep", "7"]
+    assert m["args"] == ["migrate", "--backup-dir", "/data/pre-migration"], "pre-migration backups: never pruned"
     assert {e["name"]: e["value"] for e in m["env"]} == {"QUOTA_HUB_VALUES": "/etc/quota/config/values.yaml", "QUOTA_HUB_DB": env["QUOTA_HUB_DB"]["value"]}
     assert {v["name"] for v in m["volumeMounts"]} == {"config", "cache", "tmp", "data"}
     assert "migrate" not in c["args"]
@@ -224,8 +224,11 @@ def test_the_backup_cronjobs_command_backs_up_and_keeps_the_newest(tmp_path, quo
     env = {e["name"]: e["value"] for e in c["env"]}
     out = subprocess.run([quota_hub_bin, *args], capture_output=True, text=True, env={**os.environ, **env})
     assert out.returncode == 0, out.stdout + out.stderr
-    backups = sorted(p.name for p in (tmp_path / "backups").iterdir())
+    backups = sorted(p.name for p in (tmp_path / "backups").iterdir() if p.suffix == ".db")
     assert len(backups) == 3 and backups[0] == "quota-20210101T000000Z.db", backups
+    state = json.loads((tmp_path / "backups" / "backup-state.json").read_text())
+    newest = (tmp_path / "backups" / backups[-1]).stat()
+    assert state["last_bytes"] == newest.st_size and state["failures"] == 0 and state["last_success"] > 0, state
     assert "1 users" in out.stdout and "every balance equals its ledger" in out.stdout, out.stdout
 
 

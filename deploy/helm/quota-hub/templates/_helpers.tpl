@@ -95,4 +95,56 @@ affinity:
 {{- if and (eq .Values.database.type "sqlite") (gt (int .Values.replicas) 1) -}}
 {{- fail (printf "replicas: %v replicas need database.type postgres (SQLite has one writer: one replica)" .Values.replicas) -}}
 {{- end -}}
+{{- $r := .Values.database.sqlite.replication -}}
+{{- if and $r.enabled (ne .Values.database.type "sqlite") -}}
+{{- fail "database.sqlite.replication: Litestream replicates the SQLite file; PostgreSQL has its own (docs/postgres.md, point-in-time recovery)" -}}
+{{- end -}}
+{{- if and $r.enabled (ne (len $r.replicas) 1) -}}
+{{- fail "database.sqlite.replication.replicas: give one replica (its url and settings; Litestream 0.5 keeps one per database)" -}}
+{{- end -}}
+{{- end -}}
+
+{{- /* Litestream's configuration: the one database, its one replica (SFTP without concurrent
+       writes unless asked), the control socket quota-hub asks for the lag, and metrics. */ -}}
+{{- define "quota-hub.litestream" -}}
+{{- $r := .Values.database.sqlite.replication -}}
+{{- $replica := deepCopy (index $r.replicas 0) -}}
+{{- if and (hasPrefix "sftp://" $replica.url) (not (hasKey $replica "concurrent-writes")) -}}
+{{- $_ := set $replica "concurrent-writes" false -}}
+{{- end -}}
+{{- if not (hasKey $replica "sync-interval") -}}
+{{- $_ := set $replica "sync-interval" $r.syncInterval -}}
+{{- end -}}
+addr: ":9090"
+socket:
+  enabled: true
+  path: /run/litestream/litestream.sock
+dbs:
+  - path: /data/quota.db
+    monitor-interval: {{ $r.monitorInterval }}
+    replica:
+      {{- toYaml $replica | nindent 6 }}
+{{- end -}}
+
+{{- /* What Litestream's containers share: the image, its configuration, the data and socket
+       volumes, the credentials. */ -}}
+{{- define "quota-hub.litestreamContainer" -}}
+{{- $r := .Values.database.sqlite.replication -}}
+image: {{ $r.image | quote }}
+imagePullPolicy: {{ .Values.image.pullPolicy }}
+{{- with $r.secretName }}
+envFrom:
+  - secretRef: {name: {{ . }}}
+{{- end }}
+securityContext:
+  {{- toYaml .Values.securityContext | nindent 2 }}
+resources:
+  {{- toYaml $r.resources | nindent 2 }}
+volumeMounts:
+  - {name: data, mountPath: /data}
+  - {name: litestream-config, mountPath: /etc/litestream, readOnly: true}
+  - {name: litestream-run, mountPath: /run/litestream}
+  {{- if $r.filesSecretName }}
+  - {name: litestream-secret, mountPath: /etc/litestream/secret, readOnly: true}
+  {{- end }}
 {{- end -}}
