@@ -79,6 +79,10 @@ class Walk:
         shutil.copy(REPO / "examples/z2jh/config.yaml", self.dir / "config.yaml")
         shutil.copy(REPO / "examples/values.yaml", self.dir / "my-values.yaml")
         shutil.rmtree(REPO / "target" / "wheels", ignore_errors=True)
+        # An earlier build's wheel beside the one z2jh.md builds (a folder reused across versions):
+        # the hub image takes its own version's, or its pip install fails on this one.
+        (REPO / "target" / "wheels").mkdir(parents=True)
+        (REPO / "target" / "wheels" / "jupyterhub_quota-0.1.0-py3-none-any.whl").write_text("an older build")
         tools = tmp / "tools"
         tools.mkdir()
         (tools / "quota-hub").symlink_to(REPO / "target" / "debug" / "quota-hub")
@@ -168,8 +172,19 @@ def test_docs_deploy_md_runs_end_to_end(walk):
 def test_docs_z2jh_md_runs_end_to_end(walk):
     walk.run("docs/z2jh.md")
     values = yaml.safe_load((REPO / "examples/z2jh/config.yaml").read_text())
+    # The hub image the example runs is the one a release pushes (release.yml's hub-image job names
+    # it the same way); the walk's nodes pull it as that job builds it. The build section 1 shows
+    # for one's own registry ran too, from a folder that also held an older wheel, and was pushed.
+    repo = yaml.safe_load((REPO / "deploy/helm/quota-hub/values.yaml").read_text())["image"]["repository"]
+    z2jh = re.search(r"^ARG Z2JH_VERSION=(\S+)$", (REPO / "deploy/z2jh/hub.Dockerfile").read_text(), re.M).group(1)
     image = f"{values['hub']['image']['name']}:{values['hub']['image']['tag']}"
-    assert (walk.state / "pushed" / re.sub(r"[^A-Za-z0-9_.-]+", "_", image)).read_text() == image, "the hub image was pushed"
+    assert image == f"{repo.rsplit('/', 1)[0]}/hub-quota:{z2jh}-quota-{VERSION}", image
+    release_yml = (REPO / ".github/workflows/release.yml").read_text()
+    assert 'image="${repo%/*}/hub-quota:${z2jh}-quota-${VERSION}"' in release_yml
+    pulled = json.loads((walk.state / "images" / re.sub(r"[^A-Za-z0-9_.-]+", "_", image) / "image.json").read_text())
+    assert pulled["kind"] == "z2jh-hub" and pulled["extras"] == "postgres", pulled
+    own = "registry.example.org/hub-quota:4.4.0-quota-" + VERSION
+    assert (walk.state / "pushed" / re.sub(r"[^A-Za-z0-9_.-]+", "_", own)).read_text() == own, "the own build was pushed"
     # The single-user image the example names: built as root over an older JupyterLab, raised, pushed.
     single = f"{values['singleuser']['image']['name']}:{values['singleuser']['image']['tag']}"
     record = json.loads((walk.state / "images" / re.sub(r"[^A-Za-z0-9_.-]+", "_", single) / "image.json").read_text())
@@ -196,18 +211,45 @@ def test_docs_z2jh_md_runs_end_to_end(walk):
     assert re.search(r"^alice\s+150\s", walk.output("kubectl exec -n jhub deploy/hub -- jupyterhub-quota list"), re.M)
     ledger = (walk.dir / "ledger.csv").read_text().splitlines()
     assert ledger[0].startswith("id,created_at,username,transaction_type,amount") and len(ledger) == 5
-    [backup] = (walk.state / "hub-container" / "srv" / "jupyterhub" / "quota-backups").iterdir()
+    backups = walk.state / "hub-container" / "srv" / "jupyterhub" / "quota-backups"
+    [backup] = [p for p in backups.iterdir() if p.is_file() and p.name != "backup-state.json"]
     assert backup.suffix == ".db"
+    # What the metrics read: the backup's size, no failure (QuotaBackupStale, QuotaBackupFailing).
+    state = json.loads((backups / "backup-state.json").read_text())
+    assert state["last_bytes"] == backup.stat().st_size and state["failures"] == 0, state
     assert "every balance equals its ledger" in walk.output("kubectl exec -n jhub deploy/hub -- jupyterhub-quota check")
 
 
+#: upgrade.md's z2jh restore as it read before issue 59, the fill of its manifest aside: no wait for
+#: the hub's pod to go, none for the new one to be ready. On a cluster whose pods take time, the
+#: restore pod finds the database still open and fails, and the check finds no ready hub.
+RESTORE_WITHOUT_WAITS = [
+    "kubectl scale -n jhub deploy/hub --replicas=0",
+    "QUOTA_RESTORE_IMAGE=ghcr.io/quota-engine/hub-quota:4.4.0-quota-0.2.0 QUOTA_DB_CLAIM=hub-db-dir QUOTA_DB_DIR=/srv/jupyterhub "
+    "QUOTA_DB_FILE=quota.sqlite QUOTA_BACKUP= envsubst < deploy/z2jh/quota-restore.yaml | kubectl apply -n jhub -f -",
+    "kubectl wait -n jhub pod/quota-restore --for=jsonpath={.status.phase}=Succeeded --timeout=300s",
+]
+
+
 def test_docs_upgrade_md_runs_after_deploy_and_z2jh(walk):
-    """upgrade.md on what deploy.md and z2jh.md made: quota-hub's release upgraded and rolled back
-    (three revisions, the rollback's objects those of the first), and the hub's quota database
-    backed up, restored by the one-off pod while the hub is scaled to 0, and checked again."""
+    """upgrade.md on what deploy.md and z2jh.md made: quota-hub's release upgraded with the
+    released chart and rolled back (three revisions, the rollback's objects those of the first),
+    and the hub's quota database backed up, listed, restored by the one-off pod once the hub's pod
+    is gone, and checked once the new one is ready. First, the runbook without its waits fails on
+    the same pods, as it would on a cluster."""
     walk.run("docs/deploy.md")
     walk.stop()
     walk.run("docs/z2jh.md")
+    hasty = [subprocess.run(["sh", "-c", line], cwd=walk.dir, env=walk.env, capture_output=True, text=True)
+             for line in RESTORE_WITHOUT_WAITS]
+    assert [r.returncode for r in hasty] == [0, 0, 1], [r.stderr for r in hasty]
+    assert "phase Failed" in hasty[2].stderr, hasty[2].stderr
+    for line, says in (("kubectl scale -n jhub deploy/hub --replicas=1", ""),
+                       ("kubectl exec -n jhub deploy/hub -- jupyterhub-quota check", "no running hub pod")):
+        r = subprocess.run(["sh", "-c", line], cwd=walk.dir, env=walk.env, capture_output=True, text=True)
+        assert (r.returncode != 0) == bool(says) and says in r.stderr, (line, r.stderr)
+    subprocess.run(["kubectl", "rollout", "status", "-n", "jhub", "deploy/hub", "--timeout=600s"], cwd=walk.dir, env=walk.env,
+                   check=True, capture_output=True)
     walk.run("docs/upgrade.md")
     history = walk.output("helm history quota-hub").splitlines()
     assert [line.split("\t")[0] for line in history[1:]] == ["1", "2", "3"], history
@@ -217,4 +259,6 @@ def test_docs_upgrade_md_runs_after_deploy_and_z2jh(walk):
     restored = walk.output("kubectl logs -n jhub pod/quota-restore")
     assert restored.startswith("restored ") and "schema 11" in restored and "is kept as" in restored, restored
     assert "every balance equals its ledger" in walk.output("kubectl exec -n jhub deploy/hub -- jupyterhub-quota check")
-    assert (walk.state / "hub-replicas").read_text() == "1"
+    assert json.loads((walk.state / "pods.json").read_text())["hub"]["phase"] == "Running"
+    listed = walk.output("kubectl exec -n jhub deploy/hub -- jupyterhub-quota backups")
+    assert "pre-migration" in listed and "quota-backups" in listed, listed
