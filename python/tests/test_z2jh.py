@@ -1,11 +1,12 @@
 """What docs/z2jh.md ships besides the hub's behaviour (test_kubespawner.py): the values given as
 the dict z2jh hands over configure what the file does, and the hub image's recipe
-(deploy/z2jh/Dockerfile: z2jh's hub image plus the wheel) works: the wheel installs into a fresh
+(deploy/z2jh/hub.Dockerfile: z2jh's hub image plus the wheel) works: the wheel installs into a fresh
 virtualenv beside the image's own pinned JupyterHub, KubeSpawner, PyYAML and prometheus-client
 without moving them, imports and gates a start."""
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import re
@@ -23,7 +24,7 @@ from jupyterhub_quota.hub.placement import accelerators
 
 REPO = HERE.parents[2]
 EXAMPLE = REPO / "examples" / "z2jh" / "config.yaml"
-DOCKERFILE = REPO / "deploy" / "z2jh" / "Dockerfile"
+DOCKERFILE = REPO / "deploy" / "z2jh" / "hub.Dockerfile"
 #: The pins of z2jh's hub image that the wheel must not move (images/hub/requirements.txt of the
 #: z2jh release the Dockerfile extends).
 Z2JH_HUB_PINS = {
@@ -80,6 +81,28 @@ def test_the_image_recipe_and_the_example_name_one_z2jh_release():
     assert f"hub-quota:{version}-quota-{package}" in (REPO / "docs" / "z2jh.md").read_text()
 
 
+def dockerfile_args() -> dict[str, str]:
+    """The Dockerfile's build arguments and their defaults."""
+    return dict(re.findall(r"^ARG (\w+)=\"?([^\"\n]*)\"?$", DOCKERFILE.read_text(), re.M))
+
+
+def test_the_image_copies_the_wheel_of_its_own_version_from_a_folder_holding_several():
+    """The wheel the image installs is VERSION's by default (a build argument names another), so a
+    context that also holds an older or newer wheel (target/wheels after two builds) builds the
+    version it says, and no glob can match two files."""
+    from dockerfile_parse import DockerfileParser
+
+    version = (REPO / "VERSION").read_text().strip()
+    args = dockerfile_args()
+    assert args["QUOTA_VERSION"] == version, "deploy/z2jh/hub.Dockerfile's QUOTA_VERSION is VERSION"
+    [copy] = [i["value"].split() for i in DockerfileParser(path=str(DOCKERFILE)).structure if i["instruction"] == "COPY"]
+    src = copy[0].replace("${QUOTA_VERSION}", args["QUOTA_VERSION"])
+    assert not any(c in src for c in "*?[$"), src
+    names = [f"jupyterhub_quota-{v}-py3-none-any.whl" for v in ("0.1.0", version, "9.9.9")]
+    assert [n for n in names if n == src] == [f"jupyterhub_quota-{version}-py3-none-any.whl"]
+    assert "${QUOTA_VERSION}" in dockerfile_install(), "the RUN line installs the copied file, not a glob"
+
+
 def dockerfile_install() -> str:
     """The Dockerfile's `RUN` that installs the wheel (a build argument reaches it in the
     environment, as `docker build` passes one)."""
@@ -109,10 +132,11 @@ def test_the_wheel_installs_beside_the_z2jh_hub_images_pins_and_works(tmp_path, 
     wheels.mkdir()
     shutil.copy(wheel, wheels)
     run = dockerfile_install().replace("/tmp/wheels", str(wheels))
-    env = {**os.environ, "PATH": f"{venv / 'bin'}:{os.environ['PATH']}", "EXTRAS": extras, "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
+    env = {**os.environ, "PATH": f"{venv / 'bin'}:{os.environ['PATH']}", "EXTRAS": extras, "PIP_DISABLE_PIP_VERSION_CHECK": "1",
+           "QUOTA_VERSION": dockerfile_args()["QUOTA_VERSION"]}
     out = subprocess.run(["sh", "-c", run], capture_output=True, text=True, timeout=DEADLINE_S * 5, env=env)
     assert out.returncode == 0, out.stdout + out.stderr
-    assert "jupyterhub-quota in JupyterHub " + pins["jupyterhub"] in out.stdout
+    assert f"jupyterhub-quota {env['QUOTA_VERSION']} in JupyterHub {pins['jupyterhub']}" in out.stdout
     assert not wheels.exists(), "the RUN line cleans up"
     # The operator's command line comes with it (docs/z2jh.md, 8).
     cli_help = subprocess.run([str(venv / "bin" / "jupyterhub-quota"), "--help"], capture_output=True, text=True)
@@ -132,3 +156,50 @@ print(json.dumps({"version": jupyterhub_quota.__version__, "status": r.status}))
 """], capture_output=True, text=True, timeout=DEADLINE_S)
     assert check.returncode == 0, check.stderr
     assert json.loads(check.stdout) == {"version": (REPO / "VERSION").read_text().strip(), "status": 201}
+
+
+def test_every_key_the_example_sets_is_one_z2jh_4_4_0_knows():
+    """examples/z2jh/config.yaml against z2jh 4.4.0's default values (fixtures/z2jh-4.4.0): every
+    key it sets where z2jh's defaults hold a fixed set of keys is one of them (z2jh's schema refuses
+    any other), down to the free-form maps (hub.services, hub.loadRoles, custom, ...). The whole
+    schema (scripts/check_z2jh_values.py) runs in the release workflow, which can download it."""
+    defaults = yaml.safe_load((REPO / "python" / "tests" / "fixtures" / "z2jh-4.4.0" / "values.yaml").read_text())
+
+    def unknown(given: dict, known: dict, path: tuple = ()) -> list[str]:
+        out = []
+        for k, v in given.items():
+            if k not in known:
+                out.append(".".join((*path, k)))
+            elif isinstance(v, dict) and isinstance(known[k], dict) and known[k]:
+                out += unknown(v, known[k], (*path, k))
+        return out
+
+    example = yaml.safe_load(EXAMPLE.read_text())
+    assert unknown(example, defaults) == []
+    # The check finds a misspelt key, at any depth.
+    for misspelt in ("extraContainer", "netwrkPolicy"):
+        bad = copy.deepcopy(example)
+        bad["hub"][misspelt] = bad["hub"].get("extraContainers", {})
+        assert unknown(bad, defaults) == [f"hub.{misspelt}"]
+    # Everything the pages after section 2 use is in the example.
+    hub = example["hub"]
+    assert set(hub["services"]) == {"quota-cron", "prometheus"}
+    assert {"quota-cron", "prometheus", "course-101-staff"} <= set(hub["loadRoles"])
+    assert hub["networkPolicy"]["ingress"] and [c["name"] for c in hub["extraContainers"]] == ["litestream"]
+
+
+def test_the_schema_check_merges_as_helm_does_and_names_each_problem(tmp_path):
+    """scripts/check_z2jh_values.py, on a small schema of z2jh's shape: maps merge over the
+    defaults, a list replaces, null removes; an unknown key or a wrong type is named with its path."""
+    sys.path.insert(0, str(REPO / "scripts"))
+    from check_z2jh_values import helm_merge, problems
+
+    assert helm_merge({"a": {"b": 1, "c": [1]}, "d": 1}, {"a": {"c": [2]}, "d": None}) == {"a": {"b": 1, "c": [2]}}
+    schema = {"type": "object", "additionalProperties": False, "required": ["hub"],
+              "properties": {"hub": {"type": "object", "additionalProperties": False,
+                                     "properties": {"services": {"type": "object"}, "extraContainers": {"type": "array"}}}}}
+    defaults = {"hub": {"services": {}, "extraContainers": []}}
+    assert problems(defaults, schema, {"hub": {"services": {"quota-cron": {}}}}) == []
+    assert problems(defaults, schema, {"hub": {"extraContainer": []}}) == [
+        "hub: Additional properties are not allowed ('extraContainer' was unexpected)"]
+    assert problems(defaults, schema, {"hub": {"extraContainers": {}}}) == ["hub.extraContainers: {} is not of type 'array'"]

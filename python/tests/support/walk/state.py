@@ -28,6 +28,37 @@ def image_record(tag: str) -> dict | None:
     return json.loads(path.read_text()) if path.is_file() else None
 
 
+def released_hub_image() -> str:
+    """The z2jh hub image a release pushes (release.yml's hub-image job): beside the chart's image
+    repository, `hub-quota:<z2jh version>-quota-<version>`."""
+    import yaml
+
+    repo = yaml.safe_load((REPO / "deploy/helm/quota-hub/values.yaml").read_text())["image"]["repository"]
+    z2jh = re.search(r"^ARG Z2JH_VERSION=(\S+)$", (REPO / "deploy/z2jh/hub.Dockerfile").read_text(), re.M).group(1)
+    version = (REPO / "VERSION").read_text().strip()
+    return f"{repo.rsplit('/', 1)[0]}/hub-quota:{z2jh}-quota-{version}"
+
+
+def pulled(tag: str) -> dict | None:
+    """The image `tag` as a node pulls it: one the walk built, or the released hub image, which
+    stands in as the release job builds it (hub.Dockerfile, this version's wheel from the checkout,
+    the postgres extra; the walk's docker reuses an identical build the docs made)."""
+    import shutil
+    import subprocess
+
+    record = image_record(tag)
+    if record or tag != released_hub_image():
+        return record
+    [wheel] = (REPO / "target" / "python-dist").glob(f"jupyterhub_quota-{(REPO / 'VERSION').read_text().strip()}-py3-none-any.whl")
+    context = STATE / "release-context"
+    context.mkdir(exist_ok=True)
+    shutil.copy(wheel, context)
+    version = (REPO / "VERSION").read_text().strip()
+    subprocess.run(["docker", "build", "-f", str(REPO / "deploy/z2jh/hub.Dockerfile"), "--build-arg", f"QUOTA_VERSION={version}",
+                    "--build-arg", "EXTRAS=postgres", "-t", tag, str(context)], check=True, stdout=sys.stderr)
+    return image_record(tag)
+
+
 def save_image(tag: str, record: dict) -> Path:
     d = STATE / "images" / safe(tag)
     d.mkdir(parents=True, exist_ok=True)
