@@ -123,12 +123,9 @@ fn quantities(v: &Value, path: &str, problems: &mut Vec<(String, String)>) -> BT
 }
 
 /// `resources`: `limits` and `requests`, nothing else; an extended resource (a name with a
-/// domain) cannot be overcommitted, so where both give it they must be equal.
-pub(crate) fn read_resources(
-    v: Option<&Value>,
-    path: &str,
-    problems: &mut Vec<(String, String)>,
-) -> Resources {
+/// domain) cannot be overcommitted: a request of one needs its limit too (Kubernetes refuses the
+/// pod otherwise), and where both give it they must be equal.
+pub fn read_resources(v: Option<&Value>, path: &str, problems: &mut Vec<(String, String)>) -> Resources {
     let mut out = Resources::default();
     let Some(v) = v.filter(|v| !v.is_null()) else {
         return out;
@@ -148,6 +145,16 @@ pub(crate) fn read_resources(
                 format!("{path}.{other}"),
                 "unknown key (resources take `limits` and `requests`)".into(),
             )),
+        }
+    }
+    for (name, request) in &out.requests {
+        if name.contains('/') && !out.limits.contains_key(name) {
+            problems.push((
+                format!("{path}.requests.{name}"),
+                format!(
+                    "needs `{path}.limits.{name}: {request}` too: Kubernetes refuses a pod that requests an extended resource without a limit (give the limit alone: the request follows it)"
+                ),
+            ));
         }
     }
     for (name, limit) in &out.limits {
@@ -330,6 +337,15 @@ mod tests {
         let (_, p) = resources(json!({"limits": {"nvidia.com/gpu": 1}, "requests": {"nvidia.com/gpu": 2}}));
         assert_eq!(p[0].0, "r.requests.nvidia.com/gpu");
         assert!(p[0].1.contains("must equal its limit (1)"), "{p:?}");
+        // Only requested: Kubernetes refuses the pod, so the values are refused, naming the path.
+        let (_, p) =
+            resources(json!({"requests": {"nvidia.com/gpu": 1, "cpu": "2"}, "limits": {"memory": "4Gi"}}));
+        assert_eq!(p.len(), 1, "{p:?}");
+        assert_eq!(p[0].0, "r.requests.nvidia.com/gpu");
+        assert!(p[0].1.contains("needs `r.limits.nvidia.com/gpu: 1` too"), "{p:?}");
+        // A plain resource may be requested alone (it can be overcommitted).
+        let (_, p) = resources(json!({"requests": {"cpu": "2", "memory": "1Gi"}}));
+        assert_eq!(p, vec![]);
         let (_, p) = resources(json!(1));
         assert!(p[0].1.contains("must be a mapping"), "{p:?}");
     }

@@ -208,6 +208,71 @@ fn job_pods_carry_the_hub_access_label_and_the_operators_labels_and_annotations(
     }
 }
 
+/// The refresh container of the first CronJob.
+fn job_container(out: &str) -> Value {
+    let doc = out
+        .split("\n---\n")
+        .map(|d| d.trim_start_matches("---\n"))
+        .find(|d| !d.trim().is_empty())
+        .expect("a CronJob");
+    let d: Value = serde_norway::from_str(doc).expect("YAML");
+    d["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"][0].clone()
+}
+
+#[test]
+fn job_pods_ask_for_small_resources_that_the_operator_can_change() {
+    // A namespace with a ResourceQuota on cpu and memory refuses a pod that names neither.
+    let dir = tempfile::tempdir().expect("dir");
+    let v = values(
+        dir.path(),
+        json!({"nightly": {"enabled": true, "schedule": "0 3 * * *", "action": "add", "amount": 1}}),
+    );
+    let (code, out, err) = render(&v);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(
+        job_container(&out)["resources"],
+        json!({"requests": {"cpu": "10m", "memory": "32Mi"}, "limits": {"memory": "128Mi"}})
+    );
+    let v_arg = v.to_string_lossy().to_string();
+    let (code, out, err) = cli(&[
+        "render-cronjobs",
+        "--values",
+        &v_arg,
+        "--request",
+        "cpu=50m",
+        "--limit",
+        "cpu=250m",
+        "--limit",
+        "memory=64Mi",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(
+        job_container(&out)["resources"],
+        json!({"requests": {"cpu": "50m", "memory": "32Mi"}, "limits": {"cpu": "250m", "memory": "64Mi"}})
+    );
+    for (flag, bad, named) in [
+        (
+            "--request",
+            "memory=lots",
+            "--request memory: `lots` is not a Kubernetes quantity",
+        ),
+        ("--limit", "cpu", "--limit `cpu`: expected KEY=VALUE"),
+        (
+            "--request",
+            "nvidia.com/gpu=1",
+            "needs `--limit nvidia.com/gpu=1` too",
+        ),
+    ] {
+        let (code, out, err) = cli(&["render-cronjobs", "--values", &v_arg, flag, bad]);
+        assert_ne!(code, 0, "{bad}");
+        assert_eq!(out, "", "nothing rendered for {bad}");
+        assert!(
+            err.contains(named) && err.contains("no CronJobs rendered"),
+            "{bad}: {err}"
+        );
+    }
+}
+
 #[test]
 fn the_jobs_command_run_twice_applies_its_scheduled_run_once() {
     // An every-minute rule: the Job's run id is `<rule>@<this minute>`. Two runs in one minute

@@ -189,6 +189,15 @@ pub enum Command {
         /// does not keep a finished Job running (repeat the option for each).
         #[arg(long = "pod-annotation", value_name = "KEY=VALUE")]
         pod_annotations: Vec<String>,
+        /// A resource request of the refresh container, over the defaults `cpu=10m` and
+        /// `memory=32Mi` (the chart's `cronjobs.resources`; a namespace ResourceQuota refuses a pod
+        /// without them); repeat for each resource.
+        #[arg(long = "request", value_name = "RESOURCE=QUANTITY")]
+        requests: Vec<String>,
+        /// A resource limit of the refresh container, over the default `memory=128Mi`; repeat for
+        /// each resource.
+        #[arg(long = "limit", value_name = "RESOURCE=QUANTITY")]
+        limits: Vec<String>,
         /// Write the CronJobs as a chart of their own into this folder (Chart.yaml and
         /// templates/cronjobs.yaml) instead of printing them: `helm upgrade --install` makes them a
         /// release, which removes a CronJob whose rule is gone.

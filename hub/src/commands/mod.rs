@@ -60,6 +60,8 @@ pub fn run(cli: Cli) -> Result<ExitCode, String> {
             no_hub_access_label,
             pod_labels,
             pod_annotations,
+            requests,
+            limits,
             chart_dir,
         } => {
             let access = (!no_hub_access_label).then_some(hub_access_label);
@@ -73,6 +75,8 @@ pub fn run(cli: Cli) -> Result<ExitCode, String> {
                 "--pod-label",
             )?;
             let annotations = pairs(&pod_annotations, "--pod-annotation")?;
+            let resources = cronjobs::resources(&pairs(&requests, "--request")?, &pairs(&limits, "--limit")?)
+                .map_err(|bad| format!("{}; no CronJobs rendered", bad.join("; ")))?;
             let o = cronjobs::Options {
                 name_prefix: &name_prefix,
                 namespace: &namespace,
@@ -83,6 +87,7 @@ pub fn run(cli: Cli) -> Result<ExitCode, String> {
                 image_pull_secrets: &image_pull_secrets,
                 pod_labels: &labels,
                 pod_annotations: &annotations,
+                resources: &resources,
             };
             config::render_cronjobs(&values, &o, chart_dir.as_deref())
         }

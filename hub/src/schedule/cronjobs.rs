@@ -102,6 +102,55 @@ pub struct Options<'a> {
     pub pod_labels: &'a [(String, String)],
     /// Annotations of the Job pods (e.g. `sidecar.istio.io/inject: "false"`).
     pub pod_annotations: &'a [(String, String)],
+    /// The refresh container's `resources` (`resources()` makes them).
+    pub resources: &'a Value,
+}
+
+/// The refresh container's requests and limits when none are given: the chart's
+/// `cronjobs.resources` (a refresh is one HTTP call).
+pub const DEFAULT_REQUESTS: [(&str, &str); 2] = [("cpu", "10m"), ("memory", "32Mi")];
+pub const DEFAULT_LIMITS: [(&str, &str); 1] = [("memory", "128Mi")];
+
+/// The container's `resources`: the defaults, each overridden by a `--request` or `--limit` of
+/// the same resource; every quantity and name checked as Kubernetes would (the problems name the
+/// option), an extended resource requested without a limit refused.
+pub fn resources(requests: &[(String, String)], limits: &[(String, String)]) -> Result<Value, Vec<String>> {
+    let merged = |defaults: &[(&str, &str)], given: &[(String, String)]| -> Map<String, Value> {
+        let mut m: Map<String, Value> = defaults
+            .iter()
+            .map(|(k, v)| (k.to_string(), Value::from(*v)))
+            .collect();
+        for (k, v) in given {
+            m.insert(k.clone(), Value::from(v.as_str()));
+        }
+        m
+    };
+    let v =
+        json!({"requests": merged(&DEFAULT_REQUESTS, requests), "limits": merged(&DEFAULT_LIMITS, limits)});
+    let mut problems = Vec::new();
+    quota_core::accelerator_pod::read_resources(Some(&v), "resources", &mut problems);
+    if problems.is_empty() {
+        Ok(v)
+    } else {
+        Err(problems
+            .into_iter()
+            .map(|(path, why)| {
+                let option = if path.starts_with("resources.requests") {
+                    "--request"
+                } else {
+                    "--limit"
+                };
+                let name = path.split_once('.').map_or(path.as_str(), |(_, rest)| rest);
+                let name = name.split_once('.').map_or(name, |(_, n)| n);
+                let why = match why.strip_prefix("needs `resources.limits.") {
+                    // The same advice in the command line's words.
+                    Some(rest) => format!("needs `--limit {}", rest.replacen(": ", "=", 1)),
+                    None => why,
+                };
+                format!("{option} {name}: {why}")
+            })
+            .collect())
+    }
 }
 
 /// `KEY=VALUE` (a label or an annotation on the command line), or why not.
@@ -219,6 +268,7 @@ fn cronjob(rule: &str, fragment: &Value, o: &Options<'_>) -> Value {
                                     "name": "QUOTA_HUB_TOKEN",
                                     "valueFrom": {"secretKeyRef": {"name": o.token_secret, "key": o.token_key}},
                                 }],
+                                "resources": o.resources,
                             }],
                         },
                     },
@@ -250,6 +300,42 @@ mod tests {
             .contains("53 characters"));
         assert_eq!(bad_name("quota", &"a".repeat(38)), None);
         assert!(bad_name("a-long-release-quota-hub", &"a".repeat(30)).is_some());
+    }
+
+    #[test]
+    fn resources_default_small_take_overrides_and_refuse_what_kubernetes_would() {
+        let r = resources(&[], &[]).unwrap();
+        assert_eq!(
+            r,
+            json!({"requests": {"cpu": "10m", "memory": "32Mi"}, "limits": {"memory": "128Mi"}})
+        );
+        let pair = |k: &str, v: &str| (k.to_string(), v.to_string());
+        let r = resources(&[pair("cpu", "50m")], &[pair("cpu", "200m")]).unwrap();
+        assert_eq!(
+            r,
+            json!({"requests": {"cpu": "50m", "memory": "32Mi"}, "limits": {"cpu": "200m", "memory": "128Mi"}})
+        );
+        let bad = resources(
+            &[pair("memory", "lots"), pair("nvidia.com/gpu", "1")],
+            &[pair("bad name", "1")],
+        )
+        .unwrap_err();
+        assert_eq!(bad.len(), 3, "{bad:?}");
+        assert!(
+            bad.iter()
+                .any(|b| b.starts_with("--request memory: `lots` is not a Kubernetes quantity")),
+            "{bad:?}"
+        );
+        assert!(
+            bad.iter()
+                .any(|b| b.starts_with("--limit bad name: is not a resource name")),
+            "{bad:?}"
+        );
+        assert!(
+            bad.iter()
+                .any(|b| b.starts_with("--request nvidia.com/gpu: needs `--limit nvidia.com/gpu=1` too")),
+            "{bad:?}"
+        );
     }
 
     #[test]
