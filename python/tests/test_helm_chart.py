@@ -106,6 +106,11 @@ def test_every_option_on():
     assert mc["args"] == ["migrate"] and mc["image"] == "ghcr.io/quota-engine/quota-hub@sha256:" + "ab" * 32
     assert {e["name"]: e.get("valueFrom") for e in mc["env"]}["QUOTA_HUB_DB"] == {"secretKeyRef": {"name": "pg", "key": "url"}}
     assert jpod["restartPolicy"] == "Never" and jpod["securityContext"]["runAsNonRoot"] is True
+    # The Job pods' labels and annotations (a mesh sidecar kept out), as the CronJobs' pods get them.
+    with_mesh = render({**FULL, "cronjobs": {"podAnnotations": {"sidecar.istio.io/inject": "false"}, "podLabels": {"tier": "jobs"}}})
+    (jmeta,) = [d["spec"]["template"]["metadata"] for d in kinds(with_mesh, "Job")]
+    assert jmeta["annotations"] == {"sidecar.istio.io/inject": "false", **FULL["podAnnotations"]}, jmeta
+    assert jmeta["labels"]["tier"] == "jobs" and jmeta["labels"]["app.kubernetes.io/component"] == "migrate"
     (sa,) = kinds(docs, "ServiceAccount")
     assert sa["metadata"]["name"] == "rel-quota-hub" and sa["metadata"]["annotations"] == {"iam.example.org/role": "quota"}
     (c,) = pod["containers"]
