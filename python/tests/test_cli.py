@@ -6,6 +6,7 @@ values where z2jh mounts them, the hub's working directory), and what each did i
 from __future__ import annotations
 
 import datetime as dt
+import json
 import os
 import re
 import sqlite3
@@ -67,7 +68,10 @@ def test_every_documented_line_runs_as_written(tmp_path):
     ledger = (tmp_path / "ledger.csv").read_text().splitlines()
     assert ledger[0].startswith("id,created_at,username,transaction_type,amount") and len(ledger) == 1 + 4, ledger
     assert all(row.endswith(",jupyterhub-quota,,") for row in ledger[1:]), "made by the command line (no budget, undated)"
-    [backup] = (tmp_path / "srv" / "jupyterhub" / "quota-backups").iterdir()
+    folder = tmp_path / "srv" / "jupyterhub" / "quota-backups"
+    [backup] = [p for p in folder.iterdir() if p.name != "backup-state.json"]
+    state = json.loads((folder / "backup-state.json").read_text())
+    assert state["last_bytes"] == backup.stat().st_size and state["failures"] == 0, "what the backup metrics read"
     assert re.fullmatch(r"quota-\d{8}T\d{6}Z\.db", backup.name)
     assert backup.stat().st_mode & 0o777 == 0o600, "a backup is its owner's alone"
     with sqlite3.connect(backup) as c:
