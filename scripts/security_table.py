@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Prints the authorization matrix (tests/authorization/matrix.json, asserted by
-hub/tests/authorization.rs and python/tests/test_authorization.py) into docs/security.md between
+hub/tests/integration/authorization.rs and python/tests/test_authorization.py) into docs/security.md between
 its markers: `--write` rewrites the tables, `--check` fails when they differ from the file's."""
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ def table(matrix: dict, host: str) -> str:
 def render(matrix: dict) -> str:
     return "\n".join([
         BEGIN, "",
-        "quota-hub (`hub/tests/authorization.rs`):", "", table(matrix, "quota-hub"), "",
+        "quota-hub (`hub/tests/integration/authorization.rs`):", "", table(matrix, "quota-hub"), "",
         "Inside JupyterHub, under `/hub/` (`python/tests/test_authorization.py`, JupyterHub 6 and 5.5):", "",
         table(matrix, "hub"), "", END,
     ])

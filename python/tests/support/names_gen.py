@@ -1,5 +1,5 @@
 """Generated group names for the names-are-data property test inside the hub (test_authorization.py;
-hub/tests/rights.rs is quota-hub's): from tests/authorization/name-pools.json, name `i` holds the
+hub/tests/integration/rights.rs is quota-hub's): from tests/authorization/name-pools.json, name `i` holds the
 `i`th Unicode space, invisible character and separator (so every one is used), letters around
 them and more of each at random (a seeded generator: the same names in the hub's configuration
 and in the test); some begin or end with a space, some are Keycloak-style paths."""

@@ -1,7 +1,7 @@
 //! The admin command line: set-quota / add-quota with arguments and CSV files, list-quota, against
 //! the database directly and through a running server.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 

@@ -3,7 +3,7 @@
 //! without paging parameters the users list is the spec's shape (everyone, no marker);
 //! `list-quota` pages through them.
 
-mod common;
+use crate::common;
 
 use common::{http, json};
 

@@ -2,7 +2,7 @@
 //! caller), as JSON with `--log-format json`; nothing of a token, a body or a query value in the
 //! whole log.
 
-mod common;
+use crate::common;
 
 use common::{http, Server};
 

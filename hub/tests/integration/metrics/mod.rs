@@ -4,8 +4,7 @@
 //! and a replayed Idempotency-Key count nothing; only an administrator or a `quota:metrics` token
 //! may read it.
 
-#[path = "../common/mod.rs"]
-mod common;
+use crate::common;
 mod rules;
 
 use std::collections::BTreeMap;

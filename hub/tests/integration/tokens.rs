@@ -3,7 +3,7 @@
 //! --tokens` imports tokens whose secrets the operator set (a rotated or removed one stops
 //! working at the next start, issued ones are untouched), and a bad file stops the start.
 
-mod common;
+use crate::common;
 
 use common::{cli, http, Server};
 

@@ -3,7 +3,7 @@
 //! the 413, every time, on a raw socket: the server reads the rest of the body before answering
 //! instead of closing with bytes unread (which makes the kernel reset the connection).
 
-mod common;
+use crate::common;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;

@@ -6,7 +6,7 @@
 //! runs every fire time after the instant its start-up read. It waits for log lines, never for a
 //! fixed time.
 
-mod common;
+use crate::common;
 
 use common::Server;
 use serde_json::json;

@@ -3,7 +3,7 @@
 //! runtimes lay a container's writable layer, with a folder bind-mounted at `/data` as a volume is).
 //! Needs root (mount namespaces), as the README's test command runs.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::{Command, Stdio};

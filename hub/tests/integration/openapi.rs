@@ -1,7 +1,7 @@
 //! The API document over HTTP: quota-hub serves it to anyone at `{base}/api/quota/openapi.json`,
 //! and a 405 names the methods the route answers in `Allow` (RFC 9110), as schemathesis checks.
 
-mod common;
+use crate::common;
 
 fn get(url: &str, method: &str, token: Option<&str>) -> (u16, Option<String>, String) {
     let mut req = ureq::http::Request::builder().method(method).uri(url);

@@ -3,7 +3,7 @@
 //! `quota-hub config-schema --into-chart deploy/helm/quota-hub/values.schema.json`). What the
 //! schema says is held to the engine's reader by `python/tests/test_config_schema.py`.
 
-mod common;
+use crate::common;
 
 use common::{cli, workspace};
 use serde_json::Value;

@@ -1,7 +1,7 @@
 //! Crash safety: the server is killed with SIGKILL in the middle of a write load; after a restart on
 //! the same file every acknowledged write is there and nothing is half applied.
 
-mod common;
+use crate::common;
 
 use std::sync::mpsc;
 

@@ -3,7 +3,7 @@
 //! file, a ledger that does not add up, another schema version: refused, nothing changed), refuses
 //! while a server has the database open, and keeps what it replaced.
 
-mod common;
+use crate::common;
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -283,13 +283,24 @@ fn backups_into_a_folder_are_named_by_time_and_the_oldest_go() {
         .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
         .collect();
     names.sort();
-    assert_eq!(names.len(), 3, "{names:?}");
+    // What the backup did, for the metrics (serve --backup-dir): kept beside the backups.
+    assert_eq!(names.len(), 4, "{names:?}");
+    assert_eq!(names.remove(0), "backup-state.json");
     assert_eq!(names[0], "notes.txt", "only backups are pruned");
     assert_eq!(names[1], "quota-20210101T000000Z.db");
     assert!(
         names[2].starts_with("quota-20")
             && names[2].ends_with("Z.db")
             && names[2].len() == "quota-20210101T000000Z.db".len()
+    );
+    let state: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("backup-state.json")).expect("state"))
+            .expect("json");
+    let size = std::fs::metadata(dir.join(&names[2])).expect("backup").len();
+    assert_eq!(
+        (state["last_bytes"].as_u64(), state["failures"].as_u64()),
+        (Some(size), Some(0)),
+        "{state}"
     );
     assert_eq!(balances(&dir.join(&names[2])).len(), 3);
     assert_eq!(mode(&dir.join(&names[2])), 0o600, "a backup is its owner's alone");

@@ -2,7 +2,7 @@
 //! lines, equal field by field to the REST ledger; through the database and through a running
 //! server; paged past the first page; a bad range writes no file.
 
-mod common;
+use crate::common;
 
 use common::{cli_in, json};
 

@@ -4,7 +4,7 @@
 //! changes nothing), and while PostgreSQL is stopped; it is 200 again once the cause is gone
 //! (a stopped PostgreSQL restarted: the workers connect again and writes go through).
 
-mod common;
+use crate::common;
 
 use common::{http, json, Server};
 

@@ -1,7 +1,7 @@
 //! Malformed and refused requests against the real server: each gets the right status and a JSON
 //! error body, and the database (every table) is byte-for-byte what it was before.
 
-mod common;
+use crate::common;
 
 struct Case {
     what: &'static str,

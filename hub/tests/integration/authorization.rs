@@ -8,7 +8,7 @@
 //! `QUOTA_MATRIX_RECORD=1` writes the statuses seen into the file instead (then review them and
 //! `python3 scripts/security_table.py --write` prints them in docs/security.md).
 
-mod common;
+use crate::common;
 
 use common::{cli, http, json, Server};
 use quota_host::{SqliteDb, SqliteOptions};

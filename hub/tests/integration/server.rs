@@ -1,7 +1,7 @@
 //! The server as a whole: the authorisation matrix, Idempotency-Key, the base URL, start-up
 //! refusal of a bad values file, stale cleanup at start, and a clean SIGTERM.
 
-mod common;
+use crate::common;
 
 use common::{http, json, Server};
 

@@ -2,7 +2,7 @@
 //! (`--header-read-timeout-ms`, `--body-read-timeout-ms`), while a normal client keeps getting
 //! answers; past `--connections-max` new connections wait instead of using up the open files.
 
-mod common;
+use crate::common;
 
 use std::io::{ErrorKind, Read, Write};
 use std::net::TcpStream;

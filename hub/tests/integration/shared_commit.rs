@@ -3,7 +3,7 @@
 //! disk after a SIGKILL. The queue is made deterministic by holding SQLite's write lock from the
 //! test until every request is waiting or running (read from `/metrics`, not guessed with sleeps).
 
-mod common;
+use crate::common;
 
 use std::time::Instant;
 

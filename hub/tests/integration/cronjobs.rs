@@ -2,7 +2,7 @@
 //! refused with a message naming them; and the Job's own command, run twice against a real server
 //! with a token that may only refresh, applies its scheduled run once.
 
-mod common;
+use crate::common;
 
 use common::{cli, Server};
 use serde_json::{json, Value};

@@ -3,7 +3,7 @@
 //! exactly the native core's transcript: every endpoint and extension, byte for byte, including the
 //! 403 message of the spawn gate.
 
-mod common;
+use crate::common;
 
 use std::collections::HashMap;
 use std::path::PathBuf;

@@ -3,7 +3,7 @@
 //! order, each with a valid signature; a server killed with SIGKILL while deliveries are pending
 //! loses none of them after its restart.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

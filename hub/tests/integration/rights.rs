@@ -8,7 +8,7 @@
 //! - an `Idempotency-Key` is scoped to the token: a narrower token of the same user never replays
 //!   a wider one's answer.
 
-mod common;
+use crate::common;
 
 use common::{cli, json, Server};
 use quota_host::{SqliteDb, SqliteOptions};

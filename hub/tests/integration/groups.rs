@@ -2,7 +2,7 @@
 //! listed, on the database directly and through a running server; bad input names its problem
 //! and changes nothing.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 

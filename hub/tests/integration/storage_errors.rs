@@ -3,7 +3,7 @@
 //! error: 500). Each rolls the whole request back: the database is byte for byte as before, and
 //! the same request succeeds once the cause is gone, applied once.
 
-mod common;
+use crate::common;
 
 use common::{http, json, Server};
 use quota_host::{Database, SqliteDb, SqliteOptions};

@@ -2,7 +2,7 @@
 //! its `sh` block run with, each line in order from an operator's directory, and each does what
 //! the page says. The example's date is moved ahead of the clock the test runs on.
 
-mod common;
+use crate::common;
 
 use common::cli_in;
 
