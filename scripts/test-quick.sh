@@ -24,6 +24,6 @@ cargo clippy --locked -p quota-wasm --target wasm32-unknown-unknown --features f
 
 step "unit, scenario and model tests on the native core; the scenarios through the component"
 cargo test --locked -q -p quota-core -p quota-scenarios
-cargo test --locked -q -p quota-host --test scenarios_component --test typed_exports --test faults
+cargo test --locked -q -p quota-host --test integration -- scenarios_component:: typed_exports:: faults::
 
 step "done in $(( $(date +%s) - started ))s"

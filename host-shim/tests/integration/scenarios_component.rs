@@ -1,7 +1,7 @@
 //! Every scenario replayed through the wasm component over a real SQLite file gives exactly the
 //! native core's transcript (status and body of every request, byte for byte).
 
-mod common;
+use crate::common;
 
 use quota_host::{Database, Durability, SqliteDb, SqliteOptions};
 

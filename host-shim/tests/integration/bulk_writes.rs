@@ -2,7 +2,7 @@
 //! remainder row by row; whatever the number of changes, the rows, their order and their ids are
 //! exactly the native core's.
 
-mod common;
+use crate::common;
 
 use quota_core::memstore::MemStore;
 use quota_core::store::UserRecord;

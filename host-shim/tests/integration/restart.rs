@@ -2,7 +2,7 @@
 //! sessions live in storage, not in a process's memory. Each step is a separate process: this test
 //! binary again, running only `child_process_step` with the request in its environment.
 
-mod common;
+use crate::common;
 
 use std::process::Command;
 
@@ -19,7 +19,7 @@ fn quota_call(
         "db": db, "values": values, "who": who, "now": now, "args": args,
     });
     let out = Command::new(std::env::current_exe().expect("test binary"))
-        .args(["--exact", "child_process_step", "--nocapture", "--test-threads=1"])
+        .args(["--exact", "restart::child_process_step", "--nocapture", "--test-threads=1"])
         .env(STEP_VAR, step.to_string())
         .output()
         .expect("child process runs");

@@ -2,8 +2,7 @@
 //! written by quota-hub 0.1.0 (schema 2) is migrated without losing a row, ids are never reused, a
 //! newer schema is refused, and two processes starting at once agree.
 
-#[path = "../common/mod.rs"]
-mod common;
+use crate::common;
 mod steps;
 mod tables;
 

@@ -1,6 +1,6 @@
 //! The SQLite bridge on its own: typed values and errors, and checkpointing off the request path.
 
-mod common;
+use crate::common;
 
 use quota_host::{Checkpointer, Database, SqlCell, SqlError, SqliteDb, SqliteOptions};
 

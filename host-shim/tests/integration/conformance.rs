@@ -2,7 +2,7 @@
 //! faults through a wrapper around its own SQLite bridge, guest faults through the fault-injection
 //! component, every expectation as the file states it for every host.
 
-mod common;
+use crate::common;
 
 use std::sync::{Arc, Mutex};
 

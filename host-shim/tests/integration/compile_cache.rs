@@ -2,7 +2,7 @@
 //! (another component's) or garbage file is detected and rebuilt, never loaded; an unwritable
 //! cache only costs the compile.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 

@@ -2,7 +2,7 @@
 //! own worker and connection: balances equal the sum of their transactions, each ended session has
 //! exactly one usage transaction, and no error leaks.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 

@@ -2,7 +2,7 @@
 //! out), checked against the REST answer (`handle-request`) for the same state, and configuration
 //! errors reported with their key paths.
 
-mod common;
+use crate::common;
 
 use quota_core::admin::{AdminAction, AdminRequest, BatchEntry};
 use quota_core::gate::{StartDecision, StartRequest};

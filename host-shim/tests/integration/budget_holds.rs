@@ -3,7 +3,7 @@
 //! triggers keep equal the sums of the sessions they stand for (`common::holds`; the same run over
 //! PostgreSQL is in `postgres.rs`).
 
-mod common;
+use crate::common;
 
 use quota_core::Timestamp;
 use quota_host::{SqliteDb, SqliteOptions, Worker};

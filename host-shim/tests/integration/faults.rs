@@ -1,7 +1,7 @@
 //! A trap, a runaway guest, or a failed storage write mid-operation leaves the database exactly as
 //! before (compared as a full dump), and the worker keeps serving.
 
-mod common;
+use crate::common;
 
 use std::sync::{Arc, Mutex};
 

@@ -3,7 +3,7 @@
 //! trap after a write) is undone alone and the others are kept, with one commit for them all; a
 //! failed commit fails every call and keeps nothing; only committed calls' observations are told.
 
-mod common;
+use crate::common;
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
