@@ -3,14 +3,14 @@
 //! reservation counting as held); allowed, the runtime, the reservation and `ends_at` grow, and
 //! the `session.ending` marks now ahead again are re-armed.
 
+use crate::account::{insufficient_text, AccountView, Payer, Paying, Price};
 use crate::budgets;
 use crate::config::Config;
 use crate::error::QuotaError;
 use crate::events::sweep::{ends_at, next_warning, still_told};
-use crate::gate::{forbidden_message, personal_refusal, Ask};
+use crate::gate::{forbidden_message, personal_refusal};
 use crate::groups::{self, GroupNames};
 use crate::limits;
-use crate::lots;
 use crate::milli::Milli;
 use crate::sessions::SessionView;
 use crate::store::{AccountKey, SessionStatus, Store};
@@ -139,6 +139,11 @@ fn refusal(
 ) -> Result<Option<String>, QuotaError> {
     let username = &session.username;
     let user_groups = GroupNames::from_set(&groups::of(store, username)?);
+    let price = Price {
+        rate: session.rate,
+        minutes,
+        cost: extra,
+    };
     if let Some(name) = &session.budget {
         let Some(budget) = budgets::find(config, store, name)? else {
             return Ok(Some(format!(
@@ -150,9 +155,7 @@ fn refusal(
             username,
             groups: &user_groups,
             resource: &session.resource_type,
-            rate: session.rate,
-            runtime_minutes: minutes,
-            estimated_cost: extra,
+            price,
             member_held: None,
             lock,
         };
@@ -162,29 +165,17 @@ fn refusal(
             Err(budgets::BudgetRefusal::Refused(r)) => Some(r.message),
         });
     }
-    let Some(mut user) = store.get_user(username)? else {
+    let Some(user) = store.get_user(username)? else {
         // Billable sessions have a record; without one the balance is 0.
-        return Ok(Some(format!(
-            "Cannot start container: Insufficient quota. Current balance: 0, estimated cost: {extra} ({} quota/min x {minutes} min). Please contact administrator to add quota.",
-            session.rate
-        )));
+        let nothing = Paying { balance: 0, held: 0 };
+        return Ok(Some(insufficient_text(Payer::Personal, nothing, price)));
     };
     if user.unlimited {
         return Ok(None);
     }
     let grants = store.account_grants(&AccountKey::User(username.clone()))?;
-    user.balance = lots::balance_at(user.balance, &grants, now);
-    let held: i64 = store
-        .active_sessions(username)?
-        .iter()
-        .filter(|s| s.billable && s.budget.is_none())
-        .map(|s| s.estimated_cost.raw())
-        .sum();
-    let ask = Ask {
-        rate: session.rate,
-        runtime_minutes: minutes,
-        estimated_cost: extra,
-        held,
-    };
-    Ok(personal_refusal(config, store, true, &user, &user_groups, &ask, now)?.map(|r| r.message))
+    let active = store.active_sessions(username)?;
+    let view = AccountView::of(Some(user), &grants, &active, now);
+    let u = view.record.as_ref().expect("the view of a record");
+    Ok(personal_refusal(config, store, u, Some(&user_groups), price, view.held, now)?.map(|r| r.message))
 }

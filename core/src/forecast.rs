@@ -96,7 +96,7 @@ pub fn next_start_refresh(
             continue;
         }
         sim.balance = new;
-        if i128::from(new) * 1000 - i128::from(held) >= i128::from(needed) {
+        if (crate::account::Paying { balance: new, held }).available() >= i128::from(needed) {
             return Some(NextRefresh {
                 rule: rule.name.clone(),
                 at,
@@ -119,13 +119,11 @@ pub fn lasts_minutes(
     if !config.enabled || user.is_some_and(|u| u.unlimited) {
         return None;
     }
-    let balance = user.map_or(0, |u| u.balance);
-    let held: i128 = active
-        .iter()
-        .filter(|s| s.billable && s.budget.is_none())
-        .map(|s| i128::from(s.estimated_cost.raw()))
-        .sum();
-    let free = (i128::from(balance) * 1000 - held).max(0);
+    let paying = crate::account::Paying {
+        balance: user.map_or(0, |u| u.balance),
+        held: crate::account::held_personal(active),
+    };
+    let free = paying.available().max(0);
     let resources = std::iter::once(CPU_RESOURCE)
         .chain(config.accelerators.keys().map(String::as_str))
         .filter(|r| config.groups.may_start(r, groups));

@@ -13,6 +13,7 @@
 
 pub mod accelerator_pod;
 pub mod accelerators;
+pub mod account;
 pub mod admin;
 pub mod api;
 pub mod budgets;

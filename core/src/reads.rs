@@ -74,10 +74,9 @@ fn as_of(
     user: Option<UserRecord>,
     now: Timestamp,
 ) -> Result<Option<UserRecord>, QuotaError> {
-    let Some(mut u) = user else { return Ok(None) };
+    let Some(u) = user else { return Ok(None) };
     let grants = store.account_grants(&AccountKey::User(u.username.clone()))?;
-    u.balance = crate::lots::balance_at(u.balance, &grants, now);
-    Ok(Some(u))
+    Ok(Some(crate::account::as_of(u, &grants, now)))
 }
 
 /// Every record, sorted by username (read page by page).
@@ -268,11 +267,7 @@ pub fn me(
     } else {
         Vec::new()
     };
-    let held: i64 = active
-        .iter()
-        .filter(|s| s.billable && s.budget.is_none())
-        .map(|s| s.estimated_cost.raw())
-        .sum();
+    let held = crate::account::held_personal(&active);
     let balance = user.as_ref().map_or(0, |u| u.balance);
     let unlimited = user.as_ref().is_some_and(|u| u.unlimited) || !config.enabled;
     Ok(Me {

@@ -13,7 +13,7 @@ use serde::Serialize;
 pub use account::{
     account, all, balance_and_held, find, known, member_month, members, month_start, sharing, Budget,
 };
-pub use check::{check_start, BudgetRefusal, BudgetStart, Refused};
+pub use check::{check_start, BudgetRefusal, BudgetStart};
 pub use definition::*;
 pub use reads::{detail, list, mine, BudgetDetail, BudgetSummary, MyBudget};
 

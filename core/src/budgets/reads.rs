@@ -177,10 +177,9 @@ pub fn mine(
         }
         let (balance, held) = balance_and_held(store, &b.name, now)?;
         let (spent, reserved) = member_month(store, &b.name, username, now)?;
-        let mut available = i128::from(balance) * 1000 - i128::from(held);
+        let mut available = crate::account::Paying { balance, held }.available();
         if let Some(limit) = b.def.member_limit {
-            let left = i128::from(limit) * 1000 - i128::from(spent) * 1000 - i128::from(reserved);
-            available = available.min(left);
+            available = available.min(crate::account::member_room(limit, spent, reserved));
         }
         let live = lots::live(store.account_grants(&AccountKey::Budget(b.name.clone()))?, now);
         out.push(MyBudget {

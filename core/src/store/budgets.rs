@@ -71,12 +71,11 @@ pub trait BudgetStore {
     /// What the billable active sessions charging `budget` hold (thousandths), only `username`'s
     /// when given: the gate's one read of a budget's reservations, however many are running.
     fn budget_held(&mut self, budget: &str, username: Option<&str>) -> Result<i64, StoreError> {
-        Ok(self
-            .budget_sessions(budget)?
-            .iter()
-            .filter(|s| s.billable && username.is_none_or(|u| s.username == u))
-            .map(|s| s.estimated_cost.raw())
-            .sum())
+        Ok(crate::account::held_on_budget(
+            &self.budget_sessions(budget)?,
+            budget,
+            username,
+        ))
     }
     /// What a start charging `budget` reads, in one read where the store can: its row (locked as
     /// [`lock_budget`](Self::lock_budget) when `lock`), what its running sessions hold, and with
