@@ -13,6 +13,10 @@ pub const AMOUNT_ABS_MAX: i64 = 10_000_000;
 /// Requested runtime bounds, in minutes. The maximum is also the stale threshold.
 pub const RUNTIME_MINUTES_MIN: i64 = 1;
 pub const RUNTIME_MINUTES_MAX: i64 = 480;
+/// The runtime of a spawn that gives none (`custom.quota.defaultRuntimeMinutes`'s default).
+pub const DEFAULT_RUNTIME_MINUTES: i64 = 20;
+/// The extensions a running server's user is offered, in minutes (`/me/status`, JupyterLab).
+pub const EXTEND_CHOICES: [i64; 3] = [30, 60, 120];
 /// A session active for more than this is stale and cleaned up without charge.
 pub const STALE_AFTER_SECONDS: i64 = 8 * 60 * 60;
 /// Shortest billed duration.

@@ -43,6 +43,21 @@ pub fn start_request(r: &StartRequest) -> api::StartRequest {
     }
 }
 
+/// The engine's settings for hosts, from the component's record.
+pub fn host_settings(h: api::HostSettings) -> quota_core::config::HostSettings {
+    quota_core::config::HostSettings {
+        runtime_minutes_min: h.runtime_minutes_min,
+        runtime_minutes_max: h.runtime_minutes_max,
+        default_runtime_minutes: h.default_runtime_minutes,
+        extend_choices: h.extend_choices,
+        warn_before_stop_minutes: h.warn_before_stop_minutes,
+        live_streams_per_user: h.live_streams_per_user,
+        on_storage_error: h.on_storage_error,
+        sweep_interval_seconds: h.sweep_interval_seconds,
+        users_page_max: h.users_page_max,
+    }
+}
+
 /// `started` carries only what the request does not (see the WIT): the rest is the request's, as
 /// the engine normalised it.
 pub fn start_decision(d: api::StartDecision, req: &StartRequest) -> StartDecision {
@@ -62,6 +77,7 @@ pub fn start_decision(d: api::StartDecision, req: &StartRequest) -> StartDecisio
             estimated_cost: Milli(s.estimated_cost),
             balance: s.balance,
             status: SessionStatus::Active,
+            ends_at: Timestamp(s.ends_at),
         }),
         api::StartDecision::Refused(r) => StartDecision::Refused(Refusal {
             message: r.message,

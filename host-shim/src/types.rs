@@ -16,6 +16,8 @@ pub struct ConfigSummary {
     pub enabled: bool,
     /// Every refresh rule, enabled or not.
     pub rules: Vec<RuleInfo>,
+    /// What a host acts on, from the engine (never restated in a host).
+    pub settings: quota_core::config::HostSettings,
 }
 
 /// A configured refresh rule, for a scheduler.

@@ -164,6 +164,7 @@ impl Worker {
                             schedule: r.schedule,
                         })
                         .collect(),
+                    settings: crate::convert::host_settings(summary.settings),
                 };
                 self.values_json = values_json.to_string();
                 Ok(&self.summary)

@@ -89,9 +89,10 @@ function show(engine) {
     return;
   }
   const text = runtime.value.trim();
-  if (!/^\d+$/.test(text) || Number(text) < 1 || Number(text) > 480) {
+  const { runtimeMinutesMin: least, runtimeMinutesMax: most } = engine.summary.settings;
+  if (!/^\d+$/.test(text) || Number(text) < least || Number(text) > most) {
     cost.textContent = '-';
-    say('Runtime: a whole number of minutes from 1 to 480');
+    say(`Runtime: a whole number of minutes from ${least} to ${most}`);
     return;
   }
   try {

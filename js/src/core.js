@@ -190,7 +190,23 @@ export class Engine {
       throw e;
     }
     this.valuesJson = text;
-    this.summary = { enabled: r.enabled, rules: r.rules.map((x) => ({ name: x.name, enabled: x.enabled, schedule: x.schedule })) };
+    const h = r.settings;
+    this.summary = {
+      enabled: r.enabled,
+      rules: r.rules.map((x) => ({ name: x.name, enabled: x.enabled, schedule: x.schedule })),
+      // What a host acts on, from the engine: the pages and the bridge never restate these numbers.
+      settings: {
+        runtimeMinutesMin: Number(h.runtimeMinutesMin),
+        runtimeMinutesMax: Number(h.runtimeMinutesMax),
+        defaultRuntimeMinutes: Number(h.defaultRuntimeMinutes),
+        extendChoices: [...h.extendChoices].map(Number),
+        warnBeforeStopMinutes: [...h.warnBeforeStopMinutes].map(Number),
+        liveStreamsPerUser: Number(h.liveStreamsPerUser),
+        onStorageError: h.onStorageError,
+        sweepIntervalSeconds: Number(h.sweepIntervalSeconds),
+        usersPageMax: Number(h.usersPageMax),
+      },
+    };
     return this.summary;
   }
 

@@ -40,9 +40,26 @@ export interface Response {
   body: string;
 }
 
+/** What a host acts on, from the engine (never restated in a host's source). */
+export interface HostSettings {
+  runtimeMinutesMin: number;
+  runtimeMinutesMax: number;
+  /** `custom.quota.defaultRuntimeMinutes` */
+  defaultRuntimeMinutes: number;
+  extendChoices: number[];
+  warnBeforeStopMinutes: number[];
+  /** `custom.quota.liveStreamsPerUser` */
+  liveStreamsPerUser: number;
+  /** `custom.quota.onStorageError` */
+  onStorageError: 'refuse' | 'allow';
+  sweepIntervalSeconds: number;
+  usersPageMax: number;
+}
+
 export interface ConfigSummary {
   enabled: boolean;
   rules: { name: string; enabled: boolean; schedule: string }[];
+  settings: HostSettings;
 }
 
 export interface Options {

@@ -50,6 +50,24 @@ test('configuration errors name their keys and keep the old configuration', () =
   assert.equal(start(e, 'bob').status, 201);
 });
 
+test("the summary carries the engine's settings for hosts, from the values and the engine's bounds", () => {
+  for (const E of [LocalEngine, QuotaEngine]) {
+    const e = new E(':memory:', { custom: { authMode: 'github', quota: { defaultQuota: 1000, defaultRuntimeMinutes: 45, liveStreamsPerUser: 3, onStorageError: 'allow' } } });
+    try {
+      const s = e.summary.settings;
+      assert.deepEqual([s.defaultRuntimeMinutes, s.liveStreamsPerUser, s.onStorageError], [45, 3, 'allow'], E.name);
+      assert.ok(s.runtimeMinutesMin >= 1 && s.runtimeMinutesMax > s.defaultRuntimeMinutes, JSON.stringify(s));
+      // The gate refuses just past the bound the summary gives, and takes the bound itself.
+      const ask = (m) => e.handleRequest({ method: 'POST', path: '/api/quota/sessions', caller: HUB,
+        body: JSON.stringify({ username: 'ann', runtime_minutes: m, server_name: String(m) }) }, T0).status;
+      assert.deepEqual([ask(s.runtimeMinutesMax + 1), ask(s.runtimeMinutesMax)], [400, 201], E.name);
+      assert.ok(s.extendChoices.length > 0 && s.warnBeforeStopMinutes.length > 0 && s.sweepIntervalSeconds > 0, E.name);
+    } finally {
+      e.close();
+    }
+  }
+});
+
 test('engines in several processes opening one new file at once all come up in WAL', async () => {
   // The switch to WAL on a new file answers busy at once to all but one; the bridge retries it.
   const { spawn } = await import('node:child_process');

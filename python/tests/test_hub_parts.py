@@ -29,7 +29,7 @@ def spawner(user: str, server: str = "", **options) -> SimpleNamespace:
 
 
 def quota_hub(db: str) -> Integration:
-    return Integration(QuotaService(lambda: QuotaEngine(db, VALUES)), default_runtime=20, scheduler=False, auto_stop=False)
+    return Integration(QuotaService(lambda: QuotaEngine(db, VALUES)), scheduler=False, auto_stop=False)
 
 
 def test_hooks_already_set_run_first_and_still_run_when_quota_refuses(tmp_path):
@@ -270,3 +270,25 @@ def test_an_older_extension_answered_last_never_moves_the_auto_stop_earlier():
     assert kept > 7000, kept  # about 7,200 s: the later end stands
     assert 3500 < restarted < 3700, restarted
     assert left == {}
+
+
+def test_the_hub_acts_on_the_engines_settings_and_a_values_file_loaded_again_moves_them(tmp_path):
+    """The default runtime, what the gate does when its database fails and live streams per user
+    are the engine's (`custom.quota` keys, checked there), read at each use; the deprecated
+    `default_runtime_minutes` still overrides the first."""
+    values = {"custom": {"authMode": "github", "quota": {"defaultRuntimeMinutes": 45, "onStorageError": "allow",
+                                                       "liveStreamsPerUser": 3}}}
+    service = QuotaService(lambda: QuotaEngine(str(tmp_path / "q.db"), values))
+    q = Integration(service, scheduler=False, auto_stop=False)
+    from jupyterhub_quota.hub.live import Live
+
+    live = Live(service)
+    assert (q.default_runtime, q.on_storage_error, live.max_streams) == (45, "allow", 3)
+    service.engine.configure({"custom": {"authMode": "github"}})
+    s = service.engine.summary.settings
+    assert (q.default_runtime, q.on_storage_error, live.max_streams) == (s.default_runtime_minutes, "refuse", s.live_streams_per_user)
+    assert s.runtime_minutes_min <= s.default_runtime_minutes <= s.runtime_minutes_max
+    assert Integration(service, scheduler=False, auto_stop=False, default_runtime=30).default_runtime == 30
+    with pytest.raises(Exception, match=r"custom\.quota\.defaultRuntimeMinutes"):
+        service.engine.configure({"custom": {"authMode": "github", "quota": {"defaultRuntimeMinutes": s.runtime_minutes_max + 1}}})
+    service.executor.shutdown()

@@ -67,7 +67,7 @@ def test_a_snapshot_writes_only_what_differs_a_page_at_a_time_from_the_hubs_own_
     service.run_sync(lambda e: real(e, [("gone", ["lab"]), ("bo", ["old"]), ("cy", ["lab"])], True, T0))
     hub = {"ann": ["lab", "gpu"], "bo": ["new"], "cy": ["lab"], "dee": ["lab"], "eve": ["x"], "fay": []}
     db = hub_db(tmp_path / "jupyterhub.sqlite", hub)
-    q = Integration(service, default_runtime=20, scheduler=False, auto_stop=False, snapshot_groups=groups.snapshot)
+    q = Integration(service, scheduler=False, auto_stop=False, snapshot_groups=groups.snapshot)
     q.app = type("App", (), {"db": db})()
 
     asyncio.run(q.snapshot_groups())

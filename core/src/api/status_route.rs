@@ -11,9 +11,6 @@ use crate::events;
 use crate::extend;
 use crate::names::validate_server_name;
 
-/// The extensions a user is offered, in minutes.
-pub const EXTEND_CHOICES: [i64; 3] = [30, 60, 120];
-
 #[derive(Serialize)]
 struct Choice {
     minutes: i64,
@@ -42,7 +39,7 @@ pub(super) fn status(c: &mut Call<'_, '_>) -> Result<Response, QuotaError> {
         } else {
             sessions::session_cost(s, minutes)?
         });
-        for minutes in EXTEND_CHOICES {
+        for minutes in limits::EXTEND_CHOICES {
             let (cost, refusal) = extend::quote(c.config, c.tx.store(), s, minutes, c.now)?;
             choices.push(Choice {
                 minutes,

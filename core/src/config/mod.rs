@@ -21,6 +21,9 @@ use crate::refresh::params::{RefreshAction, RefreshParams, RefreshRequest};
 use crate::targets::Targets;
 use crate::values_read::{entry_fields, mapping};
 
+mod host_settings;
+pub use host_settings::{HostSettings, HostValues, ON_STORAGE_ERROR_CHOICES};
+
 /// The engine's configuration, validated.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Config {
@@ -41,6 +44,8 @@ pub struct Config {
     pub notify: crate::events::settings::Notify,
     /// `custom.quota.requestMaxAmount`: the most one credit request may ask for.
     pub request_max_amount: i64,
+    /// What the hosts act on besides the engine's own rules (`host_settings.rs`).
+    pub hosts: HostValues,
 }
 
 /// One `custom.quota.refreshRules.<name>` entry.
@@ -56,10 +61,6 @@ pub struct RefreshRule {
 /// chart's `values.schema.json` embeds its `custom`). Written beside the reader and held to it by
 /// a property test: every document the engine accepts validates.
 pub const VALUES_SCHEMA: &str = include_str!("schema.json");
-
-/// `custom.quota.onStorageError`'s values: a gate whose database fails refuses the spawn (the
-/// default), or lets it start unbilled.
-pub const ON_STORAGE_ERROR_CHOICES: [&str; 2] = ["refuse", "allow"];
 
 impl Default for Config {
     /// The configuration of an empty values file: every default, no accelerator, rule or budget.
@@ -124,19 +125,7 @@ impl Config {
         let groups_value = q.raw("groups");
         let budgets_value = q.raw("budgets");
         let notify = crate::events::settings::read(&mut q, &mut problems);
-        // What a gating host does when its database fails at the gate (the JupyterHub package:
-        // refuse the spawn, or let it start unbilled); read by the hosts, checked here.
-        if let Some(p) = q.opt_str("onStorageError") {
-            if !ON_STORAGE_ERROR_CHOICES.contains(&p) {
-                problems.push(QuotaError::invalid(
-                    "custom.quota.onStorageError",
-                    format!("`{p}` is not one of refuse, allow"),
-                ));
-            }
-        }
-        // How many live balance streams a hub keeps open per user (the next is a 429); read by
-        // the JupyterHub package, checked here.
-        let _ = q.opt_int("liveStreamsPerUser", 1, limits::LIVE_STREAMS_PER_USER_MAX);
+        let hosts = host_settings::read(&mut q, &mut problems);
         problems.extend(q.finish());
 
         let enabled = match (enabled_setting, auth_mode.as_deref()) {
@@ -179,6 +168,7 @@ impl Config {
                 budgets,
                 notify,
                 request_max_amount,
+                hosts,
             })
         } else {
             Err(ConfigError(problems))

@@ -268,6 +268,7 @@ fn write(
     paid: Paid,
 ) -> Result<StartDecision, QuotaError> {
     let Price { rate, minutes, cost } = asked.price;
+    let ends_at = asked.start.plus_seconds(minutes * 60);
     let session = NewSession {
         username: asked.username,
         server_name: asked.server_name,
@@ -278,7 +279,7 @@ fn write(
         start_time: asked.start,
         billable: paid.billable,
         budget,
-        warn_at: crate::events::sweep::first_session_warning(config, asked.start.plus_seconds(minutes * 60)),
+        warn_at: crate::events::sweep::first_session_warning(config, ends_at),
     };
     let session_id = tx.insert_session(&session)?;
     Ok(StartDecision::Allowed(Started {
@@ -292,6 +293,7 @@ fn write(
         balance: paid.balance,
         status: SessionStatus::Active,
         budget: session.budget,
+        ends_at,
     }))
 }
 

@@ -40,6 +40,8 @@ pub struct Started {
     pub status: SessionStatus,
     /// The budget charged; null: the personal account.
     pub budget: Option<String>,
+    /// When its runtime is up: the start plus the minutes (a host's auto-stop reads it here).
+    pub ends_at: Timestamp,
 }
 
 /// A refused start: nothing was started. `message` is the byte-exact 403 text.

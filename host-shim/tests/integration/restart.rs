@@ -19,7 +19,12 @@ fn quota_call(
         "db": db, "values": values, "who": who, "now": now, "args": args,
     });
     let out = Command::new(std::env::current_exe().expect("test binary"))
-        .args(["--exact", "restart::child_process_step", "--nocapture", "--test-threads=1"])
+        .args([
+            "--exact",
+            "restart::child_process_step",
+            "--nocapture",
+            "--test-threads=1",
+        ])
         .env(STEP_VAR, step.to_string())
         .output()
         .expect("child process runs");

@@ -62,6 +62,7 @@ impl Guest for Component {
                     runtime_minutes: s.runtime_minutes,
                     estimated_cost: s.estimated_cost.raw(),
                     balance: s.balance,
+                    ends_at: s.ends_at.seconds(),
                 }),
                 StartDecision::Refused(r) => wit::StartDecision::Refused(wit::Refusal {
                     message: r.message,

@@ -138,9 +138,25 @@ pub(super) fn configure(values_json: &str) -> Result<wit::ConfigSummary, Vec<wit
                 schedule: r.schedule.to_string(),
             })
             .collect(),
+        settings: host_settings(&config.host_settings()),
     };
     if let Ok(mut c) = CONFIG.lock() {
         *c = Some(Arc::new(config));
     }
     Ok(summary)
+}
+
+/// The engine's settings for hosts, in the component's record.
+fn host_settings(h: &quota_core::config::HostSettings) -> wit::HostSettings {
+    wit::HostSettings {
+        runtime_minutes_min: h.runtime_minutes_min,
+        runtime_minutes_max: h.runtime_minutes_max,
+        default_runtime_minutes: h.default_runtime_minutes,
+        extend_choices: h.extend_choices.clone(),
+        warn_before_stop_minutes: h.warn_before_stop_minutes.clone(),
+        live_streams_per_user: h.live_streams_per_user,
+        on_storage_error: h.on_storage_error.clone(),
+        sweep_interval_seconds: h.sweep_interval_seconds,
+        users_page_max: h.users_page_max,
+    }
 }

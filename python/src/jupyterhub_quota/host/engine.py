@@ -10,6 +10,7 @@ poisons an instance after a trap). A ``QuotaEngine`` is not thread-safe: use it 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
 from typing import Any, Callable, Optional
@@ -27,6 +28,7 @@ from .engine_types import (  # noqa: F401  (the package's names, imported from h
     ConfigError,
     ConfigSummary,
     EngineError,
+    HostSettings,
     Observation,
     Observer,
     QuotaError,
@@ -280,9 +282,15 @@ class QuotaEngine:
         if isinstance(r, list):
             raise ConfigError([(_get(p, "field"), _get(p, "message")) for p in r])
         self._values_json = text
+        h = r.settings
         self.summary = ConfigSummary(
             enabled=r.enabled,
             rules=tuple(Rule(x.name, x.enabled, x.schedule) for x in r.rules),
+            # Every field of the component's record, by its name (a list as a tuple).
+            settings=HostSettings(**{
+                f.name: (tuple(v) if isinstance(v := _get(h, f.name), list) else v)
+                for f in dataclasses.fields(HostSettings)
+            }),
         )
         return self.summary
 

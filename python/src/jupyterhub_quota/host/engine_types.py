@@ -57,9 +57,34 @@ class Rule:
 
 
 @dataclass(frozen=True)
+class HostSettings:
+    """What a host acts on, from the engine (the component's `host-settings`): a host never
+    restates one of these numbers."""
+
+    #: A start's runtime bounds, in minutes (the gate refuses outside them).
+    runtime_minutes_min: int
+    runtime_minutes_max: int
+    #: The runtime of a spawn that gives none (`custom.quota.defaultRuntimeMinutes`).
+    default_runtime_minutes: int
+    #: The extensions a running server's user is offered, in minutes.
+    extend_choices: tuple[int, ...]
+    #: Minutes before a server's end at which `session.ending` tells its user.
+    warn_before_stop_minutes: tuple[int, ...]
+    #: Live balance streams one user may hold open (`custom.quota.liveStreamsPerUser`).
+    live_streams_per_user: int
+    #: What the gate does when its database fails: `refuse`, or `allow` (start unbilled).
+    on_storage_error: str
+    #: How often a host runs the sweep, in seconds.
+    sweep_interval_seconds: int
+    #: The largest page a host asks of the users and memberships lists.
+    users_page_max: int
+
+
+@dataclass(frozen=True)
 class ConfigSummary:
     enabled: bool
     rules: tuple[Rule, ...]
+    settings: HostSettings
 
 
 @dataclass(frozen=True)

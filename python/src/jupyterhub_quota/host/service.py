@@ -22,9 +22,6 @@ HUB = Caller("jupyterhub", scopes=("quota:sessions",))
 #: Start-up and scheduled work run as an admin caller of this name.
 SYSTEM = Caller("jupyterhub", admin=True)
 
-#: What `runtime_minutes` defaults to when a spawn does not say (the original's spawn page).
-DEFAULT_RUNTIME_MINUTES = 20
-
 
 async def maybe_await(v: Any) -> Any:
     """A hook's result, awaited if it is awaitable (hub hooks may be sync or async)."""

@@ -13,12 +13,12 @@ from .callers import CUSTOM_SCOPES, grant_admin_scope, grant_self_scope, unfilte
 from ..host.engine import ConfigError, QuotaEngine
 from .groups import snapshot
 from .handlers import handlers
-from .live import LIVE_STREAMS_PER_USER, Live, live_handlers
+from .live import Live, live_handlers
 from .metrics import NoMetrics, process_metrics
 from .pages import TEMPLATES, page_handlers
 from .placement import Placement, accelerators
 from .integration import Integration
-from ..host.service import DEFAULT_RUNTIME_MINUTES, QuotaService, log
+from ..host.service import QuotaService, log
 from .spawn import install_spawn_hooks
 from . import backup_schedule as backup_schedule_mod
 from . import durability as durability_mod
@@ -47,7 +47,7 @@ def configure(
     db_url: str = "sqlite://jupyterhub_quota.sqlite",
     scheduler: bool = True,
     auto_stop: bool = True,
-    default_runtime_minutes: int = DEFAULT_RUNTIME_MINUTES,
+    default_runtime_minutes: Optional[int] = None,
     routes: bool = True,
     pages: bool = True,
     spawn_form: bool = True,
@@ -77,7 +77,9 @@ def configure(
     - ``scheduler``: run the values file's enabled refresh rules at their cron times (each run once,
       even across restarts and several hubs). False when CronJobs or quota-hub run them.
     - ``auto_stop``: stop a server when its requested runtime is over (timers re-armed at start).
-    - ``default_runtime_minutes``: the runtime of a spawn that does not give ``runtime_minutes``.
+    - ``default_runtime_minutes``: deprecated (kept for 0.2; removed in the next release): the
+      values file's ``custom.quota.defaultRuntimeMinutes`` is the runtime of a spawn that does not
+      give ``runtime_minutes``. Given, it overrides that key, with a WARNING at start.
     - ``routes``: serve ``/hub/api/quota/...``, ``/hub/api/accelerators`` and
       ``/hub/admin/api/quota/...`` inside the hub.
     - ``pages``: serve the admin page at ``/hub/admin/users`` (hub admins; the hub's login; inside
@@ -170,13 +172,15 @@ def configure(
     service = QuotaService(open_engine, workers=db_connections or (4 if postgres else 1), after_call=counters.after_call)
     if metrics:
         counters.on_scrape = service.poke
+    if default_runtime_minutes is not None:
+        log.warning("quota: configure(default_runtime_minutes=%s) is deprecated and goes in the next release; "
+                    "set custom.quota.defaultRuntimeMinutes in the values instead", default_runtime_minutes)
     quota = Integration(
         service, default_runtime=default_runtime_minutes, scheduler=scheduler, auto_stop=auto_stop,
         placement=Placement(accelerators(doc), apply_accelerator), metrics=counters,
-        on_storage_error=((doc.get("custom") or {}).get("quota") or {}).get("onStorageError") or "refuse",
         snapshot_groups=snapshot,
     )
-    quota.live = Live(service, max_streams=((doc.get("custom") or {}).get("quota") or {}).get("liveStreamsPerUser") or LIVE_STREAMS_PER_USER)
+    quota.live = Live(service)
     quota.installed = install_spawn_hooks(c, quota, form=spawn_form, values=doc)
     scopes = dict(c.JupyterHub.custom_scopes) if "custom_scopes" in c.JupyterHub else {}
     scopes.update(CUSTOM_SCOPES)

@@ -249,6 +249,7 @@ def spawn_form(quota: "Integration", values: dict, configured: Any = None):
   {"".join(rows)}
 </fieldset>
 <p id="quota-profile-budget" role="status" hidden></p>"""
+        bounds = quota.settings
         fields = f"""
 <div id="quota-spawn" class="quota-spawn">{note}
 <script type="application/json" id="quota-spawn-config">{json_for_script(config)}</script>
@@ -257,8 +258,8 @@ def spawn_form(quota: "Integration", values: dict, configured: Any = None):
   {"".join(choices)}
 </fieldset>
 <p id="quota-profile-accelerator" role="status" hidden></p>{charge_to}
-<p><label class="form-label" for="quota-runtime">Runtime (minutes, 1-480)</label>
-  <input id="quota-runtime" class="form-control" style="max-width: 10rem" name="runtime_minutes" type="number" min="1" max="480" step="1" value="{quota.default_runtime}" required></p>
+<p><label class="form-label" for="quota-runtime">Runtime (minutes, {bounds.runtime_minutes_min}-{bounds.runtime_minutes_max})</label>
+  <input id="quota-runtime" class="form-control" style="max-width: 10rem" name="runtime_minutes" type="number" min="{bounds.runtime_minutes_min}" max="{bounds.runtime_minutes_max}" step="1" value="{quota.default_runtime}" required></p>
 <p id="quota-available">{balance_line} <a href="{e(spawner.hub.base_url)}quota">(your credits and history)</a></p>
 <p id="quota-next-refresh">{next_line}</p>
 <p>Estimated cost: <output id="quota-cost" for="quota-runtime" aria-live="polite">computing...</output></p>

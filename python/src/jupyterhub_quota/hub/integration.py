@@ -13,6 +13,7 @@ from .metrics import NoMetrics
 from .options import check_profiles
 from .placement import Placement
 from .scheduler import Scheduler
+from ..host.engine_types import HostSettings
 from ..host.service import QuotaService, log
 from .timers import Timers
 
@@ -24,24 +25,22 @@ class Integration:
         self,
         service: QuotaService,
         *,
-        default_runtime: int,
         scheduler: bool,
         auto_stop: bool,
         placement: Optional[Placement] = None,
         metrics: Any = None,
-        on_storage_error: str = "refuse",
+        default_runtime: Optional[int] = None,
         snapshot_groups: Optional[Callable[["Integration"], Awaitable[None]]] = None,
     ):
         self.service = service
         self._snapshot_groups = snapshot_groups
-        #: `custom.quota.onStorageError`: what the gate does when the quota database fails.
-        self.on_storage_error = on_storage_error
+        #: configure()'s deprecated `default_runtime_minutes`, which overrides the values file's.
+        self._default_runtime = default_runtime
         #: (username, server name) of servers started unbilled while the database failed.
         self.unbilled: set[tuple[str, str]] = set()
         #: (username, server name) -> the last refusal (forms.Refused: when, the message, the
         #: engine's `next_refresh`, the form as posted), for the spawn form rendered again under it.
         self.refusals: dict[tuple[str, str], Any] = {}
-        self.default_runtime = default_runtime
         self.placement = placement or Placement({})
         self.metrics = metrics or NoMetrics()
         #: The hooks configure() set, by trait name (checked at start).
@@ -100,6 +99,23 @@ class Integration:
         except Exception:
             log.exception("quota: starting the webhook deliveries failed")
         self.service.poke()  # the first read of the active sessions, for the metrics
+
+    @property
+    def settings(self) -> HostSettings:
+        """What the engine's configuration says the hub acts on (runtime bounds and default, live
+        streams per user, what the gate does when its database fails, ...): read from the engine
+        at each use, so a values file loaded again applies."""
+        return self.service.engine.summary.settings
+
+    @property
+    def default_runtime(self) -> int:
+        """The runtime of a spawn that gives none."""
+        return self._default_runtime if self._default_runtime is not None else self.settings.default_runtime_minutes
+
+    @property
+    def on_storage_error(self) -> str:
+        """`custom.quota.onStorageError`: what the gate does when the quota database fails."""
+        return self.settings.on_storage_error
 
     def touch(self, name: Optional[str] = None) -> None:
         """`name`'s quota may have changed (None: anyone's): their open hub pages are told."""

@@ -58,9 +58,6 @@ def with_balance(v: dict, balance: int, unlimited: Any = None) -> dict:
     return {**v, "balance": balance, "unlimited": unlimited, "available": None if unlimited else balance - held}
 
 
-#: `custom.quota.liveStreamsPerUser`'s default (the engine checks the key: 1 to 1,000).
-LIVE_STREAMS_PER_USER = 10
-
 
 class Live:
     """Connected users' streams and the task that feeds them.
@@ -70,10 +67,8 @@ class Live:
     changes by the CLI or another hub), and a whole read only for the users whose server started,
     stopped or was extended here. An admin's change of one user is pushed from its own answer."""
 
-    def __init__(self, service: "QuotaService", max_streams: int = LIVE_STREAMS_PER_USER) -> None:
+    def __init__(self, service: "QuotaService") -> None:
         self.service = service
-        #: `custom.quota.liveStreamsPerUser`: open streams per user; the next is refused (429).
-        self.max_streams = max_streams
         self.streams: dict[str, set[asyncio.Queue]] = {}
         #: The last view pushed to each connected user.
         self.shown: dict[str, dict] = {}
@@ -87,6 +82,11 @@ class Live:
         #: Views pushed and engine calls made (tests and the benchmark read them).
         self.pushed = 0
         self.reads = 0
+
+    @property
+    def max_streams(self) -> int:
+        """`custom.quota.liveStreamsPerUser`: open streams per user; the next is refused (429)."""
+        return self.service.engine.summary.settings.live_streams_per_user
 
     def _ensure(self) -> None:
         if self.task is None or self.task.done():

@@ -43,7 +43,7 @@ class OptionError(ValueError):
 
 
 def runtime_option(value: Any, default: int) -> int:
-    """`user_options["runtime_minutes"]`: an integer (the engine checks 1..=480). Strings of digits
+    """`user_options["runtime_minutes"]`: an integer (the engine checks it against its runtime bounds). Strings of digits
     are accepted (the spawn form posts strings); floats, NaN, booleans and the rest are refused."""
     if value is None:
         return default

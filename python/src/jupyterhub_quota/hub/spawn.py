@@ -14,6 +14,7 @@ from .forms import Refused, options_from_form, spawn_form
 from . import names
 from .groups import user_groups
 from .options import OptionError, choose
+from .timers import parse_time
 from ..host.service import HUB, log, maybe_await
 from ..host.contract import StorageError
 
@@ -167,7 +168,8 @@ async def gate(quota: "Integration", spawner: Any) -> None:
         )
         quota.ready.discard((user, server))
         if quota.timers is not None:
-            quota.timers.arm(user, server, time.time() + choice.runtime * 60)
+            # The engine's own end of the session (the start plus the minutes it recorded).
+            quota.timers.arm(user, server, parse_time(s["ends_at"]))
         # The key the engine recorded (and billed) is the one placed: one decision.
         resource = s.get("resource_type") or "cpu"
         await quota.placement.apply(spawner, None if resource == "cpu" else resource)
