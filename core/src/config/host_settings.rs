@@ -6,8 +6,8 @@
 
 use serde::Serialize;
 
-use super::Config;
 use crate::error::QuotaError;
+use crate::events::settings::Notify;
 use crate::json::Fields;
 use crate::limits;
 
@@ -77,23 +77,18 @@ pub struct HostSettings {
     pub users_page_max: i64,
 }
 
-impl Default for HostSettings {
-    /// An empty values file's.
-    fn default() -> HostSettings {
-        Config::default().host_settings()
-    }
-}
-
-impl Config {
-    pub fn host_settings(&self) -> HostSettings {
+impl HostSettings {
+    /// The settings of a configuration: its `custom.quota` keys for hosts, its stop warnings, and
+    /// the engine's bounds.
+    pub fn of(hosts: &HostValues, notify: &Notify) -> HostSettings {
         HostSettings {
             runtime_minutes_min: limits::RUNTIME_MINUTES_MIN,
             runtime_minutes_max: limits::RUNTIME_MINUTES_MAX,
-            default_runtime_minutes: self.hosts.default_runtime_minutes,
+            default_runtime_minutes: hosts.default_runtime_minutes,
             extend_choices: limits::EXTEND_CHOICES.to_vec(),
-            warn_before_stop_minutes: self.notify.warn_before_stop_minutes.clone(),
-            live_streams_per_user: self.hosts.live_streams_per_user,
-            on_storage_error: self.hosts.on_storage_error.clone(),
+            warn_before_stop_minutes: notify.warn_before_stop_minutes.clone(),
+            live_streams_per_user: hosts.live_streams_per_user,
+            on_storage_error: hosts.on_storage_error.clone(),
             sweep_interval_seconds: i64::from(limits::SWEEP_INTERVAL_SECONDS),
             users_page_max: limits::USERS_PAGE_MAX as i64,
         }

@@ -62,6 +62,13 @@ pub struct RefreshRule {
 /// a property test: every document the engine accepts validates.
 pub const VALUES_SCHEMA: &str = include_str!("schema.json");
 
+impl Default for HostSettings {
+    /// An empty values file's.
+    fn default() -> HostSettings {
+        Config::default().host_settings()
+    }
+}
+
 impl Default for Config {
     /// The configuration of an empty values file: every default, no accelerator, rule or budget.
     fn default() -> Config {
@@ -173,6 +180,11 @@ impl Config {
         } else {
             Err(ConfigError(problems))
         }
+    }
+
+    /// What the hosts act on (the component's `host-settings`).
+    pub fn host_settings(&self) -> HostSettings {
+        HostSettings::of(&self.hosts, &self.notify)
     }
 
     /// The rate of a resource type (`cpu` or an accelerator key).

@@ -11,9 +11,9 @@
 //! A forbidden start (an accelerator of other groups) is decided between 1 and 2 and writes
 //! nothing.
 
-use super::refusal::personal_refusal;
+use super::price::estimate;
+use super::refusal::{forbidden_message, personal_refusal};
 use super::types::{Estimate, Refusal, StartDecision, StartRequest, Started};
-use super::{estimate, forbidden_message};
 use crate::accelerators::CPU_RESOURCE;
 use crate::account::{held_on_budget, AccountView, Price};
 use crate::budgets::{self, Budget};

@@ -3,9 +3,11 @@
 //! `refusal.rs` (the words of a shortfall are `account::decide`'s).
 
 mod decide;
+mod price;
 mod refusal;
 mod types;
 
+pub use price::estimate;
 pub use refusal::forbidden_message;
 pub(crate) use refusal::personal_refusal;
 pub use types::{Estimate, Refusal, StartDecision, StartRequest, Started};
@@ -13,40 +15,10 @@ pub use types::{Estimate, Refusal, StartDecision, StartRequest, Started};
 use crate::accelerators::CPU_RESOURCE;
 use crate::config::Config;
 use crate::error::QuotaError;
-use crate::limits;
-use crate::milli::Milli;
 use crate::names::normalize_username;
 use crate::observations::{GateResult, Observation};
 use crate::time::Timestamp;
 use crate::tx::Tx;
-
-/// What a start of `resource` (`cpu` or an accelerator key) for `runtime_minutes` would cost, with
-/// the gate's own checks of both: the spawn form shows exactly what the gate then holds.
-pub fn estimate(config: &Config, resource: &str, runtime_minutes: i64) -> Result<Estimate, QuotaError> {
-    if !(limits::RUNTIME_MINUTES_MIN..=limits::RUNTIME_MINUTES_MAX).contains(&runtime_minutes) {
-        return Err(QuotaError::invalid(
-            "runtime_minutes",
-            format!(
-                "must be a whole number of minutes from {} to {}, got {}",
-                limits::RUNTIME_MINUTES_MIN,
-                limits::RUNTIME_MINUTES_MAX,
-                runtime_minutes
-            ),
-        ));
-    }
-    let rate = config.rate_of(resource).ok_or_else(|| {
-        let known: Vec<&str> = std::iter::once(CPU_RESOURCE)
-            .chain(config.accelerators.keys().map(String::as_str))
-            .collect();
-        QuotaError::invalid(
-            "resource_type",
-            format!("unknown accelerator `{resource}` (known: {})", known.join(", ")),
-        )
-    })?;
-    // rate <= rate_max and minutes <= 480, so this cannot overflow.
-    let estimated_cost = rate.times(runtime_minutes).unwrap_or(Milli(i64::MAX));
-    Ok(Estimate { rate, estimated_cost })
-}
 
 /// Validates a start request, closes an orphaned session of the same server, creates the user's
 /// record on the first attempt, and decides. The decision is recorded as an [`Observation::Gate`].

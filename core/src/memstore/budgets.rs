@@ -54,6 +54,11 @@ impl BudgetStore for MemStore {
             .collect())
     }
 
+    fn budget_held(&mut self, budget: &str, username: Option<&str>) -> Result<i64, StoreError> {
+        let running = self.budget_sessions(budget)?;
+        Ok(crate::account::held_on_budget(&running, budget, username))
+    }
+
     fn budget_spent(
         &mut self,
         budget: &str,

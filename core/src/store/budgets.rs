@@ -70,13 +70,7 @@ pub trait BudgetStore {
     fn budget_sessions(&mut self, budget: &str) -> Result<Vec<Session>, StoreError>;
     /// What the billable active sessions charging `budget` hold (thousandths), only `username`'s
     /// when given: the gate's one read of a budget's reservations, however many are running.
-    fn budget_held(&mut self, budget: &str, username: Option<&str>) -> Result<i64, StoreError> {
-        Ok(crate::account::held_on_budget(
-            &self.budget_sessions(budget)?,
-            budget,
-            username,
-        ))
-    }
+    fn budget_held(&mut self, budget: &str, username: Option<&str>) -> Result<i64, StoreError>;
     /// What a start charging `budget` reads, in one read where the store can: its row (locked as
     /// [`lock_budget`](Self::lock_budget) when `lock`), what its running sessions hold, and with
     /// `member` (username, day), what that member charged it from that day on.
