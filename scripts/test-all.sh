@@ -55,10 +55,12 @@ done
 [ ${#need[@]} -eq 0 ] || apt_install "${need[@]}"
 bash scripts/ensure-chromium.sh
 
-step "format, no import circle, ARCHITECTURE.md true to the tree and its sizes current"
+step "format, no import circle, ARCHITECTURE.md and CODE-MAP.md true to the tree, sizes current, files and functions within their limits"
 cargo fmt --all -- --check
 python3 scripts/check_imports.py
 python3 scripts/check_architecture.py
+python3 scripts/code_map.py --check
+python3 scripts/check_limits.py
 python3 scripts/sizes.py --check
 python3 scripts/security_table.py --check
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The quick loop, for every change before the whole test command (scripts/test-all.sh): formatting,
-# no import circle and ARCHITECTURE.md true to the tree, clippy, then the unit, scenario and model
+# no import circle, ARCHITECTURE.md and CODE-MAP.md true to the tree, the size limits, clippy, then the unit, scenario and model
 # tests on the native core and the same scenarios through the component over SQLite. Under five
 # minutes on a warm checkout (the README has the figure); needs only a Rust toolchain.
 #     bash scripts/test-quick.sh
@@ -9,10 +9,12 @@ cd "$(dirname "$0")/.."
 started=$(date +%s)
 step() { printf '\n== %s (%ss)\n' "$*" "$(( $(date +%s) - started ))"; }
 
-step "format, import circles, ARCHITECTURE.md against the tree"
+step "format, import circles, ARCHITECTURE.md and CODE-MAP.md against the tree, size limits"
 cargo fmt --all -- --check
 python3 scripts/check_imports.py
 python3 scripts/check_architecture.py
+python3 scripts/code_map.py --check
+python3 scripts/check_limits.py
 python3 scripts/security_table.py --check
 
 step "the engine component (scripts/build-wasm.sh: nothing to do when unchanged)"

@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use crate::accelerator_pod::{read_resources, read_tolerations, Resources, Toleration};
 use crate::error::QuotaError;
-use crate::json::kind;
+use crate::json::{kind, Fields};
 use crate::limits;
 use crate::milli::Milli;
 use crate::values_read::{entry_fields, mapping};
@@ -72,27 +72,7 @@ pub(crate) fn read_accelerators(
             let p = f.path_of("quotaRate");
             f.problem(&p, "is required (credits per minute)");
         }
-        let mut node_selector = BTreeMap::new();
-        match f.raw("nodeSelector") {
-            None => {}
-            Some(Value::Object(m)) => {
-                for (k, v) in m {
-                    match v {
-                        Value::String(s) => {
-                            node_selector.insert(k.clone(), s.clone());
-                        }
-                        other => f.problem(
-                            &format!("{path}.nodeSelector.{k}"),
-                            format!("must be a string (quote it), got {}", kind(other)),
-                        ),
-                    }
-                }
-            }
-            Some(other) => {
-                let p = f.path_of("nodeSelector");
-                f.problem(&p, format!("must be a mapping of strings, got {}", kind(other)));
-            }
-        }
+        let node_selector = node_selector(&mut f, &path);
         let mut pod_problems = Vec::new();
         let resources = read_resources(
             f.raw("resources"),
@@ -109,32 +89,7 @@ pub(crate) fn read_accelerators(
         }
         // `env` stays among the unknown keys (never exposed), but a host adds it to the server's
         // environment, so it is checked here, for every host (and `quota-hub check-config`).
-        match f.raw("env") {
-            None | Some(Value::Null) => {}
-            Some(Value::Object(m)) => {
-                for (k, v) in m {
-                    let p = format!("{path}.env.{k}");
-                    if !valid_env_name(k) {
-                        f.problem(
-                            &p,
-                            "is not an environment variable name (letters, digits, `_`, `-` and `.`, not starting with a digit)",
-                        );
-                    } else if !v.is_string() {
-                        f.problem(&p, format!("must be a string (quote it), got {}", kind(v)));
-                    }
-                }
-            }
-            Some(other) => {
-                let p = f.path_of("env");
-                f.problem(
-                    &p,
-                    format!(
-                        "must be a mapping of variable names to strings, got {}",
-                        kind(other)
-                    ),
-                );
-            }
-        }
+        check_env(&mut f, &path);
         let extra = entry
             .as_object()
             .map(|m| {
@@ -174,4 +129,61 @@ pub(crate) fn read_accelerators(
         problems.extend(errs);
     }
     out
+}
+
+/// An accelerator's `nodeSelector`: a mapping of label names to strings.
+fn node_selector(f: &mut Fields<'_>, path: &str) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    match f.raw("nodeSelector") {
+        None => {}
+        Some(Value::Object(m)) => {
+            for (k, v) in m {
+                match v {
+                    Value::String(s) => {
+                        out.insert(k.clone(), s.clone());
+                    }
+                    other => f.problem(
+                        &format!("{path}.nodeSelector.{k}"),
+                        format!("must be a string (quote it), got {}", kind(other)),
+                    ),
+                }
+            }
+        }
+        Some(other) => {
+            let p = f.path_of("nodeSelector");
+            f.problem(&p, format!("must be a mapping of strings, got {}", kind(other)));
+        }
+    }
+    out
+}
+
+/// An accelerator's `env`: variable names to strings (a host adds them to the server's
+/// environment; they are never shown).
+fn check_env(f: &mut Fields<'_>, path: &str) {
+    match f.raw("env") {
+        None | Some(Value::Null) => {}
+        Some(Value::Object(m)) => {
+            for (k, v) in m {
+                let p = format!("{path}.env.{k}");
+                if !valid_env_name(k) {
+                    f.problem(
+                        &p,
+                        "is not an environment variable name (letters, digits, `_`, `-` and `.`, not starting with a digit)",
+                    );
+                } else if !v.is_string() {
+                    f.problem(&p, format!("must be a string (quote it), got {}", kind(v)));
+                }
+            }
+        }
+        Some(other) => {
+            let p = f.path_of("env");
+            f.problem(
+                &p,
+                format!(
+                    "must be a mapping of variable names to strings, got {}",
+                    kind(other)
+                ),
+            );
+        }
+    }
 }

@@ -98,28 +98,7 @@ impl Targets {
                 Err(e) => f.problems.push(e),
             }
         }
-        if let Some(text) = f.opt_str("usernamePattern") {
-            let p = f.path_of("usernamePattern");
-            if text.chars().count() > limits::PATTERN_CHARS_MAX {
-                f.problem(
-                    &p,
-                    format!("must be at most {} characters", limits::PATTERN_CHARS_MAX),
-                );
-            } else {
-                match RegexBuilder::new(&format!("^(?:{text})"))
-                    .case_insensitive(true)
-                    .build()
-                {
-                    Ok(regex) => {
-                        t.username_pattern = Some(Pattern {
-                            text: text.to_string(),
-                            regex,
-                        })
-                    }
-                    Err(e) => f.problem(&p, format!("is not a valid regular expression: {e}")),
-                }
-            }
-        }
+        t.username_pattern = pattern(&mut f);
         let bp = f.path_of("budgets");
         if let Some(list) = f.opt_str_list("budgets", limits::TARGET_GROUPS_MAX) {
             if list.is_empty() {
@@ -226,6 +205,33 @@ impl Targets {
         }
         Value::Object(m)
     }
+}
+
+/// `usernamePattern`: a regular expression matched at the start of a username, without case.
+fn pattern(f: &mut Fields<'_>) -> Option<Pattern> {
+    if let Some(text) = f.opt_str("usernamePattern") {
+        let p = f.path_of("usernamePattern");
+        if text.chars().count() > limits::PATTERN_CHARS_MAX {
+            f.problem(
+                &p,
+                format!("must be at most {} characters", limits::PATTERN_CHARS_MAX),
+            );
+        } else {
+            match RegexBuilder::new(&format!("^(?:{text})"))
+                .case_insensitive(true)
+                .build()
+            {
+                Ok(regex) => {
+                    return Some(Pattern {
+                        text: text.to_string(),
+                        regex,
+                    })
+                }
+                Err(e) => f.problem(&p, format!("is not a valid regular expression: {e}")),
+            }
+        }
+    }
+    None
 }
 
 #[cfg(test)]

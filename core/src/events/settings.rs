@@ -244,33 +244,7 @@ fn webhooks(path: &str, v: Option<&Value>, problems: &mut Vec<QuotaError>) -> Ve
             )),
             _ => {}
         }
-        let mut kinds = Vec::new();
-        match events {
-            Some(Value::Array(list)) if !list.is_empty() => {
-                for (j, k) in list.iter().enumerate() {
-                    match k.as_str().and_then(EventKind::parse) {
-                        Some(k) if !kinds.contains(&k) => kinds.push(k),
-                        Some(_) => {}
-                        None => errs.push(QuotaError::invalid(
-                            format!("{events_path}[{j}]"),
-                            format!(
-                                "{k} is not an event kind (one of {})",
-                                EventKind::ALL.map(EventKind::as_str).join(", ")
-                            ),
-                        )),
-                    }
-                }
-            }
-            Some(other) => errs.push(QuotaError::invalid(
-                &events_path,
-                format!("must be a non-empty list of event kinds, got {other}"),
-            )),
-            None => errs.push(QuotaError::invalid(
-                &events_path,
-                "is required (a list of event kinds)",
-            )),
-        }
-        kinds.sort();
+        let kinds = event_kinds(events, &events_path, &mut errs);
         if errs.is_empty() {
             if let (Some(name), Some(url)) = (name, url) {
                 out.push(Webhook {
@@ -285,4 +259,36 @@ fn webhooks(path: &str, v: Option<&Value>, problems: &mut Vec<QuotaError>) -> Ve
         problems.extend(errs);
     }
     out
+}
+
+/// A webhook's `events`: a non-empty list of event kinds, each once, in order.
+fn event_kinds(events: Option<&Value>, events_path: &str, errs: &mut Vec<QuotaError>) -> Vec<EventKind> {
+    let mut kinds = Vec::new();
+    match events {
+        Some(Value::Array(list)) if !list.is_empty() => {
+            for (j, k) in list.iter().enumerate() {
+                match k.as_str().and_then(EventKind::parse) {
+                    Some(k) if !kinds.contains(&k) => kinds.push(k),
+                    Some(_) => {}
+                    None => errs.push(QuotaError::invalid(
+                        format!("{events_path}[{j}]"),
+                        format!(
+                            "{k} is not an event kind (one of {})",
+                            EventKind::ALL.map(EventKind::as_str).join(", ")
+                        ),
+                    )),
+                }
+            }
+        }
+        Some(other) => errs.push(QuotaError::invalid(
+            events_path,
+            format!("must be a non-empty list of event kinds, got {other}"),
+        )),
+        None => errs.push(QuotaError::invalid(
+            events_path,
+            "is required (a list of event kinds)",
+        )),
+    }
+    kinds.sort();
+    kinds
 }

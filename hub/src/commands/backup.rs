@@ -1,4 +1,5 @@
-//! `backup` and `restore` of a SQLite database.
+//! `backup` of a SQLite database, and what `restore` (`restore.rs`) shares with it: the check of
+//! a copy, moving files into place privately.
 //!
 //! A backup is `VACUUM INTO` a file beside the output, in one read transaction: a consistent copy
 //! of the moment it began, taken while the server serves (in WAL mode a reader never blocks a
@@ -17,13 +18,13 @@ use crate::engine;
 use crate::storage::db::{self, Db};
 
 /// What a checked copy holds.
-struct Checked {
-    users: i64,
-    ledger: i64,
-    version: i64,
+pub(super) struct Checked {
+    pub users: i64,
+    pub ledger: i64,
+    pub version: i64,
 }
 
-fn sqlite_only(url: &str, what: &str) -> Result<PathBuf, String> {
+pub(super) fn sqlite_only(url: &str, what: &str) -> Result<PathBuf, String> {
     match db::parse(url)? {
         Db::Sqlite(p) if p != Path::new(":memory:") => Ok(p),
         Db::Sqlite(_) => Err(format!("--db {url}: an in-memory database has nothing to {what}")),
@@ -78,7 +79,7 @@ pub(crate) fn schema_of(db: &mut dyn Database) -> Result<(i64, i64), String> {
 
 /// Which schema versions a check accepts besides those this binary writes as they are.
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum Accept {
+pub(super) enum Accept {
     /// A backup: any earlier version too (the copy taken before a migration).
     Earlier,
     /// A restore: only what this binary writes as it is (an earlier copy is restored by the
@@ -89,7 +90,7 @@ enum Accept {
 /// Checks a copy (which may be changed: it is ours): SQLite's integrity check, its schema version
 /// against this binary's, and every balance equal to the sum of its ledger. The copy is never
 /// migrated: a backup keeps the schema it was taken at.
-fn check(
+pub(super) fn check(
     rt: &std::sync::Arc<quota_host::Runtime>,
     doc: &serde_json::Value,
     copy: &Path,
@@ -146,20 +147,20 @@ fn check(
 }
 
 /// `path` with `suffix` appended to its file name.
-fn beside(path: &Path, suffix: &str) -> PathBuf {
+pub(super) fn beside(path: &Path, suffix: &str) -> PathBuf {
     let mut name = path.file_name().unwrap_or_default().to_os_string();
     name.push(suffix);
     path.with_file_name(name)
 }
 
-fn remove_with_wal(p: &Path) {
+pub(super) fn remove_with_wal(p: &Path) {
     for s in ["", "-wal", "-shm", "-journal"] {
         let _ = std::fs::remove_file(beside(p, s));
     }
 }
 
 /// Makes `to` the file `from` is now, durably: fsync, rename, fsync of the folder.
-fn move_into_place(from: &Path, to: &Path) -> Result<(), String> {
+pub(super) fn move_into_place(from: &Path, to: &Path) -> Result<(), String> {
     std::fs::File::open(from)
         .and_then(|f| f.sync_all())
         .map_err(|e| format!("{}: {e}", from.display()))?;
@@ -172,7 +173,7 @@ fn move_into_place(from: &Path, to: &Path) -> Result<(), String> {
 
 /// An empty file only its owner may read and write (mode 0600): what `VACUUM INTO` fills, so a
 /// copy of every balance and ledger row is never readable by others, not even while it is written.
-fn private_file(p: &Path) -> Result<(), String> {
+pub(super) fn private_file(p: &Path) -> Result<(), String> {
     use std::os::unix::fs::OpenOptionsExt;
     std::fs::OpenOptions::new()
         .write(true)
@@ -184,14 +185,14 @@ fn private_file(p: &Path) -> Result<(), String> {
 }
 
 /// Mode 0600 again after `std::fs::copy`, which gives the copy its source's mode.
-fn restrict(p: &Path) -> Result<(), String> {
+pub(super) fn restrict(p: &Path) -> Result<(), String> {
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o600))
         .map_err(|e| format!("{}: {e}", p.display()))
 }
 
 /// `VACUUM INTO` `out` (a new file, mode 0600) from the database at `src`, in one read transaction.
-fn vacuum_into(rt: &quota_host::Runtime, src: &Path, out: &Path) -> Result<(), String> {
+pub(super) fn vacuum_into(rt: &quota_host::Runtime, src: &Path, out: &Path) -> Result<(), String> {
     private_file(out)?;
     let mut db =
         SqliteDb::open(rt, src, SqliteOptions::default()).map_err(|e| format!("{}: {e}", src.display()))?;
@@ -335,90 +336,4 @@ fn backup_to(
         }
     }
     Ok(bytes)
-}
-
-pub(super) fn restore(url: &str, input: &Path, values_path: &Path) -> Result<(), String> {
-    let started = Instant::now();
-    let target = sqlite_only(url, "restore")?;
-    if !input.is_file() {
-        return Err(format!("-i {}: no such file", input.display()));
-    }
-    let rt = engine::runtime()?;
-    let doc = crate::values::read(values_path)?;
-    // Checked on a copy: the backup itself is never changed.
-    let candidate = beside(&target, ".restore");
-    remove_with_wal(&candidate);
-    private_file(&candidate)?;
-    std::fs::copy(input, &candidate).map_err(|e| format!("-i {}: {e}", input.display()))?;
-    restrict(&candidate)?;
-    eprintln!("checking {} ...", input.display());
-    let checked = check(
-        &rt,
-        &doc,
-        &candidate,
-        &format!("-i {}", input.display()),
-        Accept::Writable,
-    )
-    .and_then(|c| {
-        vacuum_into(&rt, &candidate, &beside(&target, ".restore-final"))?;
-        Ok(c)
-    });
-    remove_with_wal(&candidate);
-    let checked = match checked {
-        Ok(c) => c,
-        Err(e) => {
-            remove_with_wal(&beside(&target, ".restore-final"));
-            return Err(format!("{e}; {} was not changed", target.display()));
-        }
-    };
-    let mut kept = None;
-    if target.exists() {
-        // No other process may have the file open: leaving WAL mode needs every other connection
-        // gone (a server, a CLI), and leaves one plain file to keep and replace.
-        let mut db = SqliteDb::open(&rt, &target, SqliteOptions::default())
-            .map_err(|e| format!("{}: {e}", target.display()))?;
-        let mode = db.query("PRAGMA journal_mode = DELETE", &[]).ok();
-        let left_wal = !matches!(
-            mode.as_ref()
-                .and_then(|r| r.first())
-                .and_then(|r| r.first())
-                .and_then(|v| v.as_text()),
-            Some("delete")
-        );
-        drop(db);
-        if left_wal {
-            remove_with_wal(&beside(&target, ".restore-final"));
-            return Err(format!(
-                "{}: another process has it open (a running quota-hub or hub?): stop it, then restore; nothing was changed",
-                target.display()
-            ));
-        }
-        let keep = beside(
-            &target,
-            &format!(
-                ".before-restore-{}",
-                crate::clock::Clock::system()?.now().seconds()
-            ),
-        );
-        private_file(&keep)?;
-        std::fs::copy(&target, &keep).map_err(|e| format!("keeping {}: {e}", target.display()))?;
-        restrict(&keep)?;
-        kept = Some(keep);
-    }
-    for stale in ["-wal", "-shm", "-journal"] {
-        let _ = std::fs::remove_file(beside(&target, stale));
-    }
-    move_into_place(&beside(&target, ".restore-final"), &target)?;
-    println!(
-        "restored {} from {}: {} users, {} ledger rows, schema {}, in {:.2} s{}",
-        target.display(),
-        input.display(),
-        checked.users,
-        checked.ledger,
-        checked.version,
-        started.elapsed().as_secs_f64(),
-        kept.map(|k| format!("; the database it replaced is kept as {}", k.display()))
-            .unwrap_or_default()
-    );
-    Ok(())
 }

@@ -11,6 +11,7 @@ pub mod migrate_db;
 mod quota;
 pub mod quota_file;
 mod refresh;
+mod restore;
 mod serve;
 pub mod target;
 mod token;
@@ -108,7 +109,7 @@ pub fn run(cli: Cli) -> Result<ExitCode, String> {
             values,
         } => migrate::run(&db, backup_dir.as_deref(), no_backup, &values).map(|()| ExitCode::SUCCESS),
         Command::Restore { db, input, values } => {
-            backup::restore(&db, &input, &values).map(|()| ExitCode::SUCCESS)
+            restore::restore(&db, &input, &values).map(|()| ExitCode::SUCCESS)
         }
         Command::Cleanup(t) => {
             let v = Target::open(&t, false)?.ok("POST", "/admin/api/quota/cleanup", "{}")?;

@@ -48,37 +48,7 @@ pub(super) fn serve(a: ServeArgs) -> Result<ExitCode, String> {
         ),
         None => None,
     };
-    let busy = a.busy_timeout_ms.map(Duration::from_millis);
-    let writers = match (&db, a.writers) {
-        (Db::Sqlite(_), Some(n)) if n > 1 => {
-            return Err("--writers: SQLite takes one writer at a time; more than 1 needs postgres://".into())
-        }
-        (Db::Sqlite(_), _) => 1,
-        (Db::Postgres(_), n) => n.unwrap_or(4),
-    };
-    let replica = match (&a.litestream_socket, &db) {
-        (Some(socket), Db::Sqlite(path)) => {
-            let path = std::path::absolute(path).map_err(|e| format!("--db: {e}"))?;
-            Some(Arc::new(ReplicaProbe::new(socket.clone(), path, clock.now().seconds())))
-        }
-        (Some(_), Db::Postgres(_)) => {
-            return Err("--litestream-socket: Litestream replicates SQLite files; PostgreSQL has its own (docs/postgres.md)".into())
-        }
-        (None, _) => None,
-    };
-    let sources = Sources {
-        backup_dir: a.backup_dir.clone(),
-        replica,
-    };
-    let metrics = (!a.no_metrics).then(|| Arc::new(Metrics::with(sources)));
-    let observer = metrics.clone().map(|m| m as Arc<dyn quota_host::Observer>);
-    let opts = PoolOptions {
-        writers,
-        readers: a.readers,
-        busy_timeout: busy,
-        shared_commit_max: a.shared_commit_max as usize,
-        observer,
-    };
+    let (opts, metrics) = pool_options(&a, &db, &clock)?;
     let pool = Pool::start(&rt, &db, &doc, opts)?;
     if let Some(m) = &metrics {
         m.know_rules(pool.summary.rules.iter().map(|r| r.name.clone()));
@@ -140,6 +110,48 @@ pub(super) fn serve(a: ServeArgs) -> Result<ExitCode, String> {
     }
     info!("stopped");
     Ok(ExitCode::SUCCESS)
+}
+
+/// The engine pool's options from the flags: the writers (one on SQLite), the readers, the busy
+/// wait, the shared commit, and the metrics (with the backups' folder and Litestream's socket)
+/// observing it.
+fn pool_options(
+    a: &ServeArgs,
+    db: &Db,
+    clock: &Clock,
+) -> Result<(PoolOptions, Option<Arc<Metrics>>), String> {
+    let busy = a.busy_timeout_ms.map(Duration::from_millis);
+    let writers = match (db, a.writers) {
+        (Db::Sqlite(_), Some(n)) if n > 1 => {
+            return Err("--writers: SQLite takes one writer at a time; more than 1 needs postgres://".into())
+        }
+        (Db::Sqlite(_), _) => 1,
+        (Db::Postgres(_), n) => n.unwrap_or(4),
+    };
+    let replica = match (&a.litestream_socket, db) {
+        (Some(socket), Db::Sqlite(path)) => {
+            let path = std::path::absolute(path).map_err(|e| format!("--db: {e}"))?;
+            Some(Arc::new(ReplicaProbe::new(socket.clone(), path, clock.now().seconds())))
+        }
+        (Some(_), Db::Postgres(_)) => {
+            return Err("--litestream-socket: Litestream replicates SQLite files; PostgreSQL has its own (docs/postgres.md)".into())
+        }
+        (None, _) => None,
+    };
+    let sources = Sources {
+        backup_dir: a.backup_dir.clone(),
+        replica,
+    };
+    let metrics = (!a.no_metrics).then(|| Arc::new(Metrics::with(sources)));
+    let observer = metrics.clone().map(|m| m as Arc<dyn quota_host::Observer>);
+    let opts = PoolOptions {
+        writers,
+        readers: a.readers,
+        busy_timeout: busy,
+        shared_commit_max: a.shared_commit_max as usize,
+        observer,
+    };
+    Ok((opts, metrics))
 }
 
 async fn run_server(app: Arc<App>, listen: &str) -> Result<(), String> {

@@ -110,6 +110,17 @@ impl Metrics {
             durability,
             scraping: Mutex::new(()),
         };
+        m.register_engine_series();
+        m.register_server_series();
+        m.registry
+            .register_collector(Box::new(crate::metrics::process::ProcessCollector));
+        m
+    }
+
+    /// What the engine decided: the gate, sessions, budgets, refreshes (counted when their call
+    /// committed).
+    fn register_engine_series(&mut self) {
+        let m = &mut *self;
         let r = &mut m.registry;
         r.register(
             "quota_gate_decisions",
@@ -156,6 +167,13 @@ impl Metrics {
             "Users whose balance a refresh changed, by rule",
             m.refresh_users.clone(),
         );
+    }
+
+    /// What the server did: HTTP, storage, the engine's traps, the writers, the rules' schedule,
+    /// the build.
+    fn register_server_series(&mut self) {
+        let m = &mut *self;
+        let r = &mut m.registry;
         r.register(
             "quota_http_requests",
             "HTTP requests answered, by route template, method and status",
@@ -224,8 +242,6 @@ impl Metrics {
                 ),
             ]),
         );
-        r.register_collector(Box::new(crate::metrics::process::ProcessCollector));
-        m
     }
 
     /// The values file's rule names (known once the engine has read it).

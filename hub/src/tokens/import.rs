@@ -107,36 +107,23 @@ fn one(
             String::new()
         }
     };
-    let mut scopes = Vec::new();
-    match map.get("scopes") {
-        None | Some(serde_json::Value::Null) => {}
-        Some(serde_json::Value::Array(list)) => {
-            for (j, s) in list.iter().enumerate() {
-                match s.as_str() {
-                    Some(s) if SCOPES_KNOWN.contains(&s) => scopes.push(s.to_string()),
-                    _ => problems.push(format!(
-                        "{at}.scopes[{j}]: {s} is not a scope ({})",
-                        SCOPES_KNOWN.join(", ")
-                    )),
-                }
+    let scopes: Vec<String> = strings(map, "scopes", at, "a scope", &mut problems)
+        .into_iter()
+        .enumerate()
+        .filter_map(|(j, s)| {
+            if SCOPES_KNOWN.contains(&s.as_str()) {
+                Some(s)
+            } else {
+                problems.push(format!(
+                    "{at}.scopes[{j}]: \"{s}\" is not a scope ({})",
+                    SCOPES_KNOWN.join(", ")
+                ));
+                None
             }
-        }
-        Some(_) => problems.push(format!("{at}.scopes: must be a list")),
-    }
+        })
+        .collect();
     // Course staff: `scopes: [quota:manage]` with the `groups` it manages.
-    let mut groups = Vec::new();
-    match map.get("groups") {
-        None | Some(serde_json::Value::Null) => {}
-        Some(serde_json::Value::Array(list)) => {
-            for (j, g) in list.iter().enumerate() {
-                match g.as_str() {
-                    Some(g) => groups.push(g.to_string()),
-                    None => problems.push(format!("{at}.groups[{j}]: must be a group's name")),
-                }
-            }
-        }
-        Some(_) => problems.push(format!("{at}.groups: must be a list")),
-    }
+    let groups = strings(map, "groups", at, "a group's name", &mut problems);
     let scopes = match super::scopes::with_groups(&scopes, &groups) {
         Ok(s) => s,
         Err(e) => {
@@ -155,31 +142,7 @@ fn one(
             false
         }
     };
-    let secret = match (map.get("secretFile"), map.get("secretEnv")) {
-        (Some(f), None) => match f.as_str() {
-            Some(f) => std::fs::read_to_string(f).map_err(|e| format!("{at}.secretFile: {f}: {e}")),
-            None => Err(format!("{at}.secretFile: must be a path")),
-        },
-        (None, Some(v)) => match v.as_str() {
-            Some(v) => env(v).ok_or_else(|| format!("{at}.secretEnv: the environment has no {v}")),
-            None => Err(format!("{at}.secretEnv: must be a variable's name")),
-        },
-        _ => Err(format!("{at}: give exactly one of secretFile and secretEnv")),
-    };
-    let secret = secret.and_then(|s| {
-        // A file (or a Secret's key) usually ends with a newline.
-        let s = s.trim_end_matches(['\n', '\r']).to_string();
-        let n = s.chars().count();
-        if !(SECRET_CHARS_MIN..=SECRET_CHARS_MAX).contains(&n) {
-            Err(format!(
-                "{at}: the secret is {n} characters; it must be {SECRET_CHARS_MIN} to {SECRET_CHARS_MAX}"
-            ))
-        } else if s.chars().any(|c| c.is_whitespace() || c.is_control()) {
-            Err(format!("{at}: the secret holds whitespace or control characters"))
-        } else {
-            Ok(s)
-        }
-    });
+    let secret = secret_of(map, at, env);
     match secret {
         Ok(secret) if problems.is_empty() => Ok(Imported {
             name,
@@ -197,6 +160,69 @@ fn one(
             Err(problems)
         }
     }
+}
+
+/// The list of strings under `key` (none when absent or null); each item that is not a string,
+/// and a value that is not a list, is a problem naming its path.
+fn strings(
+    map: &serde_json::Map<String, serde_json::Value>,
+    key: &str,
+    at: &str,
+    what: &str,
+    problems: &mut Vec<String>,
+) -> Vec<String> {
+    match map.get(key) {
+        None | Some(serde_json::Value::Null) => Vec::new(),
+        Some(serde_json::Value::Array(list)) => list
+            .iter()
+            .enumerate()
+            .filter_map(|(j, v)| match v.as_str() {
+                Some(s) => Some(s.to_string()),
+                None => {
+                    problems.push(format!("{at}.{key}[{j}]: must be {what}, got {v}"));
+                    None
+                }
+            })
+            .collect(),
+        Some(_) => {
+            problems.push(format!("{at}.{key}: must be a list"));
+            Vec::new()
+        }
+    }
+}
+
+/// The token's secret, from `secretFile` or `secretEnv` (exactly one), its trailing newline
+/// dropped, checked for length and characters.
+fn secret_of(
+    map: &serde_json::Map<String, serde_json::Value>,
+    at: &str,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<String, String> {
+    let secret = match (map.get("secretFile"), map.get("secretEnv")) {
+        (Some(f), None) => match f.as_str() {
+            Some(f) => std::fs::read_to_string(f).map_err(|e| format!("{at}.secretFile: {f}: {e}")),
+            None => Err(format!("{at}.secretFile: must be a path")),
+        },
+        (None, Some(v)) => match v.as_str() {
+            Some(v) => env(v).ok_or_else(|| format!("{at}.secretEnv: the environment has no {v}")),
+            None => Err(format!("{at}.secretEnv: must be a variable's name")),
+        },
+        _ => Err(format!("{at}: give exactly one of secretFile and secretEnv")),
+    };
+    secret.and_then(|s| {
+        // A file (or a Secret's key) usually ends with a newline.
+        let s = s.trim_end_matches(['\n', '\r']).to_string();
+        let n = s.chars().count();
+        if !(SECRET_CHARS_MIN..=SECRET_CHARS_MAX).contains(&n) {
+            Err(format!(
+                "{at}: the secret is {n} characters; it must be {SECRET_CHARS_MIN} to {SECRET_CHARS_MAX}"
+            ))
+        } else if s.chars().any(|c| c.is_whitespace() || c.is_control()) {
+            Err(format!("{at}: the secret holds whitespace or control characters"))
+        } else {
+            Ok(s)
+        }
+    })
 }
 
 /// What the import changed, for the start-up log.

@@ -1,4 +1,8 @@
-//! Read-only views: the user list, a user's detail, `me`, rates, accelerators, sessions, the ledger.
+//! Read-only views: the user list, a user's detail, rates, accelerators, sessions, the ledger; a
+//! user's own view is `me.rs`.
+
+mod me;
+pub use me::{me, Me};
 
 use std::collections::BTreeSet;
 
@@ -102,14 +106,21 @@ pub fn users_page(
     limit: usize,
     now: Timestamp,
 ) -> Result<(Vec<UserRow>, Option<String>), QuotaError> {
-    let mut page = store.scan_users(after, limit.saturating_add(1))?;
-    let next = if page.len() > limit {
-        page.truncate(limit);
-        page.last().map(|u| u.username.clone())
-    } else {
-        None
-    };
+    let page = store.scan_users(after, limit.saturating_add(1))?;
+    let (page, next) = cut_page(page, limit);
     Ok((with_groups(store, page, now)?, next))
+}
+
+/// A page read one past `limit`: the first `limit` records and, when there were more, the name a
+/// next page starts after.
+fn cut_page(mut records: Vec<UserRecord>, limit: usize) -> (Vec<UserRecord>, Option<String>) {
+    if records.len() > limit {
+        records.truncate(limit);
+        let next = records.last().map(|u| u.username.clone());
+        (records, next)
+    } else {
+        (records, None)
+    }
 }
 
 /// [`users_page`] for course staff: the user records of the members of `groups`, by username (each
@@ -153,12 +164,7 @@ pub fn members_page(
             _ => break,
         }
     }
-    let next = if records.len() > limit {
-        records.truncate(limit);
-        records.last().map(|u| u.username.clone())
-    } else {
-        None
-    };
+    let (records, next) = cut_page(records, limit);
     Ok((with_groups(store, records, now)?, next))
 }
 
@@ -209,85 +215,6 @@ pub fn user_detail(store: &mut dyn Store, username: &str, now: Timestamp) -> Res
         unlimited: user.as_ref().is_some_and(|u| u.unlimited),
         username,
         recent_transactions,
-    })
-}
-
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct Me {
-    pub username: String,
-    pub balance: i64,
-    /// What the user's running servers hold of the balance until they end (their estimated costs;
-    /// servers charging a budget hold the budget's).
-    pub held: Milli,
-    /// What the user can spend now: the balance less what is held (null: nothing limits the user,
-    /// unlimited or quota disabled). May be below zero after a debt.
-    pub available: Option<Milli>,
-    pub unlimited: bool,
-    pub rates: Value,
-    /// Each resource's display name ("cpu": "CPU"), the words the pages use for `rates`' keys.
-    pub resource_names: indexmap::IndexMap<String, String>,
-    pub enabled: bool,
-    /// The next run of a refresh rule that would change this balance (null: none would).
-    pub next_refresh: Option<crate::forecast::NextRefresh>,
-    /// Minutes the free balance buys, per resource the user may start (null: unlimited).
-    pub lasts_minutes: Option<indexmap::IndexMap<String, Option<i64>>>,
-    /// Live dated grants with credit left, soonest expiry first.
-    pub grants: Vec<Grant>,
-    /// The soonest of them (null: none).
-    pub expiring_next: Option<crate::lots::ExpiringNext>,
-    /// The budgets the user may charge, by name.
-    pub budgets: Vec<crate::budgets::MyBudget>,
-}
-
-/// What a user sees of their own quota, as of `now`; with `forecast`, the next refresh too.
-pub fn me(
-    config: &Config,
-    store: &mut dyn Store,
-    username: &str,
-    now: Timestamp,
-    forecast: bool,
-) -> Result<Me, QuotaError> {
-    let username = normalize_username("username", username)?;
-    let crate::store::GateState { user, active, .. } = store.gate_state(&username, false)?;
-    let user = as_of(store, user, now)?;
-    let uses_groups = config
-        .refresh_rules
-        .values()
-        .any(|r| r.enabled && r.params.targets.uses_groups())
-        || !config.groups.restricted.is_empty();
-    let any_budget = !config.budgets.is_empty() || !store.scan_budgets(None, 1)?.is_empty();
-    let groups = if uses_groups || any_budget {
-        crate::groups::of(store, &username)?
-    } else {
-        BTreeSet::new()
-    };
-    let grants = crate::lots::live(store.account_grants(&AccountKey::User(username.clone()))?, now);
-    let budgets = if any_budget {
-        crate::budgets::mine(config, store, &username, &groups, now)?
-    } else {
-        Vec::new()
-    };
-    let held = crate::account::held_personal(&active);
-    let balance = user.as_ref().map_or(0, |u| u.balance);
-    let unlimited = user.as_ref().is_some_and(|u| u.unlimited) || !config.enabled;
-    Ok(Me {
-        held: Milli(held),
-        available: (!unlimited).then(|| Milli(balance.saturating_mul(1000).saturating_sub(held))),
-        expiring_next: crate::lots::expiring_next(&grants),
-        grants,
-        budgets,
-        next_refresh: forecast
-            .then(|| crate::forecast::next_refresh(config, user.as_ref(), &groups, now))
-            .flatten(),
-        lasts_minutes: crate::forecast::lasts_minutes(config, user.as_ref(), &active, &groups),
-        balance,
-        // With quota disabled nothing limits the user: `unlimited` says so, whatever is stored (the
-        // original answered this way, and its spawn page refuses to launch on a negative balance).
-        unlimited,
-        username,
-        rates: config.rates_json(),
-        resource_names: config.resource_names(),
-        enabled: config.enabled,
     })
 }
 
