@@ -49,18 +49,22 @@ def schema(path: Path) -> tuple[int, int]:
     return found
 
 
-def test_the_start_up_step_backs_up_then_migrates_and_keeps_n_backups(tmp_path, caplog):
+def test_the_start_up_step_backs_up_then_migrates_and_keeps_every_pre_migration_backup(tmp_path, caplog):
     db = tmp_path / "quota.sqlite"
     set_balance(db, "alice", 42)
     folder = tmp_path / "backups"
+    pre = upgrade.pre_migration_dir(folder)
     for round_ in range(3):
         as_schema_9(db)
         with caplog.at_level(logging.INFO, logger="jupyterhub_quota"):
-            assert upgrade.start_up(str(db), VALUES, opener(db), backup_dir=str(folder), backup_keep=2) == (9, 11)
-        assert schema(db) == (11, 9), "version 11, floor 9 where schema 9 engines read their version"
-        (folder / sorted(p.name for p in folder.iterdir())[-1]).rename(folder / f"quota-2026010{round_}T000000Z.db")
-    kept = sorted(folder.iterdir())
-    assert [p.name for p in kept] == ["quota-20260101T000000Z.db", "quota-20260102T000000Z.db"], "the newest 2 kept"
+            assert upgrade.start_up(str(db), VALUES, opener(db), backup_dir=str(folder), backup_keep=2) == (9, 12)
+        assert schema(db) == (12, 9), "version 12, floor 9 where schema 9 engines read their version"
+        # Each round's backup gets a day of its own (their names are their times, one a second).
+        newest = sorted(pre.glob("quota-*Z.db"))[-1]
+        newest.rename(pre / f"quota-2026010{round_}T000000Z.db")
+    kept = sorted(pre.iterdir())
+    assert [p.name for p in kept] == [f"quota-2026010{i}T000000Z.db" for i in range(3)], \
+        "every pre-migration backup kept: the nightly rotation (backup_keep) never prunes them"
     for p in kept:
         assert schema(p) == (9, 9), "each backup is the database as it was before its migration"
         assert p.stat().st_mode & 0o777 == 0o600
@@ -68,35 +72,14 @@ def test_the_start_up_step_backs_up_then_migrates_and_keeps_n_backups(tmp_path, 
             assert c.execute("SELECT balance FROM users WHERE username = 'alice'").fetchone() == (42,)
         c.close()
     said = caplog.text
-    for words in ("has schema 9, this package writes 11: backing it up to", "integrity ok, every balance equals its ledger",
-                  "migrating the quota database from schema 9 to 11", "is at schema 11 (from 9)"):
+    for words in ("has schema 9, this package writes 12: backing it up to", "integrity ok, every balance equals its ledger",
+                  "migrating the quota database from schema 9 to 12", "is at schema 12 (from 9)"):
         assert words in said, said
     # Current: nothing backed up, nothing migrated.
     caplog.clear()
     with caplog.at_level(logging.INFO, logger="jupyterhub_quota"):
-        assert upgrade.start_up(str(db), VALUES, opener(db), backup_dir=str(folder)) == (11, 11)
-    assert "backing it up" not in caplog.text and len(list(folder.iterdir())) == 2
-
-
-def test_the_previous_release_reads_the_floor_and_a_raised_floor_is_refused(tmp_path):
-    db = tmp_path / "quota.sqlite"
-    set_balance(db, "alice", 5)
-    # A newer release's schema 12 that 11 may still write (floor 11): used as it is.
-    with sqlite3.connect(db) as c:
-        c.executescript("INSERT INTO quota_schema VALUES (12, 11); PRAGMA user_version = 11")
-    c.close()
-    assert upgrade.start_up(str(db), VALUES, opener(db)) == (12, 12)
-    set_balance(db, "alice", 6)
-    assert schema(db) == (12, 11)
-    # Its floor raised to 12: refused, naming where to go back, nothing changed.
-    with sqlite3.connect(db) as c:
-        c.executescript("INSERT INTO quota_schema VALUES (13, 12); PRAGMA user_version = 12")
-    c.close()
-    with pytest.raises(StorageError) as e:
-        upgrade.start_up(str(db), VALUES, opener(db))
-    for words in ("schema version 13", "schema 12 or newer", "jupyterhub-quota restore"):
-        assert words in str(e.value), str(e.value)
-    assert schema(db) == (13, 12)
+        assert upgrade.start_up(str(db), VALUES, opener(db), backup_dir=str(folder)) == (12, 12)
+    assert "backing it up" not in caplog.text and len(list(pre.iterdir())) == 3
 
 
 def run(*args: str, env: dict) -> subprocess.CompletedProcess:
@@ -113,14 +96,14 @@ def test_restore_checks_the_backup_refuses_while_open_and_keeps_what_it_replaced
     set_balance(db, "alice", 100)
     r = run("backup", "-o", f"{tmp_path}/b/", env=env)
     assert r.returncode == 0, r.stderr
-    [good] = (tmp_path / "b").iterdir()
+    [good] = (tmp_path / "b").glob("quota-*Z.db")  # beside it: the backups' state (what /metrics reads)
     set_balance(db, "alice", 1)
     # An earlier schema's backup is restored by the release that made it.
     older = tmp_path / "older.db"
     older.write_bytes(good.read_bytes())
     as_schema_9(older)
     r = run("restore", str(older), env=env)
-    assert r.returncode == 1 and "schema version 9, this package writes 11" in r.stderr and "was not changed" in r.stderr, r.stderr
+    assert r.returncode == 1 and "schema version 9, this package writes 12" in r.stderr and "was not changed" in r.stderr, r.stderr
     # While the hub has it open (a connection in WAL mode): refused.
     hub = sqlite3.connect(db)
     hub.execute("SELECT 1 FROM users").fetchall()
@@ -179,4 +162,4 @@ def test_a_scheduled_backup_that_fails_is_logged_and_the_next_one_works(tmp_path
     assert "the scheduled backup of" in caplog.text and "no such file" in caplog.text
     set_balance(db, "alice", 3)
     out = run_once(str(db), VALUES, tmp_path / "b", 2)
-    assert out is not None and out.parent == tmp_path / "b" and schema(out) == (11, 9)
+    assert out is not None and out.parent == tmp_path / "b" and schema(out) == (12, 9)
