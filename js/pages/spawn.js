@@ -8,7 +8,7 @@
 // form comes back with the user's choices and the hub's error in plain words above the
 // specification's text.
 import { loadEngine } from '../src/browser.js';
-import { credits, minutes, number, payer, rate, when } from './words.js';
+import { credits, minutes, number, payer, rate, refusalNext, when } from './words.js';
 
 const $ = (id) => document.getElementById(id);
 const cfg = JSON.parse($('quota-spawn-config').textContent);
@@ -191,10 +191,8 @@ function overAvailable(engine, ask) {
     : `Not enough credits: ${what}; ${has}.`).id = 'quota-over';
   const refused = cfg.refused?.forCredits ? cfg.refused : null;
   if (!account) {
-    if (refused && refused.nextRefresh) {
-      p(`The first top-up after which this start would pass: ${when(refused.nextRefresh.at)}, when your balance becomes ${credits(refused.nextRefresh.balance)}.`).id = 'quota-first-top-up';
-    } else if (refused) {
-      p('No scheduled top-up within a year would let this start pass.').id = 'quota-first-top-up';
+    if (refused) {
+      p(refusalNext(refused.nextRefresh)).id = 'quota-first-top-up';
     } else if (cfg.nextRefresh && Number(cfg.nextRefresh.balance) - Number(cfg.held ?? 0) >= needed) {
       p(`The next top-up (${when(cfg.nextRefresh.at)}) brings your balance to ${credits(cfg.nextRefresh.balance)}: this start would pass after it.`).id = 'quota-first-top-up';
     }

@@ -1,6 +1,8 @@
 // The words every quota page says (docs/glossary.md), in one place: the hub's pages, quota-hub's
 // pages, the spawn form and JupyterLab's extension (which bundles this file) import them, so a
 // number of credits, a rate, a resource, a payer, a time and a time left read the same everywhere.
+// The spawn form's lines, which the hub writes before the page's script runs, are here too: the
+// hub's `hub/words.py` says them by the same rules (python/tests/test_words.py holds the two equal).
 // The API's texts (the specification's refusal among them) stay as the engine writes them.
 
 /** A number of credits as a number: "1,250", "2.5" (at most three decimals, as the engine keeps). */
@@ -85,3 +87,30 @@ export function available(avail, held) {
   if (avail === null || avail === undefined) return 'unlimited';
   return Number(held) > 0 ? `${credits(avail)} available (${number(held)} held by running servers)` : `${credits(avail)} available`;
 }
+
+/** What the spawn form says with unlimited credits, and on a hub whose quota is off. */
+export const UNLIMITED = 'Your credits are unlimited.';
+export const QUOTA_OFF = 'Quota is disabled on this hub: nothing is charged.';
+
+/**
+ * The spawn form's balance line: "Available now: 98 credits (balance 100, 2 held by your running
+ * servers)"; the part in brackets only when servers hold some.
+ */
+export const availableNow = (avail, balance, held) => `Available now: ${credits(avail)}${
+  Number(held) > 0 ? ` (balance ${number(balance)}, ${number(held)} held by your running servers)` : ''}`;
+
+/** The spawn form's next top-up: "Next top-up: <when>, to 120 credits.", or that none is scheduled. */
+export const nextTopUp = (next) => (next
+  ? `Next top-up: ${when(next.at)}, to ${credits(next.balance)}.`
+  : 'No refresh rule will change your balance.');
+
+/** After a refusal for credits: the first top-up after which the same start would pass, or none. */
+export const refusalNext = (next) => (next
+  ? `The first top-up after which this start would pass: ${when(next.at)}, when your balance becomes ${credits(next.balance)}.`
+  : 'No scheduled top-up within a year would let this start pass.');
+
+/** "Charge to": the user's own credit ("Your balance (98 available)", unlimited: null). */
+export const ownChoice = (avail) => `Your balance (${avail === null || avail === undefined ? 'unlimited' : `${number(avail)} available`})`;
+
+/** "Charge to": a budget's share for this user ("(50 available to you)"). */
+export const budgetChoice = (avail) => `(${number(avail)} available to you)`;

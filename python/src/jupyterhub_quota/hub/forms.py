@@ -18,7 +18,7 @@ from tornado import web
 
 from ..host.engine import Caller
 from .options import OPTION_KEYS, page_profiles, profile_list, slug_of
-from . import names
+from . import names, words
 from .groups import user_groups
 from ..host.service import log, maybe_await
 
@@ -79,11 +79,6 @@ async def own_form(spawner: Any, configured: Any) -> str:
     return form or ""
 
 
-def _number(v: Any) -> str:
-    """A rate as the engine prints it (2, 4.5), never `2.0`."""
-    return str(int(v)) if isinstance(v, (int, float)) and float(v).is_integer() else str(v)
-
-
 #: What the page's engine needs to price a spawn, and nothing more: every user sees the form's
 #: source, so an accelerator's `env` (and any other key of the values file) stays on the hub.
 _PAGE_QUOTA_KEYS = ("enabled", "cpuRate", "minimumToStart", "defaultQuota")
@@ -136,24 +131,7 @@ def refusal_note(refused: Optional[Refused]) -> str:
     scheduled top-up after which the same start would pass, or that none within a year would."""
     if refused is None or not refused.for_credits:
         return ""
-    e = lambda s: html.escape(str(s), quote=True)  # noqa: E731
-    nxt = refused.next_refresh
-    text = (
-        f'The first top-up after which this start would pass: <strong data-at="{e(nxt["at"])}">'
-        f'{e(nxt["at"].replace("T", " ")[:16])} UTC</strong>, when your balance becomes {e(_credits(nxt["balance"]))}.'
-        if nxt else "No scheduled top-up within a year would let this start pass."
-    )
-    return f'\n<p id="quota-refusal-next" class="alert alert-info" role="status">{text}</p>'
-
-
-def _credits(n: Any) -> str:
-    """"1 credit", "95 credits" (docs/glossary.md; js/pages/words.js says the same)."""
-    return f"{_number(n)} credit{'' if n == 1 else 's'}"
-
-
-def _rate(n: Any) -> str:
-    """"1 credit/min", "2.5 credits/min"."""
-    return f"{_credits(n)}/min"
+    return f'\n<p id="quota-refusal-next" class="alert alert-info" role="status">{words.refusal_next(refused.next_refresh)}</p>'
 
 
 def spawn_form(quota: "Integration", values: dict, configured: Any = None):
@@ -185,18 +163,16 @@ def spawn_form(quota: "Integration", values: dict, configured: Any = None):
             f'<div class="form-check quota-choice"><input class="form-check-input" type="radio" name="gpu_selection" '
             f'id="quota-accelerator-{i}" value="{e(k)}"{" checked" if i == 0 else ""}> '
             f'<label class="form-check-label" for="quota-accelerator-{i}"><strong>{e(name)}</strong> {e(about)} '
-            f'<span class="quota-rate text-body-secondary">({e(_rate(rate))})</span></label></div>'
+            f'<span class="quota-rate text-body-secondary">({e(words.rate(rate))})</span></label></div>'
             for i, (k, name, about, rate) in enumerate(entries)
         ]
         unlimited = bool(me.get("unlimited")) or me.get("available") is None
         # What can be spent now (docs/glossary.md): the balance less what running servers hold.
         available = me.get("available")
         balance_line = (
-            "Your credits are unlimited." if unlimited and rates.get("enabled")
-            else "Quota is disabled on this hub: nothing is charged." if not rates.get("enabled")
-            else f'Available now: <strong id="quota-balance">{e(_credits(available))}</strong>'
-            + (f' <span class="text-body-secondary">(balance {e(_number(me.get("balance", 0)))}, '
-               f'{e(_number(me["held"]))} held by your running servers)</span>' if me.get("held") else "")
+            words.UNLIMITED if unlimited and rates.get("enabled")
+            else words.QUOTA_OFF if not rates.get("enabled")
+            else words.available_now(available, me.get("balance", 0), me.get("held", 0))
         )
         refused = refusal_of(quota, user, spawner.name or "")
         config = {
@@ -217,11 +193,7 @@ def spawn_form(quota: "Integration", values: dict, configured: Any = None):
         nxt = me.get("next_refresh")
         if nxt:
             config["nextRefresh"] = {"at": nxt["at"], "balance": nxt["balance"]}
-        next_line = (
-            f'Next top-up: <strong data-at="{e(nxt["at"])}">{e(nxt["at"].replace("T", " ")[:16])} UTC</strong>, '
-            f'to {e(_credits(nxt["balance"]))}.'
-            if nxt else "No refresh rule will change your balance."
-        )
+        next_line = words.next_top_up(nxt)
         note = refusal_note(refused)
         if profiles:
             config["profiles"] = page_profiles(profiles)
@@ -232,14 +204,14 @@ def spawn_form(quota: "Integration", values: dict, configured: Any = None):
         config["budgets"] = {b["name"]: b["available"] for b in budgets}
         charge_to = ""
         if budgets and rates.get("enabled"):
-            own = "Your balance (unlimited)" if unlimited else f"Your balance ({e(_number(available))} available)"
+            own = words.own_choice(None if unlimited else available)
             rows = [
                 f'<div class="form-check"><input class="form-check-input" type="radio" name="budget" id="quota-budget-0" '
                 f'value="" checked> <label class="form-check-label" for="quota-budget-0">{own}</label></div>'
             ] + [
                 f'<div class="form-check"><input class="form-check-input" type="radio" name="budget" id="quota-budget-{i}" '
                 f'value="{e(b["name"])}"> <label class="form-check-label" for="quota-budget-{i}"><strong>{e(b["name"])}</strong> '
-                f'{e(b.get("description", ""))} <span class="text-body-secondary">({e(_number(b["available"]))} available to you)</span>'
+                f'{e(b.get("description", ""))} <span class="text-body-secondary">{words.budget_choice(b["available"])}</span>'
                 f'</label></div>'
                 for i, b in enumerate(budgets, start=1)
             ]
