@@ -47,7 +47,7 @@ fn main() {
     ] {
         collect(&js.join(sub), sub, exts, &mut files);
     }
-    for name in ["core.js", "contract.js", "browser.js"] {
+    for name in ["component.js", "contract.js", "browser.js"] {
         files.push((format!("src/{name}"), js.join("src").join(name)));
     }
     files.sort();

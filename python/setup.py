@@ -66,7 +66,7 @@ class BuildWithComponent(build_py):
                 if f.is_file() and f.suffix in exts:
                     shutil.copyfile(f, static / sub / f.name)
         (static / "src").mkdir()
-        for name in ("core.js", "contract.js", "browser.js"):
+        for name in ("component.js", "contract.js", "browser.js"):
             shutil.copyfile(JS / "src" / name, static / "src" / name)
 
 

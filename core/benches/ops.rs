@@ -3,13 +3,13 @@
 
 use std::time::Instant;
 
+use quota_core::engine_call::EngineCall;
 use quota_core::gate::{check_start, StartDecision, StartRequest};
 use quota_core::refresh::{refresh, RefreshAction, RefreshParams, RefreshRequest};
 use quota_core::sessions::{end_session, EndRequest, EndTarget, Outcome};
 use quota_core::store::UserRecord;
 use quota_core::store::UserStore;
 use quota_core::targets::Targets;
-use quota_core::tx::Tx;
 use quota_core::{Config, MemStore, Timestamp};
 
 const USERS: usize = 1000;
@@ -53,7 +53,7 @@ fn main() {
                 groups: None,
                 budget: None,
             };
-            match check_start(&cfg, &mut Tx::new(&mut store), &req, now).expect("start") {
+            match check_start(&cfg, &mut EngineCall::new(&mut store), &req, now).expect("start") {
                 StartDecision::Allowed(s) => ids.push(s.session_id),
                 StartDecision::Refused(r) => panic!("refused: {}", r.message),
                 StartDecision::Forbidden(m) => panic!("forbidden: {m}"),
@@ -68,7 +68,7 @@ fn main() {
                 ended_at: None,
                 outcome: Outcome::Completed,
             };
-            end_session(&mut Tx::new(&mut store), &req, now).expect("end");
+            end_session(&mut EngineCall::new(&mut store), &req, now).expect("end");
         }
         end_ns.push(t.elapsed().as_nanos() as f64 / USERS as f64);
     }
@@ -105,7 +105,7 @@ fn main() {
     let t = Instant::now();
     let r = refresh(
         &quota_core::Config::default(),
-        &mut Tx::new(&mut big),
+        &mut EngineCall::new(&mut big),
         &RefreshRequest {
             params,
             run_id: Some("bench@1".into()),

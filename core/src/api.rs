@@ -7,6 +7,7 @@ use serde_json::{json, Value};
 
 use crate::admin::{self, AdminAction, AdminRequest, BatchEntry, BatchItem, RejectedEntry};
 use crate::config::Config;
+use crate::engine_call::EngineCall;
 use crate::error::{QuotaError, StoreError};
 use crate::gate::{self, StartDecision, StartRequest};
 use crate::groups::MemberChange;
@@ -19,12 +20,12 @@ use crate::refresh::{self, RefreshRequest, Step};
 use crate::sessions::{self, EndRequest, EndTarget, Outcome};
 use crate::store::{SessionStatus, Store};
 use crate::time::Timestamp;
-use crate::tx::Tx;
 use std::collections::{BTreeMap, BTreeSet};
 
 mod bodies;
 mod budget_routes;
 mod caller;
+mod credit_request_routes;
 mod event_routes;
 mod group_routes;
 mod handlers;
@@ -32,7 +33,6 @@ mod listing;
 mod me_routes;
 mod query;
 mod reach;
-mod request_routes;
 mod routes;
 mod status_route;
 mod usage_routes;
@@ -101,7 +101,7 @@ pub fn handle_request(
     req: &Request<'_>,
     now: Timestamp,
 ) -> Result<Observed<Response>, StoreError> {
-    let step = handle_request_step(config, Tx::new(store), req, now, 0)?;
+    let step = handle_request_step(config, EngineCall::new(store), req, now, 0)?;
     match step.answer {
         Step::Done(r) => Ok(Observed {
             answer: r,
@@ -117,7 +117,7 @@ pub fn handle_request(
 /// route answers at once.
 pub fn handle_request_step(
     config: &Config,
-    mut tx: Tx<'_>,
+    mut tx: EngineCall<'_>,
     req: &Request<'_>,
     now: Timestamp,
     chunk_users: u32,
@@ -153,7 +153,7 @@ pub fn handle_request_step(
 /// handler with the parsed query and body.
 fn dispatch(
     config: &Config,
-    tx: &mut Tx<'_>,
+    tx: &mut EngineCall<'_>,
     req: &Request<'_>,
     now: Timestamp,
     chunk_users: u32,

@@ -3,13 +3,13 @@
 //! credit replaced by a `set`. Each writes its ledger rows through `ledger`, so the balance stays
 //! the sum of the account's transactions; `lots` holds the arithmetic.
 
+use crate::engine_call::EngineCall;
 use crate::error::QuotaError;
 use crate::ledger::{self, Account, BudgetAccount, Entry};
 use crate::limits;
 use crate::lots;
 use crate::store::{AccountKey, Grant, NewGrant, Store, TransactionType, UserRecord};
 use crate::time::Timestamp;
-use crate::tx::Tx;
 
 /// The description of an `expire` transaction.
 pub fn expire_description(grant_id: i64) -> String {
@@ -20,7 +20,11 @@ pub fn expire_description(grant_id: i64) -> String {
 /// in the order the expiries came, each dated at its expiry (`amount = -remaining`), the grant then
 /// holding nothing. Returns the grants still live at `now` (the ones a charge may draw from).
 /// Every write to an account calls this (or [`settle_with`]) first, so its own effect comes after.
-pub fn settle_user(tx: &mut Tx<'_>, user: &mut UserRecord, now: Timestamp) -> Result<Vec<Grant>, QuotaError> {
+pub fn settle_user(
+    tx: &mut EngineCall<'_>,
+    user: &mut UserRecord,
+    now: Timestamp,
+) -> Result<Vec<Grant>, QuotaError> {
     let grants = tx.account_grants(&user.key())?;
     settle_with(tx, user, grants, now)
 }
@@ -29,7 +33,7 @@ pub fn settle_user(tx: &mut Tx<'_>, user: &mut UserRecord, now: Timestamp) -> Re
 /// balance as of now before writing anything: a refused request writes nothing, expiries
 /// included).
 pub fn settle_with<A: Account + ?Sized>(
-    tx: &mut Tx<'_>,
+    tx: &mut EngineCall<'_>,
     account: &mut A,
     grants: Vec<Grant>,
     now: Timestamp,
@@ -57,7 +61,7 @@ pub fn settle_with<A: Account + ?Sized>(
 /// row, and the `add`-like transaction `entry` names (carrying the expiry), in one step. `account`
 /// must be settled at `now`.
 pub fn grant<A: Account + ?Sized>(
-    tx: &mut Tx<'_>,
+    tx: &mut EngineCall<'_>,
     account: &mut A,
     amount: i64,
     expires_at: Timestamp,
@@ -105,7 +109,7 @@ pub fn draw(store: &mut dyn Store, live: &[Grant], amount: i64, t: Timestamp) ->
 
 /// A `set` replaces the whole credit: every live grant of the account holds nothing afterwards
 /// (the `set` transaction's amount accounts for them, as for the undated lot).
-pub fn drop_all(tx: &mut Tx<'_>, live: &[Grant]) -> Result<(), QuotaError> {
+pub fn drop_all(tx: &mut EngineCall<'_>, live: &[Grant]) -> Result<(), QuotaError> {
     let zero: Vec<(i64, i64)> = live
         .iter()
         .filter(|g| g.remaining > 0)
@@ -130,7 +134,7 @@ pub struct Swept {
 /// its next write would. Running it again writes nothing. With `limit`, at most that many grants,
 /// and `more` says whether others are still due (the caller commits and calls again: the sweep
 /// resumes from what is still due).
-pub fn sweep(tx: &mut Tx<'_>, now: Timestamp, limit: Option<usize>) -> Result<Swept, QuotaError> {
+pub fn sweep(tx: &mut EngineCall<'_>, now: Timestamp, limit: Option<usize>) -> Result<Swept, QuotaError> {
     let mut out = Swept::default();
     let mut done = 0usize;
     // Budgets first (few accounts), each through its own settle, a page of names at a time.
@@ -236,11 +240,18 @@ mod tests {
         let mut s = MemStore::new();
         let t0 = Timestamp(1_000_000);
         let mut u = new_user("ann", t0);
-        ledger::apply(&mut Tx::new(&mut s), &mut u, 10, entry(TransactionType::Set), t0).unwrap();
-        let live = settle_user(&mut Tx::new(&mut s), &mut u, t0).unwrap();
+        ledger::apply(
+            &mut EngineCall::new(&mut s),
+            &mut u,
+            10,
+            entry(TransactionType::Set),
+            t0,
+        )
+        .unwrap();
+        let live = settle_user(&mut EngineCall::new(&mut s), &mut u, t0).unwrap();
         assert!(live.is_empty());
         let id = grant(
-            &mut Tx::new(&mut s),
+            &mut EngineCall::new(&mut s),
             &mut u,
             50,
             t0.plus_seconds(3600),
@@ -251,11 +262,11 @@ mod tests {
         assert_eq!(u.balance, 60);
         // Half an hour in: the grant is live, a charge of 20 draws from it, not the undated lot.
         let t1 = t0.plus_seconds(1800);
-        let live = settle_user(&mut Tx::new(&mut s), &mut u, t1).unwrap();
+        let live = settle_user(&mut EngineCall::new(&mut s), &mut u, t1).unwrap();
         assert_eq!(live.len(), 1);
         draw(&mut s, &live, 20, t1).unwrap();
         ledger::apply(
-            &mut Tx::new(&mut s),
+            &mut EngineCall::new(&mut s),
             &mut u,
             40,
             entry(TransactionType::Usage),
@@ -271,7 +282,7 @@ mod tests {
         let grants = s.account_grants(&AccountKey::User("ann".into())).unwrap();
         assert_eq!(lots::balance_at(u.balance, &grants, t2), 10);
         // ...and the next write settles it first: one `expire` of the 30 left, dated at the expiry.
-        let live = settle_user(&mut Tx::new(&mut s), &mut u, t2).unwrap();
+        let live = settle_user(&mut EngineCall::new(&mut s), &mut u, t2).unwrap();
         assert!(live.is_empty());
         let last = s.transactions.last().unwrap();
         assert_eq!(last.transaction_type, TransactionType::Expire);
@@ -282,7 +293,7 @@ mod tests {
         reconciles(&s, "ann");
         // Settling again writes nothing.
         let n = s.transactions.len();
-        settle_user(&mut Tx::new(&mut s), &mut u, t2).unwrap();
+        settle_user(&mut EngineCall::new(&mut s), &mut u, t2).unwrap();
         assert_eq!(s.transactions.len(), n);
     }
 
@@ -292,7 +303,7 @@ mod tests {
         let t0 = Timestamp(1_000_000);
         let mut u = new_user("bob", t0);
         grant(
-            &mut Tx::new(&mut s),
+            &mut EngineCall::new(&mut s),
             &mut u,
             5,
             t0.plus_seconds(100),
@@ -301,7 +312,7 @@ mod tests {
         )
         .unwrap();
         grant(
-            &mut Tx::new(&mut s),
+            &mut EngineCall::new(&mut s),
             &mut u,
             7,
             t0.plus_seconds(50),
@@ -309,11 +320,11 @@ mod tests {
             t0,
         )
         .unwrap();
-        let live = settle_user(&mut Tx::new(&mut s), &mut u, t0).unwrap();
+        let live = settle_user(&mut EngineCall::new(&mut s), &mut u, t0).unwrap();
         draw(&mut s, &live, 15, t0).unwrap();
         let after = u.balance - 15;
         ledger::apply(
-            &mut Tx::new(&mut s),
+            &mut EngineCall::new(&mut s),
             &mut u,
             after,
             entry(TransactionType::Usage),
@@ -328,7 +339,7 @@ mod tests {
         assert_eq!(u.balance, -3, "debt in the undated lot");
         assert_eq!(lots::undated(u.balance, &grants), -3);
         grant(
-            &mut Tx::new(&mut s),
+            &mut EngineCall::new(&mut s),
             &mut u,
             9,
             t0.plus_seconds(500),
@@ -336,9 +347,16 @@ mod tests {
             t0,
         )
         .unwrap();
-        let live = settle_user(&mut Tx::new(&mut s), &mut u, t0).unwrap();
-        drop_all(&mut Tx::new(&mut s), &live).unwrap();
-        ledger::apply(&mut Tx::new(&mut s), &mut u, 20, entry(TransactionType::Set), t0).unwrap();
+        let live = settle_user(&mut EngineCall::new(&mut s), &mut u, t0).unwrap();
+        drop_all(&mut EngineCall::new(&mut s), &live).unwrap();
+        ledger::apply(
+            &mut EngineCall::new(&mut s),
+            &mut u,
+            20,
+            entry(TransactionType::Set),
+            t0,
+        )
+        .unwrap();
         assert!(s
             .account_grants(&AccountKey::User("bob".into()))
             .unwrap()
@@ -346,7 +364,7 @@ mod tests {
         assert_eq!(u.balance, 20);
         reconciles(&s, "bob");
         assert!(grant(
-            &mut Tx::new(&mut s),
+            &mut EngineCall::new(&mut s),
             &mut u,
             0,
             t0.plus_seconds(9),

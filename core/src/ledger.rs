@@ -2,6 +2,7 @@
 //! budget's) and its audit transaction together, so `amount == balance_after - balance_before` and
 //! "balance == sum of amounts" hold by construction, per account.
 
+use crate::engine_call::EngineCall;
 use crate::error::QuotaError;
 use crate::error::StoreError;
 use crate::limits;
@@ -9,7 +10,6 @@ use crate::store::{
     AccountKey, BudgetChange, BudgetRow, Change, NewTransaction, Store, TransactionType, UserRecord,
 };
 use crate::time::Timestamp;
-use crate::tx::Tx;
 
 /// Narrows an exact result to a balance, refusing values outside the exact range.
 pub fn checked_balance(v: i128, what: &str) -> Result<i64, QuotaError> {
@@ -73,7 +73,7 @@ pub trait Account {
     /// Moves the account to `new_balance` and writes its row and transaction in one storage call.
     fn write(
         &mut self,
-        tx: &mut Tx<'_>,
+        tx: &mut EngineCall<'_>,
         new_balance: i64,
         entry: Entry<'_>,
         now: Timestamp,
@@ -97,7 +97,7 @@ impl Account for UserRecord {
 
     fn write(
         &mut self,
-        tx: &mut Tx<'_>,
+        tx: &mut EngineCall<'_>,
         new_balance: i64,
         entry: Entry<'_>,
         now: Timestamp,
@@ -126,7 +126,7 @@ impl Account for BudgetAccount {
 
     fn write(
         &mut self,
-        tx: &mut Tx<'_>,
+        tx: &mut EngineCall<'_>,
         new_balance: i64,
         entry: Entry<'_>,
         now: Timestamp,
@@ -176,7 +176,7 @@ fn transaction(
 
 /// Moves `account` to `new_balance`, writing the row and its transaction in one storage call.
 pub fn apply<A: Account + ?Sized>(
-    tx: &mut Tx<'_>,
+    tx: &mut EngineCall<'_>,
     account: &mut A,
     new_balance: i64,
     entry: Entry<'_>,
@@ -188,7 +188,7 @@ pub fn apply<A: Account + ?Sized>(
 
 /// Moves `user` to `new_balance` and returns the change to write (refresh writes them in pages).
 pub fn change(
-    tx: &mut Tx<'_>,
+    tx: &mut EngineCall<'_>,
     user: &mut UserRecord,
     new_balance: i64,
     entry: Entry<'_>,

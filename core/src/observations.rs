@@ -1,5 +1,5 @@
 //! What an engine call observed, for a host's metrics: gate decisions, ended sessions and their
-//! charges, completed refreshes, budget totals the sweep repaired. A call records them in its `Tx` as it decides, and
+//! charges, completed refreshes, budget totals the sweep repaired. A call records them in its `EngineCall` as it decides, and
 //! they are returned with its answer; a host counts them only once its transaction has committed
 //! (a rolled-back or retried call's observations are thrown away with it). A replayed run id or
 //! idempotent request observes nothing: nothing happened again.

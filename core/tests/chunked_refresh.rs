@@ -1,11 +1,11 @@
 //! A refresh committed in chunks (`refresh_step`) does to every user exactly what one call does,
 //! and a run cut off between chunks is completed, each user once, by its run id.
 
+use quota_core::engine_call::EngineCall;
 use quota_core::refresh::{refresh, refresh_step, RefreshAction, RefreshParams, RefreshRequest, Step};
 use quota_core::store::UserStore;
 use quota_core::store::{TransactionType, UserRecord};
 use quota_core::targets::Targets;
-use quota_core::tx::Tx;
 use quota_core::{MemStore, QuotaError, Timestamp};
 
 const T0: Timestamp = Timestamp(1_795_000_000);
@@ -53,7 +53,7 @@ fn chunks_of_any_size_end_where_one_call_ends() {
     let mut whole = store();
     let expected = refresh(
         &quota_core::Config::default(),
-        &mut Tx::new(&mut whole),
+        &mut EngineCall::new(&mut whole),
         &request(Some("r1"), 5),
         T0,
     )
@@ -65,7 +65,7 @@ fn chunks_of_any_size_end_where_one_call_ends() {
             calls += 1;
             match refresh_step(
                 &quota_core::Config::default(),
-                &mut Tx::new(&mut s),
+                &mut EngineCall::new(&mut s),
                 &request(Some("r1"), 5),
                 T0,
                 chunk,
@@ -87,7 +87,7 @@ fn chunks_of_any_size_end_where_one_call_ends() {
         // The completed run replays the whole run's answer.
         let again = refresh_step(
             &quota_core::Config::default(),
-            &mut Tx::new(&mut s),
+            &mut EngineCall::new(&mut s),
             &request(Some("r1"), 5),
             T0,
             chunk,
@@ -107,7 +107,7 @@ fn a_run_cut_off_between_chunks_is_completed_once_by_a_whole_call() {
     let mut whole = store();
     let expected = refresh(
         &quota_core::Config::default(),
-        &mut Tx::new(&mut whole),
+        &mut EngineCall::new(&mut whole),
         &request(Some("r1"), 5),
         T0,
     )
@@ -117,7 +117,7 @@ fn a_run_cut_off_between_chunks_is_completed_once_by_a_whole_call() {
         assert_eq!(
             refresh_step(
                 &quota_core::Config::default(),
-                &mut Tx::new(&mut s),
+                &mut EngineCall::new(&mut s),
                 &request(Some("r1"), 5),
                 T0,
                 500
@@ -131,7 +131,7 @@ fn a_run_cut_off_between_chunks_is_completed_once_by_a_whole_call() {
     // Another host, which does not chunk, finishes the same run: every user once.
     let result = refresh(
         &quota_core::Config::default(),
-        &mut Tx::new(&mut s),
+        &mut EngineCall::new(&mut s),
         &request(Some("r1"), 5),
         T0,
     )
@@ -155,7 +155,7 @@ fn a_partial_run_resumed_with_other_parameters_is_a_conflict() {
     assert_eq!(
         refresh_step(
             &quota_core::Config::default(),
-            &mut Tx::new(&mut s),
+            &mut EngineCall::new(&mut s),
             &request(Some("r1"), 5),
             T0,
             100
@@ -166,7 +166,7 @@ fn a_partial_run_resumed_with_other_parameters_is_a_conflict() {
     let before = s.clone();
     let err = refresh_step(
         &quota_core::Config::default(),
-        &mut Tx::new(&mut s),
+        &mut EngineCall::new(&mut s),
         &request(Some("r1"), 6),
         T0,
         100,
@@ -181,7 +181,7 @@ fn without_a_run_id_or_in_a_dry_run_the_refresh_is_one_call() {
     let mut s = store();
     let Step::Done(r) = refresh_step(
         &quota_core::Config::default(),
-        &mut Tx::new(&mut s),
+        &mut EngineCall::new(&mut s),
         &request(None, 5),
         T0,
         10,
@@ -193,9 +193,14 @@ fn without_a_run_id_or_in_a_dry_run_the_refresh_is_one_call() {
     let mut s = store();
     let mut dry = request(Some("r2"), 5);
     dry.dry_run = true;
-    let Step::Done(r) =
-        refresh_step(&quota_core::Config::default(), &mut Tx::new(&mut s), &dry, T0, 10).unwrap()
-    else {
+    let Step::Done(r) = refresh_step(
+        &quota_core::Config::default(),
+        &mut EngineCall::new(&mut s),
+        &dry,
+        T0,
+        10,
+    )
+    .unwrap() else {
         panic!("a dry run writes nothing, so it is one call")
     };
     assert_eq!(r.changes.map(|c| c.len() as u64), Some(r.users_updated));

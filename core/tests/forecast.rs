@@ -9,12 +9,12 @@ use rng::Rng;
 
 use std::collections::BTreeSet;
 
+use quota_core::engine_call::EngineCall;
 use quota_core::forecast::next_refresh;
 use quota_core::groups;
 use quota_core::refresh::refresh;
 use quota_core::store::UserRecord;
 use quota_core::store::UserStore;
-use quota_core::tx::Tx;
 use quota_core::{Config, MemStore, Timestamp};
 use serde_json::json;
 
@@ -116,7 +116,7 @@ fn run(seed: u64) -> Result<(), String> {
         // A run refused for someone (out of range) changes no one: as the scheduler sees it.
         let _ = refresh(
             &quota_core::Config::default(),
-            &mut Tx::new(&mut store),
+            &mut EngineCall::new(&mut store),
             &req,
             *at,
         );

@@ -3,9 +3,9 @@
 //! every refused request changes nothing.
 
 use quota_core::admin::{admin_update, AdminAction, AdminRequest};
+use quota_core::engine_call::EngineCall;
 use quota_core::store::GrantStore;
 use quota_core::store::{AccountKey, TransactionType};
-use quota_core::tx::Tx;
 use quota_core::{MemStore, QuotaError, Timestamp};
 
 const T0: Timestamp = Timestamp(1_795_000_000);
@@ -23,7 +23,7 @@ fn act(
         description: None,
         expires_at,
     };
-    admin_update(&mut Tx::new(store), &req, "root", now).map(|r| r.balance)
+    admin_update(&mut EngineCall::new(store), &req, "root", now).map(|r| r.balance)
 }
 
 fn ledger(store: &MemStore) -> Vec<(TransactionType, i64, i64)> {
@@ -171,7 +171,8 @@ fn the_gate_and_the_charge_see_the_balance_as_of_now() {
     };
     // Within the grant's time 105 credits cover an hour at 1/min; a running server holds 60.
     let t1 = T0.plus_seconds(3600);
-    let StartDecision::Allowed(started) = check_start(&cfg, &mut Tx::new(&mut s), &req, t1).unwrap() else {
+    let StartDecision::Allowed(started) = check_start(&cfg, &mut EngineCall::new(&mut s), &req, t1).unwrap()
+    else {
         panic!("allowed within the grant's time")
     };
     assert_eq!(started.balance, 105);
@@ -181,13 +182,13 @@ fn the_gate_and_the_charge_see_the_balance_as_of_now() {
         outcome: Outcome::Completed,
         ended_at: None,
     };
-    end_session(&mut Tx::new(&mut s), &end, t1.plus_seconds(1800)).unwrap();
+    end_session(&mut EngineCall::new(&mut s), &end, t1.plus_seconds(1800)).unwrap();
     let grants = s.account_grants(&AccountKey::User("ann".into())).unwrap();
     assert_eq!(grants[0].remaining, 70);
     // Past the expiry the gate counts only the undated 5: refused, and nothing written by it.
     let before = s.clone();
     let t2 = T0.plus_seconds(2 * DAY);
-    match check_start(&cfg, &mut Tx::new(&mut s), &req, t2).unwrap() {
+    match check_start(&cfg, &mut EngineCall::new(&mut s), &req, t2).unwrap() {
         StartDecision::Refused(r) => {
             assert_eq!(r.balance, 5);
             assert!(r.message.contains("Current balance: 5,"), "{}", r.message);
@@ -210,13 +211,13 @@ fn the_sweep_writes_off_every_due_grant_once() {
             description: None,
             expires_at: Some(T0.plus_seconds(days * DAY)),
         };
-        admin_update(&mut Tx::new(&mut s), &req, "root", T0).unwrap();
+        admin_update(&mut EngineCall::new(&mut s), &req, "root", T0).unwrap();
     }
     let now = T0.plus_seconds(4 * DAY);
-    let swept = quota_core::grants::sweep(&mut Tx::new(&mut s), now, None).unwrap();
+    let swept = quota_core::grants::sweep(&mut EngineCall::new(&mut s), now, None).unwrap();
     assert_eq!((swept.grants_expired, swept.credits_expired), (3, 35));
     assert_eq!(
-        quota_core::grants::sweep(&mut Tx::new(&mut s), now, None).unwrap(),
+        quota_core::grants::sweep(&mut EngineCall::new(&mut s), now, None).unwrap(),
         Default::default(),
         "again: nothing"
     );
@@ -255,17 +256,17 @@ fn a_sweep_in_chunks_writes_what_one_call_writes_and_says_when_it_is_done() {
                 description: None,
                 expires_at: Some(T0.plus_seconds(DAY)),
             };
-            admin_update(&mut Tx::new(&mut s), &req, "root", T0).unwrap();
+            admin_update(&mut EngineCall::new(&mut s), &req, "root", T0).unwrap();
         }
         s
     };
     let now = T0.plus_seconds(2 * DAY);
     let mut whole = make();
-    let all = quota_core::grants::sweep(&mut Tx::new(&mut whole), now, None).unwrap();
+    let all = quota_core::grants::sweep(&mut EngineCall::new(&mut whole), now, None).unwrap();
     let mut chunked = make();
     let (mut grants, mut credits, mut calls) = (0, 0, 0);
     loop {
-        let step = quota_core::grants::sweep(&mut Tx::new(&mut chunked), now, Some(2)).unwrap();
+        let step = quota_core::grants::sweep(&mut EngineCall::new(&mut chunked), now, Some(2)).unwrap();
         calls += 1;
         grants += step.grants_expired;
         credits += step.credits_expired;

@@ -1,6 +1,7 @@
 //! Rules that need a seeded store (balances near the exact-integer bound) or the typed API.
 
 use quota_core::admin::{admin_update, AdminAction, AdminRequest};
+use quota_core::engine_call::EngineCall;
 use quota_core::gate::{check_start, StartDecision, StartRequest};
 use quota_core::limits::BALANCE_ABS_MAX;
 use quota_core::refresh::{refresh, RefreshAction, RefreshParams, RefreshRequest};
@@ -8,7 +9,6 @@ use quota_core::sessions::{end_session, EndRequest, EndTarget, Outcome};
 use quota_core::store::UserRecord;
 use quota_core::store::UserStore;
 use quota_core::targets::Targets;
-use quota_core::tx::Tx;
 use quota_core::{Config, MemStore, QuotaError, Timestamp};
 
 const T0: Timestamp = Timestamp(1_795_000_000);
@@ -41,7 +41,7 @@ fn admin_add_past_the_exact_range_is_refused_and_changes_nothing() {
         description: None,
         expires_at: None,
     };
-    let err = admin_update(&mut Tx::new(&mut store), &req, "root", T0).unwrap_err();
+    let err = admin_update(&mut EngineCall::new(&mut store), &req, "root", T0).unwrap_err();
     assert!(matches!(err, QuotaError::OutOfRange(_)), "{err:?}");
     assert_eq!(err.status(), 400);
     assert_eq!(store, before);
@@ -52,7 +52,7 @@ fn admin_add_past_the_exact_range_is_refused_and_changes_nothing() {
         expires_at: None,
     };
     assert_eq!(
-        admin_update(&mut Tx::new(&mut store), &req, "root", T0)
+        admin_update(&mut EngineCall::new(&mut store), &req, "root", T0)
             .unwrap()
             .balance,
         BALANCE_ABS_MAX
@@ -82,7 +82,7 @@ fn refresh_that_would_overflow_for_one_user_changes_nobody() {
     };
     let err = refresh(
         &quota_core::Config::default(),
-        &mut Tx::new(&mut store),
+        &mut EngineCall::new(&mut store),
         &RefreshRequest {
             params,
             run_id: None,
@@ -108,7 +108,8 @@ fn usage_charge_past_the_exact_range_is_refused_and_the_session_stays_active() {
         groups: None,
         budget: None,
     };
-    let StartDecision::Allowed(s) = check_start(&cfg, &mut Tx::new(&mut store), &req, T0).unwrap() else {
+    let StartDecision::Allowed(s) = check_start(&cfg, &mut EngineCall::new(&mut store), &req, T0).unwrap()
+    else {
         panic!("allowed")
     };
     // Drive the balance to the bottom of the range, then end: the charge would cross it.
@@ -121,7 +122,7 @@ fn usage_charge_past_the_exact_range_is_refused_and_the_session_stays_active() {
         ended_at: None,
         outcome: Outcome::Completed,
     };
-    let err = end_session(&mut Tx::new(&mut store), &end, T0.plus_seconds(600)).unwrap_err();
+    let err = end_session(&mut EngineCall::new(&mut store), &end, T0.plus_seconds(600)).unwrap_err();
     assert!(matches!(err, QuotaError::OutOfRange(_)), "{err:?}");
     assert_eq!(store, before);
 }
@@ -137,7 +138,7 @@ fn deduct_more_than_the_balance_is_insufficient_balance() {
         expires_at: None,
     };
     assert_eq!(
-        admin_update(&mut Tx::new(&mut store), &req, "root", T0).unwrap_err(),
+        admin_update(&mut EngineCall::new(&mut store), &req, "root", T0).unwrap_err(),
         QuotaError::InsufficientBalance
     );
     assert_eq!(store, before);
@@ -155,7 +156,8 @@ fn refusal_message_is_byte_exact() {
         groups: None,
         budget: None,
     };
-    let StartDecision::Refused(r) = check_start(&config(), &mut Tx::new(&mut store), &req, T0).unwrap()
+    let StartDecision::Refused(r) =
+        check_start(&config(), &mut EngineCall::new(&mut store), &req, T0).unwrap()
     else {
         panic!("refused")
     };

@@ -13,7 +13,7 @@ use quota_core::Timestamp;
 use crate::bindings::api;
 use crate::convert as cv;
 use crate::error::HostError;
-use crate::types::{decided, refresh_result};
+use crate::replies::{decided, refresh_result};
 use crate::worker::Worker;
 
 impl Worker {

@@ -10,7 +10,7 @@
 mod bindings;
 mod convert;
 pub mod observe;
-mod state;
+mod store_data;
 
 pub mod checkpoint;
 mod compile_cache;
@@ -19,6 +19,7 @@ pub mod engine;
 pub mod error;
 #[cfg(feature = "postgres")]
 pub mod pg;
+mod replies;
 pub mod runtime;
 mod setup;
 mod shared_commit;
@@ -27,7 +28,6 @@ mod sql_error;
 mod sql_json;
 pub mod sqlite;
 mod tx;
-mod types;
 pub mod worker;
 
 pub use checkpoint::{CheckpointStats, Checkpointer};
@@ -35,13 +35,13 @@ pub use compile_cache::{default_dir as default_cache_dir, Outcome as CacheOutcom
 pub use contract::{Durability, ErrorKind, HostingContract};
 pub use error::HostError;
 pub use observe::Observer;
+pub use replies::{ConfigSummary, Migration, RuleInfo};
 pub use runtime::{Bounds, Limits, Runtime};
 pub use shared_commit::SharedCall;
 #[cfg(feature = "test-support")]
 pub use sql::dump;
 pub use sql::{Database, Dialect, SqlCell, SqlError};
 pub use sqlite::{SqliteDb, SqliteOptions};
-pub use types::{ConfigSummary, Migration, RuleInfo};
 pub use worker::{Tx, Worker};
 
 /// Where `scripts/build-wasm.sh` puts the component, relative to the workspace root.

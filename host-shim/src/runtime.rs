@@ -10,17 +10,17 @@ use std::time::Duration;
 use wasmtime::component::{Component, HasSelf, Linker};
 use wasmtime::{Config, Engine, Store, StoreLimitsBuilder};
 
-use crate::bindings::{QuotaEngine, QuotaEnginePre};
+use crate::bindings::{ComponentInstance, ComponentPre};
 use crate::compile_cache;
 use crate::contract::{Durability, HostingContract, SetupStatement};
 use crate::error::HostError;
 use crate::sql::{Database, Dialect};
-use crate::state::HostState;
+use crate::store_data::HostState;
 
 /// Asks a throwaway instance (over no database: `contract` touches none) for both contracts.
 fn read_contracts(
     engine: &Engine,
-    pre: &QuotaEnginePre<HostState>,
+    pre: &ComponentPre<HostState>,
 ) -> Result<[Arc<HostingContract>; 2], HostError> {
     let mut store = wasmtime::Store::new(engine, HostState::detached());
     store.set_epoch_deadline(u64::MAX);
@@ -98,7 +98,7 @@ fn load_error(e: wasmtime::Error) -> HostError {
 
 pub struct Runtime {
     pub(crate) engine: Engine,
-    pub(crate) pre: QuotaEnginePre<HostState>,
+    pub(crate) pre: ComponentPre<HostState>,
     /// Per dialect (SQLite, PostgreSQL), like `contracts`.
     bounds: [Bounds; 2],
     /// The hosting contract, as the component states it, per dialect (SQLite, PostgreSQL).
@@ -150,8 +150,9 @@ impl Runtime {
     fn with(engine: Engine, component: Component, limits: Limits) -> Result<Arc<Runtime>, HostError> {
         let load = load_error;
         let mut linker: Linker<HostState> = Linker::new(&engine);
-        QuotaEngine::add_to_linker::<HostState, HasSelf<HostState>>(&mut linker, |s| s).map_err(load)?;
-        let pre = QuotaEnginePre::new(linker.instantiate_pre(&component).map_err(load)?).map_err(load)?;
+        ComponentInstance::add_to_linker::<HostState, HasSelf<HostState>>(&mut linker, |s| s)
+            .map_err(load)?;
+        let pre = ComponentPre::new(linker.instantiate_pre(&component).map_err(load)?).map_err(load)?;
         let contracts = read_contracts(&engine, &pre)?;
         let tick = limits.tick.unwrap_or(Duration::from_millis(10));
         let bounds = [
@@ -244,7 +245,7 @@ pub(crate) fn instantiate(
     runtime: &Runtime,
     bounds: &Bounds,
     db: Box<dyn Database>,
-) -> Result<(Store<HostState>, QuotaEngine), HostError> {
+) -> Result<(Store<HostState>, ComponentInstance), HostError> {
     let limits = StoreLimitsBuilder::new()
         .memory_size(bounds.memory_bytes)
         .instances(4)

@@ -3,16 +3,16 @@
 use quota_core::refresh::Step;
 use wasmtime::Store;
 
-use crate::bindings::{api, QuotaEngine};
+use crate::bindings::{api, ComponentInstance};
 use crate::error::{trap, HostError};
 use crate::observe::Observation;
+use crate::replies::{refresh_result, Migration};
 use crate::sql::{SqlCell, SqlError};
-use crate::state::HostState;
-use crate::types::{refresh_result, Migration};
+use crate::store_data::HostState;
 
 /// One open transaction: engine calls and the host's own statements, committed together.
 pub struct Tx<'a> {
-    pub(crate) bindings: &'a QuotaEngine,
+    pub(crate) bindings: &'a ComponentInstance,
     pub(crate) store: &'a mut Store<HostState>,
     pub(crate) trapped: &'a mut bool,
     /// Where the observations of this transaction's calls go, when the worker has an observer.
@@ -73,7 +73,7 @@ impl Tx<'_> {
     /// statement during the call fails it with that statement's error.
     pub(crate) fn call<T>(
         &mut self,
-        f: impl FnOnce(&QuotaEngine, &mut Store<HostState>) -> wasmtime::Result<T>,
+        f: impl FnOnce(&ComponentInstance, &mut Store<HostState>) -> wasmtime::Result<T>,
     ) -> Result<T, HostError> {
         match f(self.bindings, self.store) {
             Err(e) => {

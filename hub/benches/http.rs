@@ -348,7 +348,7 @@ fn shared_commit(
         ("on (--shared-commit-max 64)", "64"),
     ] {
         let mut env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
-        env.push(("QUOTA_HUB_GROUP_COMMIT_MAX", max));
+        env.push(("QUOTA_HUB_SHARED_COMMIT_MAX", max));
         let (child, url) = start(db, &env);
         let rate = pairs_rate(
             &url,

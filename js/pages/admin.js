@@ -8,7 +8,7 @@ import { Api, ApiError, tokenSignIn, userPath } from './api.js';
 import { BudgetsPanel, expiresAt } from './budgets-panel.js';
 import { RunningPanel } from './running-panel.js';
 import { RefreshPanel } from './refresh-panel.js';
-import { RequestsPanel } from './requests-panel.js';
+import { CreditRequestsPanel } from './credit-requests-panel.js';
 import { UsagePanel } from './usage-panel.js';
 import { UsersTable } from './users-table.js';
 import { credits, when } from './words.js';
@@ -124,7 +124,7 @@ async function load(first) {
     first ? api.get('/api/quota/me/rights') : Promise.resolve(null),
     first ? api.get('/admin/api/quota/requests?status=pending') : Promise.resolve(null),
   ]);
-  if (pending) RequestsPanel.badge(pending);
+  if (pending) CreditRequestsPanel.badge(pending);
   if (first) {
     staffView(rights);
     // The engine only answers pure functions here; quota's switch is all its configuration needs.
@@ -363,7 +363,7 @@ async function start() {
       new UsagePanel(page);
       new BudgetsPanel(page);
       new RunningPanel(page);
-      new RequestsPanel(page);
+      new CreditRequestsPanel(page);
       $('ledger-close').addEventListener('click', () => {
         $('ledger').hidden = true;
       });

@@ -5,7 +5,7 @@
 import { Api, tokenSignIn } from './api.js';
 import { drawUsage } from './usage-chart.js';
 import { extendCell } from './running-panel.js';
-import { RequestForm } from './request-form.js';
+import { CreditRequestForm } from './credit-request-form.js';
 import { credits, payer, resource, server, when } from './words.js';
 
 const $ = (id) => document.getElementById(id);
@@ -127,7 +127,7 @@ async function start() {
     const say = (m) => {
       $('status').textContent = m;
     };
-    const asks = new RequestForm(api, me, say, error);
+    const asks = new CreditRequestForm(api, me, say, error);
     await asks.list();
     $('content').hidden = false;
     await drawUsage($('usage-chart'), $('usage-table'), usage.days, known, 'Credits per day');

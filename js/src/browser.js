@@ -1,9 +1,9 @@
 // The engine in a page, with no database: the pure functions the admin page and the spawn form
 // compute with (a quota field, the price of a spawn, a refresh preview), by the same component
 // code the server runs. `gen` is the URL where js/gen/ is served.
-import { Engine } from './core.js';
+import { Engine } from './component.js';
 
-export { ConfigError, EngineError, QuotaError } from './core.js';
+export { ConfigError, EngineError, QuotaError } from './component.js';
 
 /**
  * Loads and configures the engine in the page. `values`: the values document (the page gets it

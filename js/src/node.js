@@ -5,10 +5,10 @@ import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-import { answered, Engine, QuotaError, seconds } from './core.js';
+import { answered, Engine, QuotaError, seconds } from './component.js';
 import { SqliteBridge } from './sqlite-bridge.js';
 
-export { ConfigError, EngineError, QuotaError, StorageError } from './core.js';
+export { ConfigError, EngineError, QuotaError, StorageError } from './component.js';
 export { SqliteBridge } from './sqlite-bridge.js';
 export { QuotaEngine } from './thread.js';
 

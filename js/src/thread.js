@@ -7,7 +7,7 @@
 import { deserialize, serialize } from 'node:v8';
 import { MessageChannel, Worker, receiveMessageOnPort } from 'node:worker_threads';
 
-import { ConfigError, EngineError, QuotaError, StorageError } from './core.js';
+import { ConfigError, EngineError, QuotaError, StorageError } from './component.js';
 
 const entry = new URL('./engine-thread.js', import.meta.url);
 /** How long a thread may take to load the engine (compile the component): the one wait of the host's

@@ -143,7 +143,7 @@ def test_docs_deploy_md_runs_end_to_end(walk):
     walk.run("docs/deploy.md")
     # The server `docker run` started is up, and the admin token `token issue` wrote to the same
     # volume works against it.
-    assert walk.ready() == {"status": "ready", "schema_version": 11}
+    assert walk.ready() == {"status": "ready", "schema_version": 12}
     token = walk.output("docker run --rm -v quota-data:/data").strip()
     req = urllib.request.Request(f"http://127.0.0.1:{walk.port}/hub/admin/api/quota/users/alice", method="POST",
                                  data=b'{"action": "set", "amount": 5}', headers={"Authorization": f"token {token}"})
@@ -257,7 +257,7 @@ def test_docs_upgrade_md_runs_after_deploy_and_z2jh(walk):
     before, rolled_back = (json.loads((releases / f"{n}.json").read_text()) for n in (2, 4))
     assert rolled_back["description"] == "Rollback to 2" and rolled_back["docs"] == before["docs"]
     restored = walk.output("kubectl logs -n jhub pod/quota-restore")
-    assert restored.startswith("restored ") and "schema 11" in restored and "is kept as" in restored, restored
+    assert restored.startswith("restored ") and "schema 12" in restored and "is kept as" in restored, restored
     assert "every balance equals its ledger" in walk.output("kubectl exec -n jhub deploy/hub -- jupyterhub-quota check")
     assert json.loads((walk.state / "pods.json").read_text())["hub"]["phase"] == "Running"
     listed = walk.output("kubectl exec -n jhub deploy/hub -- jupyterhub-quota backups")

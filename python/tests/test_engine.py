@@ -38,10 +38,10 @@ def balance(path: Path, user: str):
 def test_a_file_is_migrated_once_and_reopened_by_a_second_engine(tmp_path):
     db = tmp_path / "q.db"
     a = QuotaEngine(str(db), VALUES)
-    assert a.migration == (0, 11)
+    assert a.migration == (0, 12)
     assert start(a, "alice").status == 201
     b = QuotaEngine(str(db), VALUES)
-    assert b.migration == (11, 11)
+    assert b.migration == (12, 12)
     assert b.handle_request("GET", "/api/quota/me", caller=Caller("alice"), now=T0).json()["balance"] == 50
     with sqlite3.connect(db) as c:
         assert c.execute("PRAGMA journal_mode").fetchone()[0] == "wal"

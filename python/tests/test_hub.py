@@ -198,7 +198,7 @@ def test_upgrade_db_only_migrates_the_quota_database(tmp_path):
     with sqlite3.connect(h.quota_db()) as c:
         # The floor where schema 9 engines read their version, the version in quota_schema (docs/upgrade.md).
         assert c.execute("PRAGMA user_version").fetchone()[0] == 9
-        assert c.execute("SELECT max(version), max(floor) FROM quota_schema").fetchone() == (11, 9)
+        assert c.execute("SELECT max(version), max(floor) FROM quota_schema").fetchone() == (12, 9)
         assert c.execute("SELECT count(*) FROM sessions").fetchone()[0] == 0
     assert "refresh rule" not in out.stdout + out.stderr
 

@@ -157,7 +157,7 @@ def test_the_binary_serves_from_the_empty_root_as_the_images_user(bundle, tmp_pa
             except OSError:
                 return None
 
-        assert wait_for("the image's server", ready) == {"status": "ready", "schema_version": 11}
+        assert wait_for("the image's server", ready) == {"status": "ready", "schema_version": 12}
         token = subprocess.run(run("/usr/local/bin/quota-hub", "token", "issue", "--user", "root", "--admin"),
                                env=env, capture_output=True, text=True, timeout=DEADLINE_S)
         assert token.returncode == 0, token.stderr

@@ -14,8 +14,8 @@ use crate::sql_store::SqlStore;
 static EVENTS_OFF: AtomicBool = AtomicBool::new(false);
 
 /// A call in `store`, as this instance makes them: without events after `/__fault/events-off`.
-pub fn tx(store: &mut SqlStore) -> quota_core::tx::Tx<'_> {
-    let tx = quota_core::tx::Tx::new(store);
+pub fn tx(store: &mut SqlStore) -> quota_core::engine_call::EngineCall<'_> {
+    let tx = quota_core::engine_call::EngineCall::new(store);
     if EVENTS_OFF.load(Ordering::Relaxed) {
         tx.without_events()
     } else {

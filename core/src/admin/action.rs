@@ -2,6 +2,7 @@
 
 use serde::Serialize;
 
+use crate::engine_call::EngineCall;
 use crate::error::QuotaError;
 use crate::grants;
 use crate::ledger::{self, Account, Entry};
@@ -10,7 +11,6 @@ use crate::lots;
 use crate::names::normalize_username;
 use crate::store::{NewGrant, TransactionType};
 use crate::time::Timestamp;
-use crate::tx::Tx;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum AdminAction {
@@ -89,7 +89,7 @@ fn check_description(d: Option<&str>) -> Result<String, QuotaError> {
 
 /// Applies one admin change made by `caller`. Creates the record (balance 0) if there is none.
 pub fn admin_update(
-    tx: &mut Tx<'_>,
+    tx: &mut EngineCall<'_>,
     req: &AdminRequest,
     caller: &str,
     now: Timestamp,
@@ -123,7 +123,7 @@ pub fn admin_update(
 /// Checks an admin action (amount, description, expiry: each a 400 naming its field) and applies
 /// it to `account` (a user's or a budget's); answers the new balance.
 pub fn apply_checked<A: Account + ?Sized>(
-    tx: &mut Tx<'_>,
+    tx: &mut EngineCall<'_>,
     account: &mut A,
     action: AdminAction,
     description: Option<String>,
@@ -156,7 +156,7 @@ pub fn apply_checked<A: Account + ?Sized>(
 }
 
 pub(super) fn apply_action<A: Account + ?Sized>(
-    tx: &mut Tx<'_>,
+    tx: &mut EngineCall<'_>,
     account: &mut A,
     action: AdminAction,
     expires_at: Option<Timestamp>,
@@ -241,7 +241,7 @@ pub(super) fn apply_action<A: Account + ?Sized>(
 /// of now): read only, nothing written; 0 for what adds nothing, or what the change itself will
 /// refuse as bad input. Course staff's allowance is decided on it (`staff_allowance`).
 pub fn addition<A: Account + ?Sized>(
-    tx: &mut Tx<'_>,
+    tx: &mut EngineCall<'_>,
     account: &A,
     action: AdminAction,
     now: Timestamp,
@@ -262,7 +262,7 @@ pub fn addition<A: Account + ?Sized>(
 
 /// [`addition`] to user `username`'s own credit (a user without a record has 0).
 pub fn addition_to_user(
-    tx: &mut Tx<'_>,
+    tx: &mut EngineCall<'_>,
     username: &str,
     action: AdminAction,
     now: Timestamp,

@@ -4,13 +4,13 @@
 use serde::Serialize;
 
 use super::action::{apply_action, AdminAction};
+use crate::engine_call::EngineCall;
 use crate::error::QuotaError;
 use crate::ledger;
 use crate::limits;
 use crate::lots;
 use crate::names::normalize_username;
 use crate::time::Timestamp;
-use crate::tx::Tx;
 
 /// One entry of a batch: set the balance, the unlimited flag, or both (balance first).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -55,7 +55,7 @@ pub type BatchItem = Result<BatchEntry, RejectedEntry>;
 
 /// Applies each valid entry; an invalid one is counted in `failed` and changes nothing.
 pub fn batch(
-    tx: &mut Tx<'_>,
+    tx: &mut EngineCall<'_>,
     entries: &[BatchItem],
     caller: &str,
     now: Timestamp,
@@ -98,7 +98,7 @@ pub fn batch(
 }
 
 fn batch_one(
-    tx: &mut Tx<'_>,
+    tx: &mut EngineCall<'_>,
     e: &BatchEntry,
     caller: &str,
     now: Timestamp,

@@ -3,14 +3,14 @@
 
 use super::reach::Reach;
 use super::*;
+use crate::engine_call::EngineCall;
 use crate::staff_allowance::Target;
-use crate::tx::Tx;
 
 /// A routed, authorised request: its parsed query and body, and what the engine works with.
 pub(super) struct Call<'a, 's> {
     pub config: &'a Config,
     /// The engine call in progress: its store and what it observed and noted.
-    pub tx: &'a mut Tx<'s>,
+    pub tx: &'a mut EngineCall<'s>,
     pub caller: &'a Caller,
     pub query: Vec<(String, String)>,
     pub body: Value,
@@ -83,11 +83,11 @@ pub(super) fn answer(route: Route<'_>, method: &str, c: &mut Call<'_, '_>) -> Re
                 }),
             ))
         }
-        Route::MyRequests if method == "GET" => request_routes::mine(c),
-        Route::MyRequests => request_routes::ask(c),
-        Route::Requests => request_routes::list(c),
-        Route::Request(id) if method == "GET" => request_routes::show(c, id),
-        Route::Request(id) => request_routes::decide(c, id),
+        Route::MyRequests if method == "GET" => credit_request_routes::mine(c),
+        Route::MyRequests => credit_request_routes::ask(c),
+        Route::Requests => credit_request_routes::list(c),
+        Route::Request(id) if method == "GET" => credit_request_routes::show(c, id),
+        Route::Request(id) => credit_request_routes::decide(c, id),
     }
 }
 
@@ -195,7 +195,7 @@ const REFRESH_ONLY_KEYS: [&str; 6] = [
 /// `{"action": "set", "amount": n}` there), and `/admin/api/quota/refresh` is the refresh route with
 /// the same minimal body. When a user named `refresh` exists, such a body is refused: it may have
 /// been meant for that user, and as a refresh it would change every balance.
-fn refresh_not_ambiguous(tx: &mut Tx<'_>, body: &Value) -> Result<(), QuotaError> {
+fn refresh_not_ambiguous(tx: &mut EngineCall<'_>, body: &Value) -> Result<(), QuotaError> {
     let specific = REFRESH_ONLY_KEYS.iter().any(|k| body.get(k).is_some());
     if specific || tx.get_user("refresh")?.is_none() {
         return Ok(());

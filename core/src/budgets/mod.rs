@@ -1,12 +1,12 @@
 //! Shared budgets (credit model 2, "Shared budgets"): accounts several users may charge. Which
 //! budgets exist and their accounts are `account.rs`; here their balance actions, definitions over
-//! REST and deletion. The gate's checks are `check.rs`, the reads `reads.rs`, a definition's
-//! reading `definition.rs`.
+//! REST and deletion. The gate's checks are `check.rs`, what the routes list and show
+//! `listing.rs`, a definition's reading `definition.rs`.
 
 mod account;
 mod check;
 pub mod definition;
-mod reads;
+mod listing;
 
 use serde::Serialize;
 
@@ -15,14 +15,14 @@ pub use account::{
 };
 pub use check::{check_start, BudgetRefusal, BudgetStart};
 pub use definition::*;
-pub use reads::{detail, list, mine, BudgetDetail, BudgetSummary, MyBudget};
+pub use listing::{detail, list, mine, BudgetDetail, BudgetSummary, MyBudget};
 
 use crate::admin::{self, AdminAction};
 use crate::config::Config;
+use crate::engine_call::EngineCall;
 use crate::error::QuotaError;
 use crate::store::{AccountKey, BudgetRow, Store};
 use crate::time::Timestamp;
-use crate::tx::Tx;
 
 /// `{budget, balance, action, amount}`: a budget's balance action done.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -37,7 +37,7 @@ pub struct BudgetChanged {
 /// in the spending order; `set_unlimited` is a 400 (a budget is never unlimited).
 pub fn change(
     config: &Config,
-    tx: &mut Tx<'_>,
+    tx: &mut EngineCall<'_>,
     name: &str,
     req: (AdminAction, Option<String>, Option<Timestamp>),
     caller: &str,
@@ -99,7 +99,7 @@ pub fn define(
 /// charges (409 otherwise); its transactions stay in the ledger.
 pub fn delete(
     config: &Config,
-    tx: &mut Tx<'_>,
+    tx: &mut EngineCall<'_>,
     name: &str,
     now: Timestamp,
 ) -> Result<serde_json::Value, QuotaError> {

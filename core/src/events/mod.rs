@@ -1,9 +1,9 @@
 //! Stored events (credit model 2, "Events"): what users, their pages and webhooks read. A call
-//! notes them in its `Tx` as it changes things; they are written in the same
+//! notes them in its `EngineCall` as it changes things; they are written in the same
 //! transaction when the call ends (`write`), so a rolled-back change leaves no event. Not the
 //! observations a host counts for its metrics (`observations.rs`).
 //!
-//! Code that changes something notes the event (`Tx::note`, or `Tx::note_move` for a balance that
+//! Code that changes something notes the event (`EngineCall::note`, or `EngineCall::note_move` for a balance that
 //! moved: whether it crossed a `notifyBelow` mark needs the settings, which the ledger does not
 //! hold).
 //!

@@ -9,11 +9,11 @@ use serde::Serialize;
 use serde_json::json;
 
 use crate::config::Config;
+use crate::engine_call::EngineCall;
 use crate::error::QuotaError;
 use crate::limits;
 use crate::store::{EventKind, Session};
 use crate::time::{Timestamp, DAY_SECONDS};
-use crate::tx::Tx;
 
 /// What a sweep call told and purged; `more`: some were left for the next call.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
@@ -78,7 +78,7 @@ pub fn first_session_warning(config: &Config, end: Timestamp) -> Option<Timestam
 /// One sweep call's warnings and purge (at most `limit` of each when given).
 pub fn tell(
     config: &Config,
-    tx: &mut Tx<'_>,
+    tx: &mut EngineCall<'_>,
     now: Timestamp,
     limit: Option<usize>,
 ) -> Result<Told, QuotaError> {

@@ -13,11 +13,12 @@
 
 use super::price::estimate;
 use super::refusal::{forbidden_message, personal_refusal};
-use super::types::{Estimate, Refusal, StartDecision, StartRequest, Started};
+use super::start::{Estimate, Refusal, StartDecision, StartRequest, Started};
 use crate::accelerators::CPU_RESOURCE;
 use crate::account::{held_on_budget, AccountView, Price};
 use crate::budgets::{self, Budget};
 use crate::config::Config;
+use crate::engine_call::EngineCall;
 use crate::error::QuotaError;
 use crate::groups::{self, GroupNames};
 use crate::ledger::{self, Entry};
@@ -25,7 +26,6 @@ use crate::names::{normalize_username, validate_server_name};
 use crate::sessions;
 use crate::store::{AccountKey, NewSession, Session, SessionStatus, TransactionType, UserRecord};
 use crate::time::Timestamp;
-use crate::tx::Tx;
 
 /// A start request, checked: its names, resource and price.
 struct Asked<'a> {
@@ -76,7 +76,7 @@ struct Paid {
 
 pub(super) fn decide(
     config: &Config,
-    tx: &mut Tx<'_>,
+    tx: &mut EngineCall<'_>,
     req: &StartRequest,
     now: Timestamp,
 ) -> Result<StartDecision, QuotaError> {
@@ -111,7 +111,7 @@ pub(super) fn decide(
 /// user is not listed by name.
 fn read(
     config: &Config,
-    tx: &mut Tx<'_>,
+    tx: &mut EngineCall<'_>,
     req: &StartRequest,
     asked: &Asked<'_>,
     budget: Option<&Budget>,
@@ -141,7 +141,7 @@ fn read(
 /// its default quota). Returns the record as it now stands (None: quota disabled).
 fn settle(
     config: &Config,
-    tx: &mut Tx<'_>,
+    tx: &mut EngineCall<'_>,
     asked: &Asked<'_>,
     read: &mut Read,
     now: Timestamp,
@@ -192,7 +192,7 @@ fn settle(
 /// write.
 fn pay(
     config: &Config,
-    tx: &mut Tx<'_>,
+    tx: &mut EngineCall<'_>,
     asked: &Asked<'_>,
     read: &Read,
     user: Option<UserRecord>,
@@ -262,7 +262,7 @@ fn pay(
 /// Step 4: the session. The session's strings move into the answer: no copies on the hot path.
 fn write(
     config: &Config,
-    tx: &mut Tx<'_>,
+    tx: &mut EngineCall<'_>,
     asked: Asked<'_>,
     budget: Option<String>,
     paid: Paid,
@@ -300,7 +300,7 @@ fn write(
 /// The first start attempt ever for a username: its record, with `defaultQuota` granted once.
 fn create_record(
     config: &Config,
-    tx: &mut Tx<'_>,
+    tx: &mut EngineCall<'_>,
     username: &str,
     groups: &GroupNames,
     now: Timestamp,

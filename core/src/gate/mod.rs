@@ -1,30 +1,30 @@
 //! The spawn gate: may this user start this server now? What it is asked and answers is
-//! `types.rs`; how it decides, read -> settle -> decide -> write, `decide.rs`; its refusals
+//! `start.rs`; how it decides, read -> settle -> decide -> write, `decide.rs`; its refusals
 //! `refusal.rs` (the words of a shortfall are `account::decide`'s).
 
 mod decide;
 mod price;
 mod refusal;
-mod types;
+mod start;
 
 pub use price::estimate;
 pub use refusal::forbidden_message;
 pub(crate) use refusal::personal_refusal;
-pub use types::{Estimate, Refusal, StartDecision, StartRequest, Started};
+pub use start::{Estimate, Refusal, StartDecision, StartRequest, Started};
 
 use crate::accelerators::CPU_RESOURCE;
 use crate::config::Config;
+use crate::engine_call::EngineCall;
 use crate::error::QuotaError;
 use crate::names::normalize_username;
 use crate::observations::{GateResult, Observation};
 use crate::time::Timestamp;
-use crate::tx::Tx;
 
 /// Validates a start request, closes an orphaned session of the same server, creates the user's
 /// record on the first attempt, and decides. The decision is recorded as an [`Observation::Gate`].
 pub fn check_start(
     config: &Config,
-    tx: &mut Tx<'_>,
+    tx: &mut EngineCall<'_>,
     req: &StartRequest,
     now: Timestamp,
 ) -> Result<StartDecision, QuotaError> {
@@ -48,7 +48,7 @@ pub fn check_start(
 }
 
 /// A `start.refused` event: who, which server and resource, and the 403 text.
-fn note_refusal(tx: &mut Tx<'_>, req: &StartRequest, message: &str, now: Timestamp) {
+fn note_refusal(tx: &mut EngineCall<'_>, req: &StartRequest, message: &str, now: Timestamp) {
     let Ok(username) = normalize_username("username", &req.username) else {
         return;
     };

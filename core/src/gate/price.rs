@@ -1,7 +1,7 @@
 //! The price of a spawn: the resource's rate and `rate x minutes`, with the gate's own checks of
 //! both, so that the spawn form shows exactly what the gate then holds.
 
-use super::types::Estimate;
+use super::start::Estimate;
 use crate::accelerators::CPU_RESOURCE;
 use crate::config::Config;
 use crate::error::QuotaError;

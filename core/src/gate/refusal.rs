@@ -2,7 +2,7 @@
 //! words are `account::decide`'s; here, the first top-up after which it could), and a restricted
 //! accelerator.
 
-use super::types::Refusal;
+use super::start::Refusal;
 use crate::account::{afford, Payer, Paying, Price};
 use crate::config::Config;
 use crate::error::QuotaError;

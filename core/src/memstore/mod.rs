@@ -3,10 +3,10 @@
 //! records back after a failed call is `undo.rs`.
 
 mod budgets;
+mod credit_requests;
 mod events;
 mod grants;
 mod groups;
-mod requests;
 mod runs;
 mod sessions;
 mod undo;

@@ -7,13 +7,13 @@ use serde::{Deserialize, Serialize};
 
 use super::params::RefreshParams;
 use crate::config::Config;
+use crate::engine_call::EngineCall;
 use crate::error::QuotaError;
 use crate::ledger::{self, Account, BudgetAccount};
 use crate::limits;
 use crate::lots;
 use crate::store::{Grant, Store, UserRecord};
 use crate::time::Timestamp;
-use crate::tx::Tx;
 
 pub(super) struct Decided {
     pub(super) changes: Vec<Decision>,
@@ -54,7 +54,7 @@ impl Decision {
 
 /// Scans at most `limit` users after the progress's last one, page by page, deciding each.
 pub(super) fn decide(
-    tx: &mut Tx<'_>,
+    tx: &mut EngineCall<'_>,
     p: &RefreshParams,
     progress: Option<&Progress>,
     limit: usize,
@@ -193,7 +193,7 @@ pub(super) fn run_time(run_id: Option<&str>, first: Timestamp) -> Timestamp {
 /// The groups a page of users (sorted by username) is in among those the targets name, read in one
 /// call when the targets name groups; otherwise nothing is read.
 fn page_groups(
-    tx: &mut Tx<'_>,
+    tx: &mut EngineCall<'_>,
     targets: &crate::targets::Targets,
     page: &[UserRecord],
 ) -> Result<PageGroups, QuotaError> {

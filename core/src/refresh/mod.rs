@@ -5,6 +5,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::config::Config;
+use crate::engine_call::EngineCall;
 use crate::error::QuotaError;
 use crate::grants;
 use crate::ledger::{self, Account, Entry};
@@ -12,7 +13,6 @@ use crate::limits;
 use crate::observations::Observation;
 use crate::store::{Grant, NewGrant, RefreshRun, Store, TransactionType};
 use crate::time::Timestamp;
-use crate::tx::Tx;
 
 mod decide;
 pub mod params;
@@ -78,7 +78,7 @@ pub fn run_completed(run: &RefreshRun) -> bool {
 /// [`refresh_step`] is completed from where it stopped.
 pub fn refresh(
     config: &Config,
-    tx: &mut Tx<'_>,
+    tx: &mut EngineCall<'_>,
     req: &RefreshRequest,
     now: Timestamp,
 ) -> Result<RefreshResult, QuotaError> {
@@ -100,7 +100,7 @@ pub fn refresh(
 /// nothing in that chunk (the chunks before it stay applied, and the run stays resumable).
 pub fn refresh_step(
     config: &Config,
-    tx: &mut Tx<'_>,
+    tx: &mut EngineCall<'_>,
     req: &RefreshRequest,
     now: Timestamp,
     chunk_users: u32,
@@ -239,7 +239,7 @@ fn resume(
 /// through their grants (due expiries first, a `set` dropping them, a deduction drawing from them,
 /// a dated credit as a grant).
 fn apply(
-    tx: &mut Tx<'_>,
+    tx: &mut EngineCall<'_>,
     p: &RefreshParams,
     changes: Vec<Decision>,
     expires_at: Option<Timestamp>,
@@ -270,7 +270,7 @@ fn apply(
 /// One account's change through its grants.
 #[allow(clippy::too_many_arguments)]
 fn one<A: Account + ?Sized>(
-    tx: &mut Tx<'_>,
+    tx: &mut EngineCall<'_>,
     account: &mut A,
     p: &RefreshParams,
     grants: Vec<Grant>,

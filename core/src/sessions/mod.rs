@@ -8,6 +8,7 @@ pub use views::{MySession, SessionView};
 
 use serde::Serialize;
 
+use crate::engine_call::EngineCall;
 use crate::error::QuotaError;
 use crate::ledger::{self, Account, Entry};
 use crate::limits;
@@ -15,7 +16,6 @@ use crate::names::{normalize_username, validate_server_name};
 use crate::observations::Observation;
 use crate::store::{Session, SessionStatus, TransactionType, UserRecord};
 use crate::time::Timestamp;
-use crate::tx::Tx;
 
 /// Which session to end.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -56,7 +56,11 @@ pub struct EndResult {
     pub balance: i64,
 }
 
-pub fn end_session(tx: &mut Tx<'_>, req: &EndRequest, now: Timestamp) -> Result<EndResult, QuotaError> {
+pub fn end_session(
+    tx: &mut EngineCall<'_>,
+    req: &EndRequest,
+    now: Timestamp,
+) -> Result<EndResult, QuotaError> {
     // One read serves the session and its user's record (the charge's account).
     let (session, user) = match &req.target {
         EndTarget::Id(id) => tx
@@ -102,7 +106,7 @@ pub fn end_session(tx: &mut Tx<'_>, req: &EndRequest, now: Timestamp) -> Result<
 
 /// The active session of (username, server_name), if any.
 pub fn find_active(
-    tx: &mut Tx<'_>,
+    tx: &mut EngineCall<'_>,
     username: &str,
     server_name: &str,
 ) -> Result<Option<Session>, QuotaError> {
@@ -116,7 +120,7 @@ pub fn find_active(
 /// session of a user who is not unlimited now. `now` stamps the transaction. `user`: the session's
 /// user's record when the caller has just read it (`Some(None)`: no row), else `None` (read here).
 pub fn close(
-    tx: &mut Tx<'_>,
+    tx: &mut EngineCall<'_>,
     mut session: Session,
     user: Option<Option<UserRecord>>,
     end: Timestamp,
@@ -195,7 +199,7 @@ pub fn close(
 }
 
 /// A `session.ended` event: the session, how it ended, its cost and the paying account's balance.
-fn note_ended(tx: &mut Tx<'_>, s: &Session, balance: i64, now: Timestamp) {
+fn note_ended(tx: &mut EngineCall<'_>, s: &Session, balance: i64, now: Timestamp) {
     let data = serde_json::json!({
         "session_id": s.id,
         "server_name": s.server_name,
@@ -227,7 +231,7 @@ pub(crate) fn session_cost(session: &Session, minutes: i64) -> Result<i64, Quota
 /// written; then its due expiries (dated at their expiries), and the charge drawn from the grants
 /// live now, soonest expiry first, the rest from the undated lot (which may go negative).
 fn charge<A: Account + ?Sized>(
-    tx: &mut Tx<'_>,
+    tx: &mut EngineCall<'_>,
     account: &mut A,
     session: &Session,
     minutes: i64,
@@ -262,7 +266,7 @@ pub struct CleanedSession {
 }
 
 /// Closes every session active for more than 8 hours as `cleaned_up`, without charge.
-pub fn cleanup_stale(tx: &mut Tx<'_>, now: Timestamp) -> Result<Vec<CleanedSession>, QuotaError> {
+pub fn cleanup_stale(tx: &mut EngineCall<'_>, now: Timestamp) -> Result<Vec<CleanedSession>, QuotaError> {
     let cutoff = now.plus_seconds(-limits::STALE_AFTER_SECONDS);
     let mut cleaned = Vec::new();
     let mut by_resource: std::collections::BTreeMap<String, u64> = Default::default();

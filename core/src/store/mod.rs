@@ -1,7 +1,7 @@
 //! What the engine keeps, and the storage traits every backend implements: one file per kind of
 //! row (`users.rs` users and their ledger, `sessions.rs`, `groups.rs` memberships, `runs.rs`
 //! refresh runs, `usage.rs` the running sums, `grants.rs` dated grants, `budgets.rs`, `events.rs`
-//! events and webhooks, `requests.rs` credit requests), each holding its rows and its trait. [`Store`] is all of them.
+//! events and webhooks, `credit_requests.rs`), each holding its rows and its trait. [`Store`] is all of them.
 //!
 //! The traits are shaped for real databases: one call per row read or write, and paged scans where
 //! a whole set must be visited (refresh, the lists). Each engine operation is run by its host inside
@@ -13,20 +13,20 @@
 //! component's `SqlStore` (`wasm/src/sql_store/<kind>.rs`, its statement beside it).
 
 mod budgets;
+mod credit_requests;
 mod events;
 mod grants;
 mod groups;
-mod requests;
 mod runs;
 mod sessions;
 mod usage;
 mod users;
 
 pub use budgets::*;
+pub use credit_requests::*;
 pub use events::*;
 pub use grants::*;
 pub use groups::*;
-pub use requests::*;
 pub use runs::*;
 pub use sessions::*;
 pub use usage::*;

@@ -17,7 +17,7 @@ mod reference;
 mod sessions;
 mod staff;
 
-use quota_core::tx::Tx;
+use quota_core::engine_call::EngineCall;
 use quota_core::usage;
 use quota_core::{Config, MemStore, QuotaError, Timestamp};
 
@@ -36,7 +36,7 @@ pub struct Step<'a, 'b> {
     pub rng: &'a mut Rng,
     pub cfg: &'a Config,
     /// The step's engine call: its events are written when the step ends, as a host's are.
-    pub tx: &'a mut Tx<'b>,
+    pub tx: &'a mut EngineCall<'b>,
     pub m: &'a mut Model,
     pub now: i64,
     pub t: Timestamp,
@@ -72,7 +72,7 @@ fn run(seed: u64, ops: usize) -> Result<(), String> {
             _ => sessions::cleanup,
         };
         // As a host's entry point: the call's events are written at its end, if it succeeded.
-        let mut tx = Tx::new(&mut store);
+        let mut tx = EngineCall::new(&mut store);
         let (what, refused) = op(Step {
             rng: &mut rng,
             cfg: &cfg,

@@ -7,8 +7,8 @@
 //! writes nothing (`invariants::after_step`).
 
 use quota_core::api::{handle_request_step, Caller, Request};
+use quota_core::engine_call::EngineCall;
 use quota_core::staff_allowance::month_of;
-use quota_core::tx::Tx;
 use quota_core::QuotaError;
 
 use crate::{Done, Step, USERS};
@@ -48,7 +48,7 @@ pub fn staff_action(s: Step<'_, '_>) -> Result<Done, String> {
         body: &body,
         caller: Some(&caller),
     };
-    let r = handle_request_step(cfg, Tx::new(tx.store()), &req, t, 0)
+    let r = handle_request_step(cfg, EngineCall::new(tx.store()), &req, t, 0)
         .map_err(|e| format!("step {step} {what}: {e}"))?;
     let status = match r.answer {
         quota_core::refresh::Step::Done(ref resp) => resp.status,

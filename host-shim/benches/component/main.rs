@@ -23,7 +23,7 @@ use std::time::Instant;
 use quota_core::gate::{check_start, StartDecision, StartRequest};
 use quota_core::sessions::{end_session, EndRequest, EndTarget, Outcome};
 use quota_core::store::{Store, UserRecord};
-use quota_core::tx::Tx;
+use quota_core::engine_call::EngineCall;
 use quota_core::{Config, MemStore, Timestamp};
 use quota_host::{Database, Limits, Runtime, SqlCell, SqliteDb, Worker};
 
@@ -92,7 +92,7 @@ fn native(names: &[String]) -> (f64, f64) {
                 groups: None,
                 budget: None,
             };
-            let StartDecision::Allowed(s) = check_start(&cfg, &mut Tx::new(&mut b), &req, now).unwrap()
+            let StartDecision::Allowed(s) = check_start(&cfg, &mut EngineCall::new(&mut b), &req, now).unwrap()
             else {
                 panic!("refused")
             };
@@ -103,7 +103,7 @@ fn native(names: &[String]) -> (f64, f64) {
         let t = Instant::now();
         for id in ids {
             end_session(
-                &mut Tx::new(&mut b),
+                &mut EngineCall::new(&mut b),
                 &EndRequest {
                     target: EndTarget::Id(id),
                     ended_at: None,

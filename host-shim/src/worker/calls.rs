@@ -7,9 +7,9 @@ use quota_core::refresh::Step;
 use wasmtime::Store;
 
 use super::Worker;
-use crate::bindings::QuotaEngine;
+use crate::bindings::ComponentInstance;
 use crate::error::HostError;
-use crate::state::HostState;
+use crate::store_data::HostState;
 use crate::tx::Tx;
 
 impl Worker {
@@ -38,7 +38,7 @@ impl Worker {
     /// Runs one engine call in one write transaction.
     pub(crate) fn call<T>(
         &mut self,
-        f: impl Fn(&QuotaEngine, &mut Store<HostState>) -> wasmtime::Result<T>,
+        f: impl Fn(&ComponentInstance, &mut Store<HostState>) -> wasmtime::Result<T>,
     ) -> Result<T, HostError> {
         self.transaction(false, |tx| tx.call(&f))
     }
@@ -48,7 +48,7 @@ impl Worker {
     pub(crate) fn call_observed<T>(
         &mut self,
         f: impl Fn(
-            &QuotaEngine,
+            &ComponentInstance,
             &mut Store<HostState>,
         ) -> wasmtime::Result<(T, Vec<crate::bindings::api::Observation>)>,
     ) -> Result<T, HostError> {
@@ -62,7 +62,7 @@ impl Worker {
     /// Runs one engine call that only reads, in a read transaction.
     pub(crate) fn call_read<T>(
         &mut self,
-        f: impl Fn(&QuotaEngine, &mut Store<HostState>) -> wasmtime::Result<T>,
+        f: impl Fn(&ComponentInstance, &mut Store<HostState>) -> wasmtime::Result<T>,
     ) -> Result<T, HostError> {
         self.transaction(true, |tx| tx.call(&f))
     }

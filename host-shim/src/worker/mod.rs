@@ -13,15 +13,15 @@ use std::sync::Arc;
 
 use wasmtime::Store;
 
-use crate::bindings::QuotaEngine;
+use crate::bindings::ComponentInstance;
 use crate::contract::HostingContract;
 use crate::error::{trap, HostError};
 use crate::observe::{Observation, Observer};
+use crate::replies::{ConfigSummary, Migration, RuleInfo};
 use crate::runtime::{instantiate, Bounds, Runtime};
 use crate::sql::{Database, SqlError};
-use crate::state::HostState;
+use crate::store_data::HostState;
 pub use crate::tx::Tx;
-use crate::types::{ConfigSummary, Migration, RuleInfo};
 
 pub struct Worker {
     pub(crate) runtime: Arc<Runtime>,
@@ -29,7 +29,7 @@ pub struct Worker {
     pub(crate) bounds: Bounds,
     contract: Arc<HostingContract>,
     pub(crate) store: Option<Store<HostState>>,
-    pub(crate) bindings: QuotaEngine,
+    pub(crate) bindings: ComponentInstance,
     values_json: String,
     summary: ConfigSummary,
     /// Calls run again after a conflict with a concurrent transaction, since this worker began.

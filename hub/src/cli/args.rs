@@ -75,10 +75,11 @@ pub struct ServeArgs {
     #[arg(long, env = "QUOTA_HUB_BODY_READ_TIMEOUT_MS", default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..))]
     pub body_read_timeout_ms: u64,
     /// Write requests already queued when the writer is free share one transaction and one commit
-    /// (each in its own savepoint), up to this many; 1 commits each alone. SQLite only (PostgreSQL
-    /// shares the flushes of concurrent commits itself).
-    #[arg(long, env = "QUOTA_HUB_GROUP_COMMIT_MAX", default_value_t = 64, value_parser = clap::value_parser!(u32).range(1..=1000))]
-    pub shared_commit_max: u32,
+    /// (each in its own savepoint), up to this many (default 64); 1 commits each alone. SQLite only
+    /// (PostgreSQL shares the flushes of concurrent commits itself). `QUOTA_HUB_GROUP_COMMIT_MAX`,
+    /// its name until 0.2.0, is read for one more release, with a WARNING.
+    #[arg(long, env = "QUOTA_HUB_SHARED_COMMIT_MAX", value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub shared_commit_max: Option<u32>,
     /// Count nothing and serve no `{base}/metrics` (answered 404).
     #[arg(long, env = "QUOTA_HUB_NO_METRICS")]
     pub no_metrics: bool,
@@ -299,4 +300,65 @@ pub struct QuotaArgs {
     pub expires: Option<String>,
     #[command(flatten)]
     pub target: Target,
+}
+
+/// The shared commit's bound when no flag and no `QUOTA_HUB_SHARED_COMMIT_MAX` set it.
+pub const SHARED_COMMIT_MAX_DEFAULT: u32 = 64;
+/// The environment variable `--shared-commit-max` had before it was named for what it sets.
+pub const SHARED_COMMIT_MAX_OLD_ENV: &str = "QUOTA_HUB_GROUP_COMMIT_MAX";
+
+/// `--shared-commit-max` as given (the flag or `QUOTA_HUB_SHARED_COMMIT_MAX`), else the old
+/// variable's value (`old`, checked as the flag is), else the default; with the WARNING the old
+/// name earns.
+pub fn shared_commit_max(given: Option<u32>, old: Option<&str>) -> Result<(u32, Option<String>), String> {
+    let Some(old) = old else {
+        return Ok((given.unwrap_or(SHARED_COMMIT_MAX_DEFAULT), None));
+    };
+    let renamed = format!(
+        "WARNING: {SHARED_COMMIT_MAX_OLD_ENV} is the old name of QUOTA_HUB_SHARED_COMMIT_MAX \
+         (--shared-commit-max) and is read for this release only: rename it"
+    );
+    if let Some(n) = given {
+        return Ok((
+            n,
+            Some(format!(
+                "{renamed}; --shared-commit-max {n} is used, {old:?} ignored"
+            )),
+        ));
+    }
+    match old.trim().parse::<u32>() {
+        Ok(n) if (1..=1000).contains(&n) => Ok((n, Some(renamed))),
+        _ => Err(format!(
+            "{SHARED_COMMIT_MAX_OLD_ENV}: {old:?} is not a whole number from 1 to 1000"
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_old_name_of_the_shared_commit_bound_is_read_for_one_release_with_a_warning() {
+        assert_eq!(shared_commit_max(None, None), Ok((64, None)));
+        assert_eq!(shared_commit_max(Some(8), None), Ok((8, None)));
+        let (n, warning) = shared_commit_max(None, Some("16")).expect("the old name");
+        assert_eq!(n, 16);
+        let warning = warning.expect("a warning");
+        assert!(
+            warning.contains("QUOTA_HUB_GROUP_COMMIT_MAX") && warning.contains("QUOTA_HUB_SHARED_COMMIT_MAX"),
+            "{warning}"
+        );
+        // The new name (or the flag) wins, and the warning says the old one was ignored.
+        let (n, warning) = shared_commit_max(Some(2), Some("16")).expect("both");
+        assert_eq!(n, 2);
+        assert!(warning.expect("a warning").contains("ignored"));
+        for bad in ["0", "1001", "many", ""] {
+            let err = shared_commit_max(None, Some(bad)).expect_err(bad);
+            assert!(
+                err.starts_with("QUOTA_HUB_GROUP_COMMIT_MAX:") && err.contains("1 to 1000"),
+                "{err}"
+            );
+        }
+    }
 }

@@ -121,6 +121,11 @@ fn pool_options(
     clock: &Clock,
 ) -> Result<(PoolOptions, Option<Arc<Metrics>>), String> {
     let busy = a.busy_timeout_ms.map(Duration::from_millis);
+    let old = std::env::var(crate::cli::SHARED_COMMIT_MAX_OLD_ENV).ok();
+    let (shared_max, renamed) = crate::cli::shared_commit_max(a.shared_commit_max, old.as_deref())?;
+    if let Some(warning) = renamed {
+        info!("{warning}");
+    }
     let writers = match (db, a.writers) {
         (Db::Sqlite(_), Some(n)) if n > 1 => {
             return Err("--writers: SQLite takes one writer at a time; more than 1 needs postgres://".into())
@@ -148,7 +153,7 @@ fn pool_options(
         writers,
         readers: a.readers,
         busy_timeout: busy,
-        shared_commit_max: a.shared_commit_max as usize,
+        shared_commit_max: shared_max as usize,
         observer,
     };
     Ok((opts, metrics))

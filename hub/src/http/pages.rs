@@ -171,7 +171,7 @@ mod tests {
             "gen/chartist.js",
             "gen/chartist.css",
             "src/browser.js",
-            "src/core.js",
+            "src/component.js",
             "src/contract.js",
             "gen/quota-engine.js",
             "gen/modules.json",

@@ -1,11 +1,12 @@
 //! `GET {base}/metrics`: Prometheus counters of what the engine decided and what the server did,
 //! in the OpenMetrics text format (`prometheus-client`).
 //!
-//! The engine's events (gate decisions, ended sessions and their charges, refreshes) are counted
-//! when their transaction commits, never for a call rolled back, retried or replayed. Refusals are
-//! decisions, counted under `result="refused"`, never as errors. Every label has a bounded set of
-//! values: route templates (`/api/quota/sessions/{id}/end`), configured resource types and rule
-//! names (`other` for anything else, `manual` for a refresh without a rule name).
+//! The engine's observations (gate decisions, ended sessions and their charges, refreshes; not the
+//! ledger's events, which webhooks deliver) are counted when their transaction commits, never for a
+//! call rolled back, retried or replayed. Refusals are decisions, counted under `result="refused"`,
+//! never as errors. Every label has a bounded set of values: route templates
+//! (`/api/quota/sessions/{id}/end`), configured resource types and rule names (`other` for anything
+//! else, `manual` for a refresh without a rule name).
 
 pub mod deliveries;
 pub mod durability;

@@ -221,7 +221,7 @@ fn restore_checks_the_backup_refuses_a_running_server_and_keeps_what_it_replaces
     for (file, says) in [
         (&garbage, "does not open as a SQLite database"),
         (&tampered, "1 balance(s) differ from the sum of their ledger: bob"),
-        (&older, "schema version 4, this quota-hub writes version 11"),
+        (&older, "schema version 4, this quota-hub writes version 12"),
     ] {
         let (code, _, err) = on_db(&setup, "restore", &["-i", &arg(file)]);
         assert_ne!(code, 0, "{}", file.display());
@@ -365,13 +365,13 @@ fn migrate_backs_up_first_and_nothing_else_migrates() {
         let (code, out, err) = on_db(&setup, "migrate", &["--backup-dir", &arg(&dir)]);
         assert_eq!(code, 0, "{err}");
         assert!(
-            err.contains("backing it up first") && out.contains("schema 9 -> 11"),
+            err.contains("backing it up first") && out.contains("schema 9 -> 12"),
             "{out}{err}"
         );
         assert_eq!(
             schema(&setup.db),
-            (11, 9),
-            "version 11, the floor 9 where schema 9 engines read it"
+            (12, 9),
+            "version 12, the floor 9 where schema 9 engines read it"
         );
         // The next backup gets a later name (they sort as their times, one per second).
         let newest = std::fs::read_dir(&dir)
@@ -425,7 +425,7 @@ fn migrate_backs_up_first_and_nothing_else_migrates() {
     let (code, out2, err) = on_db(&setup, "migrate", &["--backup-dir", &arg(&dir)]);
     assert_eq!(code, 0, "{err}");
     assert!(
-        out.contains("schema 9 -> 11") && out2.contains("nothing to migrate"),
+        out.contains("schema 9 -> 12") && out2.contains("nothing to migrate"),
         "{out}{out2}"
     );
     assert_eq!(balances(&setup.db).len(), 30);

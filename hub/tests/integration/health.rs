@@ -36,7 +36,7 @@ fn the_probes_answer_without_a_token_and_stay_out_of_the_access_log() {
     );
     assert_eq!(
         probe(&server, "/readyz"),
-        (200, serde_json::json!({"status": "ready", "schema_version": 11}))
+        (200, serde_json::json!({"status": "ready", "schema_version": 12}))
     );
     let (st, _) = server.call("POST", "/readyz", None, Some("{}"));
     assert_eq!(st, 405);
@@ -138,7 +138,7 @@ fn readyz_names_a_schema_version_this_binary_does_not_write_and_changes_nothing(
         body["error"]
             .as_str()
             .expect("reason")
-            .contains("the database has schema version 2, this engine writes version 11"),
+            .contains("the database has schema version 2, this engine writes version 12"),
         "{body}"
     );
     assert_eq!(version(), 2, "the check migrated nothing");

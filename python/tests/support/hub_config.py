@@ -7,7 +7,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import jupyterhub_quota  # noqa: E402
-from hub_common import base  # noqa: E402
+from hub_base_config import base  # noqa: E402
 
 env = os.environ
 c = get_config()  # noqa: F821

@@ -13,7 +13,7 @@ from pathlib import Path
 import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from hub_common import base  # noqa: E402
+from hub_base_config import base  # noqa: E402
 
 env = os.environ
 c = get_config()  # noqa: F821 - JupyterHub's own; z2jh's is defined below, as in z2jh

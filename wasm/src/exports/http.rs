@@ -4,7 +4,7 @@
 use quota_core::refresh::Step;
 use quota_core::{api as core_api, Timestamp};
 
-use super::state;
+use super::configured;
 use crate::bindings::api as wit;
 use crate::sql_store::SqlStore;
 
@@ -29,11 +29,16 @@ pub(super) fn handle_request_step(
         body: &req.body,
         caller: caller.as_ref(),
     };
-    let cfg = state::config().ok_or("the host did not call `configure` first")?;
+    let cfg = configured::config().ok_or("the host did not call `configure` first")?;
     let mut store = SqlStore::host();
-    let step =
-        core_api::handle_request_step(&cfg, state::tx(&mut store), &request, Timestamp(now), chunk_users)
-            .map_err(|e| e.0)?;
+    let step = core_api::handle_request_step(
+        &cfg,
+        configured::tx(&mut store),
+        &request,
+        Timestamp(now),
+        chunk_users,
+    )
+    .map_err(|e| e.0)?;
     Ok(match step.answer {
         Step::Done(r) => wit::RequestStep::Done(wit::HttpResponse {
             status: r.status,

@@ -10,19 +10,19 @@ use crate::bindings::api::{self as wit, Guest};
 use crate::convert as cv;
 use crate::sql_store::SqlStore;
 
+mod configured;
 mod http;
 mod pages;
-mod state;
 mod views;
 
+use configured::{config, error_out, recorded, refresh_out, with_config};
 use quota_core::store::RunStore;
-use state::{config, error_out, recorded, refresh_out, with_config};
 
 pub(crate) struct Component;
 
 impl Guest for Component {
     fn configure(values_json: String) -> Result<wit::ConfigSummary, Vec<wit::Problem>> {
-        state::configure(&values_json)
+        configured::configure(&values_json)
     }
 
     fn migrate() -> Result<wit::Migration, wit::QuotaError> {

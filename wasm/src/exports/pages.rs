@@ -3,15 +3,15 @@
 
 use quota_core::api::refresh_request_from_json;
 use quota_core::gate;
-use quota_core::inputs::{parse_quota_input, QuotaInput};
 use quota_core::memstore::MemStore;
+use quota_core::quota_input::{parse_quota_input, QuotaInput};
 use quota_core::refresh;
 use quota_core::store::UserRecord;
 use quota_core::{Config, QuotaError, StoreError, Timestamp};
 
 use crate::bindings::api as wit;
+use quota_core::engine_call::EngineCall;
 use quota_core::store::{GroupStore, UserStore};
-use quota_core::tx::Tx;
 
 pub fn estimate(
     cfg: &Config,
@@ -60,7 +60,7 @@ pub fn refresh_preview(
     // the configured budgets (a run over budgets is previewed by the hub's own dry run).
     let r = refresh::refresh(
         &quota_core::Config::default(),
-        &mut Tx::new(&mut store),
+        &mut EngineCall::new(&mut store),
         &req,
         Timestamp(0),
     )?;

@@ -3,7 +3,7 @@
 
 use quota_core::Timestamp;
 
-use super::state::{config, error_out, rates_list, with_config};
+use super::configured::{config, error_out, rates_list, with_config};
 use crate::bindings::api as wit;
 use crate::convert as cv;
 use crate::sql_store::SqlStore;

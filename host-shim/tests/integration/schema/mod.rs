@@ -7,9 +7,9 @@ mod steps;
 mod tables;
 
 use tables::{
-    as_before_schema_6, as_before_schema_7, back_to_schema_10, back_to_schema_5, back_to_schema_6,
-    back_to_schema_7, back_to_schema_8, int, rows, tables, version_of, without_schema_7, without_schema_9,
-    worker, SchemaVersion,
+    as_before_schema_6, as_before_schema_7, back_to_schema_10, back_to_schema_11, back_to_schema_5,
+    back_to_schema_6, back_to_schema_7, back_to_schema_8, indexes, int, rows, tables, version_of,
+    without_schema_12, without_schema_7, without_schema_9, worker, SchemaVersion,
 };
 
 use quota_core::Timestamp;
@@ -22,10 +22,10 @@ fn a_fresh_database_gets_the_current_schema_once() {
     let dir = tempfile::tempdir().expect("dir");
     let path = dir.path().join("q.db");
     let mut w = worker(&path);
-    assert_eq!(version_of(&path), 11);
+    assert_eq!(version_of(&path), 12);
     // Idempotent: a second migrate finds the current version and does nothing.
     let m = w.migrate().expect("again");
-    assert_eq!((m.from_version, m.to_version), (11, 11));
+    assert_eq!((m.from_version, m.to_version), (12, 12));
 }
 
 #[test]
@@ -90,7 +90,7 @@ fn a_quota_hub_0_1_0_file_migrates_without_losing_a_row() {
     drop(old);
 
     let mut w = worker(&path);
-    assert_eq!(version_of(&path), 11);
+    assert_eq!(version_of(&path), 12);
     let mut after = tables(w.db());
     // Schema 5's usage sums are built from the ledger: the credits of every `usage` row, by user.
     let sums = rows(
@@ -181,23 +181,23 @@ fn a_newer_schema_is_refused_with_a_clear_message_and_nothing_changes() {
 }
 
 /// Expand/contract (docs/upgrade.md): a newer release's schema records the oldest engine schema
-/// that may write it, where this engine reads its version. Here schema 12 with floor 11: this
-/// engine (11) runs on it without migrating, writes, and leaves both numbers as they were; with
-/// floor 12 it refuses, naming both restore commands, and changes nothing.
+/// that may write it, where this engine reads its version. Here schema 13 with floor 12: this
+/// engine (12) runs on it without migrating, writes, and leaves both numbers as they were; with
+/// floor 13 it refuses, naming both restore commands, and changes nothing.
 #[test]
 fn a_newer_schema_is_written_as_it_is_when_its_floor_allows_and_refused_below_it() {
     let dir = tempfile::tempdir().expect("dir");
     let path = dir.path().join("q.db");
     drop(worker(&path));
     let conn = rusqlite::Connection::open(&path).expect("open");
-    conn.execute_batch("INSERT INTO quota_schema (version, floor) VALUES (12, 11); PRAGMA user_version = 11")
+    conn.execute_batch("INSERT INTO quota_schema (version, floor) VALUES (13, 12); PRAGMA user_version = 12")
         .expect("a newer release's schema");
     drop(conn);
     let db = SqliteDb::open(&common::runtime(), &path, SqliteOptions::default()).expect("open");
     let mut w = Worker::new(common::runtime(), Box::new(db), &common::fixture_json()).expect("runs on it");
     let m = w.migrate().expect("nothing to migrate");
-    assert_eq!((m.from_version, m.to_version), (12, 12));
-    assert_eq!(w.check_schema().expect("writable as it is").to_version, 12);
+    assert_eq!((m.from_version, m.to_version), (13, 13));
+    assert_eq!(w.check_schema().expect("writable as it is").to_version, 13);
     let (st, b) = common::request(
         &mut w,
         &common::admin(),
@@ -208,13 +208,13 @@ fn a_newer_schema_is_written_as_it_is_when_its_floor_allows_and_refused_below_it
     );
     assert_eq!(st, 200, "{b}");
     drop(w);
-    assert_eq!(version_of(&path), 12);
+    assert_eq!(version_of(&path), 13);
     let conn = rusqlite::Connection::open(&path).expect("open");
     let floor: i64 = conn
         .pragma_query_value(None, "user_version", |r| r.get(0))
         .expect("floor");
-    assert_eq!(floor, 11);
-    conn.execute_batch("INSERT INTO quota_schema (version, floor) VALUES (13, 12); PRAGMA user_version = 12")
+    assert_eq!(floor, 12);
+    conn.execute_batch("INSERT INTO quota_schema (version, floor) VALUES (14, 13); PRAGMA user_version = 13")
         .expect("a release that raised the floor");
     drop(conn);
     let db = SqliteDb::open(&common::runtime(), &path, SqliteOptions::default()).expect("open");
@@ -223,15 +223,15 @@ fn a_newer_schema_is_written_as_it_is_when_its_floor_allows_and_refused_below_it
         .expect("refused")
         .to_string();
     for says in [
-        "schema version 13",
-        "schema 12 or newer",
-        "writes schema 11",
+        "schema version 14",
+        "schema 13 or newer",
+        "writes schema 12",
         "quota-hub restore",
         "jupyterhub-quota restore",
     ] {
         assert!(err.contains(says), "{says}: {err}");
     }
-    assert_eq!(version_of(&path), 13);
+    assert_eq!(version_of(&path), 14);
 }
 
 /// A worker that may not migrate creates an empty database, opens a current one, and refuses an
@@ -245,7 +245,7 @@ fn a_worker_that_may_not_migrate_creates_an_empty_database_and_refuses_an_older_
         Worker::without_migrating(common::runtime(), Box::new(db), &common::fixture_json())
     };
     drop(open().expect("an empty database is created"));
-    assert_eq!(version_of(&path), 11);
+    assert_eq!(version_of(&path), 12);
     drop(open().expect("a current one opens"));
     let mut w = worker(&path);
     back_to_schema_8(w.db());
@@ -282,7 +282,7 @@ fn hosts_starting_at_once_on_one_new_file_both_come_up() {
         h.join().expect("thread").expect("worker came up");
     }
     let mut db = SqliteDb::open(&common::runtime(), &path, SqliteOptions::default()).expect("open");
-    assert_eq!(db.schema_version().unwrap(), 11);
+    assert_eq!(db.schema_version().unwrap(), 12);
     assert_eq!(
         rows(&mut db, "SELECT COUNT(*) FROM users"),
         vec![vec![SqlCell::Int(0)]]

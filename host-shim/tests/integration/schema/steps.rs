@@ -1,5 +1,5 @@
 //! Each migration step on a database left at the schema before it: what it adds, and that it keeps
-//! every row (schemas 3, 4, 6, 7, 8 and 10).
+//! every row (schemas 3, 4, 6, 7, 8, 10 and 11).
 
 use super::*;
 
@@ -37,7 +37,7 @@ fn a_schema_6_database_gains_the_events_and_keeps_its_rows() {
     back_to_schema_6(w.db());
     let before = tables(w.db());
     let m = w.migrate().expect("migrate");
-    assert_eq!((m.from_version, m.to_version), (6, 11));
+    assert_eq!((m.from_version, m.to_version), (6, 12));
     assert_eq!(before, as_before_schema_7(tables(w.db())));
     // The session running across the upgrade is not warned (its marks were never armed), and it
     // is extended and ended as any other.
@@ -125,7 +125,7 @@ fn a_schema_7_database_gains_the_day_total_triggers_and_its_totals_stay_the_user
     back_to_schema_7(w.db());
     let before = tables(w.db());
     let m = w.migrate().expect("migrate");
-    assert_eq!((m.from_version, m.to_version), (7, 11));
+    assert_eq!((m.from_version, m.to_version), (7, 12));
     assert_eq!(
         without_schema_9(tables(w.db())),
         before,
@@ -164,7 +164,7 @@ fn a_schema_3_database_gains_the_memberships_table_and_keeps_its_rows() {
     w.db().query("PRAGMA user_version = 3", &[]).expect("version");
     let before = tables(w.db());
     let m = w.migrate().expect("migrate");
-    assert_eq!((m.from_version, m.to_version), (3, 11));
+    assert_eq!((m.from_version, m.to_version), (3, 12));
     let mut after = tables(w.db());
     assert_eq!(after.remove("memberships"), Some(Vec::new()));
     assert_eq!(after.remove("group_members"), Some(Vec::new()));
@@ -230,7 +230,7 @@ fn a_schema_4_database_gets_the_usage_sums_the_engine_would_have_kept() {
     w.db().query("DROP TABLE user_usage_days", &[]).expect("drop");
     w.db().query("PRAGMA user_version = 4", &[]).expect("version");
     let m = w.migrate().expect("migrate");
-    assert_eq!((m.from_version, m.to_version), (4, 11));
+    assert_eq!((m.from_version, m.to_version), (4, 12));
     let kept = without_schema_7(kept);
     assert_eq!(
         without_schema_7(tables(w.db())),
@@ -263,7 +263,7 @@ fn a_schema_8_database_gains_credit_requests_and_keeps_its_rows() {
     back_to_schema_8(w.db());
     let before = tables(w.db());
     let m = w.migrate().expect("migrate");
-    assert_eq!((m.from_version, m.to_version), (8, 11));
+    assert_eq!((m.from_version, m.to_version), (8, 12));
     assert_eq!(
         without_schema_9(tables(w.db())),
         before,
@@ -312,7 +312,7 @@ fn a_schema_10_database_gains_the_budgets_holds_from_the_sessions_running() {
         w.db().query(sql, &[]).expect(sql);
     }
     let m = w.migrate().expect("migrate");
-    assert_eq!((m.from_version, m.to_version), (10, 11));
+    assert_eq!((m.from_version, m.to_version), (10, 12));
     let (kept, summed) = common::holds::kept_and_summed(&mut w);
     assert_eq!(kept.len(), 2, "sessions run on both budgets: {kept:?}");
     assert_eq!(kept, summed);
@@ -320,7 +320,34 @@ fn a_schema_10_database_gains_the_budgets_holds_from_the_sessions_running() {
     common::holds::run(&mut w, 5, 60, NOW.plus_seconds(7200));
 }
 
-/// The previous release writes a budget session before each statement of the schema 10 to 11
+/// Schema 12 drops the ledger's index of a member's rows on a budget (the contract step schema 11
+/// announced; issue 60): a schema 11 database loses that index and nothing else, keeps every row,
+/// and the sessions on budgets started before it go on with their holds true.
+#[test]
+fn a_schema_11_database_loses_the_member_index_and_keeps_its_rows() {
+    let dir = tempfile::tempdir().expect("dir");
+    let path = dir.path().join("q.db");
+    let db = SqliteDb::open(&common::runtime(), &path, SqliteOptions::default()).expect("open");
+    let mut w = Worker::new(common::runtime(), Box::new(db), &common::holds::values()).expect("worker");
+    let member = "transactions_by_budget_member".to_string();
+    assert!(!indexes(w.db()).contains(&member), "a new database is made at 12");
+    common::holds::run(&mut w, 11, 60, NOW);
+    back_to_schema_11(w.db());
+    assert_eq!(version_of(&path), 11);
+    let mut expected = indexes(w.db());
+    assert!(expected.contains(&member), "{expected:?}");
+    expected.retain(|i| *i != member);
+    let before = tables(w.db());
+    let m = w.migrate().expect("migrate");
+    assert_eq!((m.from_version, m.to_version), (11, 12));
+    assert_eq!(indexes(w.db()), expected, "only the member index goes");
+    assert_eq!(before, without_schema_12(tables(w.db())));
+    let (kept, summed) = common::holds::kept_and_summed(&mut w);
+    assert_eq!(kept, summed);
+    common::holds::run(&mut w, 12, 60, NOW.plus_seconds(7200));
+}
+
+/// The previous release writes a budget session before each statement of the schema 10 to 12
 /// migration in turn (issue 59: the rolling upgrade's holds drifted). SQLite's migration holds the
 /// write lock from its first statement, so every write waits for it: the totals stay the sums.
 #[test]
@@ -367,7 +394,7 @@ fn the_previous_releases_writes_at_each_step_of_the_migration_keep_the_holds_tru
             armed.store(true, Ordering::SeqCst);
             let m = w.migrate().expect("migrate");
             armed.store(false, Ordering::SeqCst);
-            assert_eq!((m.from_version, m.to_version), (10, 11));
+            assert_eq!((m.from_version, m.to_version), (10, 12));
             statements.get_or_insert(seen.load(Ordering::SeqCst));
             let o = Interleaved::finish(&old, &outcome, write);
             assert_ne!(o, Outcome::NotYet, "statement {k} ran");

@@ -69,10 +69,31 @@ pub fn tables(db: &mut dyn Database) -> BTreeMap<String, Vec<String>> {
     out
 }
 
-/// Takes a schema 6 file back to what schema 5 had (the tests that migrate an older file make it
-/// from a current one): the budgets' tables, indexes and columns and the grants go.
-/// Schema 10 as the previous release wrote it: no running holds of the budgets, nor their triggers.
+/// The ledger's index of a member's rows on a budget, as schemas 6 to 11 had it.
+pub const MEMBER_INDEX: &str = "CREATE INDEX transactions_by_budget_member ON transactions \
+     (budget, username, created_at) WHERE budget IS NOT NULL";
+
+/// Schema 11 as the previous release wrote it: the member index of the ledger still there.
+pub fn back_to_schema_11(db: &mut dyn Database) {
+    for sql in [MEMBER_INDEX, "DELETE FROM quota_schema WHERE version = 12"] {
+        db.query(sql, &[]).expect(sql);
+    }
+}
+
+/// The indexes of the file's tables, by name.
+pub fn indexes(db: &mut dyn Database) -> Vec<String> {
+    rows(
+        db,
+        "SELECT name FROM sqlite_master WHERE type = 'index' AND name NOT LIKE 'sqlite_%' ORDER BY name",
+    )
+    .iter()
+    .filter_map(|r| r[0].as_text().map(str::to_string))
+    .collect()
+}
+
+/// Schema 10 as the release before it wrote it: no running holds of the budgets, nor their triggers.
 pub fn back_to_schema_10(db: &mut dyn Database) {
+    back_to_schema_11(db);
     for sql in [
         "DROP TRIGGER budget_holds_started",
         "DROP TRIGGER budget_holds_released",
@@ -85,12 +106,21 @@ pub fn back_to_schema_10(db: &mut dyn Database) {
     }
 }
 
+/// The record a migration to schema 12 adds (it adds no rows), left out.
+pub fn without_schema_12(mut t: BTreeMap<String, Vec<String>>) -> BTreeMap<String, Vec<String>> {
+    let versions = t.get_mut("quota_schema").expect("quota_schema");
+    assert_eq!(
+        versions.pop().as_deref(),
+        Some("[Int(12), Int(9)]"),
+        "schema 12 records itself: version 12, floor 9"
+    );
+    t
+}
+
 /// The rows a migration to schema 11 adds: the holds of the sessions running on budgets (`held`:
-/// what the test expects of them) and its record of the version, left out.
-pub fn without_schema_11(
-    mut t: BTreeMap<String, Vec<String>>,
-    held: &[String],
-) -> BTreeMap<String, Vec<String>> {
+/// what the test expects of them) and its record of the version, left out (with schema 12's).
+pub fn without_schema_11(t: BTreeMap<String, Vec<String>>, held: &[String]) -> BTreeMap<String, Vec<String>> {
+    let mut t = without_schema_12(t);
     assert_eq!(
         t.remove("budget_holds").as_deref(),
         Some(held),
@@ -213,6 +243,8 @@ pub fn without_schema_7(mut t: BTreeMap<String, Vec<String>>) -> BTreeMap<String
     t
 }
 
+/// Takes a schema 6 file back to what schema 5 had (the tests that migrate an older file make it
+/// from a current one): the budgets' tables, indexes and columns and the grants go.
 pub fn back_to_schema_5(db: &mut dyn Database) {
     back_to_schema_6(db);
     for sql in [

@@ -1,14 +1,14 @@
 //! The schema and its migrations, per dialect: `sqlite.rs`, `postgres.rs` (with what they share,
-//! `shared.rs`). The statements that read and write the rows are beside their `Store` calls
+//! `both_dialects.rs`). The statements that read and write the rows are beside their `Store` calls
 //! (`sql_store/<kind>.rs`), written once.
 
 #[macro_use]
-mod shared;
+mod both_dialects;
 mod holds;
 mod postgres;
 mod sqlite;
 
-pub use shared::Schema;
+pub use both_dialects::Schema;
 
 use super::sql::Dialect;
 

@@ -1,7 +1,7 @@
 //! The PostgreSQL schema (created at 7) and its migrations from 3 to 10, one step at a time (a PostgreSQL
-//! database was never at schema 1 or 2).
+//! database was never at schema 1 or 2; 10 to 11 in `holds.rs`, 11 to 12 in `both_dialects.rs`).
 
-use super::shared::Schema;
+use super::both_dialects::Schema;
 
 /// PostgreSQL: every integer `bigint` (the bridge binds JSON integers as `i64`), every text
 /// `COLLATE "C"` (byte order, as SQLite's: lists and pages come out in the same order on both),
@@ -232,7 +232,8 @@ const POSTGRES_BUDGET_TABLES: [&str; 8] = [
      WHERE budget IS NOT NULL",
     "CREATE INDEX IF NOT EXISTS sessions_active_by_budget ON sessions (budget)
      WHERE status = 'active' AND budget IS NOT NULL",
-    // A member's month on a budget (the gate's limit check) reads only that member's rows.
+    // A member's month on a budget (the gate's limit check of schemas 6 to 10) read only that
+    // member's rows; schema 12 drops it (`both_dialects::FROM_11`).
     "CREATE INDEX IF NOT EXISTS transactions_by_budget_member ON transactions (budget, username, created_at)
      WHERE budget IS NOT NULL",
     concat!(
@@ -340,7 +341,7 @@ const POSTGRES_FROM_9: &[&str] = &[
 ];
 
 pub const POSTGRES: Schema = Schema {
-    current_version: 11,
+    current_version: 12,
     migration_begins: Some("SET TRANSACTION ISOLATION LEVEL READ COMMITTED"),
     read_version: "SELECT COALESCE(substring(obj_description(to_regclass('users'), 'pg_class')
          FROM 'quota-engine schema ([0-9]+)')::bigint, 0)",
@@ -356,6 +357,7 @@ pub const POSTGRES: Schema = Schema {
         (8, POSTGRES_FROM_8),
         (9, POSTGRES_FROM_9),
         (10, super::holds::POSTGRES_FROM_10),
-        (11, &[]),
+        (11, super::both_dialects::FROM_11),
+        (12, &[]),
     ],
 };

@@ -1,7 +1,7 @@
 //! The SQLite schema (created at 8) and its migrations from 1 to 10, one step at a time (10 to 11,
-//! the budgets' running holds, in `holds.rs` with PostgreSQL's).
+//! the budgets' running holds, in `holds.rs` with PostgreSQL's; 11 to 12 in `both_dialects.rs`).
 
-use super::shared::Schema;
+use super::both_dialects::Schema;
 
 /// Table definitions of schema 3, shared by a fresh database and the migration from 1 and 2: each
 /// an AUTOINCREMENT id (never reused), the username, then its own columns.
@@ -147,7 +147,8 @@ const SQLITE_BUDGET_TABLES: [&str; 8] = [
      WHERE budget IS NOT NULL",
     "CREATE INDEX IF NOT EXISTS sessions_active_by_budget ON sessions (budget)
      WHERE status = 'active' AND budget IS NOT NULL",
-    // A member's month on a budget (the gate's limit check) reads only that member's rows.
+    // A member's month on a budget (the gate's limit check of schemas 6 to 10) read only that
+    // member's rows; schema 12 drops it (`both_dialects::FROM_11`).
     "CREATE INDEX IF NOT EXISTS transactions_by_budget_member ON transactions (budget, username, created_at)
      WHERE budget IS NOT NULL",
     "CREATE TABLE IF NOT EXISTS budget_usage_days (
@@ -333,7 +334,7 @@ const SQLITE_FROM_9: &[&str] = &[
 ];
 
 pub const SQLITE: Schema = Schema {
-    current_version: 11,
+    current_version: 12,
     migration_begins: None,
     read_version: "PRAGMA user_version",
     has_versions: "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = 'quota_schema'",
@@ -350,6 +351,7 @@ pub const SQLITE: Schema = Schema {
         (8, SQLITE_FROM_8),
         (9, SQLITE_FROM_9),
         (10, super::holds::SQLITE_FROM_10),
-        (11, &[]),
+        (11, super::both_dialects::FROM_11),
+        (12, &[]),
     ],
 };

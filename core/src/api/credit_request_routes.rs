@@ -5,7 +5,7 @@
 use super::handlers::Call;
 use super::reach::Reach;
 use super::*;
-use crate::requests::{self, Ask, Decision};
+use crate::credit_requests::{self, Ask, Decision};
 use crate::staff_allowance::Target;
 use crate::store::{CreditRequest, RequestPage, RequestStatus};
 
@@ -61,7 +61,7 @@ pub(super) fn ask(c: &mut Call<'_, '_>) -> Result<Response, QuotaError> {
         budget,
         reason: reason.unwrap_or_default(),
     };
-    let r = requests::create(c.config, c.tx, &c.caller.name, &ask, c.now)?;
+    let r = credit_requests::create(c.config, c.tx, &c.caller.name, &ask, c.now)?;
     Ok(Response::json(201, &r))
 }
 
@@ -69,7 +69,7 @@ pub(super) fn ask(c: &mut Call<'_, '_>) -> Result<Response, QuotaError> {
 fn reachable(c: &mut Call<'_, '_>, id: &str) -> Result<CreditRequest, QuotaError> {
     let id =
         session_id(id).map_err(|_| QuotaError::invalid("id", format!("must be a request id, got `{id}`")))?;
-    let r = requests::get(c.tx, id)?;
+    let r = credit_requests::get(c.tx, id)?;
     let reach = Reach::of(c.caller);
     match &r.budget {
         Some(b) => reach.budget(c.config, c.tx.store(), b)?,
@@ -191,6 +191,6 @@ pub(super) fn decide(c: &mut Call<'_, '_>, id: &str) -> Result<Response, QuotaEr
             allowed.admit(c.tx.store(), target, amount.unwrap_or(r.amount).min(r.amount))?;
         }
     }
-    let r = requests::decide(c.config, c.tx, r, &decision, &c.caller.name, c.now)?;
+    let r = credit_requests::decide(c.config, c.tx, r, &decision, &c.caller.name, c.now)?;
     Ok(Response::json(200, &r))
 }

@@ -5,7 +5,7 @@
 //! transaction when the call ends ([`crate::events`]). quinn-proto's habit: outputs are returned,
 //! never stashed.
 //!
-//! Every operation that writes takes `&mut Tx`; a read takes `&mut dyn Store`, and a `Tx` passes
+//! Every operation that writes takes `&mut EngineCall`; a read takes `&mut dyn Store`, and a `EngineCall` passes
 //! for one (it derefs to its store).
 
 use crate::config::Config;
@@ -16,7 +16,7 @@ use crate::observations::{Observation, Observed};
 use crate::store::{AccountKey, NewEvent, Store};
 use crate::time::Timestamp;
 
-pub struct Tx<'s> {
+pub struct EngineCall<'s> {
     store: &'s mut dyn Store,
     observations: Vec<Observation>,
     noted: Vec<Noted>,
@@ -25,10 +25,10 @@ pub struct Tx<'s> {
     write_events: bool,
 }
 
-impl<'s> Tx<'s> {
+impl<'s> EngineCall<'s> {
     /// A call starting on `store`, nothing observed or noted yet.
-    pub fn new(store: &'s mut dyn Store) -> Tx<'s> {
-        Tx {
+    pub fn new(store: &'s mut dyn Store) -> EngineCall<'s> {
+        EngineCall {
             store,
             observations: Vec::new(),
             noted: Vec::new(),
@@ -43,7 +43,7 @@ impl<'s> Tx<'s> {
     }
 
     /// The same call with the writing of events off (see `write_events`).
-    pub fn without_events(mut self) -> Tx<'s> {
+    pub fn without_events(mut self) -> EngineCall<'s> {
         self.write_events = false;
         self
     }
@@ -106,7 +106,7 @@ impl<'s> Tx<'s> {
     }
 }
 
-impl<'s> std::ops::Deref for Tx<'s> {
+impl<'s> std::ops::Deref for EngineCall<'s> {
     type Target = dyn Store + 's;
 
     fn deref(&self) -> &(dyn Store + 's) {
@@ -114,7 +114,7 @@ impl<'s> std::ops::Deref for Tx<'s> {
     }
 }
 
-impl<'s> std::ops::DerefMut for Tx<'s> {
+impl<'s> std::ops::DerefMut for EngineCall<'s> {
     fn deref_mut(&mut self) -> &mut (dyn Store + 's) {
         self.store
     }

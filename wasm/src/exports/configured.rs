@@ -1,11 +1,11 @@
 //! The configuration `configure` set (with the host's dialect, the only state an instance keeps
-//! between calls; nothing of a call is kept) and what every export shares: a call in a fresh `Tx`,
+//! between calls; nothing of a call is kept) and what every export shares: a call in a fresh `EngineCall`,
 //! errors out, the rates list, a refresh result.
 
 use std::sync::{Arc, Mutex};
 
+use quota_core::engine_call::EngineCall;
 use quota_core::refresh::RefreshResult;
-use quota_core::tx::Tx;
 use quota_core::{Config, QuotaError};
 
 use crate::bindings::api as wit;
@@ -21,11 +21,11 @@ pub(super) fn config() -> Option<Arc<Config>> {
 }
 
 /// A new engine call on the host's store (in the fault build, without events once turned off).
-pub(super) fn tx(store: &mut SqlStore) -> Tx<'_> {
+pub(super) fn tx(store: &mut SqlStore) -> EngineCall<'_> {
     #[cfg(feature = "fault-injection")]
     return crate::fault::tx(store);
     #[cfg(not(feature = "fault-injection"))]
-    Tx::new(store)
+    EngineCall::new(store)
 }
 
 pub(super) fn not_configured() -> QuotaError {
@@ -43,12 +43,12 @@ pub(super) fn with_config<T>(f: impl FnOnce(&Config) -> Result<T, QuotaError>) -
     .map_err(error_out)
 }
 
-/// Runs a call that may change things in a new `Tx` on the host's store, then writes the events it
+/// Runs a call that may change things in a new `EngineCall` on the host's store, then writes the events it
 /// noted in the same transaction (a call that failed writes none); returns its answer with what it
 /// observed (also when it failed: an invalid start is observed).
 pub(super) fn recorded<T>(
     now: i64,
-    f: impl FnOnce(&Config, &mut Tx<'_>) -> Result<T, QuotaError>,
+    f: impl FnOnce(&Config, &mut EngineCall<'_>) -> Result<T, QuotaError>,
 ) -> (Result<T, wit::QuotaError>, Vec<wit::Observation>) {
     let Some(cfg) = config() else {
         return (Err(error_out(not_configured())), Vec::new());

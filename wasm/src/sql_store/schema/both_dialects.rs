@@ -1,4 +1,5 @@
-//! What both dialects' schemas share: the `Schema` type and the usage backfill of schema 5.
+//! What both dialects' schemas share: the `Schema` type, the usage backfill of schema 5 and the
+//! step from 11 to 12.
 
 /// A dialect's schema: the version this engine writes and how to bring a database to it.
 ///
@@ -84,3 +85,16 @@ macro_rules! usage_migration {
         ]
     }};
 }
+
+/// Schema 11 to 12 in either dialect (issue 60), the contract step schema 11 announced: the
+/// ledger's index of a member's rows on a budget (`transactions_by_budget_member`, schema 6) goes.
+/// Since schema 11 a member's month on a budget reads the day sums, so nothing this engine or the
+/// previous one (schema 11) runs reads it, and a budget session's end writes one index page less.
+/// The floor stays 9: an engine of schema 9 or 10 (which checked a member's month on the ledger)
+/// still runs correctly after a rollback, its check reading the budget's month of ledger rows
+/// through `transactions_by_budget` instead of the member's (decisions.md, "The contract step of
+/// schema 12").
+pub const FROM_11: &[&str] = &[
+    "DROP INDEX IF EXISTS transactions_by_budget_member",
+    "INSERT INTO quota_schema (version, floor) VALUES (12, 9) ON CONFLICT (version) DO NOTHING",
+];

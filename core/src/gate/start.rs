@@ -1,4 +1,4 @@
-//! What the gate is asked and what it answers.
+//! A start: what the gate is asked and what it answers.
 
 use serde::Serialize;
 

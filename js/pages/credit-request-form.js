@@ -6,7 +6,7 @@ const $ = (id) => document.getElementById(id);
 import { credits, payer, when } from './words.js';
 
 /** Wires the form; `me` is `/api/quota/me` (its budgets fill the account choice). */
-export class RequestForm {
+export class CreditRequestForm {
   constructor(api, me, say, error) {
     Object.assign(this, { api, say, error });
     const account = $('ask-account');

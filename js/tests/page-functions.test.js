@@ -1,4 +1,4 @@
-// The pure functions the pages run (no database): the same component code as the server's.
+// What the pages compute without a database (quota input, a spawn's price, a refresh's preview, the words): the same component code as the server's.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 

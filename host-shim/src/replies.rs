@@ -1,6 +1,6 @@
-//! Types the façade, the worker and a transaction share (what the engine says about its
-//! configuration and schema, and its refusals as one error type), in a module of their own so that
-//! `engine.rs`, `worker.rs` and `tx.rs` depend on it and not on each other.
+//! What the engine replies besides a request's answer: its configuration's summary, a schema
+//! migration's versions, its refusals as one error type. The façade, the worker and a transaction
+//! share them, so `engine.rs`, `worker/` and `tx.rs` depend on this file and not on each other.
 
 use quota_core::refresh::RefreshResult;
 use quota_core::{QuotaError, StoreError};

@@ -1,4 +1,4 @@
-"""What every test hub shares (support/hub_process.py fills the environment): loopback ports, the real
+"""The configuration every test hub starts from (support/hub_process.py fills the environment): loopback ports, the real
 configurable-http-proxy, a SQLite hub database in the test's folder, DummyAuthenticator (`admin`
 is a hub admin), and three services: `test-admin` (the built-in admin role), `quota-sessions`
 (only `custom:quota:sessions`) and `quota-cron` (only `custom:quota:refresh`, as a CronJob's)."""

@@ -7,7 +7,7 @@ import { when } from './words.js';
 
 const $ = (id) => document.getElementById(id);
 
-export class RequestsPanel {
+export class CreditRequestsPanel {
   constructor(page) {
     this.page = page;
     this.chosen = null;
@@ -61,7 +61,7 @@ export class RequestsPanel {
   }
 
   async count() {
-    RequestsPanel.badge(await this.page.api.get('/admin/api/quota/requests?status=pending'));
+    CreditRequestsPanel.badge(await this.page.api.get('/admin/api/quota/requests?status=pending'));
   }
 
   async list() {
@@ -71,7 +71,7 @@ export class RequestsPanel {
     $('q-none').hidden = rows.length > 0;
     $('q-list').hidden = rows.length === 0;
     $('q-list').tBodies[0].replaceChildren(...rows.map((r) => this.row(r)));
-    if (status === 'pending') RequestsPanel.badge({ requests: rows, next_after_id: null });
+    if (status === 'pending') CreditRequestsPanel.badge({ requests: rows, next_after_id: null });
     window.quotaPage.requests = { state: 'ready', shown: rows.length };
   }
 

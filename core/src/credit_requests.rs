@@ -8,6 +8,7 @@ use serde_json::json;
 use crate::admin::{self, AdminAction, AdminRequest};
 use crate::budgets;
 use crate::config::Config;
+use crate::engine_call::EngineCall;
 use crate::error::QuotaError;
 use crate::events::about_user;
 use crate::groups;
@@ -15,7 +16,6 @@ use crate::limits;
 use crate::names::normalize_username;
 use crate::store::{CreditRequest, EventKind, RequestStatus};
 use crate::time::Timestamp;
-use crate::tx::Tx;
 
 /// What a user asks.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -59,7 +59,7 @@ pub fn text(field: &str, raw: &str, max: usize) -> Result<String, QuotaError> {
 /// `POST .../me/requests`: `username` asks; the request as stored.
 pub fn create(
     config: &Config,
-    tx: &mut Tx<'_>,
+    tx: &mut EngineCall<'_>,
     username: &str,
     ask: &Ask,
     now: Timestamp,
@@ -120,7 +120,7 @@ pub fn create(
 }
 
 /// A request by id, or the 404.
-pub fn get(tx: &mut Tx<'_>, id: i64) -> Result<CreditRequest, QuotaError> {
+pub fn get(tx: &mut EngineCall<'_>, id: i64) -> Result<CreditRequest, QuotaError> {
     tx.get_request(id)?
         .ok_or_else(|| QuotaError::NotFound(format!("Credit request {id} not found")))
 }
@@ -129,7 +129,7 @@ pub fn get(tx: &mut Tx<'_>, id: i64) -> Result<CreditRequest, QuotaError> {
 /// they may); an approval writes the grant in the same call.
 pub fn decide(
     config: &Config,
-    tx: &mut Tx<'_>,
+    tx: &mut EngineCall<'_>,
     mut r: CreditRequest,
     decision: &Decision,
     decider: &str,
