@@ -47,6 +47,8 @@ if [ $# -eq 0 ]; then
   beside hub-events ../../target/pyenv/bin/python -m pytest -q -p no:cacheprovider test_hub_events.py
   beside hub-suites "${with_pg[@]}" ../../target/pyenv/bin/python -m pytest -q -p no:cacheprovider "${hub_suites[@]}"
   pytest+=(--ignore=test_hub_events.py)
+  # The slowest tests, printed at the end: where the clean run's long pole goes (README's table).
+  pytest+=(--durations=15)
   for f in "${hub_suites[@]}"; do pytest+=(--ignore="$f"); done
 fi
 # On JupyterHub 5 the same suites run without three tests whose subject the hub's version does not

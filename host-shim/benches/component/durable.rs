@@ -11,8 +11,8 @@ use quota_core::{MemStore, Timestamp};
 use quota_host::{Checkpointer, Durability, Runtime, SqliteDb, SqliteOptions, Worker};
 
 use super::{end, seed_sql, start, start_req, values, CYCLES, REFRESH_USERS};
-use quota_core::store::UserStore;
 use quota_core::engine_call::EngineCall;
+use quota_core::store::UserStore;
 
 /// Durable start+end cycles on a file, each call committed, beside the bare commit rate.
 pub fn cycles(rt: &Arc<Runtime>, names: &[String], dir: &Path) {
@@ -176,7 +176,13 @@ pub fn refresh(rt: &Arc<Runtime>, dir: &Path) {
         quota_core::api::refresh_request_from_json(r#"{"action":"add","amount":10,"rule_name":"native"}"#)
             .unwrap();
     let t = Instant::now();
-    quota_core::refresh::refresh(&quota_core::Config::default(), &mut EngineCall::new(&mut m), &req, t0).unwrap();
+    quota_core::refresh::refresh(
+        &quota_core::Config::default(),
+        &mut EngineCall::new(&mut m),
+        &req,
+        t0,
+    )
+    .unwrap();
     println!(
         "  native core, in-memory store            {:.3} s",
         t.elapsed().as_secs_f64()

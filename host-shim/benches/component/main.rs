@@ -20,10 +20,10 @@
 use std::path::PathBuf;
 use std::time::Instant;
 
+use quota_core::engine_call::EngineCall;
 use quota_core::gate::{check_start, StartDecision, StartRequest};
 use quota_core::sessions::{end_session, EndRequest, EndTarget, Outcome};
 use quota_core::store::{Store, UserRecord};
-use quota_core::engine_call::EngineCall;
 use quota_core::{Config, MemStore, Timestamp};
 use quota_host::{Database, Limits, Runtime, SqlCell, SqliteDb, Worker};
 
@@ -92,7 +92,8 @@ fn native(names: &[String]) -> (f64, f64) {
                 groups: None,
                 budget: None,
             };
-            let StartDecision::Allowed(s) = check_start(&cfg, &mut EngineCall::new(&mut b), &req, now).unwrap()
+            let StartDecision::Allowed(s) =
+                check_start(&cfg, &mut EngineCall::new(&mut b), &req, now).unwrap()
             else {
                 panic!("refused")
             };

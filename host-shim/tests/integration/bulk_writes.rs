@@ -4,10 +4,10 @@
 
 use crate::common;
 
+use quota_core::engine_call::EngineCall;
 use quota_core::memstore::MemStore;
 use quota_core::store::UserRecord;
 use quota_core::store::UserStore;
-use quota_core::engine_call::EngineCall;
 use quota_core::Timestamp;
 use quota_host::{Limits, Runtime, SqlCell, SqliteDb, Worker};
 
@@ -35,8 +35,13 @@ fn native(n: usize) -> (Vec<Row>, Vec<UserRecord>) {
         s.put_user(&u).expect("seed");
     }
     let req = quota_core::api::refresh_request_from_json(BODY).expect("body");
-    quota_core::refresh::refresh(&quota_core::Config::default(), &mut EngineCall::new(&mut s), &req, T0)
-        .expect("refresh");
+    quota_core::refresh::refresh(
+        &quota_core::Config::default(),
+        &mut EngineCall::new(&mut s),
+        &req,
+        T0,
+    )
+    .expect("refresh");
     let rows = s
         .scan_transactions(&quota_core::store::LedgerPage {
             username: None,
