@@ -8,7 +8,7 @@
 // docs/performance.md); this component is synchronous and has no use for it.
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { copyFileSync, existsSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -25,17 +25,46 @@ if (!existsSync(wasm)) {
   process.exit(1);
 }
 const jco = join(root, 'node_modules', '.bin', 'jco');
+// A file whose bytes are already there keeps its time: quota-hub embeds gen/, and cargo rebuilds
+// what embeds a file whose time changed (a release build: minutes on 2 cores).
+function writeIfChanged(path, data) {
+  if (existsSync(path) && Buffer.compare(readFileSync(path), Buffer.from(data)) === 0) return;
+  writeFileSync(path, data);
+}
+// Copies the tree `from` into `to` with writeIfChanged, removes what `to`'s subfolders hold beyond
+// it, and answers the names at its top.
+function sync(from, to) {
+  mkdirSync(to, { recursive: true });
+  const names = readdirSync(from);
+  for (const f of names) {
+    if (statSync(join(from, f)).isDirectory()) {
+      const inner = sync(join(from, f), join(to, f));
+      for (const g of readdirSync(join(to, f))) if (!inner.includes(g)) rmSync(join(to, f, g), { recursive: true, force: true });
+    } else {
+      writeIfChanged(join(to, f), readFileSync(join(from, f)));
+    }
+  }
+  return names;
+}
 function transpile(component, out) {
-  rmSync(join(root, out), { recursive: true, force: true });
-  execFileSync(jco, ['transpile', component, '--instantiation', 'sync', '--name', 'quota-engine', '-o', join(root, out), '--quiet'], {
+  const fresh = join(root, `${out}.new`);
+  rmSync(fresh, { recursive: true, force: true });
+  execFileSync(jco, ['transpile', component, '--instantiation', 'sync', '--name', 'quota-engine', '-o', fresh, '--quiet'], {
     stdio: 'inherit',
   });
+  // What jco wrote replaces gen/ file by file: what is the same stays, what is gone goes.
+  const made = sync(fresh, join(root, out));
+  rmSync(fresh, { recursive: true, force: true });
+  const ours = ['modules.json', 'source.json', 'chartist.js', 'chartist.css', 'bootstrap.css'];
+  for (const f of readdirSync(join(root, out))) {
+    if (!made.includes(f) && !ours.includes(f)) rmSync(join(root, out, f), { recursive: true, force: true });
+  }
   // The core modules the generated code asks for, so a page can compile them before instantiating.
-  const modules = readdirSync(join(root, out)).filter((f) => f.endsWith('.wasm')).sort();
-  writeFileSync(join(root, out, 'modules.json'), JSON.stringify(modules) + '\n');
+  const modules = made.filter((f) => f.endsWith('.wasm')).sort();
+  writeIfChanged(join(root, out, 'modules.json'), JSON.stringify(modules) + '\n');
   // Which component this is (quota-hub's build refuses to embed a js/gen made from another one).
   const sha256 = createHash('sha256').update(readFileSync(component)).digest('hex');
-  writeFileSync(join(root, out, 'source.json'), JSON.stringify({ component_sha256: sha256 }) + '\n');
+  writeIfChanged(join(root, out, 'source.json'), JSON.stringify({ component_sha256: sha256 }) + '\n');
   // On stderr: `npm pack --json`'s stdout is its answer.
   console.error(`${out}/quota-engine.js: transpiled from ${component}`);
 }
@@ -47,11 +76,11 @@ const { version: chartistVersion, license: chartistLicense } = JSON.parse(readFi
 const notice = `/*! chartist ${chartistVersion} | ${chartistLicense} | https://github.com/chartist-js/chartist */\n`;
 for (const [from, to] of [['index.js', 'chartist.js'], ['index.css', 'chartist.css']]) {
   const text = readFileSync(join(chartist, 'dist', from), 'utf8').replace(/^\/[/*]# sourceMappingURL=.*$/m, '');
-  writeFileSync(join(root, 'gen', to), notice + text);
+  writeIfChanged(join(root, 'gen', to), notice + text);
 }
 // quota-hub's own pages look like the hub's: JupyterHub's Bootstrap 5 CSS, bundled (no CDN).
 const bootstrap = join(root, 'node_modules', 'bootstrap', 'dist', 'css', 'bootstrap.min.css');
-writeFileSync(join(root, 'gen', 'bootstrap.css'), readFileSync(bootstrap, 'utf8').replace(/\/\*# sourceMappingURL=.*?\*\/\s*$/s, ''));
+writeIfChanged(join(root, 'gen', 'bootstrap.css'), readFileSync(bootstrap, 'utf8').replace(/\/\*# sourceMappingURL=.*?\*\/\s*$/s, ''));
 if (pack) {
   copyFileSync(join(root, '..', 'LICENSE'), join(root, 'LICENSE'));
 } else {

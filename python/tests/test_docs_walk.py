@@ -91,8 +91,18 @@ class Walk:
                     "PATH": os.pathsep.join([str(WALK / "bin"), str(tools), str(Path(sys.executable).parent), os.environ["PATH"]])}
         self.servers: list[tuple[str, subprocess.Popen]] = []
         self.out: dict[str, subprocess.CompletedProcess] = {}
+        self.walked: list[str] = []
+
+    def after(self, *docs: str) -> None:
+        """The documents a page's walk comes after, walked in this operator's directory unless an
+        earlier test of the module walked them already (each server they start, stopped)."""
+        for doc in docs:
+            if doc not in self.walked:
+                self.run(doc)
+                self.stop()
 
     def run(self, doc: str) -> None:
+        self.walked.append(doc)
         lines = commands(doc)
         assert lines, doc
         for line in lines:
@@ -128,9 +138,12 @@ class Walk:
                 for p in sorted((self.state / "cluster" / namespace).glob(f"{kind}-*.yaml"))}
 
 
-@pytest.fixture
-def walk(tmp_path):
-    w = Walk(tmp_path)
+@pytest.fixture(scope="module")
+def walk(tmp_path_factory):
+    """One operator's directory and one cluster for the module, as an operator goes through the
+    pages: deploy.md, then z2jh.md beside it, then upgrade.md on what both made. Each test walks
+    what it comes after when it runs alone (`Walk.after`); in order, each page is walked once."""
+    w = Walk(tmp_path_factory.mktemp("walk"))
     try:
         yield w
     finally:
@@ -170,6 +183,7 @@ def test_docs_deploy_md_runs_end_to_end(walk):
 
 
 def test_docs_z2jh_md_runs_end_to_end(walk):
+    walk.after("docs/deploy.md")
     walk.run("docs/z2jh.md")
     values = yaml.safe_load((REPO / "examples/z2jh/config.yaml").read_text())
     # The hub image the example runs is the one a release pushes (release.yml's hub-image job names
@@ -190,10 +204,15 @@ def test_docs_z2jh_md_runs_end_to_end(walk):
     record = json.loads((walk.state / "images" / re.sub(r"[^A-Za-z0-9_.-]+", "_", single) / "image.json").read_text())
     assert record["kind"] == "z2jh-singleuser" and tuple(map(int, record["jupyterlab"].split(".")[:3])) >= (4, 5, 11), record
     assert (walk.state / "pushed" / re.sub(r"[^A-Za-z0-9_.-]+", "_", single)).is_file()
-    # The refresh CronJobs (one per enabled rule) and the token Secret they use are in the cluster.
+    # The refresh CronJobs (one per enabled rule) and the token Secret they use are in the cluster:
+    # the objects of the quota-cronjobs chart's revision (deploy.md's release, walked before in the
+    # same namespace, has CronJobs of its own).
     rules = [n for n, r in values["custom"]["quota"]["refreshRules"].items() if r.get("enabled")]
-    cronjobs = walk.cluster("CronJob", "jhub")
-    assert len(cronjobs) == len(rules) > 0
+    [owned] = [json.loads(p.read_text()) for p in (walk.state / "releases" / "jhub" / "quota-cronjobs").glob("*.json")]
+    names = sorted(d["metadata"]["name"] for d in owned["docs"])
+    in_cluster = walk.cluster("CronJob", "jhub")
+    cronjobs = {name: in_cluster[name] for name in names}
+    assert len(cronjobs) == len(rules) > 0, (names, rules)
     for job in cronjobs.values():
         pod = job["spec"]["jobTemplate"]["spec"]["template"]
         assert pod["metadata"]["labels"]["hub.jupyter.org/network-access-hub"] == "true"
@@ -201,9 +220,6 @@ def test_docs_z2jh_md_runs_end_to_end(walk):
         # The token z2jh keeps in its own `hub` Secret: in no values file, in no second Secret.
         assert env["QUOTA_HUB_TOKEN"]["valueFrom"]["secretKeyRef"] == {"name": "hub", "key": "hub.services.quota-cron.apiToken"}
         assert pod["spec"]["containers"][0]["image"] == f"ghcr.io/quota-engine/quota-hub:{VERSION}", "the release's image"
-    # A release owns them: the CronJobs are the objects of the quota-cronjobs chart's revision.
-    [owned] = [json.loads(p.read_text()) for p in (walk.state / "releases" / "jhub" / "quota-cronjobs").glob("*.json")]
-    assert sorted(d["metadata"]["name"] for d in owned["docs"]) == sorted(j["metadata"]["name"] for j in cronjobs.values())
     [rule] = walk.cluster("PrometheusRule", "jhub").values()
     exprs = [r["expr"] for g in rule["spec"]["groups"] for r in g["rules"]]
     assert any('job="hub", namespace="jhub"' in e for e in exprs), exprs
@@ -237,9 +253,7 @@ def test_docs_upgrade_md_runs_after_deploy_and_z2jh(walk):
     and the hub's quota database backed up, listed, restored by the one-off pod once the hub's pod
     is gone, and checked once the new one is ready. First, the runbook without its waits fails on
     the same pods, as it would on a cluster."""
-    walk.run("docs/deploy.md")
-    walk.stop()
-    walk.run("docs/z2jh.md")
+    walk.after("docs/deploy.md", "docs/z2jh.md")
     hasty = [subprocess.run(["sh", "-c", line], cwd=walk.dir, env=walk.env, capture_output=True, text=True)
              for line in RESTORE_WITHOUT_WAITS]
     assert [r.returncode for r in hasty] == [0, 0, 1], [r.stderr for r in hasty]
