@@ -4,6 +4,8 @@
 # engine component with jco into js/gen (and the fault build into js/gen-fault when it exists).
 # quota-hub embeds js/gen for its admin page, and the Python wheel carries it too.
 # Needs Node 20+ with npm, g++ and make, and target/wasm/quota-engine.wasm (scripts/build-wasm.sh).
+# `--deps`: only the packages (no component needed: scripts/test-all.sh installs them beside the
+# component's build).
 set -euo pipefail
 cd -P "$(dirname "$0")/../js"  # -P: the checkout, also when called through a symlink
 need=()
@@ -19,4 +21,4 @@ if [ -z "${npm_config_nodedir:-}" ] && [ -f /usr/include/node/node.h ]; then exp
 # `npm install --no-save` installs what package-lock.json pins and leaves it as it is; `npm ci` refuses
 # this lock because jco's optional per-platform packages for other platforms have no entries in it.
 npm install --no-save --no-audit --no-fund --loglevel=error
-npm run -s build
+[ "${1:-}" = --deps ] || npm run -s build

@@ -2,8 +2,9 @@
 # Runs every check and test of the project from a fresh clone. Installs what it needs.
 #
 # The two cores are kept busy: the Rust build runs while the Python and Node environments download
-# (mostly waiting on the network), and clippy runs at a low priority beside the Python and Node
-# tests (mostly waiting on hubs, servers and browsers). What only a release needs (the arm64 cross
+# (mostly waiting on the network), clippy lints the workspace as the test build compiles it (no
+# second build), the image builds beside the Rust tests, and the Python and Node tests run side by
+# side (mostly waiting on hubs, servers and browsers). What only a release needs (the arm64 cross
 # build, the SBOMs, the two-platform image) is scripts/release.sh's; this checks the release path on
 # what it built (`release.sh --check`). The quick loop for a change is scripts/test-quick.sh.
 set -euo pipefail
@@ -64,10 +65,19 @@ python3 scripts/check_limits.py
 python3 scripts/sizes.py --check
 python3 scripts/security_table.py --check
 
-step "wasm components (shipped and fault-injection)"
+# The Node packages (better-sqlite3 compiled from source: a minute of one core) install beside the
+# component's build, whose last minutes (whole-program optimisation) use one core.
+(bash scripts/build-js.sh --deps > target/js-deps.log 2>&1) &
+js_deps_pid=$!
+
+step "wasm components (shipped and fault-injection), beside them the Node packages"
 bash scripts/build-wasm.sh --fault
 
 step "javascript build: the component through jco (js/gen), embedded by quota-hub's admin page"
+js_deps_rc=0
+wait "$js_deps_pid" || js_deps_rc=$?
+cat target/js-deps.log
+[ "$js_deps_rc" -eq 0 ] || { echo "installing js/'s packages failed (exit $js_deps_rc)"; exit "$js_deps_rc"; }
 bash scripts/build-js.sh
 
 # The Python environments (JupyterHub 6, and 5 as z2jh ships it), the wheels and the hubs' proxy,
@@ -80,11 +90,29 @@ env_pid=$!
 # on, so the workspace compiles once (not again with other features for those suites).
 pg_features=(--features quota-host/pg-tests,quota-hub/pg-tests)
 
-step "Rust tests, the PostgreSQL suites against a real server (scripts/with-postgres.sh)"
-bash scripts/with-postgres.sh cargo test --workspace --locked "${pg_features[@]}"
+# Clippy lints the workspace's crates as they are built for the tests: clippy-driver compiles them
+# (RUSTC_WORKSPACE_WRAPPER, `cargo clippy`'s own mechanism, with its `-D warnings`), so there is no
+# second, check-only build of the workspace (it took 8 to 11 minutes of the run). Every target
+# clippy's `--all-targets` lints is built: the benches and the example too.
+clippy_env=(RUSTC_WORKSPACE_WRAPPER="$(command -v clippy-driver)" CLIPPY_ARGS="-D__CLIPPY_HACKERY__warnings__CLIPPY_HACKERY__")
 
-step "container image without an engine: a static quota-hub in an OCI layout (scripts/build-image.sh)"
-bash scripts/build-image.sh
+step "Rust build: the workspace and every target of it, linted by clippy (-D warnings) as it builds"
+# --timings: target/cargo-timings/ says which crates the build spends its minutes on.
+env "${clippy_env[@]}" cargo test --workspace --locked "${pg_features[@]}" --all-targets --no-run --timings
+
+# The image's static release build (a second build of the dependencies, for musl) runs beside the
+# tests at a lower priority: cargo runs one test executable at a time, and most take one core.
+(nice -n 10 bash scripts/build-image.sh > target/build-image.log 2>&1) &
+image_pid=$!
+
+step "Rust tests, the PostgreSQL suites against a real server (scripts/with-postgres.sh); beside them the image's build"
+env "${clippy_env[@]}" bash scripts/with-postgres.sh cargo test --workspace --locked "${pg_features[@]}"
+
+step "container image without an engine: a static quota-hub in an OCI layout (scripts/build-image.sh), built beside the tests"
+image_rc=0
+wait "$image_pid" || image_rc=$?
+cat target/build-image.log
+[ "$image_rc" -eq 0 ] || { echo "building the image failed (exit $image_rc)"; exit "$image_rc"; }
 if [ "${CI:-}" = true ]; then
     # A CI clone is thrown away and its disk is not large. The steps after this one run what is
     # built (the test build's quota-hub among them), so the test executables (~1.2 GB) go.
@@ -98,12 +126,11 @@ wait "$env_pid" || env_rc=$?
 cat target/python-env.log
 [ "$env_rc" -eq 0 ] || { echo "making the Python environments failed (exit $env_rc)"; exit "$env_rc"; }
 
-step "python: the engine in JupyterHub (python/); beside it javascript: the Node bridge (js/), and clippy at a low priority"
-# The Python and Node tests mostly wait on real hubs, servers and browsers: clippy (a check build of
-# its own) takes the CPU they leave. Nothing else runs cargo meanwhile (the tests run what the Rust
-# step built). The Node tests' and clippy's logs are printed after the Python run.
-(nice -n 15 bash -c "cargo clippy --workspace --all-targets --locked ${pg_features[*]} -- -D warnings \
-    && cargo clippy -p quota-wasm --target wasm32-unknown-unknown --features fault-injection --locked -- -D warnings" \
+step "python: the engine in JupyterHub (python/); beside it javascript: the Node bridge (js/), and clippy on the component's target"
+# The Python and Node tests mostly wait on real hubs, servers and browsers. Clippy on the guest's
+# own target (wasm32, with the fault-injection routes: what the host build does not compile) takes
+# the CPU they leave. The Node tests' and clippy's logs are printed after the Python run.
+(nice -n 15 cargo clippy -p quota-wasm --target wasm32-unknown-unknown --features fault-injection --locked -- -D warnings \
     > target/clippy.log 2>&1) &
 clippy_pid=$!
 (bash scripts/test-js.sh > target/test-js.log 2>&1) &
@@ -116,7 +143,7 @@ step "javascript: the Node bridge (js/), run beside the Python tests (exit $js_r
 cat target/test-js.log
 clippy_rc=0
 wait "$clippy_pid" || clippy_rc=$?
-step "clippy, run beside the tests (exit $clippy_rc)"
+step "clippy on the component's target, run beside the tests (exit $clippy_rc)"
 cat target/clippy.log
 [ "$py_rc" -eq 0 ] || { echo "the Python tests failed (exit $py_rc)"; exit "$py_rc"; }
 [ "$js_rc" -eq 0 ] || exit "$js_rc"

@@ -1,10 +1,29 @@
 import json
+import os
+import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
+
+
+def pytest_configure(config):
+    """One folder for the compiled engine (`QUOTA_CACHE_DIR`, host/compiled_cache.py: what a hub or
+    command does by default in ~/.cache/quota-engine), fresh for the session: each hub and command
+    the tests start after the first loads it in milliseconds instead of compiling it (about a second
+    of CPU each, most of the CPU the command-line tests used). test_compiled_cache.py tests the cache
+    itself; a test that gives its processes QUOTA_CACHE_DIR=off compiles, as before."""
+    if "QUOTA_CACHE_DIR" not in os.environ:
+        config._quota_cache_dir = os.environ["QUOTA_CACHE_DIR"] = tempfile.mkdtemp(prefix="quota-engine-cache-")
+
+
+def pytest_unconfigure(config):
+    folder = getattr(config, "_quota_cache_dir", None)
+    if folder:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def rust_bin(name: str, package: str) -> str:
