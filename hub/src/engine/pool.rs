@@ -145,23 +145,31 @@ fn serve(
                     }
                 }
                 let n = jobs.len();
-                run_shared(&mut worker, jobs, &load);
+                let answers = run_shared(&mut worker, jobs, &load);
+                // Not running once committed: the gauges say so before any client has its answer
+                // (a scrape after the last answer reads them at rest).
                 done(n);
+                for (job, outcome) in answers {
+                    job.reply(outcome);
+                }
             }
         }
     }
 }
 
-fn run_shared(worker: &mut Worker, mut jobs: Vec<Box<dyn TxJob>>, load: &WriteLoad) {
+/// The jobs run in one shared commit, each with its outcome (to answer).
+fn run_shared(
+    worker: &mut Worker,
+    mut jobs: Vec<Box<dyn TxJob>>,
+    load: &WriteLoad,
+) -> Vec<(Box<dyn TxJob>, Result<(), HostError>)> {
     let calls: Vec<SharedCall<'_, ()>> = jobs
         .iter_mut()
         .map(|job| Box::new(move |tx: &mut Tx<'_>| job.run(tx)) as SharedCall<'_, ()>)
         .collect();
     let outcomes = worker.shared_commit(calls);
     load.outcomes(&outcomes, worker.contract());
-    for (job, outcome) in jobs.into_iter().zip(outcomes) {
-        job.reply(outcome);
-    }
+    jobs.into_iter().zip(outcomes).collect()
 }
 
 /// How many workers of each kind, and how they behave.
