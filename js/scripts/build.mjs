@@ -47,7 +47,8 @@ function sync(from, to) {
   return names;
 }
 function transpile(component, out) {
-  const fresh = join(root, `${out}.new`);
+  // A folder of this process's own: the Node tests' build and the docs walk's may run at once.
+  const fresh = join(root, `${out}.new-${process.pid}`);
   rmSync(fresh, { recursive: true, force: true });
   execFileSync(jco, ['transpile', component, '--instantiation', 'sync', '--name', 'quota-engine', '-o', fresh, '--quiet'], {
     stdio: 'inherit',
