@@ -107,19 +107,23 @@ class Hub:
         except OSError:
             return False
 
-    def stop(self) -> None:
+    def stop(self) -> bool:
         """Stops the hub (SIGTERM, as an operator's restart does); single-user servers keep running
-        unless `cleanup_servers` stops them."""
+        unless `cleanup_servers` stops them. False when the hub had to be killed: it did not exit
+        on SIGTERM within the deadline."""
         if self.proc is None:
-            return
+            return True
         self.proc.send_signal(signal.SIGTERM)
+        exited = True
         try:
             self.proc.wait(timeout=DEADLINE_S)
         except subprocess.TimeoutExpired:
+            exited = False
             os.killpg(self.proc.pid, signal.SIGKILL)
             self.proc.wait()
         self.proc = None
         self._stop_orphaned_proxy()
+        return exited
 
     def _stop_orphaned_proxy(self) -> None:
         """The proxy of a hub that exited without stopping it: a hub that stops itself at the

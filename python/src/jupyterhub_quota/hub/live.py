@@ -34,6 +34,22 @@ KEEPALIVE_S = 15.0
 SWEEP_S = 30.0
 
 
+async def within(awaitable: Any, seconds: float) -> tuple[bool, Any]:
+    """``(True, result)`` if ``awaitable`` finished within ``seconds``, else ``(False, None)``.
+    Not ``asyncio.wait_for``: before Python 3.12 it returns the result instead of raising when the
+    task is cancelled just as the awaitable finishes (the hub's shutdown sets the live balances'
+    wake-up as it cancels every task), and a loop around it then never ends: JupyterHub waits for
+    every task it cancelled, and the hub did not exit on SIGTERM."""
+    inner = asyncio.ensure_future(awaitable)
+    try:
+        await asyncio.wait({inner}, timeout=seconds)
+    finally:
+        if not inner.done():
+            inner.cancel()
+    # Done even if after the timeout (a queue's item taken is never dropped).
+    return (True, inner.result()) if inner.done() and not inner.cancelled() else (False, None)
+
+
 def view(status: dict) -> dict:
     """What the navigation bar shows, from a `/api/quota/me/status` answer."""
     me = status["me"]
@@ -188,10 +204,7 @@ class Live:
     async def _run(self) -> None:
         assert self.wake is not None
         while True:
-            try:
-                await asyncio.wait_for(self.wake.wait(), SWEEP_S)
-            except asyncio.TimeoutError:
-                pass
+            await within(self.wake.wait(), SWEEP_S)
             self.wake.clear()
             if not self.streams:
                 continue
@@ -237,9 +250,8 @@ class LiveHandler(APIHandler):
             live.shown[name] = first
             await self._send(first)
             while True:
-                try:
-                    v = await asyncio.wait_for(q.get(), KEEPALIVE_S)
-                except asyncio.TimeoutError:
+                got, v = await within(q.get(), KEEPALIVE_S)
+                if not got:
                     self.write(": keep-alive\n\n")
                     await self.flush()
                     continue
