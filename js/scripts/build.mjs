@@ -31,19 +31,16 @@ function writeIfChanged(path, data) {
   if (existsSync(path) && Buffer.compare(readFileSync(path), Buffer.from(data)) === 0) return;
   writeFileSync(path, data);
 }
-// Copies the tree `from` into `to` with writeIfChanged, removes what `to`'s subfolders hold beyond
-// it, and answers the names at its top.
-function sync(from, to) {
+// Makes the tree `to` hold what `from` holds (writeIfChanged), removing anything else but `keep`
+// (the names written beside jco's output); answers the names at `from`'s top.
+function sync(from, to, keep = []) {
   mkdirSync(to, { recursive: true });
   const names = readdirSync(from);
   for (const f of names) {
-    if (statSync(join(from, f)).isDirectory()) {
-      const inner = sync(join(from, f), join(to, f));
-      for (const g of readdirSync(join(to, f))) if (!inner.includes(g)) rmSync(join(to, f, g), { recursive: true, force: true });
-    } else {
-      writeIfChanged(join(to, f), readFileSync(join(from, f)));
-    }
+    if (statSync(join(from, f)).isDirectory()) sync(join(from, f), join(to, f));
+    else writeIfChanged(join(to, f), readFileSync(join(from, f)));
   }
+  for (const f of readdirSync(to)) if (!names.includes(f) && !keep.includes(f)) rmSync(join(to, f), { recursive: true, force: true });
   return names;
 }
 function transpile(component, out) {
@@ -54,12 +51,8 @@ function transpile(component, out) {
     stdio: 'inherit',
   });
   // What jco wrote replaces gen/ file by file: what is the same stays, what is gone goes.
-  const made = sync(fresh, join(root, out));
+  const made = sync(fresh, join(root, out), ['modules.json', 'source.json', 'chartist.js', 'chartist.css', 'bootstrap.css']);
   rmSync(fresh, { recursive: true, force: true });
-  const ours = ['modules.json', 'source.json', 'chartist.js', 'chartist.css', 'bootstrap.css'];
-  for (const f of readdirSync(join(root, out))) {
-    if (!made.includes(f) && !ours.includes(f)) rmSync(join(root, out, f), { recursive: true, force: true });
-  }
   // The core modules the generated code asks for, so a page can compile them before instantiating.
   const modules = made.filter((f) => f.endsWith('.wasm')).sort();
   writeIfChanged(join(root, out, 'modules.json'), JSON.stringify(modules) + '\n');
